@@ -1,0 +1,46 @@
+-- list_schedules: one page of a namespace's schedules in id order.
+--
+-- KEYS[1] id listing (zset, all scores 0, so lex order)   <prefix>:{<ns>}:ids
+-- ARGV[1] schedule key prefix  <prefix>:{<ns>}:s:
+-- ARGV[2] exclusive lower bound id ("" = from the start)
+-- ARGV[3] page size   ARGV[4] status filter ("" = any)
+-- ARGV[5] most ids to examine in this call (bounds the work when filtering)
+-- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
+--
+-- Invariant 3: bounded by ARGV[5] ids per call, never a scan of the namespace.
+-- Ids whose hash vanished are dropped from the listing (repair).
+
+local from = '-'
+if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
+local page, filter, budget = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local ids = redis.call('ZRANGEBYLEX', KEYS[1], from, '+', 'LIMIT', 0, budget)
+local out, n, last = {}, 0, ''
+for i = 1, #ids do
+  local id = ids[i]
+  last = id
+  local fields = redis.call('HGETALL', ARGV[1] .. id)
+  if #fields == 0 then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    local status = ''
+    for j = 1, #fields, 2 do
+      if fields[j] == 'status' then status = fields[j + 1] end
+    end
+    if filter == '' or status == filter then
+      out[#out + 1] = #fields
+      for j = 1, #fields do out[#out + 1] = fields[j] end
+      n = n + 1
+      if n >= page then break end
+    end
+  end
+end
+local next_after = ''
+if #ids > 0 and (n >= page or #ids >= budget) and last ~= '' then
+  -- More may follow unless this was the namespace's last id.
+  if #redis.call('ZRANGEBYLEX', KEYS[1], '(' .. last, '+', 'LIMIT', 0, 1) > 0 then
+    next_after = last
+  end
+end
+local result = { next_after, n }
+for i = 1, #out do result[#result + 1] = out[i] end
+return result

@@ -1,0 +1,175 @@
+//! Translation between protobuf messages and domain types.
+
+use std::collections::BTreeMap;
+
+use crate::{
+    domain::{Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
+    proto,
+};
+
+use super::{validate, ApiError};
+
+pub fn timestamp(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+pub fn duration(ms: i64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+pub fn status_to_proto(status: ScheduleStatus) -> proto::ScheduleStatus {
+    match status {
+        ScheduleStatus::Active => proto::ScheduleStatus::Active,
+        ScheduleStatus::Paused => proto::ScheduleStatus::Paused,
+        ScheduleStatus::Completed => proto::ScheduleStatus::Completed,
+    }
+}
+
+/// A status filter: UNSPECIFIED = any; unknown numbers are refused.
+pub fn status_filter(field: &str, value: i32) -> Result<Option<ScheduleStatus>, ApiError> {
+    match proto::ScheduleStatus::try_from(value) {
+        Ok(proto::ScheduleStatus::Unspecified) => Ok(None),
+        Ok(proto::ScheduleStatus::Active) => Ok(Some(ScheduleStatus::Active)),
+        Ok(proto::ScheduleStatus::Paused) => Ok(Some(ScheduleStatus::Paused)),
+        Ok(proto::ScheduleStatus::Completed) => Ok(Some(ScheduleStatus::Completed)),
+        Err(_) => Err(ApiError::invalid(field, format!("unknown status {value}"))),
+    }
+}
+
+/// The timing part of a proto schedule, before parsing by `timing`.
+pub struct RawTiming {
+    pub cron: Option<String>,
+    pub every_ms: Option<i64>,
+    pub start_ms: Option<i64>,
+    pub end_ms: Option<i64>,
+}
+
+pub fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
+    let (cron, every_ms) = match &s.timing {
+        Some(proto::schedule::Timing::Cron(expr)) => (Some(expr.clone()), None),
+        Some(proto::schedule::Timing::Every(d)) => {
+            (None, Some(validate::duration_ms(&format!("{field}.every"), d)?))
+        }
+        None => (None, None),
+    };
+    let start_ms = s
+        .start_time
+        .as_ref()
+        .map(|t| validate::timestamp_ms(&format!("{field}.start_time"), t))
+        .transpose()?;
+    let end_ms = s
+        .end_time
+        .as_ref()
+        .map(|t| validate::timestamp_ms(&format!("{field}.end_time"), t))
+        .transpose()?;
+    Ok(RawTiming {
+        cron,
+        every_ms,
+        start_ms,
+        end_ms,
+    })
+}
+
+/// Builds the definition from a validated proto schedule and its parsed timing.
+pub fn schedule_def(
+    s: proto::Schedule,
+    id: String,
+    timing: TimingDef,
+    timezone: String,
+    raw: &RawTiming,
+) -> ScheduleDef {
+    ScheduleDef {
+        id,
+        timing,
+        timezone,
+        start_ms: raw.start_ms,
+        end_ms: raw.end_ms,
+        run_limit: s.run_limit,
+        job_name: s.job_name,
+        payload: s.payload,
+        headers: s.headers.into_iter().collect::<BTreeMap<_, _>>(),
+        paused: s.paused,
+    }
+}
+
+pub fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
+    let timing = match r.def.timing {
+        TimingDef::Cron(expr) => proto::schedule::Timing::Cron(expr),
+        TimingDef::EveryMs(ms) => proto::schedule::Timing::Every(duration(ms)),
+    };
+    proto::Schedule {
+        id: r.def.id,
+        timing: Some(timing),
+        timezone: r.def.timezone,
+        start_time: r.def.start_ms.map(timestamp),
+        end_time: r.def.end_ms.map(timestamp),
+        run_limit: r.def.run_limit,
+        job_name: r.def.job_name,
+        payload: r.def.payload,
+        headers: r.def.headers.into_iter().collect(),
+        paused: r.status == ScheduleStatus::Paused,
+        status: status_to_proto(r.status) as i32,
+        run_count: r.run_count,
+        last_run_time: r.last_run_ms.map(timestamp),
+        next_run_time: r.next_run_ms.map(timestamp),
+        create_time: Some(timestamp(r.create_ms)),
+        update_time: Some(timestamp(r.update_ms)),
+        revision: r.revision,
+    }
+}
+
+pub fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
+    let run_number = o.schedule.run_count;
+    proto::Occurrence {
+        occurrence_id: o.occurrence_id,
+        schedule: Some(schedule_to_proto(o.schedule)),
+        due_time: Some(timestamp(o.due_ms)),
+        claim_time: Some(timestamp(o.claim_ms)),
+        run_number,
+        skipped_runs: o.skipped,
+    }
+}
+
+/// Page tokens are the hex of the last id returned: opaque, and safe for any id bytes.
+pub fn page_token(after_id: &str) -> String {
+    after_id.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn parse_page_token(token: &str) -> Result<String, ApiError> {
+    let bad = || ApiError::invalid("page_token", "is not a token returned by this RPC");
+    if token.len() % 2 != 0 || token.len() > 2 * validate::MAX_ID_LEN {
+        return Err(bad());
+    }
+    let bytes = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| bad())?;
+    String::from_utf8(bytes).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_round_trip_any_id() {
+        for id in ["a", "x}{y", "ünï:cödé", "{x}"] {
+            assert_eq!(parse_page_token(&page_token(id)).ok().as_deref(), Some(id));
+        }
+        assert!(parse_page_token("zz").is_err());
+        assert!(parse_page_token("abc").is_err());
+    }
+
+    #[test]
+    fn timestamps_round_trip_ms() {
+        let ts = timestamp(1_767_225_600_123);
+        assert_eq!((ts.seconds, ts.nanos), (1_767_225_600, 123_000_000));
+    }
+}

@@ -1,0 +1,93 @@
+//! Command-line flags and environment variables of `dueq serve`.
+
+use std::{net::SocketAddr, time::Duration};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
+#[derive(Debug, Parser)]
+#[command(name = "dueq", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Flags for `serve`, also accepted without the subcommand (`dueq` alone serves).
+    #[command(flatten)]
+    pub serve: ServeConfig,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the gRPC service (the default).
+    Serve(ServeConfig),
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// Everything `dueq serve` can be configured with. Every flag has an env var.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    /// Address the gRPC server listens on.
+    #[arg(long, env = "DUEQ_LISTEN", default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+
+    /// Redis URL (redis://[user:password@]host:port[/db]).
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+
+    /// Long-lived multiplexed Redis connections shared by all requests.
+    #[arg(long, env = "DUEQ_POOL_SIZE", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub pool_size: u16,
+
+    /// Prefix of every Redis key dueq writes ([A-Za-z0-9_.:-], 1-64 characters).
+    #[arg(long, env = "DUEQ_KEY_PREFIX", default_value = "dueq")]
+    pub key_prefix: String,
+
+    /// Largest gRPC message accepted or sent, in bytes.
+    #[arg(long, env = "DUEQ_MAX_MESSAGE_SIZE", default_value_t = 4 * 1024 * 1024)]
+    pub max_message_size: usize,
+
+    /// Largest schedule payload accepted, in bytes (RESOURCE_EXHAUSTED above it).
+    #[arg(long, env = "DUEQ_MAX_PAYLOAD_SIZE", default_value_t = 1024 * 1024)]
+    pub max_payload_size: usize,
+
+    /// Longest a claim may long-poll, whatever the request asks (e.g. "60s").
+    #[arg(long, env = "DUEQ_MAX_WAIT", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub max_wait: Duration,
+
+    /// How often an idle namespace timer re-reads the due index, so schedules
+    /// written through other replicas are seen (one Redis call per namespace).
+    #[arg(long, env = "DUEQ_RECHECK_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub recheck_interval: Duration,
+
+    /// How often Redis is pinged for the health status and the clock offset.
+    #[arg(long, env = "DUEQ_HEALTH_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub health_interval: Duration,
+
+    /// Longest a single Redis command may take before the call fails UNAVAILABLE.
+    #[arg(long, env = "DUEQ_REDIS_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub redis_timeout: Duration,
+
+    /// How long shutdown waits for in-flight calls before exiting anyway.
+    #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Duration,
+
+    /// Log format.
+    #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl ServeConfig {
+    /// Defaults for everything, pointing at `redis_url`; used by tests and tools.
+    pub fn for_redis(redis_url: impl Into<String>) -> Self {
+        let mut config = Cli::parse_from(["dueq"]).serve;
+        config.redis_url = redis_url.into();
+        config
+    }
+}

@@ -1,0 +1,181 @@
+//! Assembles and runs the gRPC server: the queue service, health, reflection, and
+//! the background tasks (Redis health and clock offset).
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Server;
+use tonic_health::{server::HealthReporter, ServingStatus};
+
+use crate::{
+    api::{validate, Limits, QueueApi},
+    clock::Clock,
+    config::ServeConfig,
+    proto::{self, queue_service_server::QueueServiceServer},
+    schedules::Schedules,
+    store::{Store, StoreError},
+    wake::Wakers,
+};
+
+const SERVICE_NAME: &str = "dueq.v1.QueueService";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("transport: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the service on `listener` until `shutdown` resolves, then drains: pending
+/// long-polls answer empty at once, in-flight calls get `shutdown_grace` to finish.
+pub async fn run(
+    config: ServeConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    validate::key_prefix(&config.key_prefix).map_err(ServeError::Config)?;
+    let store = Arc::new(Store::new(
+        &config.redis_url,
+        &config.key_prefix,
+        usize::from(config.pool_size),
+        config.redis_timeout,
+    )?);
+    let clock = Arc::new(Clock::new());
+    let cancel = CancellationToken::new();
+    let wakers = Wakers::new(
+        store.clone(),
+        clock.clone(),
+        config.recheck_interval,
+        cancel.clone(),
+    );
+    let schedules = Arc::new(Schedules::new(store.clone(), clock.clone()));
+    let api = QueueApi::new(
+        schedules,
+        wakers,
+        Limits {
+            max_payload_size: config.max_payload_size,
+            max_wait: config.max_wait,
+        },
+        cancel.clone(),
+    );
+
+    let (reporter, health_service) = tonic_health::server::health_reporter();
+    set_status(&reporter, ServingStatus::NotServing).await;
+    tokio::spawn(watch_redis(
+        store.clone(),
+        clock,
+        reporter,
+        config.health_interval,
+        cancel.clone(),
+    ));
+
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let queue = QueueServiceServer::new(api)
+        .max_decoding_message_size(config.max_message_size)
+        .max_encoding_message_size(config.max_message_size);
+
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, redis = %store.display_url(), prefix = %config.key_prefix, "dueq listening");
+
+    // On shutdown: wake every long-poll (they answer empty), then let tonic drain.
+    let drain = cancel.clone();
+    let signal = async move {
+        shutdown.await;
+        tracing::info!("shutting down: answering long-polls, draining in-flight calls");
+        drain.cancel();
+    };
+    let server = Server::builder()
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(queue)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => result?,
+        _ = async {
+            cancel.cancelled().await;
+            tokio::time::sleep(config.shutdown_grace).await;
+        } => {
+            tracing::warn!(grace = ?config.shutdown_grace, "in-flight calls did not finish in time; exiting");
+        }
+    }
+    tracing::info!("dueq stopped");
+    Ok(())
+}
+
+async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
+    reporter.set_service_status("", status).await;
+    reporter.set_service_status(SERVICE_NAME, status).await;
+}
+
+/// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps
+/// the health status current, and reloads the scripts whenever Redis comes back.
+async fn watch_redis(
+    store: Arc<Store>,
+    clock: Arc<Clock>,
+    reporter: HealthReporter,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
+    let mut serving = false;
+    loop {
+        let healthy = match store.time().await {
+            Ok((redis_ms, rtt)) => {
+                clock.observe(redis_ms, rtt);
+                if serving {
+                    true
+                } else {
+                    match store.load_scripts().await {
+                        Ok(()) => true,
+                        Err(error) => {
+                            tracing::warn!(%error, "redis answers but scripts could not be loaded");
+                            false
+                        }
+                    }
+                }
+            }
+            Err(error) => {
+                if serving {
+                    tracing::error!(%error, "redis is unavailable; reporting NOT_SERVING");
+                } else {
+                    tracing::debug!(%error, "redis still unavailable");
+                }
+                false
+            }
+        };
+        if healthy != serving {
+            serving = healthy;
+            if serving {
+                tracing::info!(redis = %store.display_url(), offset_ms = clock.offset_ms(), "redis is available; SERVING");
+                set_status(&reporter, ServingStatus::Serving).await;
+            } else {
+                set_status(&reporter, ServingStatus::NotServing).await;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = cancel.cancelled() => {
+                set_status(&reporter, ServingStatus::NotServing).await;
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Validation and error messages.
+
+use super::super::{Timing, TimingError, TimingSpec};
+use super::NY;
+
+fn parse(cron: Option<&str>, every_ms: Option<i64>, timezone: &str) -> Result<Timing, TimingError> {
+    Timing::parse(&TimingSpec {
+        cron,
+        every_ms,
+        timezone,
+        start_ms: None,
+        end_ms: None,
+    })
+}
+
+fn err(cron: Option<&str>, every_ms: Option<i64>, timezone: &str) -> TimingError {
+    parse(cron, every_ms, timezone).expect_err("should be rejected")
+}
+
+#[test]
+fn exactly_one_of_cron_or_every() {
+    for (c, e) in [
+        (None, None),
+        (Some(""), None),
+        (Some("* * * * *"), Some(60_000)),
+    ] {
+        let error = err(c, e, "");
+        assert_eq!(error, TimingError::CronXorEvery);
+        assert_eq!(
+            error.to_string(),
+            "exactly one of cron or every must be set"
+        );
+        assert_eq!(error.field(), "cron");
+    }
+    // An empty cron next to every is just "every".
+    assert!(parse(Some(""), Some(60_000), "").is_ok());
+}
+
+#[test]
+fn field_counts() {
+    for (expr, found) in [
+        ("* * *", 3),
+        ("* * * *", 4),
+        ("0 0 0 * * * 2026", 7),
+        ("   ", 0),
+    ] {
+        let error = err(Some(expr), None, "");
+        assert_eq!(error, TimingError::CronFieldCount { found });
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "cron: must have 5 fields (minute granularity) or 6 fields (seconds first), \
+                 got {found}"
+            )
+        );
+        assert_eq!(error.field(), "cron");
+    }
+    for ok in [
+        "30 2 * * *",
+        "  0 30 2 * * *  ",
+        "0 0 1 * +MON",
+        "0 0 L * *",
+        "0 9 * * MON-FRI",
+    ] {
+        assert!(parse(Some(ok), None, NY).is_ok(), "{ok}");
+    }
+}
+
+#[test]
+fn syntax_errors_carry_crone_message() {
+    for expr in [
+        "61 * * * *",
+        "* * * * foo",
+        "*/0 * * * *",
+        "@reboot",
+        "1-2-3 * * * *",
+    ] {
+        let error = err(Some(expr), None, "");
+        let TimingError::CronSyntax { expr: e, reason } = &error else {
+            panic!("{expr}: {error:?}");
+        };
+        assert_eq!(e, expr);
+        assert!(!reason.is_empty());
+        assert_eq!(
+            error.to_string(),
+            format!("cron: cannot parse {expr:?}: {reason}")
+        );
+        assert_eq!(error.field(), "cron");
+    }
+    let error = err(Some("61 * * * *"), None, "");
+    assert_eq!(
+        error.to_string(),
+        "cron: cannot parse \"61 * * * *\": Component error: Number out of bounds."
+    );
+}
+
+#[test]
+fn never_matching_cron_is_rejected() {
+    for expr in ["0 0 30 2 *", "0 0 31 4,6,9,11 *"] {
+        let error = err(Some(expr), None, "");
+        assert_eq!(error, TimingError::CronNeverMatches { expr: expr.into() });
+        assert_eq!(
+            error.to_string(),
+            format!("cron: {expr:?} never matches any date")
+        );
+    }
+    // Rare but real: Feb 29 that is also a Monday.
+    assert!(parse(Some("0 0 29 2 +MON"), None, "").is_ok());
+}
+
+#[test]
+fn timezones() {
+    let error = err(Some("* * * * *"), None, "Mars/Base");
+    assert_eq!(
+        error.to_string(),
+        "timezone: unknown IANA time zone \"Mars/Base\""
+    );
+    assert_eq!(error.field(), "timezone");
+    // Validated for every too, and names are exact.
+    assert_eq!(
+        err(None, Some(60_000), "america/new_york").field(),
+        "timezone"
+    );
+    assert_eq!(err(None, Some(60_000), " UTC").field(), "timezone");
+
+    let name = |tz: &str| parse(None, Some(60_000), tz).map(|t| t.timezone_name().to_string());
+    assert_eq!(name(""), Ok("UTC".into()));
+    assert_eq!(name("UTC"), Ok("UTC".into()));
+    assert_eq!(name(NY), Ok(NY.into()));
+    assert_eq!(name("US/Eastern"), Ok("US/Eastern".into()));
+}
+
+#[test]
+fn every_bounds() {
+    let cases = [
+        (
+            0,
+            Some(TimingError::EveryNotPositive),
+            "every: must be positive",
+        ),
+        (
+            -1,
+            Some(TimingError::EveryNotPositive),
+            "every: must be positive",
+        ),
+        (
+            i64::MIN,
+            Some(TimingError::EveryNotPositive),
+            "every: must be positive",
+        ),
+        (
+            999,
+            Some(TimingError::EveryTooShort),
+            "every: must be at least 1s",
+        ),
+        (
+            366 * 86_400_000 + 1,
+            Some(TimingError::EveryTooLong),
+            "every: must be at most 366 days",
+        ),
+        (
+            i64::MAX,
+            Some(TimingError::EveryTooLong),
+            "every: must be at most 366 days",
+        ),
+        (1_000, None, ""),
+        (366 * 86_400_000, None, ""),
+    ];
+    for (every_ms, want, msg) in cases {
+        match (parse(None, Some(every_ms), ""), want) {
+            (Ok(t), None) => {
+                assert_eq!(t.every_ms(), Some(every_ms));
+                assert!(!t.is_cron());
+                assert_eq!(t.cron_expr(), None);
+            }
+            (Err(e), Some(w)) => {
+                assert_eq!(e, w);
+                assert_eq!(e.to_string(), msg);
+                assert_eq!(e.field(), "every");
+            }
+            (got, want) => panic!("{every_ms}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+#[test]
+fn window() {
+    let spec = |start_ms, end_ms| TimingSpec {
+        cron: Some("* * * * *"),
+        start_ms,
+        end_ms,
+        ..TimingSpec::default()
+    };
+    for (start, end) in [(10, 10), (10, 9), (i64::MAX, i64::MIN)] {
+        let error = Timing::parse(&spec(Some(start), Some(end))).expect_err("end <= start");
+        assert_eq!(error, TimingError::EndNotAfterStart);
+        assert_eq!(error.to_string(), "end_time: must be after start_time");
+        assert_eq!(error.field(), "end_time");
+    }
+    for (start, end) in [
+        (Some(10), Some(11)),
+        (None, Some(0)),
+        (Some(0), None),
+        (Some(i64::MIN), Some(i64::MAX)),
+    ] {
+        assert!(Timing::parse(&spec(start, end)).is_ok());
+    }
+}
+
+#[test]
+fn accessors() {
+    let t = parse(Some("  30 2 * * *  "), None, NY).expect("valid");
+    assert!(t.is_cron());
+    assert_eq!(t.every_ms(), None);
+    assert_eq!(t.cron_expr(), Some("30 2 * * *"));
+    assert_eq!(t.timezone_name(), NY);
+}

@@ -1,0 +1,219 @@
+//! ClaimDueSchedule semantics: missed runs, limits, start/end, index repair, hints.
+
+mod common;
+
+use common::*;
+use deadpool_redis::redis;
+
+async fn zscore(conn: &mut redis::aio::MultiplexedConnection, ns: &str, id: &str) -> Option<i64> {
+    let s: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("dueq:{{{ns}}}:due"))
+        .arg(id)
+        .query_async(conn)
+        .await
+        .expect("ZSCORE");
+    s.map(|s| s as i64)
+}
+
+#[tokio::test]
+async fn missed_runs_fire_once_and_report_skipped() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", every("e", 60)).await;
+    let now = redis_now(&mut conn).await;
+    // Pretend the service was down for 10 minutes: the slot 10 minutes ago is due.
+    let slot = (now / 60_000 - 10) * 60_000;
+    force_due(&mut conn, "ns", "e", slot).await;
+    let occ = claim(&mut c, "ns", 0).await.expect("fires after downtime");
+    assert_eq!(ms(&occ.due_time), slot);
+    assert!((9..=10).contains(&occ.skipped_runs), "skipped {}", occ.skipped_runs);
+    let next = ms(&occ.schedule.as_ref().expect("s").next_run_time);
+    let claimed_at = ms(&occ.claim_time);
+    assert!(next > claimed_at && next <= claimed_at + 60_000, "next is the first slot after now");
+    assert_eq!(next % 60_000, 0);
+    assert!(claim(&mut c, "ns", 0).await.is_none(), "fires once, not once per missed slot");
+}
+
+#[tokio::test]
+async fn cron_missed_runs_are_computed_in_rust() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", cron("c", "*/5 * * * *", "Europe/Berlin")).await;
+    let now = redis_now(&mut conn).await;
+    let slot = (now / 300_000 - 12) * 300_000; // an hour of 5-minute slots ago
+    force_due(&mut conn, "ns", "c", slot).await;
+    let occ = claim(&mut c, "ns", 0).await.expect("due");
+    assert_eq!(ms(&occ.due_time), slot);
+    assert!((11..=12).contains(&occ.skipped_runs), "skipped {}", occ.skipped_runs);
+    let next = ms(&occ.schedule.as_ref().expect("s").next_run_time);
+    assert!(next > ms(&occ.claim_time) && next % 300_000 == 0);
+    assert!(claim(&mut c, "ns", 0).await.is_none());
+}
+
+#[tokio::test]
+async fn run_limit_fires_exactly_n_times_then_leaves_the_index() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let mut s = every("lim", 60);
+    s.run_limit = 3;
+    upsert(&mut c, "ns", s).await;
+    for run in 1..=3 {
+        force_due(&mut conn, "ns", "lim", redis_now(&mut conn).await - 5).await;
+        let occ = claim(&mut c, "ns", 0).await.expect("due");
+        assert_eq!(occ.run_number, run);
+    }
+    let s = get(&mut c, "ns", "lim").await;
+    assert_eq!(s.status, proto::ScheduleStatus::Completed as i32);
+    assert_eq!(s.run_count, 3);
+    assert!(s.next_run_time.is_none());
+    assert_eq!(zscore(&mut conn, "ns", "lim").await, None);
+    // A forged entry cannot make it fire a fourth time.
+    force_due(&mut conn, "ns", "lim", redis_now(&mut conn).await - 5).await;
+    assert!(claim(&mut c, "ns", 0).await.is_none());
+    assert_eq!(zscore(&mut conn, "ns", "lim").await, None, "repaired");
+    assert_eq!(get(&mut c, "ns", "lim").await.run_count, 3);
+}
+
+#[tokio::test]
+async fn end_time_and_start_time_bound_the_runs() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let now = redis_now(&mut conn).await;
+
+    // start_time in the future: first run is the start, not before.
+    let start = (now / 1000 + 3600) * 1000 + 500;
+    let mut s = every("later", 60);
+    s.start_time = Some(ts(start));
+    let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
+    assert_eq!(ms(&stored.next_run_time), start, "anchored at start_time");
+
+    // end_time: the slot after end is never scheduled.
+    let mut s = every("ending", 60);
+    let slot = (now / 60_000 + 1) * 60_000;
+    s.end_time = Some(ts(slot + 30_000));
+    let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
+    assert_eq!(ms(&stored.next_run_time), slot);
+    force_due(&mut conn, "ns", "ending", slot).await;
+    let occ = claim(&mut c, "ns", 0).await.expect("last slot fires");
+    assert_eq!(ms(&occ.due_time), slot);
+    let after = occ.schedule.expect("s");
+    assert_eq!(after.status, proto::ScheduleStatus::Completed as i32);
+    assert!(after.next_run_time.is_none());
+
+    // An end_time already past: created completed, nothing to claim.
+    let mut s = every("over", 60);
+    s.start_time = Some(ts(now - 7_200_000));
+    s.end_time = Some(ts(now - 3_600_000));
+    let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
+    assert_eq!(stored.status, proto::ScheduleStatus::Completed as i32);
+    assert!(claim(&mut c, "ns", 0).await.is_none());
+}
+
+#[tokio::test]
+async fn claim_repairs_a_corrupted_index() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let now = redis_now(&mut conn).await;
+    upsert(&mut c, "ns", every("stale", 60)).await;
+    upsert(&mut c, "ns", every("good", 60)).await;
+    let real_next = ms(&get(&mut c, "ns", "stale").await.next_run_time);
+
+    // Dangling id (no hash), a stale score (hash says later), and a genuinely due one.
+    let _: () = redis::cmd("ZADD").arg("dueq:{ns}:due").arg(now - 3000).arg("ghost")
+        .query_async(&mut conn).await.expect("zadd");
+    let _: () = redis::cmd("ZADD").arg("dueq:{ns}:due").arg(now - 2000).arg("stale")
+        .query_async(&mut conn).await.expect("zadd");
+    force_due(&mut conn, "ns", "good", now - 1000).await;
+
+    let occ = claim(&mut c, "ns", 0).await.expect("the valid one is claimed");
+    assert_eq!(occ.schedule.expect("s").id, "good");
+    assert_eq!(zscore(&mut conn, "ns", "ghost").await, None, "dangling id removed");
+    assert_eq!(zscore(&mut conn, "ns", "stale").await, Some(real_next), "re-scored from hash");
+    assert_eq!(get(&mut c, "ns", "stale").await.run_count, 0, "stale entry not fired");
+
+    // A missing entry whose hash says it is due: any upsert re-asserts it.
+    force_due(&mut conn, "ns", "stale", now - 500).await;
+    let _: () = redis::cmd("ZREM").arg("dueq:{ns}:due").arg("stale")
+        .query_async(&mut conn).await.expect("zrem");
+    assert!(claim(&mut c, "ns", 0).await.is_none(), "the index is the only way in");
+    upsert(&mut c, "ns", every("stale", 60)).await;
+    let occ = claim(&mut c, "ns", 0).await.expect("re-indexed by upsert");
+    assert_eq!(occ.schedule.expect("s").id, "stale");
+}
+
+#[tokio::test]
+async fn occurrence_ids_are_deterministic() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", every("o", 60)).await;
+    let slot = (redis_now(&mut conn).await / 60_000 - 1) * 60_000;
+    force_due(&mut conn, "ns", "o", slot).await;
+    let first = claim(&mut c, "ns", 0).await.expect("due");
+    // The same nominal slot, re-delivered (e.g. restored from a backup), has the same id.
+    force_due(&mut conn, "ns", "o", slot).await;
+    let again = claim(&mut c, "ns", 0).await.expect("due again");
+    assert_eq!(first.occurrence_id, again.occurrence_id);
+    // Another slot, or a changed timing (new revision), gives another id.
+    force_due(&mut conn, "ns", "o", slot - 60_000).await;
+    let other = claim(&mut c, "ns", 0).await.expect("due");
+    assert_ne!(other.occurrence_id, first.occurrence_id);
+    upsert(&mut c, "ns", every("o", 30)).await;
+    force_due(&mut conn, "ns", "o", slot).await;
+    let revised = claim(&mut c, "ns", 0).await.expect("due");
+    assert_ne!(revised.occurrence_id, first.occurrence_id);
+}
+
+#[tokio::test]
+async fn a_cron_hint_from_old_timing_is_refused() {
+    // The claim script returns "compute" for a cron whose next slot is unknown; if the
+    // timing changes before the hint comes back, the hint must not be applied. We play
+    // the race directly against Redis with the script dueq itself runs.
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", cron("h", "0 * * * *", "UTC")).await;
+    let now = redis_now(&mut conn).await;
+    let slot = (now / 3_600_000 - 1) * 3_600_000;
+    force_due(&mut conn, "ns", "h", slot).await;
+    let script = redis::Script::new(include_str!("../lua/claim_due.lua"));
+    let reply: Vec<redis::Value> = script
+        .key("dueq:{ns}:due")
+        .arg("dueq:{ns}:s:")
+        .arg(32)
+        .invoke_async(&mut conn)
+        .await
+        .expect("claim script");
+    assert_eq!(reply.first(), Some(&redis::Value::BulkString(b"compute".to_vec())));
+
+    // The timing changes (revision 2) while the hint is being computed.
+    upsert(&mut c, "ns", cron("h", "30 * * * *", "UTC")).await;
+    force_due(&mut conn, "ns", "h", slot).await; // same next_ms, new revision
+    let stale_hint: Vec<redis::Value> = script
+        .key("dueq:{ns}:due")
+        .arg("dueq:{ns}:s:")
+        .arg(32)
+        .arg("h").arg("1").arg(slot).arg(slot + 3_600_000 * 100).arg("").arg(0)
+        .invoke_async(&mut conn)
+        .await
+        .expect("claim script");
+    // Refused as a hint: the script falls back to asking again for revision 2.
+    assert_eq!(stale_hint.first(), Some(&redis::Value::BulkString(b"compute".to_vec())));
+    assert_eq!(get(&mut c, "ns", "h").await.run_count, 0);
+    // And the service's own claim computes it correctly.
+    let occ = claim(&mut c, "ns", 0).await.expect("due");
+    let next = ms(&occ.schedule.expect("s").next_run_time);
+    assert_eq!(next % 3_600_000, 1_800_000, "next from the new timing (minute 30)");
+}

@@ -1,0 +1,346 @@
+//! Test harness: a real redis-server on a free port and the real service in-process
+//! on another, talked to over real gRPC. No mocks.
+#![allow(dead_code)]
+
+use std::{
+    net::TcpListener as StdListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use dueq::{config::ServeConfig, proto::queue_service_client::QueueServiceClient};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tonic::transport::Channel;
+
+pub use dueq::proto;
+
+pub type Client = QueueServiceClient<Channel>;
+
+fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// A redis-server child process, killed on drop.
+pub struct Redis {
+    pub port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+fn redis_server_binary() -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("redis-server"))
+            .find(|p| p.is_file())
+    });
+    match found {
+        Some(path) => path,
+        None => panic!(
+            "redis-server not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis)"
+        ),
+    }
+}
+
+impl Redis {
+    pub async fn start() -> Redis {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut redis = Redis {
+            port: free_port(),
+            child: None,
+            dir,
+        };
+        redis.spawn().await;
+        redis
+    }
+
+    async fn spawn(&mut self) {
+        let child = Command::new(redis_server_binary())
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if let Ok(mut conn) = self.try_conn().await {
+                let pong: Result<String, _> = redis::cmd("PING").query_async(&mut conn).await;
+                if pong.is_ok() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("redis-server did not start on port {}", self.port);
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
+        redis::Client::open(self.url())?
+            .get_multiplexed_async_connection()
+            .await
+    }
+
+    /// A direct connection, for tests that inspect or corrupt the store.
+    pub async fn conn(&self) -> MultiplexedConnection {
+        self.try_conn().await.expect("connect to test redis")
+    }
+
+    /// Kills redis-server (SIGKILL: nothing is saved).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts redis-server again on the same port, empty.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn().await;
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The dueq service running in-process on a free port.
+pub struct Service {
+    pub addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+pub fn config(redis_url: &str) -> ServeConfig {
+    let mut config = ServeConfig::for_redis(redis_url);
+    config.health_interval = Duration::from_millis(200);
+    config
+}
+
+impl Service {
+    pub async fn start(redis_url: &str) -> Service {
+        Service::start_with(config(redis_url)).await
+    }
+
+    pub async fn start_with(config: ServeConfig) -> Service {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(e) = dueq::server::run(config, listener, shutdown).await {
+                panic!("service failed: {e}");
+            }
+        });
+        let service = Service {
+            addr,
+            stop: Some(stop),
+            handle: Some(handle),
+        };
+        service.wait_serving().await;
+        service
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub async fn client(&self) -> Client {
+        let channel = Channel::from_shared(self.endpoint())
+            .expect("endpoint")
+            .connect()
+            .await
+            .expect("connect to service");
+        QueueServiceClient::new(channel)
+            .max_decoding_message_size(64 * 1024 * 1024)
+            .max_encoding_message_size(64 * 1024 * 1024)
+    }
+
+    pub async fn health(&self) -> i32 {
+        let channel = Channel::from_shared(self.endpoint())
+            .expect("endpoint")
+            .connect()
+            .await
+            .expect("connect");
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        match health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "dueq.v1.QueueService".into(),
+            })
+            .await
+        {
+            Ok(r) => r.into_inner().status,
+            Err(_) => -1,
+        }
+    }
+
+    /// Waits until the service reports SERVING (Redis reachable, scripts loaded).
+    pub async fn wait_serving(&self) {
+        for _ in 0..250 {
+            if let Ok(channel) = Channel::from_shared(self.endpoint()).expect("endpoint").connect().await {
+                let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+                if let Ok(r) = health
+                    .check(tonic_health::pb::HealthCheckRequest {
+                        service: "dueq.v1.QueueService".into(),
+                    })
+                    .await
+                {
+                    if r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
+                        return;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("service on {} never became SERVING", self.addr);
+    }
+
+    /// Graceful shutdown, as on SIGTERM; waits for the server task to end.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(15), handle).await;
+        }
+    }
+
+    /// Simulates a crash: the task is aborted mid-flight, nothing drains.
+    pub fn kill(mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+        }
+    }
+}
+
+// ---- request builders ----
+
+pub fn every(id: &str, secs: i64) -> proto::Schedule {
+    proto::Schedule {
+        id: id.into(),
+        timing: Some(proto::schedule::Timing::Every(prost_types::Duration {
+            seconds: secs,
+            nanos: 0,
+        })),
+        job_name: "job".into(),
+        ..Default::default()
+    }
+}
+
+pub fn cron(id: &str, expr: &str, tz: &str) -> proto::Schedule {
+    proto::Schedule {
+        id: id.into(),
+        timing: Some(proto::schedule::Timing::Cron(expr.into())),
+        timezone: tz.into(),
+        job_name: "job".into(),
+        ..Default::default()
+    }
+}
+
+pub fn ts(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: (ms.rem_euclid(1000) * 1_000_000) as i32,
+    }
+}
+
+pub fn ms(ts: &Option<prost_types::Timestamp>) -> i64 {
+    let ts = ts.as_ref().expect("timestamp set");
+    ts.seconds * 1000 + i64::from(ts.nanos) / 1_000_000
+}
+
+pub fn wait(ms: u64) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration {
+        seconds: (ms / 1000) as i64,
+        nanos: ((ms % 1000) * 1_000_000) as i32,
+    })
+}
+
+pub async fn upsert(client: &mut Client, ns: &str, schedule: proto::Schedule) -> proto::UpsertScheduleResponse {
+    client
+        .upsert_schedule(proto::UpsertScheduleRequest {
+            namespace: ns.into(),
+            schedule: Some(schedule),
+        })
+        .await
+        .expect("upsert")
+        .into_inner()
+}
+
+pub async fn claim(client: &mut Client, ns: &str, wait_ms: u64) -> Option<proto::Occurrence> {
+    client
+        .claim_due_schedule(proto::ClaimDueScheduleRequest {
+            namespace: ns.into(),
+            worker_id: "test".into(),
+            wait: wait(wait_ms),
+        })
+        .await
+        .expect("claim")
+        .into_inner()
+        .occurrence
+}
+
+pub async fn get(client: &mut Client, ns: &str, id: &str) -> proto::Schedule {
+    client
+        .get_schedule(proto::GetScheduleRequest {
+            namespace: ns.into(),
+            id: id.into(),
+        })
+        .await
+        .expect("get")
+        .into_inner()
+        .schedule
+        .expect("schedule")
+}
+
+/// Redis's clock, in epoch ms.
+pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(conn).await.expect("TIME");
+    s * 1000 + us / 1000
+}
+
+/// Makes a stored schedule due now by rewriting its hash and its index score, as a
+/// clock jump would. Tests use it instead of sleeping for minutes.
+pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, next_ms: i64) {
+    let key = format!("dueq:{{{ns}}}:s:{id}");
+    // Clearing follow_ms makes a cron claim take the compute-in-Rust path.
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg("next_ms")
+        .arg(next_ms)
+        .arg("follow_ms")
+        .arg("")
+        .query_async(conn)
+        .await
+        .expect("HSET");
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("dueq:{{{ns}}}:due"))
+        .arg(next_ms)
+        .arg(id)
+        .query_async(conn)
+        .await
+        .expect("ZADD");
+}

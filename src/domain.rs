@@ -110,7 +110,8 @@ pub fn occurrence_id(namespace: &str, schedule_id: &str, due_ms: i64, revision: 
 }
 
 /// Fixed UUID namespace for occurrence ids (never change: ids must stay stable).
-const OCCURRENCE_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6475_6571_0000_4000_8000_0000_0000_0001);
+const OCCURRENCE_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x6475_6571_0000_4000_8000_0000_0000_0001);
 
 #[cfg(test)]
 mod tests {
@@ -124,6 +125,9 @@ mod tests {
         assert_ne!(a, occurrence_id("ns", "s1", 1001, 1));
         assert_ne!(a, occurrence_id("ns", "s2", 1000, 1));
         // Separator characters inside ids cannot forge another tuple.
-        assert_ne!(occurrence_id("a", "b|1:c", 1, 1), occurrence_id("a|1:b", "c", 1, 1));
+        assert_ne!(
+            occurrence_id("a", "b|1:c", 1, 1),
+            occurrence_id("a|1:b", "c", 1, 1)
+        );
     }
 }

@@ -11,12 +11,12 @@ pub mod proto {
         include_bytes!(concat!(env!("OUT_DIR"), "/dueq_descriptor.bin"));
 }
 
-pub mod config;
-pub mod domain;
-pub mod store;
 pub mod api;
 pub mod clock;
+pub mod config;
+pub mod domain;
 pub mod schedules;
 pub mod server;
+pub mod store;
 pub mod timing;
 pub mod wake;

@@ -249,8 +249,12 @@ impl Schedules {
     /// Precomputes the slot after a cron schedule's new next run, off the claim's path,
     /// so its next claim is one round trip. Losing this write costs one extra trip.
     fn fill_follow(&self, namespace: &str, schedule: &ScheduleRecord, revision: String) {
-        let Some(next_ms) = schedule.next_run_ms else { return };
-        let Ok(timing) = timing_of(&schedule.def) else { return };
+        let Some(next_ms) = schedule.next_run_ms else {
+            return;
+        };
+        let Ok(timing) = timing_of(&schedule.def) else {
+            return;
+        };
         let follow = Follow::from_next(timing.next_after(next_ms));
         let (store, namespace, id) = (
             self.store.clone(),

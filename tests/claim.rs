@@ -28,12 +28,22 @@ async fn missed_runs_fire_once_and_report_skipped() {
     force_due(&mut conn, "ns", "e", slot).await;
     let occ = claim(&mut c, "ns", 0).await.expect("fires after downtime");
     assert_eq!(ms(&occ.due_time), slot);
-    assert!((9..=10).contains(&occ.skipped_runs), "skipped {}", occ.skipped_runs);
+    assert!(
+        (9..=10).contains(&occ.skipped_runs),
+        "skipped {}",
+        occ.skipped_runs
+    );
     let next = ms(&occ.schedule.as_ref().expect("s").next_run_time);
     let claimed_at = ms(&occ.claim_time);
-    assert!(next > claimed_at && next <= claimed_at + 60_000, "next is the first slot after now");
+    assert!(
+        next > claimed_at && next <= claimed_at + 60_000,
+        "next is the first slot after now"
+    );
     assert_eq!(next % 60_000, 0);
-    assert!(claim(&mut c, "ns", 0).await.is_none(), "fires once, not once per missed slot");
+    assert!(
+        claim(&mut c, "ns", 0).await.is_none(),
+        "fires once, not once per missed slot"
+    );
 }
 
 #[tokio::test]
@@ -48,7 +58,11 @@ async fn cron_missed_runs_are_computed_in_rust() {
     force_due(&mut conn, "ns", "c", slot).await;
     let occ = claim(&mut c, "ns", 0).await.expect("due");
     assert_eq!(ms(&occ.due_time), slot);
-    assert!((11..=12).contains(&occ.skipped_runs), "skipped {}", occ.skipped_runs);
+    assert!(
+        (11..=12).contains(&occ.skipped_runs),
+        "skipped {}",
+        occ.skipped_runs
+    );
     let next = ms(&occ.schedule.as_ref().expect("s").next_run_time);
     assert!(next > ms(&occ.claim_time) && next % 300_000 == 0);
     assert!(claim(&mut c, "ns", 0).await.is_none());
@@ -129,23 +143,54 @@ async fn claim_repairs_a_corrupted_index() {
     let real_next = ms(&get(&mut c, "ns", "stale").await.next_run_time);
 
     // Dangling id (no hash), a stale score (hash says later), and a genuinely due one.
-    let _: () = redis::cmd("ZADD").arg("dueq:{ns}:due").arg(now - 3000).arg("ghost")
-        .query_async(&mut conn).await.expect("zadd");
-    let _: () = redis::cmd("ZADD").arg("dueq:{ns}:due").arg(now - 2000).arg("stale")
-        .query_async(&mut conn).await.expect("zadd");
+    let _: () = redis::cmd("ZADD")
+        .arg("dueq:{ns}:due")
+        .arg(now - 3000)
+        .arg("ghost")
+        .query_async(&mut conn)
+        .await
+        .expect("zadd");
+    let _: () = redis::cmd("ZADD")
+        .arg("dueq:{ns}:due")
+        .arg(now - 2000)
+        .arg("stale")
+        .query_async(&mut conn)
+        .await
+        .expect("zadd");
     force_due(&mut conn, "ns", "good", now - 1000).await;
 
-    let occ = claim(&mut c, "ns", 0).await.expect("the valid one is claimed");
+    let occ = claim(&mut c, "ns", 0)
+        .await
+        .expect("the valid one is claimed");
     assert_eq!(occ.schedule.expect("s").id, "good");
-    assert_eq!(zscore(&mut conn, "ns", "ghost").await, None, "dangling id removed");
-    assert_eq!(zscore(&mut conn, "ns", "stale").await, Some(real_next), "re-scored from hash");
-    assert_eq!(get(&mut c, "ns", "stale").await.run_count, 0, "stale entry not fired");
+    assert_eq!(
+        zscore(&mut conn, "ns", "ghost").await,
+        None,
+        "dangling id removed"
+    );
+    assert_eq!(
+        zscore(&mut conn, "ns", "stale").await,
+        Some(real_next),
+        "re-scored from hash"
+    );
+    assert_eq!(
+        get(&mut c, "ns", "stale").await.run_count,
+        0,
+        "stale entry not fired"
+    );
 
     // A missing entry whose hash says it is due: any upsert re-asserts it.
     force_due(&mut conn, "ns", "stale", now - 500).await;
-    let _: () = redis::cmd("ZREM").arg("dueq:{ns}:due").arg("stale")
-        .query_async(&mut conn).await.expect("zrem");
-    assert!(claim(&mut c, "ns", 0).await.is_none(), "the index is the only way in");
+    let _: () = redis::cmd("ZREM")
+        .arg("dueq:{ns}:due")
+        .arg("stale")
+        .query_async(&mut conn)
+        .await
+        .expect("zrem");
+    assert!(
+        claim(&mut c, "ns", 0).await.is_none(),
+        "the index is the only way in"
+    );
     upsert(&mut c, "ns", every("stale", 60)).await;
     let occ = claim(&mut c, "ns", 0).await.expect("re-indexed by upsert");
     assert_eq!(occ.schedule.expect("s").id, "stale");
@@ -196,7 +241,10 @@ async fn a_cron_hint_from_old_timing_is_refused() {
         .invoke_async(&mut conn)
         .await
         .expect("claim script");
-    assert_eq!(reply.first(), Some(&redis::Value::BulkString(b"compute".to_vec())));
+    assert_eq!(
+        reply.first(),
+        Some(&redis::Value::BulkString(b"compute".to_vec()))
+    );
 
     // The timing changes (revision 2) while the hint is being computed.
     upsert(&mut c, "ns", cron("h", "30 * * * *", "UTC")).await;
@@ -205,15 +253,27 @@ async fn a_cron_hint_from_old_timing_is_refused() {
         .key("dueq:{ns}:due")
         .arg("dueq:{ns}:s:")
         .arg(32)
-        .arg("h").arg("1").arg(slot).arg(slot + 3_600_000 * 100).arg("").arg(0)
+        .arg("h")
+        .arg("1")
+        .arg(slot)
+        .arg(slot + 3_600_000 * 100)
+        .arg("")
+        .arg(0)
         .invoke_async(&mut conn)
         .await
         .expect("claim script");
     // Refused as a hint: the script falls back to asking again for revision 2.
-    assert_eq!(stale_hint.first(), Some(&redis::Value::BulkString(b"compute".to_vec())));
+    assert_eq!(
+        stale_hint.first(),
+        Some(&redis::Value::BulkString(b"compute".to_vec()))
+    );
     assert_eq!(get(&mut c, "ns", "h").await.run_count, 0);
     // And the service's own claim computes it correctly.
     let occ = claim(&mut c, "ns", 0).await.expect("due");
     let next = ms(&occ.schedule.expect("s").next_run_time);
-    assert_eq!(next % 3_600_000, 1_800_000, "next from the new timing (minute 30)");
+    assert_eq!(
+        next % 3_600_000,
+        1_800_000,
+        "next from the new timing (minute 30)"
+    );
 }

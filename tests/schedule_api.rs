@@ -40,7 +40,10 @@ async fn upsert_creates_then_updates_keeping_runtime_state() {
     assert_eq!(s2.create_time, after_claim.create_time);
 
     // Timing change: next run recomputed, revision bumped, run count kept.
-    let third = upsert(&mut c, "ns", every("s1", 7)).await.schedule.expect("schedule");
+    let third = upsert(&mut c, "ns", every("s1", 7))
+        .await
+        .schedule
+        .expect("schedule");
     assert_eq!(third.revision, 2);
     assert_eq!(third.run_count, 1);
     assert_eq!(ms(&third.next_run_time) % 7_000, 0);
@@ -51,7 +54,10 @@ async fn empty_id_gets_a_uuid() {
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
-    let s = upsert(&mut c, "ns", every("", 60)).await.schedule.expect("schedule");
+    let s = upsert(&mut c, "ns", every("", 60))
+        .await
+        .schedule
+        .expect("schedule");
     assert!(uuid::Uuid::parse_str(&s.id).is_ok(), "{}", s.id);
     assert_eq!(get(&mut c, "ns", &s.id).await.id, s.id);
 }
@@ -65,7 +71,10 @@ async fn pause_resume_delete() {
     upsert(&mut c, "ns", every("p", 60)).await;
 
     let paused = c
-        .pause_schedule(proto::PauseScheduleRequest { namespace: "ns".into(), id: "p".into() })
+        .pause_schedule(proto::PauseScheduleRequest {
+            namespace: "ns".into(),
+            id: "p".into(),
+        })
         .await
         .expect("pause")
         .into_inner()
@@ -75,17 +84,30 @@ async fn pause_resume_delete() {
     assert!(paused.next_run_time.is_none());
     // Even with a forged due entry, a paused schedule is never claimed (and is repaired).
     let _: () = deadpool_redis::redis::cmd("ZADD")
-        .arg("dueq:{ns}:due").arg(0).arg("p")
-        .query_async(&mut conn).await.expect("zadd");
+        .arg("dueq:{ns}:due")
+        .arg(0)
+        .arg("p")
+        .query_async(&mut conn)
+        .await
+        .expect("zadd");
     assert!(claim(&mut c, "ns", 0).await.is_none());
     let score: Option<f64> = deadpool_redis::redis::cmd("ZSCORE")
-        .arg("dueq:{ns}:due").arg("p")
-        .query_async(&mut conn).await.expect("zscore");
-    assert_eq!(score, None, "claim removed the stale entry of a paused schedule");
+        .arg("dueq:{ns}:due")
+        .arg("p")
+        .query_async(&mut conn)
+        .await
+        .expect("zscore");
+    assert_eq!(
+        score, None,
+        "claim removed the stale entry of a paused schedule"
+    );
 
     let before = redis_now(&mut conn).await;
     let resumed = c
-        .resume_schedule(proto::ResumeScheduleRequest { namespace: "ns".into(), id: "p".into() })
+        .resume_schedule(proto::ResumeScheduleRequest {
+            namespace: "ns".into(),
+            id: "p".into(),
+        })
         .await
         .expect("resume")
         .into_inner()
@@ -93,25 +115,46 @@ async fn pause_resume_delete() {
         .expect("schedule");
     assert_eq!(resumed.status, proto::ScheduleStatus::Active as i32);
     let next = ms(&resumed.next_run_time);
-    assert!(next > before && next <= before + 60_000, "next run recomputed from now");
+    assert!(
+        next > before && next <= before + 60_000,
+        "next run recomputed from now"
+    );
 
-    c.delete_schedule(proto::DeleteScheduleRequest { namespace: "ns".into(), id: "p".into() })
-        .await
-        .expect("delete");
+    c.delete_schedule(proto::DeleteScheduleRequest {
+        namespace: "ns".into(),
+        id: "p".into(),
+    })
+    .await
+    .expect("delete");
     let err = c
-        .get_schedule(proto::GetScheduleRequest { namespace: "ns".into(), id: "p".into() })
+        .get_schedule(proto::GetScheduleRequest {
+            namespace: "ns".into(),
+            id: "p".into(),
+        })
         .await
         .expect_err("deleted");
     assert_eq!(err.code(), Code::NotFound);
     let card: i64 = deadpool_redis::redis::cmd("ZCARD")
-        .arg("dueq:{ns}:due").query_async(&mut conn).await.expect("zcard");
+        .arg("dueq:{ns}:due")
+        .query_async(&mut conn)
+        .await
+        .expect("zcard");
     assert_eq!(card, 0);
     for rpc in ["delete", "pause", "resume"] {
         let (ns, id) = ("ns".to_string(), "p".to_string());
         let err = match rpc {
-            "delete" => c.delete_schedule(proto::DeleteScheduleRequest { namespace: ns, id }).await.map(|_| ()),
-            "pause" => c.pause_schedule(proto::PauseScheduleRequest { namespace: ns, id }).await.map(|_| ()),
-            _ => c.resume_schedule(proto::ResumeScheduleRequest { namespace: ns, id }).await.map(|_| ()),
+            "delete" => c
+                .delete_schedule(proto::DeleteScheduleRequest { namespace: ns, id })
+                .await
+                .map(|_| ()),
+            "pause" => c
+                .pause_schedule(proto::PauseScheduleRequest { namespace: ns, id })
+                .await
+                .map(|_| ()),
+            _ => c
+                .resume_schedule(proto::ResumeScheduleRequest { namespace: ns, id })
+                .await
+                .map(|_| ()),
         }
         .expect_err("unknown id");
         assert_eq!(err.code(), Code::NotFound, "{rpc}");
@@ -139,9 +182,12 @@ async fn list_pages_through_everything_with_filter() {
         upsert(&mut c, "ns", every(&format!("s{i:02}"), 60)).await;
     }
     for i in (0..25).step_by(5) {
-        c.pause_schedule(proto::PauseScheduleRequest { namespace: "ns".into(), id: format!("s{i:02}") })
-            .await
-            .expect("pause");
+        c.pause_schedule(proto::PauseScheduleRequest {
+            namespace: "ns".into(),
+            id: format!("s{i:02}"),
+        })
+        .await
+        .expect("pause");
     }
     let list = |status: proto::ScheduleStatus, page_size: u32| {
         let mut c = c.clone();
@@ -184,11 +230,24 @@ async fn awkward_ids_never_alias() {
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
-    let ids = ["due", "ids", "meta", "a:b", "{x}", "x}{y", "s:due", "日本語 ✓", " spaced "];
+    let ids = [
+        "due",
+        "ids",
+        "meta",
+        "a:b",
+        "{x}",
+        "x}{y",
+        "s:due",
+        "日本語 ✓",
+        " spaced ",
+    ];
     for (i, id) in ids.iter().enumerate() {
         let mut s = every(id, 60);
         s.payload = format!("payload-{i}").into_bytes();
-        assert!(upsert(&mut c, "ns", s).await.created, "{id} aliased an earlier record");
+        assert!(
+            upsert(&mut c, "ns", s).await.created,
+            "{id} aliased an earlier record"
+        );
     }
     for (i, id) in ids.iter().enumerate() {
         let s = get(&mut c, "ns", id).await;
@@ -196,8 +255,16 @@ async fn awkward_ids_never_alias() {
         assert_eq!(s.payload, format!("payload-{i}").into_bytes());
     }
     // Internal keys are still of their own types: nothing overwrote them.
-    for (key, kind) in [("dueq:{ns}:due", "zset"), ("dueq:{ns}:ids", "zset"), ("dueq:{ns}:meta", "hash")] {
-        let t: String = deadpool_redis::redis::cmd("TYPE").arg(key).query_async(&mut conn).await.expect("TYPE");
+    for (key, kind) in [
+        ("dueq:{ns}:due", "zset"),
+        ("dueq:{ns}:ids", "zset"),
+        ("dueq:{ns}:meta", "hash"),
+    ] {
+        let t: String = deadpool_redis::redis::cmd("TYPE")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .expect("TYPE");
         assert_eq!(t, kind, "{key}");
     }
     // Each is claimed as itself.

@@ -53,9 +53,10 @@ pub struct RawTiming {
 pub fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
     let (cron, every_ms) = match &s.timing {
         Some(proto::schedule::Timing::Cron(expr)) => (Some(expr.clone()), None),
-        Some(proto::schedule::Timing::Every(d)) => {
-            (None, Some(validate::duration_ms(&format!("{field}.every"), d)?))
-        }
+        Some(proto::schedule::Timing::Every(d)) => (
+            None,
+            Some(validate::duration_ms(&format!("{field}.every"), d)?),
+        ),
         None => (None, None),
     };
     let start_ms = s

@@ -48,17 +48,31 @@ mod tests {
 
     #[test]
     fn parses_every_unit() {
-        assert_eq!(client_timeout(&with_timeout("2H")), Some(Duration::from_secs(7200)));
-        assert_eq!(client_timeout(&with_timeout("1500m")), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            client_timeout(&with_timeout("2H")),
+            Some(Duration::from_secs(7200))
+        );
+        assert_eq!(
+            client_timeout(&with_timeout("1500m")),
+            Some(Duration::from_millis(1500))
+        );
         assert_eq!(client_timeout(&with_timeout("7x")), None);
         assert_eq!(client_timeout(&MetadataMap::new()), None);
     }
 
     #[test]
     fn answers_before_the_deadline() {
-        let wait = effective_wait(Duration::from_secs(30), Duration::from_secs(60), &with_timeout("1S"));
+        let wait = effective_wait(
+            Duration::from_secs(30),
+            Duration::from_secs(60),
+            &with_timeout("1S"),
+        );
         assert_eq!(wait, Duration::from_millis(950));
-        let capped = effective_wait(Duration::from_secs(300), Duration::from_secs(60), &MetadataMap::new());
+        let capped = effective_wait(
+            Duration::from_secs(300),
+            Duration::from_secs(60),
+            &MetadataMap::new(),
+        );
         assert_eq!(capped, Duration::from_secs(60));
     }
 }

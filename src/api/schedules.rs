@@ -20,7 +20,10 @@ const DEFAULT_PREVIEW: u32 = 10;
 const MAX_PREVIEW: u32 = 1000;
 
 /// Parses the timing of a proto schedule; errors name `<field>.<timing field>`.
-fn parse_timing(field: &str, s: &proto::Schedule) -> Result<(Timing, convert::RawTiming), ApiError> {
+fn parse_timing(
+    field: &str,
+    s: &proto::Schedule,
+) -> Result<(Timing, convert::RawTiming), ApiError> {
     let raw = convert::raw_timing(field, s)?;
     let timing = Timing::parse(&TimingSpec {
         cron: raw.cron.as_deref(),
@@ -66,7 +69,10 @@ impl QueueApi {
         }
         for (key, value) in &s.headers {
             if key.is_empty() {
-                return Err(ApiError::invalid("schedule.headers", "keys must not be empty"));
+                return Err(ApiError::invalid(
+                    "schedule.headers",
+                    "keys must not be empty",
+                ));
             }
             validate::max_len("schedule.headers", key, validate::MAX_HEADER_KEY_LEN)?;
             validate::max_len("schedule.headers", value, validate::MAX_HEADER_VALUE_LEN)?;
@@ -145,7 +151,11 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         let id = validate::id("id", &req.id)?;
-        let record = self.schedules.get(namespace, id).await.map_err(ApiError::from)?;
+        let record = self
+            .schedules
+            .get(namespace, id)
+            .await
+            .map_err(ApiError::from)?;
         Ok(Response::new(proto::GetScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
         }))
@@ -181,7 +191,10 @@ impl QueueService for QueueApi {
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(proto::ListSchedulesResponse {
-            schedules: records.into_iter().map(convert::schedule_to_proto).collect(),
+            schedules: records
+                .into_iter()
+                .map(convert::schedule_to_proto)
+                .collect(),
             next_page_token: next.map(|id| convert::page_token(&id)).unwrap_or_default(),
         }))
     }
@@ -194,7 +207,10 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         let id = validate::id("id", &req.id)?;
-        self.schedules.delete(namespace, id).await.map_err(ApiError::from)?;
+        self.schedules
+            .delete(namespace, id)
+            .await
+            .map_err(ApiError::from)?;
         Ok(Response::new(proto::DeleteScheduleResponse {}))
     }
 
@@ -206,7 +222,11 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         let id = validate::id("id", &req.id)?;
-        let record = self.schedules.pause(namespace, id).await.map_err(ApiError::from)?;
+        let record = self
+            .schedules
+            .pause(namespace, id)
+            .await
+            .map_err(ApiError::from)?;
         Ok(Response::new(proto::PauseScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
         }))
@@ -220,7 +240,11 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         let id = validate::id("id", &req.id)?;
-        let record = self.schedules.resume(namespace, id).await.map_err(ApiError::from)?;
+        let record = self
+            .schedules
+            .resume(namespace, id)
+            .await
+            .map_err(ApiError::from)?;
         self.wakers.observe(namespace, record.next_run_ms);
         Ok(Response::new(proto::ResumeScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
@@ -244,7 +268,9 @@ impl QueueService for QueueApi {
         if let Some(o) = &occurrence {
             tracing::debug!(occurrence_id = %o.occurrence_id, "occurrence claimed");
         }
-        Ok(Response::new(proto::ClaimDueScheduleResponse { occurrence }))
+        Ok(Response::new(proto::ClaimDueScheduleResponse {
+            occurrence,
+        }))
     }
 
     #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace))]
@@ -271,9 +297,14 @@ impl QueueService for QueueApi {
             Some(proto::preview_schedule_request::Target::Id(id)) => {
                 let namespace = validate::namespace(&req.namespace)?;
                 let id = validate::id("id", &id)?;
-                let record = self.schedules.get(namespace, id).await.map_err(ApiError::from)?;
-                let timing = timing_of(&record.def)
-                    .map_err(|e| ApiError::invalid("id", format!("stored timing is invalid: {e}")))?;
+                let record = self
+                    .schedules
+                    .get(namespace, id)
+                    .await
+                    .map_err(ApiError::from)?;
+                let timing = timing_of(&record.def).map_err(|e| {
+                    ApiError::invalid("id", format!("stored timing is invalid: {e}"))
+                })?;
                 (timing, record.next_run_ms)
             }
             Some(proto::preview_schedule_request::Target::Schedule(s)) => {
@@ -301,4 +332,3 @@ impl QueueService for QueueApi {
         }))
     }
 }
-

@@ -74,8 +74,7 @@ pub fn max_len<'a>(field: &str, value: &'a str, max: usize) -> Result<&'a str, A
 
 /// A protobuf Timestamp as epoch ms, within 1970..=9999.
 pub fn timestamp_ms(field: &str, ts: &prost_types::Timestamp) -> Result<i64, ApiError> {
-    if !(0..=MAX_TIMESTAMP_SECS).contains(&ts.seconds) || !(0..1_000_000_000).contains(&ts.nanos)
-    {
+    if !(0..=MAX_TIMESTAMP_SECS).contains(&ts.seconds) || !(0..1_000_000_000).contains(&ts.nanos) {
         return Err(ApiError::invalid(
             field,
             "must be between 1970-01-01 and 9999-12-31 with nanos in 0..1e9",
@@ -119,9 +118,15 @@ mod tests {
 
     #[test]
     fn negative_durations_are_refused() {
-        let d = prost_types::Duration { seconds: -1, nanos: 0 };
+        let d = prost_types::Duration {
+            seconds: -1,
+            nanos: 0,
+        };
         assert!(duration_ms("wait", &d).is_err());
-        let d = prost_types::Duration { seconds: 1, nanos: 500_000_000 };
+        let d = prost_types::Duration {
+            seconds: 1,
+            nanos: 500_000_000,
+        };
         assert_eq!(duration_ms("wait", &d).ok(), Some(1500));
     }
 }

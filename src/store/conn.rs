@@ -38,12 +38,11 @@ impl Connections {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
-        let manager = Manager::new_with_config(url, config).map_err(|e| {
-            StoreError::Unavailable {
+        let manager =
+            Manager::new_with_config(url, config).map_err(|e| StoreError::Unavailable {
                 url: display_url.clone(),
                 reason: format!("invalid Redis URL: {e}"),
-            }
-        })?;
+            })?;
         let pool = Pool::builder(manager)
             .max_size(size)
             .runtime(Runtime::Tokio1)

@@ -63,7 +63,9 @@ mod tests {
     #[test]
     fn ids_never_alias_internal_keys() {
         let keys = NamespaceKeys::new("dueq", "ns");
-        for id in ["due", "ids", "meta", "", ":due", "}{due", "x}{y", "{ns}:due"] {
+        for id in [
+            "due", "ids", "meta", "", ":due", "}{due", "x}{y", "{ns}:due",
+        ] {
             let key = keys.schedule(id);
             assert!(key.starts_with(b"dueq:{ns}:s:"));
             for internal in [keys.due(), keys.ids(), keys.meta()] {

@@ -12,7 +12,10 @@ pub fn array(value: Value, what: &str) -> Result<Vec<Value>, StoreError> {
     match value {
         Value::Array(items) => Ok(items),
         Value::Nil => Ok(Vec::new()),
-        other => Err(StoreError::corrupt(what, format!("expected an array, got {other:?}"))),
+        other => Err(StoreError::corrupt(
+            what,
+            format!("expected an array, got {other:?}"),
+        )),
     }
 }
 
@@ -68,7 +71,8 @@ pub fn schedule(map: &HashMap<String, Vec<u8>>, what: &str) -> Result<ScheduleRe
             .map_err(|_| StoreError::corrupt(what, format!("field {field} is not a number: {t:?}")))
     };
     let num = |field: &str| -> Result<i64, StoreError> {
-        opt_num(field)?.ok_or_else(|| StoreError::corrupt(what, format!("field {field} is missing")))
+        opt_num(field)?
+            .ok_or_else(|| StoreError::corrupt(what, format!("field {field} is missing")))
     };
 
     let timing = match text("kind")?.as_str() {

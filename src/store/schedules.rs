@@ -118,7 +118,11 @@ impl Store {
             def.job_name.clone().into_bytes(),
             def.payload.clone(),
             headers.into_bytes(),
-            if def.paused { b"1".to_vec() } else { b"0".to_vec() },
+            if def.paused {
+                b"1".to_vec()
+            } else {
+                b"0".to_vec()
+            },
             opt_arg(next.next_ms).into_bytes(),
             next.follow.arg().into_bytes(),
             SCHEMA_VERSION.to_string().into_bytes(),
@@ -135,7 +139,10 @@ impl Store {
             "upsert reply",
         )?;
         let created = items.first().and_then(int) == Some(1);
-        Ok((created, record(items.get(1..).unwrap_or_default(), &def.id)?))
+        Ok((
+            created,
+            record(items.get(1..).unwrap_or_default(), &def.id)?,
+        ))
     }
 
     pub async fn get_schedule(
@@ -176,8 +183,12 @@ impl Store {
         let keys = self.keys(namespace);
         let (due, key) = (keys.due(), keys.schedule(id));
         let items = array(
-            self.eval(&scripts::PAUSE_SCHEDULE, &[due.as_bytes(), &key], &[id.as_bytes()])
-                .await?,
+            self.eval(
+                &scripts::PAUSE_SCHEDULE,
+                &[due.as_bytes(), &key],
+                &[id.as_bytes()],
+            )
+            .await?,
             "pause reply",
         )?;
         if items.is_empty() {
@@ -204,7 +215,12 @@ impl Store {
             self.eval(
                 &scripts::RESUME_SCHEDULE,
                 &[due.as_bytes(), &key],
-                &[id.as_bytes(), rev.as_bytes(), next_ms.as_bytes(), follow.as_bytes()],
+                &[
+                    id.as_bytes(),
+                    rev.as_bytes(),
+                    next_ms.as_bytes(),
+                    follow.as_bytes(),
+                ],
             )
             .await?,
             "resume reply",
@@ -228,7 +244,11 @@ impl Store {
     ) -> Result<(Vec<ScheduleRecord>, Option<String>), StoreError> {
         let keys = self.keys(namespace);
         // A filtered page may have to skip non-matching ids; bound how many per call.
-        let budget = if status.is_some() { (page_size * 10).min(5000) } else { page_size };
+        let budget = if status.is_some() {
+            (page_size * 10).min(5000)
+        } else {
+            page_size
+        };
         let (ids, prefix) = (keys.ids(), keys.schedule_prefix());
         let (page, budget, filter) = (
             page_size.to_string(),
@@ -358,12 +378,17 @@ impl Store {
     pub async fn peek_due(&self, namespace: &str) -> Result<(i64, u64, Option<i64>), StoreError> {
         let due = self.keys(namespace).due();
         let items = array(
-            self.eval(&scripts::PEEK_DUE, &[due.as_bytes()], &[]).await?,
+            self.eval(&scripts::PEEK_DUE, &[due.as_bytes()], &[])
+                .await?,
             "peek reply",
         )?;
         let bad = || StoreError::corrupt("peek reply", "unexpected shape");
         let now = items.first().and_then(int).ok_or_else(bad)?;
         let count = items.get(1).and_then(int).ok_or_else(bad)?;
-        Ok((now, u64::try_from(count).unwrap_or(0), items.get(2).and_then(opt_int)))
+        Ok((
+            now,
+            u64::try_from(count).unwrap_or(0),
+            items.get(2).and_then(opt_int),
+        ))
     }
 }

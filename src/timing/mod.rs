@@ -79,7 +79,10 @@ impl TimingError {
 enum Rule {
     Cron(Box<Cron>),
     /// Slots are anchor + k * every.
-    Every { every_ms: i64, anchor_ms: i64 },
+    Every {
+        every_ms: i64,
+        anchor_ms: i64,
+    },
 }
 
 /// A parsed, validated timing.
@@ -103,7 +106,11 @@ pub struct Advance {
 impl Timing {
     pub fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
         let cron = spec.cron.map(str::trim).filter(|c| !c.is_empty());
-        let zone_name = if spec.timezone.is_empty() { "UTC" } else { spec.timezone };
+        let zone_name = if spec.timezone.is_empty() {
+            "UTC"
+        } else {
+            spec.timezone
+        };
         let zone: Tz = zone_name
             .parse()
             .map_err(|_| TimingError::UnknownZone(spec.timezone.to_owned()))?;

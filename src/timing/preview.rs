@@ -81,7 +81,9 @@ fn dst_note(timing: &Timing, zone: Tz, local: &DateTime<Tz>) -> (bool, String) {
 /// Does the cron pattern itself name this wall-clock time (as opposed to croner
 /// having moved a gap time here)?
 fn matches_wall_time(timing: &Timing, local: &DateTime<Tz>) -> bool {
-    let Some(cron) = timing.cron() else { return true };
+    let Some(cron) = timing.cron() else {
+        return true;
+    };
     // Evaluate the same wall time in UTC, where no gap exists.
     let naive = local.naive_local();
     let as_utc = Utc.from_utc_datetime(&naive);

@@ -192,7 +192,11 @@ impl Service {
     /// Waits until the service reports SERVING (Redis reachable, scripts loaded).
     pub async fn wait_serving(&self) {
         for _ in 0..250 {
-            if let Ok(channel) = Channel::from_shared(self.endpoint()).expect("endpoint").connect().await {
+            if let Ok(channel) = Channel::from_shared(self.endpoint())
+                .expect("endpoint")
+                .connect()
+                .await
+            {
                 let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
                 if let Ok(r) = health
                     .check(tonic_health::pb::HealthCheckRequest {
@@ -200,7 +204,9 @@ impl Service {
                     })
                     .await
                 {
-                    if r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
+                    if r.into_inner().status
+                        == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+                    {
                         return;
                     }
                 }
@@ -279,7 +285,11 @@ pub fn wait(ms: u64) -> Option<prost_types::Duration> {
     })
 }
 
-pub async fn upsert(client: &mut Client, ns: &str, schedule: proto::Schedule) -> proto::UpsertScheduleResponse {
+pub async fn upsert(
+    client: &mut Client,
+    ns: &str,
+    schedule: proto::Schedule,
+) -> proto::UpsertScheduleResponse {
     client
         .upsert_schedule(proto::UpsertScheduleRequest {
             namespace: ns.into(),

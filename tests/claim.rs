@@ -78,7 +78,8 @@ async fn run_limit_fires_exactly_n_times_then_leaves_the_index() {
     s.run_limit = 3;
     upsert(&mut c, "ns", s).await;
     for run in 1..=3 {
-        force_due(&mut conn, "ns", "lim", redis_now(&mut conn).await - 5).await;
+        let now = redis_now(&mut conn).await;
+        force_due(&mut conn, "ns", "lim", now - 5).await;
         let occ = claim(&mut c, "ns", 0).await.expect("due");
         assert_eq!(occ.run_number, run);
     }
@@ -88,7 +89,8 @@ async fn run_limit_fires_exactly_n_times_then_leaves_the_index() {
     assert!(s.next_run_time.is_none());
     assert_eq!(zscore(&mut conn, "ns", "lim").await, None);
     // A forged entry cannot make it fire a fourth time.
-    force_due(&mut conn, "ns", "lim", redis_now(&mut conn).await - 5).await;
+    let now = redis_now(&mut conn).await;
+    force_due(&mut conn, "ns", "lim", now - 5).await;
     assert!(claim(&mut c, "ns", 0).await.is_none());
     assert_eq!(zscore(&mut conn, "ns", "lim").await, None, "repaired");
     assert_eq!(get(&mut c, "ns", "lim").await.run_count, 3);
@@ -109,18 +111,21 @@ async fn end_time_and_start_time_bound_the_runs() {
     let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
     assert_eq!(ms(&stored.next_run_time), start, "anchored at start_time");
 
-    // end_time: the slot after end is never scheduled.
+    // end_time: the slot after end is never scheduled. Real time, no forcing: the
+    // only slot before end_time is start_time, 300 ms from now.
     let mut s = every("ending", 60);
-    let slot = (now / 60_000 + 1) * 60_000;
-    s.end_time = Some(ts(slot + 30_000));
+    let start = now + 300;
+    s.start_time = Some(ts(start));
+    s.end_time = Some(ts(start + 30_000));
     let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
-    assert_eq!(ms(&stored.next_run_time), slot);
-    force_due(&mut conn, "ns", "ending", slot).await;
-    let occ = claim(&mut c, "ns", 0).await.expect("last slot fires");
-    assert_eq!(ms(&occ.due_time), slot);
+    assert_eq!(ms(&stored.next_run_time), start);
+    let occ = claim(&mut c, "ns", 5_000).await.expect("the one slot fires");
+    assert_eq!(ms(&occ.due_time), start);
     let after = occ.schedule.expect("s");
     assert_eq!(after.status, proto::ScheduleStatus::Completed as i32);
     assert!(after.next_run_time.is_none());
+    assert_eq!(zscore(&mut conn, "ns", "ending").await, None, "left the index");
+    assert!(claim(&mut c, "ns", 0).await.is_none(), "nothing after end_time");
 
     // An end_time already past: created completed, nothing to claim.
     let mut s = every("over", 60);

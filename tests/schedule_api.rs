@@ -21,7 +21,8 @@ async fn upsert_creates_then_updates_keeping_runtime_state() {
     assert_eq!(next % 60_000, 0, "every 60s is aligned to the epoch");
 
     // Claim once so there is runtime state to keep.
-    force_due(&mut conn, "ns", "s1", redis_now(&mut conn).await - 10).await;
+    let now = redis_now(&mut conn).await;
+    force_due(&mut conn, "ns", "s1", now - 10).await;
     let occ = claim(&mut c, "ns", 0).await.expect("due");
     assert_eq!(occ.run_number, 1);
     let after_claim = get(&mut c, "ns", "s1").await;

@@ -19,7 +19,7 @@ async fn script_calls(conn: &mut MultiplexedConnection) -> u64 {
     info.lines()
         .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
         .filter_map(|l| {
-            l.split(|c| c == ':' || c == ',')
+            l.split([':', ','])
                 .find_map(|kv| kv.strip_prefix("calls="))
                 .and_then(|n| n.parse::<u64>().ok())
         })

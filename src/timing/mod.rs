@@ -1,95 +1,61 @@
-//! When schedules fire: cron expressions in IANA time zones, and fixed intervals.
-//! Pure functions over epoch milliseconds; no I/O, no clock.
+//! When schedules fire: cron expressions in IANA time zones, and fixed
+//! intervals. Pure functions over epoch milliseconds; no I/O, no clock.
 //!
-//! Cron evaluation uses `croner`, not the `cron` crate: cron 0.17 rejects 5-field
-//! expressions, numbers Sunday as 1, skipped a daily 02:30 on a spring-forward day,
-//! fired 01:30 twice on fall-back and went back in time across it. croner fires a time
-//! inside a spring-forward gap once, at the first valid instant after the gap, and a
-//! time inside a repeated fall-back hour once, at its first occurrence (the tests in
-//! `tests.rs` pin this on real transition dates).
+//! The rules themselves live in [`cron`] (including the DST policy) and
+//! [`every`]; this module adds what both share: the optional
+//! `[start_time, end_time]` window (both ends inclusive), missed-slot
+//! counting and previews.
 
+mod cron;
+mod error;
+mod every;
 mod preview;
+mod zone;
+
 #[cfg(test)]
 mod tests;
 
-use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use croner::{
-    parser::{CronParser, Seconds, Year},
-    Cron,
-};
 
+use cron::{CronRule, Fire};
+use every::Every;
+
+pub use error::TimingError;
 pub use preview::PreviewItem;
 
-/// Missed slots are counted one by one up to this many, then the count saturates.
-pub const MAX_SKIP_COUNT: u64 = 10_000;
-/// Shortest and longest `every`.
-pub const MIN_EVERY_MS: i64 = 1_000;
-pub const MAX_EVERY_MS: i64 = 366 * 24 * 3_600_000;
-/// Fire times beyond 9999-12-31 are not representable in RFC 3339: treat as never.
-const MAX_MS: i64 = 253_402_300_799_999;
+/// Missed slots are counted up to this many, then the count saturates: a cron
+/// count costs one search per slot, and past this the exact number tells an
+/// operator nothing more than "a lot".
+pub const MAX_SKIP_COUNT: u64 = 100_000;
+
+/// Most fire times one preview returns; matches the API's `count` limit.
+pub const MAX_PREVIEW_COUNT: usize = 1000;
 
 /// A timing as received from the API.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TimingSpec<'a> {
+    /// A cron expression; `Some("")` counts as absent so that an API message
+    /// with an unset string field does not conflict with `every`.
     pub cron: Option<&'a str>,
     pub every_ms: Option<i64>,
-    /// "" means UTC.
+    /// An IANA zone name; "" means UTC.
     pub timezone: &'a str,
     pub start_ms: Option<i64>,
     pub end_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TimingError {
-    #[error("exactly one of cron or every must be set")]
-    NeitherOrBoth,
-    #[error("cron: must have 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got {0}")]
-    CronFieldCount(usize),
-    #[error("cron: cannot parse {expr:?}: {reason}")]
-    CronParse { expr: String, reason: String },
-    #[error("timezone: unknown IANA time zone {0:?}")]
-    UnknownZone(String),
-    #[error("every: must be positive")]
-    EveryNotPositive,
-    #[error("every: must be at least 1s")]
-    EveryTooShort,
-    #[error("every: must be at most 366 days")]
-    EveryTooLong,
-    #[error("end_time: must be after start_time")]
-    EndBeforeStart,
-}
-
-impl TimingError {
-    /// The API field the error is about.
-    pub fn field(&self) -> &'static str {
-        match self {
-            TimingError::NeitherOrBoth => "timing",
-            TimingError::CronFieldCount(_) | TimingError::CronParse { .. } => "cron",
-            TimingError::UnknownZone(_) => "timezone",
-            TimingError::EveryNotPositive
-            | TimingError::EveryTooShort
-            | TimingError::EveryTooLong => "every",
-            TimingError::EndBeforeStart => "end_time",
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 enum Rule {
-    Cron(Box<Cron>),
-    /// Slots are anchor + k * every.
-    Every {
-        every_ms: i64,
-        anchor_ms: i64,
-    },
+    // Boxed because croner's pattern is far larger than `Every`.
+    Cron(Box<CronRule>),
+    Every(Every),
 }
 
 /// A parsed, validated timing.
 #[derive(Debug, Clone)]
 pub struct Timing {
     rule: Rule,
-    zone: Tz,
+    tz: Tz,
     start_ms: Option<i64>,
     end_ms: Option<i64>,
 }
@@ -97,50 +63,41 @@ pub struct Timing {
 /// Result of claiming slot `due_ms` at `now_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Advance {
-    /// Slots in (due, now] that were missed and are skipped.
+    /// Slots in `(due, now]` that were missed, saturating at [`MAX_SKIP_COUNT`].
     pub skipped: u64,
-    /// First slot after now, None if the schedule has ended.
+    /// The first slot after both `due` and `now`; `None` once the schedule
+    /// has ended.
     pub next_ms: Option<i64>,
 }
 
 impl Timing {
+    /// Validates a spec. `every` is anchored at `start_ms`, else the epoch.
     pub fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
-        let cron = spec.cron.map(str::trim).filter(|c| !c.is_empty());
-        let zone_name = if spec.timezone.is_empty() {
-            "UTC"
+        let cron = spec.cron.filter(|c| !c.is_empty());
+        let tz = if spec.timezone.is_empty() {
+            Tz::UTC
         } else {
             spec.timezone
+                .parse()
+                .map_err(|_| TimingError::UnknownTimezone {
+                    name: spec.timezone.to_string(),
+                })?
         };
-        let zone: Tz = zone_name
-            .parse()
-            .map_err(|_| TimingError::UnknownZone(spec.timezone.to_owned()))?;
+        let rule = match (cron, spec.every_ms) {
+            (Some(expr), None) => Rule::Cron(Box::new(CronRule::parse(expr)?)),
+            (None, Some(every_ms)) => {
+                Rule::Every(Every::new(every_ms, spec.start_ms.unwrap_or(0))?)
+            }
+            _ => return Err(TimingError::CronXorEvery),
+        };
         if let (Some(start), Some(end)) = (spec.start_ms, spec.end_ms) {
             if end <= start {
-                return Err(TimingError::EndBeforeStart);
+                return Err(TimingError::EndNotAfterStart);
             }
         }
-        let rule = match (cron, spec.every_ms) {
-            (Some(expr), None) => Rule::Cron(Box::new(parse_cron(expr)?)),
-            (None, Some(every_ms)) => {
-                if every_ms <= 0 {
-                    return Err(TimingError::EveryNotPositive);
-                }
-                if every_ms < MIN_EVERY_MS {
-                    return Err(TimingError::EveryTooShort);
-                }
-                if every_ms > MAX_EVERY_MS {
-                    return Err(TimingError::EveryTooLong);
-                }
-                Rule::Every {
-                    every_ms,
-                    anchor_ms: spec.start_ms.unwrap_or(0),
-                }
-            }
-            _ => return Err(TimingError::NeitherOrBoth),
-        };
         Ok(Timing {
             rule,
-            zone,
+            tz,
             start_ms: spec.start_ms,
             end_ms: spec.end_ms,
         })
@@ -151,131 +108,149 @@ impl Timing {
     }
 
     pub fn every_ms(&self) -> Option<i64> {
-        match self.rule {
-            Rule::Every { every_ms, .. } => Some(every_ms),
+        match &self.rule {
+            Rule::Every(every) => Some(every.every_ms),
             Rule::Cron(_) => None,
         }
     }
 
+    /// The expression trimmed, as it is evaluated.
+    pub fn cron_expr(&self) -> Option<&str> {
+        match &self.rule {
+            Rule::Cron(rule) => Some(rule.expr()),
+            Rule::Every(_) => None,
+        }
+    }
+
+    /// The zone as the client named it (links such as `US/Eastern` are kept).
     pub fn timezone_name(&self) -> &str {
-        self.zone.name()
+        self.tz.name()
     }
 
-    pub(crate) fn zone(&self) -> Tz {
-        self.zone
-    }
-
-    /// The first fire time >= at_ms, within start/end.
+    /// The first fire time `>= at_ms`.
     pub fn first_at_or_after(&self, at_ms: i64) -> Option<i64> {
-        let at_ms = self.start_ms.map_or(at_ms, |start| at_ms.max(start));
-        let slot = match &self.rule {
-            Rule::Every {
-                every_ms,
-                anchor_ms,
-            } => {
-                let k = (at_ms.checked_sub(*anchor_ms)?).div_euclid(*every_ms);
-                let mut slot = anchor_ms.checked_add(k.checked_mul(*every_ms)?)?;
-                if slot < at_ms {
-                    slot = slot.checked_add(*every_ms)?;
-                }
-                slot
+        match &self.rule {
+            Rule::Cron(rule) => self
+                .cron_fire_after(rule, at_ms.saturating_sub(1))
+                .map(|fire| fire.at_ms),
+            Rule::Every(every) => {
+                let from = self.start_ms.map_or(at_ms, |start| at_ms.max(start));
+                every
+                    .first_at_or_after(from)
+                    .filter(|&at| self.before_end(at))
             }
-            Rule::Cron(cron) => self.cron_from(cron, at_ms, true)?,
-        };
-        self.within_end(slot)
+        }
     }
 
-    /// The first fire time strictly after after_ms, within start/end.
+    /// The first fire time `> after_ms`.
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
-        self.first_at_or_after(after_ms.checked_add(1)?)
+        match &self.rule {
+            Rule::Cron(rule) => self.cron_fire_after(rule, after_ms).map(|fire| fire.at_ms),
+            Rule::Every(every) => every
+                .next_after(self.clip_to_start(after_ms))
+                .filter(|&at| self.before_end(at)),
+        }
     }
 
-    /// Claiming slot `due_ms` at `now_ms`: the missed slots and the next one after now.
+    /// Claiming slot `due_ms` at `now_ms`: how many later slots were missed,
+    /// and the next one to run. An early claim (`now < due`) skips nothing
+    /// and never hands `due` out again.
     pub fn advance(&self, due_ms: i64, now_ms: i64) -> Advance {
-        let next_ms = self.next_after(now_ms.max(due_ms));
-        let skipped = match &self.rule {
-            Rule::Every { every_ms, .. } => {
-                let missed = (now_ms.saturating_sub(due_ms)).max(0) / every_ms;
-                u64::try_from(missed).unwrap_or(0).min(MAX_SKIP_COUNT)
-            }
-            Rule::Cron(_) => {
-                let mut skipped = 0;
-                let mut cursor = due_ms;
-                while skipped < MAX_SKIP_COUNT {
-                    match self.next_after(cursor) {
-                        Some(slot) if slot <= now_ms => {
-                            skipped += 1;
-                            cursor = slot;
-                        }
-                        _ => break,
+        if now_ms <= due_ms {
+            return Advance {
+                skipped: 0,
+                next_ms: self.next_after(due_ms),
+            };
+        }
+        match &self.rule {
+            Rule::Every(every) => self.advance_every(every, due_ms, now_ms),
+            Rule::Cron(rule) => self.advance_cron(rule, due_ms, now_ms),
+        }
+    }
+
+    fn advance_every(&self, every: &Every, due_ms: i64, now_ms: i64) -> Advance {
+        // Slots before start or after end are not slots, so clip (due, now]
+        // to the window before counting.
+        let lo = self.clip_to_start(due_ms);
+        let hi = self.end_ms.map_or(now_ms, |end| now_ms.min(end));
+        let missed = every.count_in(lo, hi);
+        Advance {
+            skipped: u64::try_from(missed).map_or(MAX_SKIP_COUNT, |n| n.min(MAX_SKIP_COUNT)),
+            next_ms: self.next_after(now_ms),
+        }
+    }
+
+    fn advance_cron(&self, rule: &CronRule, due_ms: i64, now_ms: i64) -> Advance {
+        let mut skipped = 0;
+        let mut cursor = due_ms;
+        while skipped < MAX_SKIP_COUNT {
+            match self.cron_fire_after(rule, cursor) {
+                Some(fire) if fire.at_ms <= now_ms => {
+                    skipped += 1;
+                    cursor = fire.at_ms;
+                }
+                // No slot lies in (cursor, now], so this search already
+                // answered "first slot after now".
+                other => {
+                    return Advance {
+                        skipped,
+                        next_ms: other.map(|fire| fire.at_ms),
                     }
                 }
-                skipped
             }
-        };
-        Advance { skipped, next_ms }
+        }
+        Advance {
+            skipped,
+            next_ms: self.next_after(now_ms),
+        }
     }
 
-    /// The next `count` fire times from `from_ms` (inclusive).
+    /// Up to `count` (at most [`MAX_PREVIEW_COUNT`]) fire times from
+    /// `from_ms` inclusive, each with its wall-clock reading and what DST did
+    /// to it. Stops early at a fire time RFC 3339 cannot render.
     pub fn preview(&self, from_ms: i64, count: usize) -> Vec<PreviewItem> {
-        let mut items = Vec::with_capacity(count.min(1000));
-        let mut next = self.first_at_or_after(from_ms);
-        while let Some(ms) = next {
-            if items.len() >= count {
-                break;
+        let count = count.min(MAX_PREVIEW_COUNT);
+        let mut items = Vec::with_capacity(count.min(64));
+        match &self.rule {
+            Rule::Cron(rule) => {
+                let mut next = self.cron_fire_after(rule, from_ms.saturating_sub(1));
+                while let Some(fire) = next.filter(|_| items.len() < count) {
+                    let Some(item) = preview::cron_item(self.tz, rule, &fire) else {
+                        break;
+                    };
+                    items.push(item);
+                    next = self.cron_fire_after(rule, fire.at_ms);
+                }
             }
-            items.push(preview::describe(self, ms));
-            next = self.next_after(ms);
+            Rule::Every(_) => {
+                let mut next = self.first_at_or_after(from_ms);
+                while let Some(at_ms) = next.filter(|_| items.len() < count) {
+                    let Some(item) = preview::every_item(self.tz, at_ms) else {
+                        break;
+                    };
+                    items.push(item);
+                    next = self.next_after(at_ms);
+                }
+            }
         }
         items
     }
 
-    pub(crate) fn cron(&self) -> Option<&Cron> {
-        match &self.rule {
-            Rule::Cron(cron) => Some(cron),
-            Rule::Every { .. } => None,
-        }
+    /// The first cron fire `> after_ms` inside the window.
+    fn cron_fire_after(&self, rule: &CronRule, after_ms: i64) -> Option<Fire> {
+        rule.next_after(self.tz, self.clip_to_start(after_ms))
+            .filter(|fire| self.before_end(fire.at_ms))
     }
 
-    fn within_end(&self, slot: i64) -> Option<i64> {
-        if slot > MAX_MS || self.end_ms.is_some_and(|end| slot > end) {
-            return None;
-        }
-        Some(slot)
+    /// Raises an exclusive lower bound so that nothing before `start_ms`
+    /// passes it. At `start_ms == i64::MIN` the saturation is harmless: no
+    /// slot lies strictly after `i64::MIN` and before it.
+    fn clip_to_start(&self, after_ms: i64) -> i64 {
+        self.start_ms
+            .map_or(after_ms, |start| after_ms.max(start.saturating_sub(1)))
     }
 
-    /// croner works in whole seconds of the zone's wall clock; keep its answer >= at.
-    fn cron_from(&self, cron: &Cron, at_ms: i64, inclusive: bool) -> Option<i64> {
-        if !(0..=MAX_MS).contains(&at_ms) {
-            return None;
-        }
-        let at: DateTime<Tz> = self.zone.timestamp_millis_opt(at_ms).single()?;
-        let mut found = cron.find_next_occurrence(&at, inclusive).ok()?;
-        let mut ms = found.with_timezone(&Utc).timestamp_millis();
-        // Sub-second starts: croner truncates them, so an inclusive search can return
-        // the whole second before `at`. Step forward until we are not in the past.
-        let mut guard = 0;
-        while ms < at_ms && guard < 4 {
-            found = cron.find_next_occurrence(&found, false).ok()?;
-            ms = found.with_timezone(&Utc).timestamp_millis();
-            guard += 1;
-        }
-        (ms >= at_ms).then_some(ms)
+    fn before_end(&self, at_ms: i64) -> bool {
+        self.end_ms.is_none_or(|end| at_ms <= end)
     }
-}
-
-fn parse_cron(expr: &str) -> Result<Cron, TimingError> {
-    let fields = expr.split_whitespace().count();
-    if !expr.starts_with('@') && !(5..=6).contains(&fields) {
-        return Err(TimingError::CronFieldCount(fields));
-    }
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        .year(Year::Disallowed)
-        .build()
-        .parse(expr)
-        .map_err(|e| TimingError::CronParse {
-            expr: expr.to_owned(),
-            reason: e.to_string(),
-        })
 }

@@ -119,13 +119,22 @@ async fn end_time_and_start_time_bound_the_runs() {
     s.end_time = Some(ts(start + 30_000));
     let stored = upsert(&mut c, "ns", s).await.schedule.expect("s");
     assert_eq!(ms(&stored.next_run_time), start);
-    let occ = claim(&mut c, "ns", 5_000).await.expect("the one slot fires");
+    let occ = claim(&mut c, "ns", 5_000)
+        .await
+        .expect("the one slot fires");
     assert_eq!(ms(&occ.due_time), start);
     let after = occ.schedule.expect("s");
     assert_eq!(after.status, proto::ScheduleStatus::Completed as i32);
     assert!(after.next_run_time.is_none());
-    assert_eq!(zscore(&mut conn, "ns", "ending").await, None, "left the index");
-    assert!(claim(&mut c, "ns", 0).await.is_none(), "nothing after end_time");
+    assert_eq!(
+        zscore(&mut conn, "ns", "ending").await,
+        None,
+        "left the index"
+    );
+    assert!(
+        claim(&mut c, "ns", 0).await.is_none(),
+        "nothing after end_time"
+    );
 
     // An end_time already past: created completed, nothing to claim.
     let mut s = every("over", 60);

@@ -29,13 +29,14 @@ fn readme_commands() -> Vec<String> {
     let start = readme
         .find("<!-- grpcurl-examples:begin -->")
         .expect("begin marker");
-    let end = readme.find("<!-- grpcurl-examples:end -->").expect("end marker");
+    let end = readme
+        .find("<!-- grpcurl-examples:end -->")
+        .expect("end marker");
     let mut commands = Vec::new();
     let mut current = String::new();
     for line in readme[start..end].lines() {
         let trimmed = line.trim();
-        if trimmed.starts_with("```") || trimmed.starts_with("<!--") || trimmed.starts_with('#')
-        {
+        if trimmed.starts_with("```") || trimmed.starts_with("<!--") || trimmed.starts_with('#') {
             continue;
         }
         if trimmed.is_empty() {

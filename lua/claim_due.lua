@@ -1,6 +1,7 @@
 -- claim_due: hand the earliest due occurrence of a namespace to one caller.
 --
 -- KEYS[1] due index (zset id -> next run ms)   <prefix>:{<ns>}:due
+-- KEYS[2] id listing <prefix>:{<ns>}:ids       KEYS[3] namespace meta <prefix>:{<ns>}:meta
 -- ARGV[1] schedule key prefix                   <prefix>:{<ns>}:s:
 -- ARGV[2] how many due candidates to examine at most (bounds the work per call)
 -- ARGV[3..8] optional hint for a cron schedule the caller was asked to compute:
@@ -29,6 +30,11 @@
 --   `follow_ms` (the slot after next_ms, precomputed) lets a cron claim finish in one
 --   call; when it is missing or already past, the script asks instead of guessing.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
+-- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
+--   decrements the meta `indexed` count.
+
+local refused = schema_guard(KEYS[3], KEYS[2])
+if refused then return refused end
 
 local now_t = redis.call('TIME')
 local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
@@ -44,8 +50,10 @@ local function earliest()
 end
 
 local function complete(key, id)
+  -- Only ever called on an active schedule with a next run: it leaves the index.
   redis.call('HSET', key, 'status', 'completed', 'next_ms', '', 'follow_ms', '')
   redis.call('ZREM', due_key, id)
+  count_index(KEYS[3], true, false)
 end
 
 -- Record the claim; new_next nil means there is no later slot.

@@ -1,6 +1,7 @@
 -- list_schedules: one page of a namespace's schedules in id order.
 --
 -- KEYS[1] id listing (zset, all scores 0, so lex order)   <prefix>:{<ns>}:ids
+-- KEYS[2] namespace meta <prefix>:{<ns>}:meta
 -- ARGV[1] schedule key prefix  <prefix>:{<ns>}:s:
 -- ARGV[2] exclusive lower bound id ("" = from the start)
 -- ARGV[3] page size   ARGV[4] status filter ("" = any)
@@ -8,7 +9,11 @@
 -- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
 --
 -- Invariant 3: bounded by ARGV[5] ids per call, never a scan of the namespace.
--- Ids whose hash vanished are dropped from the listing (repair).
+-- Ids whose hash vanished are dropped from the listing (repair). Invariant 5: refused
+-- in a namespace that needs Migrate (its listing is not a sorted set yet).
+
+local refused = schema_guard(KEYS[2], KEYS[1])
+if refused then return refused end
 
 local from = '-'
 if ARGV[2] ~= '' then from = '(' .. ARGV[2] end

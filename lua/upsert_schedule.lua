@@ -17,7 +17,7 @@
 -- ARGV[13] "1" to create paused
 -- ARGV[14] next run ms computed by the caller from the new timing ("" = never)
 -- ARGV[15] follow ms: the cron slot after ARGV[14] ("" unknown, "end" none)
--- ARGV[16] schema version of this layout
+-- ARGV[16] schema version of this layout (written to a new namespace's meta)
 -- Returns: { created (0|1), HGETALL of the stored schedule... }
 --
 -- Invariant 1 (canonical hash, derived index): the status/next run written to the hash
@@ -26,6 +26,11 @@
 -- count, last run, next run, create time) is kept. A timing change bumps `rev`, which
 -- makes every claim hint computed from the old timing fail its check in claim_due.
 -- Any upsert also re-asserts the index entry, repairing one that went missing.
+-- Invariant 5: refused (lib/guard.lua) in a namespace that needs Migrate; keeps the
+-- meta `indexed` count.
+
+local refused = schema_guard(KEYS[4], KEYS[2])
+if refused then return refused end
 
 local now_t = redis.call('TIME')
 local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
@@ -52,6 +57,7 @@ local function schedule_from_timing(runs)
 end
 
 redis.call('HSETNX', KEYS[4], 'schema', ARGV[16])
+local before = redis.call('HMGET', key, 'status', 'next_ms')
 
 local created = 0
 if redis.call('EXISTS', key) == 0 then
@@ -81,6 +87,9 @@ else
   end
   redis.call('ZADD', KEYS[2], 0, id)
 end
+
+local after = redis.call('HMGET', key, 'status', 'next_ms')
+count_index(KEYS[4], indexed(before[1], before[2]), indexed(after[1], after[2]))
 
 local out = { created }
 local fields = redis.call('HGETALL', key)

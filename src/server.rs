@@ -64,6 +64,7 @@ pub async fn run(
         Limits {
             max_payload_size: config.max_payload_size,
             max_wait: config.max_wait,
+            address: advertised(listener.local_addr()?),
         },
         cancel.clone(),
     );
@@ -119,6 +120,15 @@ pub async fn run(
     }
     tracing::info!("dueq stopped");
     Ok(())
+}
+
+/// The address to name in operator hints: a wildcard bind is reached via localhost.
+fn advertised(addr: std::net::SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        format!("localhost:{}", addr.port())
+    } else {
+        addr.to_string()
+    }
 }
 
 async fn set_status(reporter: &HealthReporter, status: ServingStatus) {

@@ -247,9 +247,11 @@ async fn a_cron_hint_from_old_timing_is_refused() {
     let now = redis_now(&mut conn).await;
     let slot = (now / 3_600_000 - 1) * 3_600_000;
     force_due(&mut conn, "ns", "h", slot).await;
-    let script = redis::Script::new(include_str!("../lua/claim_due.lua"));
+    let script = &*dueq::store::scripts::CLAIM_DUE;
     let reply: Vec<redis::Value> = script
         .key("dueq:{ns}:due")
+        .key("dueq:{ns}:ids")
+        .key("dueq:{ns}:meta")
         .arg("dueq:{ns}:s:")
         .arg(32)
         .invoke_async(&mut conn)
@@ -265,6 +267,8 @@ async fn a_cron_hint_from_old_timing_is_refused() {
     force_due(&mut conn, "ns", "h", slot).await; // same next_ms, new revision
     let stale_hint: Vec<redis::Value> = script
         .key("dueq:{ns}:due")
+        .key("dueq:{ns}:ids")
+        .key("dueq:{ns}:meta")
         .arg("dueq:{ns}:s:")
         .arg(32)
         .arg("h")

@@ -16,11 +16,47 @@ pub enum ApiError {
         size: usize,
         limit: usize,
     },
+    /// The namespace must be migrated first; `address` is where operators reach dueq.
+    #[error(
+        "namespace {namespace:?} needs Migrate: its store has schema {found}{}, this dueq uses schema {current}. \
+         Nothing was changed. Run: grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' {address} dueq.v1.AdminService/Migrate",
+        describe_schema(found)
+    )]
+    NeedsMigrate {
+        namespace: String,
+        found: String,
+        current: u32,
+        address: String,
+    },
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
 }
 
+fn describe_schema(found: &str) -> &'static str {
+    match found {
+        "1" => " (the pre-index layout)",
+        "unknown" => " (its metadata is missing)",
+        _ => "",
+    }
+}
+
 impl ApiError {
+    /// Attaches the Migrate command to a store's needs-migrate refusal.
+    pub fn with_migrate_address(self, address: &str) -> Self {
+        match self {
+            ApiError::Schedule(ScheduleError::Store(StoreError::NeedsMigrate {
+                namespace,
+                found,
+            })) => ApiError::NeedsMigrate {
+                namespace,
+                found,
+                current: crate::store::keys::SCHEMA_VERSION,
+                address: address.to_owned(),
+            },
+            other => other,
+        }
+    }
+
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ApiError::InvalidArgument {
             field: field.into(),
@@ -34,10 +70,12 @@ impl From<ApiError> for Status {
         let code = match &error {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
+            ApiError::NeedsMigrate { .. } => Code::FailedPrecondition,
             ApiError::Schedule(ScheduleError::NotFound(_)) => Code::NotFound,
             ApiError::Schedule(ScheduleError::Timing(_)) => Code::InvalidArgument,
             ApiError::Schedule(ScheduleError::Store(store)) => match store {
                 StoreError::Unavailable { .. } => Code::Unavailable,
+                StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
                 StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
             },
         };

@@ -6,9 +6,14 @@ mod error;
 mod schedules;
 pub mod validate;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use tokio_util::sync::CancellationToken;
+use tonic::Status;
 
 pub use error::ApiError;
 
@@ -19,7 +24,12 @@ use crate::{schedules::Schedules, wake::Wakers};
 pub struct Limits {
     pub max_payload_size: usize,
     pub max_wait: Duration,
+    /// Where operators reach this service, for the Migrate command in errors.
+    pub address: String,
 }
+
+/// A namespace that needs Migrate is logged at most this often.
+const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
 
 /// Implements `dueq.v1.QueueService`.
 pub struct QueueApi {
@@ -27,6 +37,7 @@ pub struct QueueApi {
     wakers: Arc<Wakers>,
     limits: Limits,
     shutdown: CancellationToken,
+    migrate_notices: Mutex<HashMap<String, Instant>>,
 }
 
 impl QueueApi {
@@ -41,6 +52,27 @@ impl QueueApi {
             wakers,
             limits,
             shutdown,
+            migrate_notices: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The status for an error, with the Migrate command attached to a needs-migrate
+    /// refusal, which is also logged (rate-limited per namespace).
+    fn status(&self, error: impl Into<ApiError>) -> Status {
+        let error = error.into().with_migrate_address(&self.limits.address);
+        if let ApiError::NeedsMigrate { namespace, .. } = &error {
+            let mut seen = match self.migrate_notices.lock() {
+                Ok(seen) => seen,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let due = seen
+                .get(namespace)
+                .is_none_or(|at| at.elapsed() >= MIGRATE_NOTICE_EVERY);
+            if due {
+                seen.insert(namespace.clone(), Instant::now());
+                tracing::warn!(%namespace, %error, "namespace refused until it is migrated");
+            }
+        }
+        error.into()
     }
 }

@@ -134,7 +134,7 @@ impl QueueService for QueueApi {
             .schedules
             .upsert(namespace, &def, &timing)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         self.wakers.observe(namespace, record.next_run_ms);
         tracing::debug!(schedule_id = %record.def.id, created, "schedule upserted");
         Ok(Response::new(proto::UpsertScheduleResponse {
@@ -155,7 +155,7 @@ impl QueueService for QueueApi {
             .schedules
             .get(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::GetScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
         }))
@@ -189,7 +189,7 @@ impl QueueService for QueueApi {
             .schedules
             .list(namespace, &after, page_size as usize, status)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::ListSchedulesResponse {
             schedules: records
                 .into_iter()
@@ -210,7 +210,7 @@ impl QueueService for QueueApi {
         self.schedules
             .delete(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::DeleteScheduleResponse {}))
     }
 
@@ -226,7 +226,7 @@ impl QueueService for QueueApi {
             .schedules
             .pause(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::PauseScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
         }))
@@ -244,7 +244,7 @@ impl QueueService for QueueApi {
             .schedules
             .resume(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         self.wakers.observe(namespace, record.next_run_ms);
         Ok(Response::new(proto::ResumeScheduleResponse {
             schedule: Some(convert::schedule_to_proto(record)),
@@ -264,7 +264,10 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
-        let occurrence = self.claim_with_wait(namespace, wait).await?;
+        let occurrence = self
+            .claim_with_wait(namespace, wait)
+            .await
+            .map_err(|e| self.status(e))?;
         if let Some(o) = &occurrence {
             tracing::debug!(occurrence_id = %o.occurrence_id, "occurrence claimed");
         }
@@ -301,7 +304,7 @@ impl QueueService for QueueApi {
                     .schedules
                     .get(namespace, id)
                     .await
-                    .map_err(ApiError::from)?;
+                    .map_err(|e| self.status(e))?;
                 let timing = timing_of(&record.def).map_err(|e| {
                     ApiError::invalid("id", format!("stored timing is invalid: {e}"))
                 })?;

@@ -10,6 +10,14 @@ pub enum StoreError {
     /// Redis answered with an error we did not expect (a bug or a misconfigured server).
     #[error("redis error: {0}")]
     Redis(#[source] RedisError),
+    /// The namespace's store layout is not the one this dueq reads and writes; the
+    /// script refused before touching anything. `found` is the schema version it saw
+    /// ("1": the pre-index layout, "unknown": metadata missing).
+    #[error(
+        "namespace {namespace:?} needs Migrate: store schema {found}, this dueq uses {}",
+        super::keys::SCHEMA_VERSION
+    )]
+    NeedsMigrate { namespace: String, found: String },
     /// A record or script reply did not have the expected shape.
     #[error("corrupt record {what}: {detail}")]
     Corrupt { what: String, detail: String },
@@ -33,6 +41,8 @@ impl StoreError {
                 url: url.to_owned(),
                 reason: err.to_string(),
             }
+        } else if err.code() == Some("DUEQ_MIGRATE") {
+            needs_migrate(err.detail().unwrap_or_default())
         } else {
             StoreError::Redis(err)
         }
@@ -48,5 +58,36 @@ impl StoreError {
     /// True when the connection that produced this error should be replaced.
     pub(crate) fn is_unavailable(&self) -> bool {
         matches!(self, StoreError::Unavailable { .. })
+    }
+}
+
+/// Decodes the guard's "<found> <prefix>:{<namespace>}:meta" error detail.
+fn needs_migrate(detail: &str) -> StoreError {
+    let (found, meta_key) = detail.split_once(' ').unwrap_or((detail, ""));
+    // Namespaces cannot contain braces, so the first `{` opens the hash tag.
+    let namespace = meta_key
+        .split_once('{')
+        .and_then(|(_, rest)| rest.rsplit_once("}:meta"))
+        .map(|(ns, _)| ns)
+        .unwrap_or(meta_key);
+    StoreError::NeedsMigrate {
+        namespace: namespace.to_owned(),
+        found: found.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_guard_error() {
+        match needs_migrate("1 dueq:prod:{billing.eu}:meta") {
+            StoreError::NeedsMigrate { namespace, found } => {
+                assert_eq!(namespace, "billing.eu");
+                assert_eq!(found, "1");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -164,11 +164,11 @@ impl Store {
 
     pub async fn delete_schedule(&self, namespace: &str, id: &str) -> Result<bool, StoreError> {
         let keys = self.keys(namespace);
-        let (due, ids, key) = (keys.due(), keys.ids(), keys.schedule(id));
+        let (due, ids, key, meta) = (keys.due(), keys.ids(), keys.schedule(id), keys.meta());
         let value = self
             .eval(
                 &scripts::DELETE_SCHEDULE,
-                &[due.as_bytes(), ids.as_bytes(), &key],
+                &[due.as_bytes(), ids.as_bytes(), &key, meta.as_bytes()],
                 &[id.as_bytes()],
             )
             .await?;
@@ -181,11 +181,11 @@ impl Store {
         id: &str,
     ) -> Result<Option<ScheduleRecord>, StoreError> {
         let keys = self.keys(namespace);
-        let (due, key) = (keys.due(), keys.schedule(id));
+        let (due, key, ids, meta) = (keys.due(), keys.schedule(id), keys.ids(), keys.meta());
         let items = array(
             self.eval(
                 &scripts::PAUSE_SCHEDULE,
-                &[due.as_bytes(), &key],
+                &[due.as_bytes(), &key, ids.as_bytes(), meta.as_bytes()],
                 &[id.as_bytes()],
             )
             .await?,
@@ -205,7 +205,7 @@ impl Store {
         next: NextRun,
     ) -> Result<ResumeReply, StoreError> {
         let keys = self.keys(namespace);
-        let (due, key) = (keys.due(), keys.schedule(id));
+        let (due, key, ids, meta) = (keys.due(), keys.schedule(id), keys.ids(), keys.meta());
         let (rev, next_ms, follow) = (
             revision.to_string(),
             opt_arg(next.next_ms),
@@ -214,7 +214,7 @@ impl Store {
         let items = array(
             self.eval(
                 &scripts::RESUME_SCHEDULE,
-                &[due.as_bytes(), &key],
+                &[due.as_bytes(), &key, ids.as_bytes(), meta.as_bytes()],
                 &[
                     id.as_bytes(),
                     rev.as_bytes(),
@@ -249,7 +249,7 @@ impl Store {
         } else {
             page_size
         };
-        let (ids, prefix) = (keys.ids(), keys.schedule_prefix());
+        let (ids, prefix, meta) = (keys.ids(), keys.schedule_prefix(), keys.meta());
         let (page, budget, filter) = (
             page_size.to_string(),
             budget.to_string(),
@@ -258,7 +258,7 @@ impl Store {
         let items = array(
             self.eval(
                 &scripts::LIST_SCHEDULES,
-                &[ids.as_bytes()],
+                &[ids.as_bytes(), meta.as_bytes()],
                 &[
                     prefix.as_bytes(),
                     after.as_bytes(),
@@ -290,7 +290,8 @@ impl Store {
         hint: Option<&ClaimHint>,
     ) -> Result<ClaimReply, StoreError> {
         let keys = self.keys(namespace);
-        let (due, prefix) = (keys.due(), keys.schedule_prefix());
+        let (due, ids, meta) = (keys.due(), keys.ids(), keys.meta());
+        let prefix = keys.schedule_prefix();
         let mut args: Vec<Vec<u8>> = vec![prefix.into_bytes(), CLAIM_CANDIDATES.into()];
         if let Some(h) = hint {
             args.extend([
@@ -305,7 +306,7 @@ impl Store {
         let items = array(
             self.eval(
                 &scripts::CLAIM_DUE,
-                &[due.as_bytes()],
+                &[due.as_bytes(), ids.as_bytes(), meta.as_bytes()],
                 &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
             )
             .await?,

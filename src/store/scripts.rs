@@ -7,20 +7,31 @@ use std::sync::LazyLock;
 
 use deadpool_redis::redis::Script;
 
+/// Helpers shared by the scripts that guard the schema and count the index.
+const GUARD: &str = include_str!("../../lua/lib/guard.lua");
+
 macro_rules! script {
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Script> =
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
     };
+    ($name:ident, $file:literal, guarded) => {
+        pub static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(&format!(
+                "{GUARD}{}",
+                include_str!(concat!("../../lua/", $file))
+            ))
+        });
+    };
 }
 
-script!(UPSERT_SCHEDULE, "upsert_schedule.lua");
-script!(CLAIM_DUE, "claim_due.lua");
+script!(UPSERT_SCHEDULE, "upsert_schedule.lua", guarded);
+script!(CLAIM_DUE, "claim_due.lua", guarded);
 script!(SET_FOLLOW, "set_follow.lua");
-script!(PAUSE_SCHEDULE, "pause_schedule.lua");
-script!(RESUME_SCHEDULE, "resume_schedule.lua");
-script!(DELETE_SCHEDULE, "delete_schedule.lua");
-script!(LIST_SCHEDULES, "list_schedules.lua");
+script!(PAUSE_SCHEDULE, "pause_schedule.lua", guarded);
+script!(RESUME_SCHEDULE, "resume_schedule.lua", guarded);
+script!(DELETE_SCHEDULE, "delete_schedule.lua", guarded);
+script!(LIST_SCHEDULES, "list_schedules.lua", guarded);
 script!(PEEK_DUE, "peek_due.lua");
 
 /// Every script, for loading at startup.
@@ -35,4 +46,15 @@ pub fn all() -> [&'static Script; 8] {
         &LIST_SCHEDULES,
         &PEEK_DUE,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GUARD;
+    use crate::store::keys::SCHEMA_VERSION;
+
+    #[test]
+    fn the_lua_guard_knows_the_current_schema() {
+        assert!(GUARD.contains(&format!("local DUEQ_SCHEMA = '{SCHEMA_VERSION}'")));
+    }
 }

@@ -1,0 +1,42 @@
+-- guard: prelude prepended to every script that writes schedules or reads the listing
+-- (src/store/scripts.rs concatenates it), so each of them checks the namespace's store
+-- schema and keeps the O(1) index count without a round trip of its own.
+--
+-- schema_guard(meta_key, ids_key) -> nil when the namespace is current or empty, else an
+--   error reply "DUEQ_MIGRATE <found version> <meta key>" the service turns into
+--   FAILED_PRECONDITION with the Migrate command. Found version: the `schema` field of
+--   the meta hash; "1" for the pre-index layout (ids kept in a SET, no meta); "unknown"
+--   when the meta hash is gone but a listing exists (deleted or evicted).
+-- count_index(meta_key, was, is): keeps meta `indexed` = how many schedules are active
+--   with a next run, i.e. how many entries the due index must hold. Comparing it with
+--   ZCARD of the index (O(1)) reveals an index that was deleted or evicted.
+-- indexed(status, next_ms): whether a schedule in that state belongs in the due index.
+--
+-- Invariant 5 (migration never silent): a namespace that needs Migrate is refused with
+-- a clear error by every script that would otherwise answer "nothing due" forever.
+
+local DUEQ_SCHEMA = '2'
+
+local function schema_guard(meta_key, ids_key)
+  local found = redis.call('HGET', meta_key, 'schema')
+  if found == DUEQ_SCHEMA then return nil end
+  if not found then
+    local kind = redis.call('TYPE', ids_key)['ok']
+    if kind == 'none' then return nil end
+    if kind == 'set' then found = '1' else found = 'unknown' end
+  end
+  return redis.error_reply('DUEQ_MIGRATE ' .. found .. ' ' .. meta_key)
+end
+
+local function indexed(status, next_ms)
+  return status == 'active' and next_ms ~= nil and next_ms ~= false and next_ms ~= ''
+end
+
+local function count_index(meta_key, was, is)
+  if was and not is then
+    redis.call('HINCRBY', meta_key, 'indexed', -1)
+  elseif is and not was then
+    redis.call('HINCRBY', meta_key, 'indexed', 1)
+  end
+end
+

@@ -74,6 +74,11 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_REDIS_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub redis_timeout: Duration,
 
+    /// Ttl of Migrate's lock in Redis: a Migrate that dies frees its namespace after
+    /// this long; a live one renews it as it goes.
+    #[arg(long, env = "DUEQ_MIGRATE_LOCK_TTL", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub migrate_lock_ttl: Duration,
+
     /// How long shutdown waits for in-flight calls before exiting anyway.
     #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

@@ -10,16 +10,20 @@ use tonic::transport::Server;
 use tonic_health::{server::HealthReporter, ServingStatus};
 
 use crate::{
-    api::{validate, Limits, QueueApi},
+    api::{admin::AdminApi, validate, Limits, QueueApi},
     clock::Clock,
     config::ServeConfig,
-    proto::{self, queue_service_server::QueueServiceServer},
+    migrate::Migrator,
+    proto::{
+        self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
+    },
     schedules::Schedules,
     store::{Store, StoreError},
     wake::Wakers,
 };
 
-const SERVICE_NAME: &str = "dueq.v1.QueueService";
+/// Health names reported; all of them need Redis.
+const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -58,6 +62,11 @@ pub async fn run(
         cancel.clone(),
     );
     let schedules = Arc::new(Schedules::new(store.clone(), clock.clone()));
+    let admin = AdminServiceServer::new(AdminApi::new(Arc::new(Migrator::new(
+        store.clone(),
+        clock.clone(),
+        config.migrate_lock_ttl,
+    ))));
     let api = QueueApi::new(
         schedules,
         wakers,
@@ -107,6 +116,7 @@ pub async fn run(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(queue)
+        .add_service(admin)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
     tokio::pin!(server);
     tokio::select! {
@@ -132,8 +142,9 @@ fn advertised(addr: std::net::SocketAddr) -> String {
 }
 
 async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
-    reporter.set_service_status("", status).await;
-    reporter.set_service_status(SERVICE_NAME, status).await;
+    for name in SERVICE_NAMES {
+        reporter.set_service_status(name, status).await;
+    }
 }
 
 /// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps

@@ -179,13 +179,14 @@ impl NamespaceWaker {
         if self.waiting.fetch_add(1, Ordering::AcqRel) == 0 {
             self.poke.notify_one();
         }
-        let woken = tokio::select! {
+        // Counted out on drop too: a call whose client went away is dropped mid-wait,
+        // and a leaked count would keep the timer polling Redis for it forever.
+        let _waiting = Waiting(&self.waiting);
+        tokio::select! {
             _ = self.wake.notified() => Woken::Notified,
             _ = tokio::time::sleep_until(deadline) => Woken::Deadline,
             _ = shutdown.cancelled() => Woken::Shutdown,
-        };
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        woken
+        }
     }
 
     /// More is due than was handed out: wake one more waiter.
@@ -197,5 +198,14 @@ impl NamespaceWaker {
 
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
+    }
+}
+
+/// One parked waiter; leaving the count on drop, however the wait ends.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

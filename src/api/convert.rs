@@ -53,10 +53,17 @@ pub struct RawTiming {
 pub fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
     let (cron, every_ms) = match &s.timing {
         Some(proto::schedule::Timing::Cron(expr)) => (Some(expr.clone()), None),
-        Some(proto::schedule::Timing::Every(d)) => (
-            None,
-            Some(validate::duration_ms(&format!("{field}.every"), d)?),
-        ),
+        Some(proto::schedule::Timing::Every(d)) => {
+            let ms = validate::duration_ms(&format!("{field}.every"), d)?;
+            // Sub-millisecond intervals round to 0 ms: say what is wrong with them.
+            if ms == 0 && (d.seconds, d.nanos) != (0, 0) {
+                return Err(ApiError::invalid(
+                    format!("{field}.every"),
+                    "must be at least 1s",
+                ));
+            }
+            (None, Some(ms))
+        }
         None => (None, None),
     };
     let start_ms = s

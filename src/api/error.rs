@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::{schedules::ScheduleError, store::StoreError};
+use crate::{migrate::MigrateError, schedules::ScheduleError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -30,6 +30,8 @@ pub enum ApiError {
     },
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Migrate(#[from] MigrateError),
 }
 
 fn describe_schema(found: &str) -> &'static str {
@@ -67,21 +69,49 @@ impl ApiError {
 
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Status {
+        let store_code = |store: &StoreError| match store {
+            StoreError::Unavailable { .. } => Code::Unavailable,
+            StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
+            StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+        };
         let code = match &error {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
             ApiError::NeedsMigrate { .. } => Code::FailedPrecondition,
             ApiError::Schedule(ScheduleError::NotFound(_)) => Code::NotFound,
             ApiError::Schedule(ScheduleError::Timing(_)) => Code::InvalidArgument,
-            ApiError::Schedule(ScheduleError::Store(store)) => match store {
-                StoreError::Unavailable { .. } => Code::Unavailable,
-                StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
-                StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+            ApiError::Schedule(ScheduleError::Store(store)) => store_code(store),
+            ApiError::Migrate(migrate) => match migrate {
+                MigrateError::Store(store) => store_code(store),
+                MigrateError::NotFound(_) => Code::NotFound,
+                MigrateError::Busy { .. } | MigrateError::LockLost(_) => Code::Aborted,
+                MigrateError::Newer { .. } | MigrateError::Foreign { .. } => {
+                    Code::FailedPrecondition
+                }
+                MigrateError::Cancelled => Code::Cancelled,
             },
         };
         if code == Code::Internal {
             tracing::error!(%error, "internal error");
         }
-        Status::new(code, error.to_string())
+        Status::new(code, bounded(error.to_string()))
     }
+}
+
+/// Longest status message sent. It travels in an HTTP/2 header (`grpc-message`,
+/// percent-encoded) and messages echo request values, which can be megabytes: an
+/// oversized header breaks the response and the client sees an h2 protocol error
+/// instead of the real status.
+const MAX_MESSAGE_LEN: usize = 1024;
+
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_LEN {
+        let mut end = MAX_MESSAGE_LEN;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("... (truncated)");
+    }
+    message
 }

@@ -1,5 +1,6 @@
 //! The gRPC edge: validates requests, calls the use cases, maps errors to statuses.
 
+pub mod admin;
 mod convert;
 mod deadline;
 mod error;

@@ -32,7 +32,15 @@ fn parse_timing(
         start_ms: raw.start_ms,
         end_ms: raw.end_ms,
     })
-    .map_err(|e| ApiError::invalid(format!("{field}.{}", e.field()), e.to_string()))?;
+    .map_err(|e| {
+        // Timing messages start with their own field name ("cron: ..."); the API
+        // names the full path instead, once.
+        let message = e.to_string();
+        let reason = message
+            .strip_prefix(&format!("{}: ", e.field()))
+            .unwrap_or(&message);
+        ApiError::invalid(format!("{field}.{}", e.field()), reason)
+    })?;
     Ok((timing, raw))
 }
 

@@ -12,6 +12,11 @@
 //! | `<prefix>:{<ns>}:due`        | zset | schedule id -> next run (epoch ms)         |
 //! | `<prefix>:{<ns>}:ids`        | zset | schedule id -> 0, for listing in id order  |
 //! | `<prefix>:{<ns>}:s:<id>`     | hash | the schedule record (canonical)            |
+//! | `<prefix>:{<ns>}:migrate_lock` | string | Migrate's lease (token, with a TTL)      |
+//! | `<prefix>:{<ns>}:ids_next`   | zset | the listing being built while upgrading    |
+//!
+//! The pre-index layout (schema 1) had the same schedule hashes, `:ids` as a SET, no
+//! `:due` and no `:meta`; Migrate upgrades it.
 
 /// Schema version of the layout above (the pre-index layout is version 1).
 pub const SCHEMA_VERSION: u32 = 2;
@@ -42,6 +47,14 @@ impl NamespaceKeys {
         format!("{}ids", self.base)
     }
 
+    pub fn migrate_lock(&self) -> String {
+        format!("{}migrate_lock", self.base)
+    }
+
+    pub fn ids_next(&self) -> String {
+        format!("{}ids_next", self.base)
+    }
+
     /// The prefix a schedule id is appended to; scripts that visit many schedules
     /// build their keys from it.
     pub fn schedule_prefix(&self) -> String {
@@ -68,7 +81,13 @@ mod tests {
         ] {
             let key = keys.schedule(id);
             assert!(key.starts_with(b"dueq:{ns}:s:"));
-            for internal in [keys.due(), keys.ids(), keys.meta()] {
+            for internal in [
+                keys.due(),
+                keys.ids(),
+                keys.meta(),
+                keys.migrate_lock(),
+                keys.ids_next(),
+            ] {
                 assert_ne!(key, internal.as_bytes());
             }
         }

@@ -4,6 +4,7 @@
 mod conn;
 mod error;
 pub mod keys;
+pub mod migrate;
 mod reply;
 pub mod schedules;
 pub mod scripts;
@@ -15,6 +16,7 @@ use deadpool_redis::redis::{self, Script, Value};
 pub use conn::redact;
 pub use error::StoreError;
 pub use keys::NamespaceKeys;
+pub use reply::schedule as decode_schedule;
 
 use conn::Connections;
 
@@ -77,6 +79,18 @@ impl Store {
         cmd.query_async(&mut conn)
             .await
             .map_err(|e| self.fail(slot, e))
+    }
+
+    pub(crate) async fn query_pipe(&self, pipe: &redis::Pipeline) -> Result<(), StoreError> {
+        let (slot, mut conn) = self.conns.get().await?;
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.fail(slot, e))
+    }
+
+    /// The SCARD of a set (an import source's index).
+    pub async fn set_size(&self, key: &str) -> Result<u64, StoreError> {
+        self.query(redis::cmd("SCARD").arg(key).to_owned()).await
     }
 
     /// Runs one script with EVALSHA (reloading it on NOSCRIPT).

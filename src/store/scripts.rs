@@ -33,9 +33,16 @@ script!(RESUME_SCHEDULE, "resume_schedule.lua", guarded);
 script!(DELETE_SCHEDULE, "delete_schedule.lua", guarded);
 script!(LIST_SCHEDULES, "list_schedules.lua", guarded);
 script!(PEEK_DUE, "peek_due.lua");
+script!(MIGRATE_LOCK, "migrate_lock.lua");
+script!(MIGRATE_SCAN, "migrate_scan.lua");
+script!(MIGRATE_APPLY, "migrate_apply.lua");
+script!(MIGRATE_INDEX, "migrate_index.lua");
+script!(MIGRATE_FINISH, "migrate_finish.lua");
+script!(NAMESPACE_STATUS, "namespace_status.lua");
+script!(IMPORT_SCHEDULES, "import_schedules.lua", guarded);
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 8] {
+pub fn all() -> [&'static Script; 15] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
@@ -45,6 +52,13 @@ pub fn all() -> [&'static Script; 8] {
         &DELETE_SCHEDULE,
         &LIST_SCHEDULES,
         &PEEK_DUE,
+        &MIGRATE_LOCK,
+        &MIGRATE_SCAN,
+        &MIGRATE_APPLY,
+        &MIGRATE_INDEX,
+        &MIGRATE_FINISH,
+        &NAMESPACE_STATUS,
+        &IMPORT_SCHEDULES,
     ]
 }
 

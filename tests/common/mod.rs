@@ -354,3 +354,66 @@ pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, nex
         .await
         .expect("ZADD");
 }
+
+// ---- fault-injection helpers (tests/faults.rs) ----
+
+impl Redis {
+    /// Starts redis-server on a given port, e.g. one a service was already pointed at.
+    pub async fn start_on(port: u16) -> Redis {
+        let mut redis = Redis {
+            port,
+            child: None,
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        redis.spawn().await;
+        redis
+    }
+
+    /// A port with nothing listening on it (yet).
+    pub fn free_port() -> u16 {
+        free_port()
+    }
+}
+
+impl Service {
+    /// Starts the service without waiting for SERVING (Redis may be unreachable).
+    pub async fn start_unready(config: ServeConfig) -> Service {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(e) = dueq::server::run(config, listener, shutdown).await {
+                panic!("service failed: {e}");
+            }
+        });
+        Service {
+            addr,
+            stop: Some(stop),
+            handle: Some(handle),
+        }
+    }
+
+    /// The health status of one health-service name ("" is the whole server).
+    pub async fn health_of(&self, service: &str) -> i32 {
+        let Ok(channel) = Channel::from_shared(self.endpoint())
+            .expect("endpoint")
+            .connect()
+            .await
+        else {
+            return -1;
+        };
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        match health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+        {
+            Ok(r) => r.into_inner().status,
+            Err(_) => -1,
+        }
+    }
+}

@@ -1,0 +1,53 @@
+-- migrate_apply: write one batch of Migrate's decisions.
+--
+-- KEYS[1] due index <prefix>:{<ns>}:due
+-- KEYS[2] listing being built: <prefix>:{<ns>}:ids (current layout) or
+--         <prefix>:{<ns>}:ids_next (upgrading: becomes :ids when Migrate finishes)
+-- KEYS[3] lock <prefix>:{<ns>}:migrate_lock
+-- ARGV[1] lock token   ARGV[2] schedule key prefix <prefix>:{<ns>}:s:
+-- ARGV[3..] groups of four: id, revision read by migrate_scan, action, ms
+--   action "index"    : active with next run = ms: listed, indexed at ms
+--   action "schedule" : active, next run was missing or unusable: next_ms := ms
+--   action "complete" : active but no slot is left: status := completed
+--   action "unindex"  : paused or completed: listed, not indexed
+-- Returns { "ok", indexed, repaired, removed, skipped } | { "lost" } (lock gone).
+--
+-- Invariant 1: the record stays canonical. A decision is applied only if the record's
+-- revision is still the one scanned, and only its index entries (and, for "schedule" /
+-- "complete", next_ms and status) are touched. Invariant 3: bounded by the batch.
+-- Invariant 5: nothing is written once the lease is lost.
+
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return { 'lost' } end
+local indexed, repaired, removed, skipped = 0, 0, 0, 0
+for i = 3, #ARGV, 4 do
+  local id, rev, action, ms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local key = ARGV[2] .. id
+  if (redis.call('HGET', key, 'rev') or '') ~= rev then
+    skipped = skipped + 1 -- changed since the scan; its own script kept the index
+  else
+    redis.call('ZADD', KEYS[2], 'NX', 0, id)
+    local score = redis.call('ZSCORE', KEYS[1], id)
+    if action == 'index' or action == 'schedule' then
+      if action == 'schedule' then
+        redis.call('HSET', key, 'next_ms', ms, 'follow_ms', '')
+        repaired = repaired + 1
+      end
+      if not score then
+        indexed = indexed + 1
+      elseif tonumber(score) ~= tonumber(ms) and action == 'index' then
+        repaired = repaired + 1
+      end
+      redis.call('ZADD', KEYS[1], ms, id)
+    else
+      if action == 'complete' then
+        redis.call('HSET', key, 'status', 'completed', 'next_ms', '', 'follow_ms', '')
+        repaired = repaired + 1
+      end
+      if score then
+        redis.call('ZREM', KEYS[1], id)
+        removed = removed + 1
+      end
+    end
+  end
+end
+return { 'ok', indexed, repaired, removed, skipped }

@@ -1,0 +1,34 @@
+-- migrate_index: walk one batch of the due index and drop what no record backs.
+--
+-- KEYS[1] due index <prefix>:{<ns>}:due   KEYS[2] lock <prefix>:{<ns>}:migrate_lock
+-- ARGV[1] lock token ("" with dry run)   ARGV[2] cursor   ARGV[3] batch size
+-- ARGV[4] schedule key prefix <prefix>:{<ns>}:s:   ARGV[5] "1" = dry run (count only)
+-- Returns { "ok", next cursor ("0" = done), scanned, removed, repaired } | { "lost" }.
+-- A dry run counts only entries whose record is gone: the rest would already have been
+-- fixed by the record pass that precedes this walk, and counting them again would
+-- report more than a real run does.
+--
+-- Invariant 1: an entry stays only if its record is active with a next run; a score
+-- the record disagrees with is corrected. The same repair a claim does, for every
+-- entry. Invariant 3: one ZSCAN step per call.
+
+local dry = ARGV[5] == '1'
+if not dry and redis.call('GET', KEYS[2]) ~= ARGV[1] then return { 'lost' } end
+local scan = redis.call('ZSCAN', KEYS[1], ARGV[2], 'COUNT', ARGV[3])
+local items = scan[2]
+local scanned, removed, repaired = 0, 0, 0
+for i = 1, #items, 2 do
+  local id, score = items[i], items[i + 1]
+  scanned = scanned + 1
+  local h = redis.call('HMGET', ARGV[4] .. id, 'status', 'next_ms')
+  if dry then
+    if not h[1] then removed = removed + 1 end
+  elseif h[1] ~= 'active' or not h[2] or h[2] == '' or not tonumber(h[2]) then
+    removed = removed + 1
+    redis.call('ZREM', KEYS[1], id)
+  elseif tonumber(h[2]) ~= tonumber(score) then
+    repaired = repaired + 1
+    redis.call('ZADD', KEYS[1], h[2], id)
+  end
+end
+return { 'ok', scan[1], scanned, removed, repaired }

@@ -1,0 +1,46 @@
+-- migrate_scan: read one batch of schedule records for Migrate.
+--
+-- KEYS[1] the listing to walk: <prefix>:{<ns>}:ids (a SET in the pre-index layout, a
+--         ZSET in the current one)
+-- ARGV[1] "set" | "zset"   ARGV[2] cursor   ARGV[3] batch size (SCAN COUNT)
+-- KEYS[2] due index <prefix>:{<ns>}:due (absent when reading an import source: no scores)
+-- ARGV[4] record key prefix: <prefix>:{<ns>}:s: (or the import source's)
+-- Returns { next cursor ("0" = done), n, then per record: id, key type, due-index score
+--           ("" none), field count, fields... } (fields only for hashes).
+--
+-- Read-only. Invariant 3: one SSCAN/ZSCAN step, bounded by the batch size; Migrate
+-- walks the namespace in many such calls. Records are validated in Rust (the same
+-- timing code the service uses) and written back by migrate_apply, which re-checks
+-- each record's revision, so a record changed in between is never overwritten.
+
+local scan
+if ARGV[1] == 'set' then
+  scan = redis.call('SSCAN', KEYS[1], ARGV[2], 'COUNT', ARGV[3])
+else
+  scan = redis.call('ZSCAN', KEYS[1], ARGV[2], 'COUNT', ARGV[3])
+end
+local step = 1
+if ARGV[1] == 'zset' then step = 2 end -- ZSCAN returns member, score pairs
+local out = { scan[1], 0 }
+local items = scan[2]
+for i = 1, #items, step do
+  local id = items[i]
+  local key = ARGV[4] .. id
+  local kind = redis.call('TYPE', key)['ok']
+  out[#out + 1] = id
+  out[#out + 1] = kind
+  if KEYS[2] then
+    out[#out + 1] = redis.call('ZSCORE', KEYS[2], id) or ''
+  else
+    out[#out + 1] = ''
+  end
+  if kind == 'hash' then
+    local fields = redis.call('HGETALL', key)
+    out[#out + 1] = #fields
+    for j = 1, #fields do out[#out + 1] = fields[j] end
+  else
+    out[#out + 1] = 0
+  end
+  out[2] = out[2] + 1
+end
+return out

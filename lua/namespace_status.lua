@@ -1,0 +1,23 @@
+-- namespace_status: what a namespace's store looks like, in O(1).
+--
+-- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] listing <prefix>:{<ns>}:ids
+-- KEYS[3] due index <prefix>:{<ns>}:due   KEYS[4] lock <prefix>:{<ns>}:migrate_lock
+-- Returns { schema ("" none), listing type, expected index size ("" unknown),
+--           index size, lock ttl ms (-2 = not held), listing size }.
+--
+-- Read-only; invariant 5: this is the O(1) check that makes a store needing Migrate,
+-- or an index that lost entries, visible instead of silent.
+
+local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed')
+local listing = redis.call('TYPE', KEYS[2])['ok']
+local listed = 0
+if listing == 'set' then listed = redis.call('SCARD', KEYS[2]) end
+if listing == 'zset' then listed = redis.call('ZCARD', KEYS[2]) end
+return {
+  meta[1] or '',
+  listing,
+  meta[2] or '',
+  redis.call('ZCARD', KEYS[3]),
+  redis.call('PTTL', KEYS[4]),
+  listed,
+}

@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::{schedules::ScheduleError, store::StoreError};
+use crate::{jobs::JobError, schedules::ScheduleError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -18,6 +18,8 @@ pub enum ApiError {
     },
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Job(#[from] JobError),
 }
 
 impl ApiError {
@@ -29,6 +31,13 @@ impl ApiError {
     }
 }
 
+fn store_code(error: &StoreError) -> Code {
+    match error {
+        StoreError::Unavailable { .. } => Code::Unavailable,
+        StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+    }
+}
+
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Status {
         let code = match &error {
@@ -36,10 +45,13 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
             ApiError::Schedule(ScheduleError::NotFound(_)) => Code::NotFound,
             ApiError::Schedule(ScheduleError::Timing(_)) => Code::InvalidArgument,
-            ApiError::Schedule(ScheduleError::Store(store)) => match store {
-                StoreError::Unavailable { .. } => Code::Unavailable,
-                StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
-            },
+            ApiError::Schedule(ScheduleError::Store(store)) => store_code(store),
+            ApiError::Job(JobError::NotFound(_)) => Code::NotFound,
+            // The worker lost the job (stale token, expired lease): it should drop this
+            // attempt and claim again, i.e. retry at a higher level.
+            ApiError::Job(JobError::LeaseLost { .. }) => Code::Aborted,
+            ApiError::Job(JobError::WrongState { .. }) => Code::FailedPrecondition,
+            ApiError::Job(JobError::Store(store)) => store_code(store),
         };
         if code == Code::Internal {
             tracing::error!(%error, "internal error");

@@ -22,9 +22,19 @@ script!(RESUME_SCHEDULE, "resume_schedule.lua");
 script!(DELETE_SCHEDULE, "delete_schedule.lua");
 script!(LIST_SCHEDULES, "list_schedules.lua");
 script!(PEEK_DUE, "peek_due.lua");
+script!(ENQUEUE_JOBS, "enqueue_jobs.lua");
+script!(CLAIM_JOBS, "claim_jobs.lua");
+script!(ACK_JOB, "ack_job.lua");
+script!(FAIL_JOB, "fail_job.lua");
+script!(EXTEND_LEASE, "extend_lease.lua");
+script!(CANCEL_JOB, "cancel_job.lua");
+script!(RETRY_JOB, "retry_job.lua");
+script!(LIST_JOBS, "list_jobs.lua");
+script!(PRUNE_JOBS, "prune_jobs.lua");
+script!(PEEK_JOBS, "peek_jobs.lua");
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 8] {
+pub fn all() -> [&'static Script; 18] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
@@ -34,5 +44,15 @@ pub fn all() -> [&'static Script; 8] {
         &DELETE_SCHEDULE,
         &LIST_SCHEDULES,
         &PEEK_DUE,
+        &ENQUEUE_JOBS,
+        &CLAIM_JOBS,
+        &ACK_JOB,
+        &FAIL_JOB,
+        &EXTEND_LEASE,
+        &CANCEL_JOB,
+        &RETRY_JOB,
+        &LIST_JOBS,
+        &PRUNE_JOBS,
+        &PEEK_JOBS,
     ]
 }

@@ -115,6 +115,11 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         claimed.contains("\"occurrenceId\"") && claimed.contains("heartbeat"),
         "the every-1s schedule is claimed within the 5 s wait:\n{claimed}"
     );
+    let leased = output_of("AckOccurrence")[0];
+    assert!(
+        leased.contains("\"leaseToken\"") && leased.contains("\"attempt\": 1"),
+        "{leased}"
+    );
     assert!(output_of("PauseSchedule")[0].contains("SCHEDULE_STATUS_PAUSED"));
     assert!(output_of("ResumeSchedule")[0].contains("SCHEDULE_STATUS_ACTIVE"));
 

@@ -45,6 +45,8 @@ impl From<ApiError> for Status {
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
             ApiError::Schedule(ScheduleError::NotFound(_)) => Code::NotFound,
             ApiError::Schedule(ScheduleError::Timing(_)) => Code::InvalidArgument,
+            ApiError::Schedule(ScheduleError::OccurrenceNotFound(_)) => Code::NotFound,
+            ApiError::Schedule(ScheduleError::OccurrenceLeaseLost { .. }) => Code::Aborted,
             ApiError::Schedule(ScheduleError::Store(store)) => store_code(store),
             ApiError::Job(JobError::NotFound(_)) => Code::NotFound,
             // The worker lost the job (stale token, expired lease): it should drop this

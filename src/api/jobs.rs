@@ -38,7 +38,7 @@ fn optional_ms(field: &str, d: &Option<prost_types::Duration>) -> Result<Option<
 
 impl QueueApi {
     /// A lease: positive and at most the server's cap.
-    fn lease_ms(&self, field: &str, d: &prost_types::Duration) -> Result<i64, ApiError> {
+    pub(super) fn lease_ms(&self, field: &str, d: &prost_types::Duration) -> Result<i64, ApiError> {
         let ms = validate::duration_ms(field, d)?;
         let cap = i64::try_from(self.limits.max_lease.as_millis()).unwrap_or(i64::MAX);
         if ms <= 0 {

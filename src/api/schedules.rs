@@ -75,11 +75,12 @@ impl QueueApi {
         &self,
         namespace: &str,
         wait: Duration,
+        lease_ms: Option<i64>,
     ) -> Result<Option<proto::Occurrence>, ApiError> {
         let deadline = Instant::now() + wait;
         let waker = (!wait.is_zero()).then(|| self.wakers.waker(namespace));
         loop {
-            let outcome = self.schedules.claim_once(namespace).await?;
+            let outcome = self.schedules.claim_once(namespace, lease_ms).await?;
             self.wakers.observe(namespace, outcome.earliest_ms);
             let more_due = outcome.more_due();
             if let Some(occurrence) = outcome.occurrence {
@@ -249,13 +250,34 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
-        let occurrence = self.claim_with_wait(namespace, wait).await?;
+        let lease_ms = req
+            .lease
+            .as_ref()
+            .map(|d| self.lease_ms("lease", d))
+            .transpose()?;
+        let occurrence = self.claim_with_wait(namespace, wait, lease_ms).await?;
         if let Some(o) = &occurrence {
             tracing::debug!(occurrence_id = %o.occurrence_id, "occurrence claimed");
         }
         Ok(Response::new(proto::ClaimDueScheduleResponse {
             occurrence,
         }))
+    }
+
+    #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace, occurrence_id = %request.get_ref().occurrence_id))]
+    async fn ack_occurrence(
+        &self,
+        request: Request<proto::AckOccurrenceRequest>,
+    ) -> Result<Response<proto::AckOccurrenceResponse>, Status> {
+        let req = request.into_inner();
+        let namespace = validate::namespace(&req.namespace)?;
+        let id = validate::id("occurrence_id", &req.occurrence_id)?;
+        validate::id("lease_token", &req.lease_token)?;
+        self.schedules
+            .ack_occurrence(namespace, id, &req.lease_token)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(proto::AckOccurrenceResponse {}))
     }
 
     #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace))]

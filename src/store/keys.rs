@@ -19,6 +19,8 @@
 //! | `<prefix>:{<ns>}:qj:<queue>` | zset | every job of the queue: id -> seq, listing |
 //! | `<prefix>:{<ns>}:dd:<key>`   | str  | dedup key -> job id, with the dedup TTL    |
 //! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
+//! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
+//! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
 //!
 //! Every variable part (id, queue, dedup key) is the last part of its key and follows
 //! an infix no other kind of key uses, so `qr:a` can only be queue `a`'s ready set.
@@ -56,6 +58,16 @@ impl NamespaceKeys {
     /// build their keys from it.
     pub fn schedule_prefix(&self) -> String {
         format!("{}s:", self.base)
+    }
+
+    /// Leased schedule occurrences scored by lease deadline.
+    pub fn occurrence_leases(&self) -> String {
+        format!("{}oleases", self.base)
+    }
+
+    /// The prefix an occurrence id is appended to for its lease record.
+    pub fn occurrence_prefix(&self) -> String {
+        format!("{}o:", self.base)
     }
 
     /// Finished (completed, dead, cancelled) job ids scored by finish time.
@@ -130,7 +142,13 @@ mod tests {
     fn job_keys_never_alias_each_other_or_internal_keys() {
         let keys = NamespaceKeys::new("dueq", "ns");
         let prefixes = keys.job_prefixes().0;
-        let internal = [keys.due(), keys.ids(), keys.meta(), keys.jobs_done()];
+        let internal = [
+            keys.due(),
+            keys.ids(),
+            keys.meta(),
+            keys.jobs_done(),
+            keys.occurrence_leases(),
+        ];
         for id in ["jdone", "qr:a", "", "}{x", "s:x", "j:x"] {
             for (i, p) in prefixes.iter().enumerate() {
                 let key = format!("{p}{id}");
@@ -142,6 +160,7 @@ mod tests {
                     }
                 }
                 assert!(!key.starts_with(&keys.schedule_prefix()));
+                assert!(!key.starts_with(&keys.occurrence_prefix()));
             }
         }
         assert_eq!(keys.job("x"), b"dueq:{ns}:j:x");
@@ -151,7 +170,11 @@ mod tests {
     fn every_key_shares_the_namespace_hash_tag() {
         let keys = NamespaceKeys::new("dueq", "tenant-1");
         let mut all = vec![keys.due(), keys.ids(), keys.meta(), keys.schedule_prefix()];
-        all.push(keys.jobs_done());
+        all.extend([
+            keys.jobs_done(),
+            keys.occurrence_leases(),
+            keys.occurrence_prefix(),
+        ]);
         all.extend(keys.job_prefixes().0);
         for key in all {
             let open = key.find('{').unwrap_or(usize::MAX);

@@ -32,9 +32,10 @@ script!(RETRY_JOB, "retry_job.lua");
 script!(LIST_JOBS, "list_jobs.lua");
 script!(PRUNE_JOBS, "prune_jobs.lua");
 script!(PEEK_JOBS, "peek_jobs.lua");
+script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 18] {
+pub fn all() -> [&'static Script; 19] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
@@ -54,5 +55,6 @@ pub fn all() -> [&'static Script; 18] {
         &LIST_JOBS,
         &PRUNE_JOBS,
         &PEEK_JOBS,
+        &ACK_OCCURRENCE,
     ]
 }

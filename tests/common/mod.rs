@@ -306,6 +306,7 @@ pub async fn claim(client: &mut Client, ns: &str, wait_ms: u64) -> Option<proto:
             namespace: ns.into(),
             worker_id: "test".into(),
             wait: wait(wait_ms),
+            lease: None,
         })
         .await
         .expect("claim")

@@ -1,19 +1,28 @@
 -- claim_due: hand the earliest due occurrence of a namespace to one caller.
 --
 -- KEYS[1] due index (zset id -> next run ms)   <prefix>:{<ns>}:due
--- KEYS[2] id listing <prefix>:{<ns>}:ids       KEYS[3] namespace meta <prefix>:{<ns>}:meta
+-- KEYS[2] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases
+-- KEYS[3] id listing <prefix>:{<ns>}:ids       KEYS[4] namespace meta <prefix>:{<ns>}:meta
 -- ARGV[1] schedule key prefix                   <prefix>:{<ns>}:s:
 -- ARGV[2] how many due candidates to examine at most (bounds the work per call)
 -- ARGV[3..8] optional hint for a cron schedule the caller was asked to compute:
 --   id, rev, expected next ms, new next ms ("" = none), new follow ms ("" | "end"),
 --   skipped count. Empty ARGV[3] = no hint.
+-- ARGV[9]  lease ms for the claimed occurrence ("" = no lease: at-most-once)
+-- ARGV[10] lease token (minted by the caller)
+-- ARGV[11] the namespace (for the occurrence id)
+-- ARGV[12] occurrence lease record prefix       <prefix>:{<ns>}:o:
 -- Returns one of:
---   { "claimed", now, due_ms, skipped, earliest, HGETALL... }  the claimed schedule after the claim
+--   { "claimed", now, due_ms, skipped, earliest, token, lease_until, attempt, HGETALL... }
+--        the claimed schedule after the claim (token, lease_until, attempt are "" without
+--        a lease). With a lease, an occurrence whose lease expired is re-handed first:
+--        same shape, attempt + 1, the schedule fields as they were at its first claim.
 --   { "compute", now, earliest, id, rev, next_ms, HGETALL... }  a cron schedule whose next slot after
 --        now must be computed by the caller (time zones live in Rust); nothing changed
 --        except repairs
 --   { "none", now, earliest }  nothing due
---   earliest = lowest score left in the index ("" when empty), for the wake-up timer.
+--   earliest = lowest score left in the index or the occurrence leases ("" when both are
+--   empty), for the wake-up timer.
 --
 -- Invariants kept:
 -- * 1 (derived index): every candidate is re-validated against its hash (exists, active,
@@ -29,11 +38,19 @@
 --   nothing was written: the schedule is still due and the next claimer computes it.
 --   `follow_ms` (the slot after next_ms, precomputed) lets a cron claim finish in one
 --   call; when it is missing or already past, the script asks instead of guessing.
+-- * 4 (at-least-once with a lease): a leased claim writes, in this same script, an
+--   occurrence record <prefix>:{<ns>}:o:<occurrence id> (the schedule's fields at the
+--   claim, the token, the deadline, the attempt) and indexes it in KEYS[2] by deadline.
+--   The schedule itself advances exactly once, here; the record lives until acked
+--   (ack_occurrence). A leased claim first re-hands the earliest expired occurrence
+--   lease (found by ZRANGEBYSCORE on KEYS[2], O(log N)) with attempt + 1 and a new
+--   token. The occurrence id is the UUIDv5 of domain::occurrence_id, computed here
+--   with redis.sha1hex so the record and the id handed to the worker agree.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
 
-local refused = schema_guard(KEYS[3], KEYS[2])
+local refused = schema_guard(KEYS[4], KEYS[3])
 if refused then return refused end
 
 local now_t = redis.call('TIME')
@@ -42,18 +59,69 @@ local due_key = KEYS[1]
 local prefix = ARGV[1]
 local max_candidates = tonumber(ARGV[2])
 local MAX_SKIP = 100000
+local leases_key = KEYS[2]
+local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
+-- Bytes of the fixed UUID namespace of occurrence ids (domain::OCCURRENCE_NAMESPACE).
+local OCC_NS = string.char(0x64, 0x75, 0x65, 0x71, 0x00, 0x00, 0x40, 0x00,
+  0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01)
+local MAX_REHAND_PROBES = 8
+
+-- UUIDv5 (SHA-1) of domain::occurrence_id's name; lowercase, hyphenated.
+local function occurrence_id(schedule_id, due_ms, rev)
+  local name = string.format('%d:%s|%d:%s|%d|%d', #namespace, namespace, #schedule_id,
+    schedule_id, due_ms, rev)
+  local h = redis.sha1hex(OCC_NS .. name)
+  local variant = string.format('%x', tonumber(string.sub(h, 17, 17), 16) % 4 + 8)
+  return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16)
+    .. '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
+end
+
+-- A leased claim: re-hand the earliest expired occurrence lease, if any.
+local function rehand()
+  for _ = 1, MAX_REHAND_PROBES do
+    local first = redis.call('ZRANGEBYSCORE', leases_key, '-inf', now, 'LIMIT', 0, 1)
+    if #first == 0 then return nil end
+    local occ = first[1]
+    local okey = occ_prefix .. occ
+    local h = redis.call('HMGET', okey, 'state', 'lease_until', 'due_ms', 'skipped')
+    local until_ms = tonumber(h[2])
+    if h[1] == 'leased' and until_ms and until_ms <= now then
+      local attempt = redis.call('HINCRBY', okey, 'attempt', 1)
+      local deadline = now + lease_ms
+      redis.call('HSET', okey, 'token', token, 'lease_until', deadline)
+      redis.call('ZADD', leases_key, deadline, occ)
+      local out = { 'claimed', now, tonumber(h[3]), tonumber(h[4]), '', token, deadline, attempt }
+      local fields = redis.call('HGETALL', okey)
+      for i = 1, #fields, 2 do
+        if string.sub(fields[i], 1, 2) == 's.' then
+          out[#out + 1] = string.sub(fields[i], 3)
+          out[#out + 1] = fields[i + 1]
+        end
+      end
+      return out
+    elseif h[1] == 'leased' and until_ms then
+      redis.call('ZADD', leases_key, until_ms, occ) -- stale score: the record says later
+    else
+      redis.call('ZREM', leases_key, occ) -- acked or dangling
+    end
+  end
+  return nil
+end
 
 local function earliest()
-  local first = redis.call('ZRANGE', due_key, 0, 0, 'WITHSCORES')
-  if #first == 0 then return '' end
-  return first[2]
+  local best = nil
+  for _, key in ipairs({ due_key, KEYS[2] }) do
+    local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    if #first > 0 and (best == nil or tonumber(first[2]) < best) then best = tonumber(first[2]) end
+  end
+  return best or ''
 end
 
 local function complete(key, id)
   -- Only ever called on an active schedule with a next run: it leaves the index.
   redis.call('HSET', key, 'status', 'completed', 'next_ms', '', 'follow_ms', '')
   redis.call('ZREM', due_key, id)
-  count_index(KEYS[3], true, false)
+  count_index(KEYS[4], true, false)
 end
 
 -- Record the claim; new_next nil means there is no later slot.
@@ -67,8 +135,23 @@ local function claim(key, id, due_ms, new_next, new_follow, skipped)
     redis.call('HSET', key, 'next_ms', new_next, 'follow_ms', new_follow)
     redis.call('ZADD', due_key, new_next, id)
   end
-  local out = { 'claimed', now, due_ms, skipped, earliest() }
   local fields = redis.call('HGETALL', key)
+  local lease_token, deadline, attempt = '', '', ''
+  if lease_ms then
+    lease_token, deadline, attempt = token, now + lease_ms, 1
+    local occ = occurrence_id(id, due_ms, tonumber(redis.call('HGET', key, 'rev')) or 1)
+    local okey = occ_prefix .. occ
+    local record = { 'state', 'leased', 'token', token, 'lease_until', deadline,
+      'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now }
+    for i = 1, #fields, 2 do
+      record[#record + 1] = 's.' .. fields[i]
+      record[#record + 1] = fields[i + 1]
+    end
+    redis.call('DEL', okey)
+    redis.call('HSET', okey, unpack(record))
+    redis.call('ZADD', leases_key, deadline, occ)
+  end
+  local out = { 'claimed', now, due_ms, skipped, earliest(), lease_token, deadline, attempt }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
 end
@@ -100,6 +183,15 @@ local function validate(id, score)
     redis.call('ZADD', due_key, next_ms, id)
   end
   return { key = key, next_ms = next_ms, end_ms = end_ms, kind = h[6] }
+end
+
+-- 0. A leased claim takes over an expired occurrence lease before anything new.
+if lease_ms then
+  local rehanded = rehand()
+  if rehanded then
+    rehanded[5] = earliest()
+    return rehanded
+  end
 end
 
 -- 1. A hint from a previous "compute" answer: re-check that nothing moved.

@@ -53,7 +53,7 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_MESSAGE_SIZE", default_value_t = 4 * 1024 * 1024)]
     pub max_message_size: usize,
 
-    /// Largest schedule payload accepted, in bytes (RESOURCE_EXHAUSTED above it).
+    /// Largest schedule or job payload accepted, in bytes (RESOURCE_EXHAUSTED above it).
     #[arg(long, env = "DUEQ_MAX_PAYLOAD_SIZE", default_value_t = 1024 * 1024)]
     pub max_payload_size: usize,
 
@@ -82,6 +82,28 @@ pub struct ServeConfig {
     /// How long shutdown waits for in-flight calls before exiting anyway.
     #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
+
+    /// Most jobs one EnqueueBatch may carry (INVALID_ARGUMENT above it).
+    #[arg(long, env = "DUEQ_MAX_BATCH", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_batch: u32,
+
+    /// Longest lease a job claim (or an Enqueue's default lease) may ask for.
+    #[arg(long, env = "DUEQ_MAX_LEASE", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub max_lease: Duration,
+
+    /// How long completed, dead and cancelled jobs are kept before they are pruned.
+    #[arg(long, env = "DUEQ_JOB_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub job_retention: Duration,
+
+    /// Most completed, dead and cancelled jobs kept per namespace; the oldest beyond
+    /// it are pruned.
+    #[arg(long, env = "DUEQ_JOB_RETENTION_COUNT", default_value_t = 100_000)]
+    pub job_retention_count: u64,
+
+    /// How often each instance prunes finished jobs (in bounded batches, off the
+    /// request path) in the namespaces it serves.
+    #[arg(long, env = "DUEQ_JOB_PRUNE_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub job_prune_interval: Duration,
 
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]

@@ -94,6 +94,17 @@ pub struct Occurrence {
     pub due_ms: i64,
     pub claim_ms: i64,
     pub skipped: u64,
+    /// Set when the occurrence was claimed with a lease (at-least-once).
+    pub lease: Option<OccurrenceLease>,
+}
+
+/// The lease of a leased occurrence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OccurrenceLease {
+    pub token: String,
+    pub deadline_ms: i64,
+    /// 1-based hand-out count.
+    pub attempt: u32,
 }
 
 /// The occurrence id: a UUIDv5 of (namespace, schedule id, nominal due time, revision).

@@ -15,6 +15,7 @@ pub mod api;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod jobs;
 pub mod migrate;
 pub mod schedules;
 pub mod server;

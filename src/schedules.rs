@@ -9,7 +9,7 @@ use crate::{
     clock::Clock,
     domain::{occurrence_id, Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
     store::{
-        schedules::{ClaimHint, ClaimReply, Follow, NextRun, ResumeReply},
+        schedules::{AckOccurrenceReply, ClaimHint, ClaimReply, Follow, NextRun, ResumeReply},
         Store, StoreError,
     },
     timing::{Timing, TimingError, TimingSpec},
@@ -26,6 +26,11 @@ pub enum ScheduleError {
     Timing(#[from] TimingError),
     #[error("schedule {0:?} not found")]
     NotFound(String),
+    #[error("no leased occurrence {0:?} (never leased, or its acked record expired)")]
+    OccurrenceNotFound(String),
+    /// The caller's occurrence lease is not (or no longer) current. Nothing changed.
+    #[error("occurrence {id:?}: {reason}")]
+    OccurrenceLeaseLost { id: String, reason: String },
 }
 
 /// What one claim attempt found.
@@ -156,11 +161,51 @@ impl Schedules {
             .await?)
     }
 
-    /// One claim attempt, without waiting.
-    pub async fn claim_once(&self, namespace: &str) -> Result<ClaimOutcome, ScheduleError> {
+    /// Acks a leased occurrence.
+    pub async fn ack_occurrence(
+        &self,
+        namespace: &str,
+        occurrence_id: &str,
+        token: &str,
+    ) -> Result<(), ScheduleError> {
+        let lost = |reason: &str| ScheduleError::OccurrenceLeaseLost {
+            id: occurrence_id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        match self
+            .store
+            .ack_occurrence(namespace, occurrence_id, token)
+            .await?
+        {
+            AckOccurrenceReply::Acked => Ok(()),
+            AckOccurrenceReply::Missing => {
+                Err(ScheduleError::OccurrenceNotFound(occurrence_id.to_owned()))
+            }
+            AckOccurrenceReply::Expired => Err(lost(
+                "the lease expired; it is handed to the next leased claim",
+            )),
+            AckOccurrenceReply::Stale(state) if state == "acked" => Err(lost("already acked")),
+            AckOccurrenceReply::Stale(_) => Err(lost(
+                "the lease token is not the current one (it was re-handed)",
+            )),
+        }
+    }
+
+    /// One claim attempt, without waiting. `lease_ms`: claim at-least-once.
+    pub async fn claim_once(
+        &self,
+        namespace: &str,
+        lease_ms: Option<i64>,
+    ) -> Result<ClaimOutcome, ScheduleError> {
         let mut hint: Option<ClaimHint> = None;
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let lease = lease_ms.map(|ms| (token.as_str(), ms));
         for _ in 0..MAX_COMPUTE_ROUNDS {
-            match self.store.claim_due(namespace, hint.as_ref()).await? {
+            match self
+                .store
+                .claim_due(namespace, hint.as_ref(), lease)
+                .await?
+            {
                 ClaimReply::Claimed {
                     now_ms,
                     due_ms,
@@ -169,6 +214,7 @@ impl Schedules {
                     schedule,
                     revision,
                     follow_missing,
+                    lease,
                 } => {
                     if follow_missing {
                         self.fill_follow(namespace, &schedule, revision);
@@ -184,6 +230,7 @@ impl Schedules {
                         due_ms,
                         claim_ms: now_ms,
                         skipped,
+                        lease,
                     };
                     return Ok(ClaimOutcome {
                         occurrence: Some(occurrence),

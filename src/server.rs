@@ -1,5 +1,5 @@
 //! Assembles and runs the gRPC server: the queue service, health, reflection, and
-//! the background tasks (Redis health and clock offset).
+//! the background tasks (Redis health and clock offset, finished-job pruning).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -13,6 +13,7 @@ use crate::{
     api::{admin::AdminApi, validate, Limits, QueueApi},
     clock::Clock,
     config::ServeConfig,
+    jobs::{Jobs, Retention},
     migrate::Migrator,
     proto::{
         self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
@@ -67,13 +68,25 @@ pub async fn run(
         clock.clone(),
         config.migrate_lock_ttl,
     ))));
+    let jobs = Arc::new(Jobs::new(
+        store.clone(),
+        Retention {
+            max_age: config.job_retention,
+            max_count: config.job_retention_count,
+            interval: config.job_prune_interval,
+        },
+    ));
+    tokio::spawn(jobs.clone().run_pruner(cancel.clone()));
     let api = QueueApi::new(
         schedules,
+        jobs,
         wakers,
         Limits {
             max_payload_size: config.max_payload_size,
             max_wait: config.max_wait,
             address: advertised(listener.local_addr()?),
+            max_batch: config.max_batch,
+            max_lease: config.max_lease,
         },
         cancel.clone(),
     );

@@ -849,6 +849,7 @@ fn bad_claims() -> Vec<(
             namespace: namespace.into(),
             worker_id: "w".into(),
             wait,
+            lease: None,
         };
     let duration = |seconds, nanos| Some(prost_types::Duration { seconds, nanos });
     let mut cases = vec![

@@ -250,6 +250,7 @@ async fn a_cron_hint_from_old_timing_is_refused() {
     let script = &*dueq::store::scripts::CLAIM_DUE;
     let reply: Vec<redis::Value> = script
         .key("dueq:{ns}:due")
+        .key("dueq:{ns}:oleases")
         .key("dueq:{ns}:ids")
         .key("dueq:{ns}:meta")
         .arg("dueq:{ns}:s:")
@@ -267,6 +268,7 @@ async fn a_cron_hint_from_old_timing_is_refused() {
     force_due(&mut conn, "ns", "h", slot).await; // same next_ms, new revision
     let stale_hint: Vec<redis::Value> = script
         .key("dueq:{ns}:due")
+        .key("dueq:{ns}:oleases")
         .key("dueq:{ns}:ids")
         .key("dueq:{ns}:meta")
         .arg("dueq:{ns}:s:")

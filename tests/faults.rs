@@ -50,6 +50,7 @@ async fn try_claim(
         namespace: ns.into(),
         worker_id: "faults".into(),
         wait: wait(wait_ms),
+        lease: None,
     };
     c.claim_due_schedule(request(req, timeout))
         .await

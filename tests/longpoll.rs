@@ -197,6 +197,7 @@ async fn the_wait_is_capped_by_the_server_and_by_the_client_deadline() {
         namespace: "ns".into(),
         worker_id: "w".into(),
         wait: wait(60_000),
+        lease: None,
     });
     request.set_timeout(Duration::from_millis(400));
     let started = Instant::now();

@@ -78,7 +78,7 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
     let service = Service::start(&redis.url()).await;
     let addr = service.addr.to_string();
     let commands = readme_commands();
-    assert!(commands.len() >= 11, "found {} examples", commands.len());
+    assert!(commands.len() >= 20, "found {} examples", commands.len());
 
     let mut outputs = Vec::new();
     for command in &commands {
@@ -115,11 +115,77 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         claimed.contains("\"occurrenceId\"") && claimed.contains("heartbeat"),
         "the every-1s schedule is claimed within the 5 s wait:\n{claimed}"
     );
+    let leased = output_of("AckOccurrence")[0];
+    assert!(
+        leased.contains("\"leaseToken\"") && leased.contains("\"attempt\": 1"),
+        "{leased}"
+    );
     assert!(output_of("PauseSchedule")[0].contains("SCHEDULE_STATUS_PAUSED"));
     assert!(output_of("ResumeSchedule")[0].contains("SCHEDULE_STATUS_ACTIVE"));
 
-    // And the delete really deleted.
+    // Jobs.
+    let enqueued = output_of("QueueService/Enqueue\n");
+    assert_eq!(enqueued.len(), 2, "two Enqueue examples");
+    assert!(
+        enqueued[0].contains("\"ENQUEUE_OUTCOME_CREATED\""),
+        "{}",
+        enqueued[0]
+    );
+    assert!(enqueued[0].contains("\"welcome-alice\""), "{}", enqueued[0]);
+    assert!(enqueued[1].contains("\"digest-alice\""), "{}", enqueued[1]);
+    let batch = output_of("EnqueueBatch")[0];
+    assert_eq!(
+        batch.matches("ENQUEUE_OUTCOME_CREATED").count(),
+        2,
+        "{batch}"
+    );
+    assert!(batch.contains("JOB_STATE_DELAYED"), "{batch}");
+    let got = output_of("GetJob")[0];
+    assert!(
+        got.contains("\"email.welcome\"") && got.contains("JOB_STATE_PENDING"),
+        "{got}"
+    );
+    let listed = output_of("ListJobs")[0];
+    assert!(
+        listed.contains("welcome-alice")
+            && listed.contains("report-1")
+            && !listed.contains("report-2"),
+        "pending only:\n{listed}"
+    );
+    let acked = output_of("AckJob")[0];
+    assert!(
+        acked.contains("\"leaseToken\"") && acked.contains("welcome-alice"),
+        "{acked}"
+    );
+    assert!(
+        acked.contains("\"leaseDeadline\""),
+        "ExtendLease answered:\n{acked}"
+    );
+    let failed = output_of("FailJob")[0];
+    assert!(
+        failed.contains("digest-alice") && failed.contains("JOB_STATE_DEAD"),
+        "{failed}"
+    );
+    let retried = output_of("RetryJob")[0];
+    assert!(
+        retried.contains("JOB_STATE_PENDING") && retried.contains("mailbox full"),
+        "{retried}"
+    );
+    assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
     let mut c = service.client().await;
+    let welcome = c
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "welcome-alice".into(),
+        })
+        .await
+        .expect("welcome job")
+        .into_inner()
+        .job
+        .expect("job");
+    assert_eq!(welcome.state, proto::JobState::Completed as i32);
+
+    // And the delete really deleted.
     let gone = c
         .get_schedule(proto::GetScheduleRequest {
             namespace: "billing".into(),
@@ -167,6 +233,11 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--max-wait", "DUEQ_MAX_WAIT"),
         ("--recheck-interval", "DUEQ_RECHECK_INTERVAL"),
         ("--log-format", "DUEQ_LOG_FORMAT"),
+        ("--max-batch", "DUEQ_MAX_BATCH"),
+        ("--max-lease", "DUEQ_MAX_LEASE"),
+        ("--job-retention", "DUEQ_JOB_RETENTION"),
+        ("--job-retention-count", "DUEQ_JOB_RETENTION_COUNT"),
+        ("--job-prune-interval", "DUEQ_JOB_PRUNE_INTERVAL"),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

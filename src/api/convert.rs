@@ -134,6 +134,10 @@ pub fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
 
 pub fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
     let run_number = o.schedule.run_count;
+    let (lease_token, lease_deadline, attempt) = match o.lease {
+        Some(l) => (l.token, Some(timestamp(l.deadline_ms)), l.attempt),
+        None => (String::new(), None, 1),
+    };
     proto::Occurrence {
         occurrence_id: o.occurrence_id,
         schedule: Some(schedule_to_proto(o.schedule)),
@@ -141,6 +145,9 @@ pub fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         claim_time: Some(timestamp(o.claim_ms)),
         run_number,
         skipped_runs: o.skipped,
+        lease_token,
+        lease_deadline,
+        attempt,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use tonic::{Code, Status};
 
-use crate::{migrate::MigrateError, schedules::ScheduleError, store::StoreError};
+use crate::{jobs::JobError, migrate::MigrateError, schedules::ScheduleError, store::StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -32,6 +32,8 @@ pub enum ApiError {
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
     Migrate(#[from] MigrateError),
+    #[error(transparent)]
+    Job(#[from] JobError),
 }
 
 fn describe_schema(found: &str) -> &'static str {
@@ -67,13 +69,16 @@ impl ApiError {
     }
 }
 
+fn store_code(error: &StoreError) -> Code {
+    match error {
+        StoreError::Unavailable { .. } => Code::Unavailable,
+        StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
+        StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+    }
+}
+
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Status {
-        let store_code = |store: &StoreError| match store {
-            StoreError::Unavailable { .. } => Code::Unavailable,
-            StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
-            StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
-        };
         let code = match &error {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
@@ -90,6 +95,14 @@ impl From<ApiError> for Status {
                 }
                 MigrateError::Cancelled => Code::Cancelled,
             },
+            ApiError::Schedule(ScheduleError::OccurrenceNotFound(_)) => Code::NotFound,
+            ApiError::Schedule(ScheduleError::OccurrenceLeaseLost { .. }) => Code::Aborted,
+            ApiError::Job(JobError::NotFound(_)) => Code::NotFound,
+            // The worker lost the job (stale token, expired lease): it should drop this
+            // attempt and claim again, i.e. retry at a higher level.
+            ApiError::Job(JobError::LeaseLost { .. }) => Code::Aborted,
+            ApiError::Job(JobError::WrongState { .. }) => Code::FailedPrecondition,
+            ApiError::Job(JobError::Store(store)) => store_code(store),
         };
         if code == Code::Internal {
             tracing::error!(%error, "internal error");

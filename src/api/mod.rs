@@ -4,6 +4,8 @@ pub mod admin;
 mod convert;
 mod deadline;
 mod error;
+mod job_convert;
+mod jobs;
 mod schedules;
 pub mod validate;
 
@@ -18,7 +20,7 @@ use tonic::Status;
 
 pub use error::ApiError;
 
-use crate::{schedules::Schedules, wake::Wakers};
+use crate::{jobs::Jobs, schedules::Schedules, wake::Wakers};
 
 /// Limits the API enforces, from the service configuration.
 #[derive(Debug, Clone)]
@@ -27,6 +29,10 @@ pub struct Limits {
     pub max_wait: Duration,
     /// Where operators reach this service, for the Migrate command in errors.
     pub address: String,
+    /// Most jobs per EnqueueBatch.
+    pub max_batch: u32,
+    /// Longest lease a claim or an Enqueue may ask for.
+    pub max_lease: Duration,
 }
 
 /// A namespace that needs Migrate is logged at most this often.
@@ -35,6 +41,7 @@ const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
 /// Implements `dueq.v1.QueueService`.
 pub struct QueueApi {
     schedules: Arc<Schedules>,
+    jobs: Arc<Jobs>,
     wakers: Arc<Wakers>,
     limits: Limits,
     shutdown: CancellationToken,
@@ -44,12 +51,14 @@ pub struct QueueApi {
 impl QueueApi {
     pub fn new(
         schedules: Arc<Schedules>,
+        jobs: Arc<Jobs>,
         wakers: Arc<Wakers>,
         limits: Limits,
         shutdown: CancellationToken,
     ) -> Self {
         Self {
             schedules,
+            jobs,
             wakers,
             limits,
             shutdown,

@@ -69,22 +69,7 @@ impl QueueApi {
                 limit: self.limits.max_payload_size,
             });
         }
-        if s.headers.len() > validate::MAX_HEADERS {
-            return Err(ApiError::invalid(
-                "schedule.headers",
-                format!("at most {} headers", validate::MAX_HEADERS),
-            ));
-        }
-        for (key, value) in &s.headers {
-            if key.is_empty() {
-                return Err(ApiError::invalid(
-                    "schedule.headers",
-                    "keys must not be empty",
-                ));
-            }
-            validate::max_len("schedule.headers", key, validate::MAX_HEADER_KEY_LEN)?;
-            validate::max_len("schedule.headers", value, validate::MAX_HEADER_VALUE_LEN)?;
-        }
+        validate::headers("schedule.headers", s.headers.iter())?;
         let kind = match (&raw.cron, raw.every_ms) {
             (Some(expr), _) => TimingDef::Cron(expr.trim().to_owned()),
             (None, Some(ms)) => TimingDef::EveryMs(ms),
@@ -98,11 +83,12 @@ impl QueueApi {
         &self,
         namespace: &str,
         wait: Duration,
+        lease_ms: Option<i64>,
     ) -> Result<Option<proto::Occurrence>, ApiError> {
         let deadline = Instant::now() + wait;
         let waker = (!wait.is_zero()).then(|| self.wakers.waker(namespace));
         loop {
-            let outcome = self.schedules.claim_once(namespace).await?;
+            let outcome = self.schedules.claim_once(namespace, lease_ms).await?;
             self.wakers.observe(namespace, outcome.earliest_ms);
             let more_due = outcome.more_due();
             if let Some(occurrence) = outcome.occurrence {
@@ -272,8 +258,13 @@ impl QueueService for QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
+        let lease_ms = req
+            .lease
+            .as_ref()
+            .map(|d| self.lease_ms("lease", d))
+            .transpose()?;
         let occurrence = self
-            .claim_with_wait(namespace, wait)
+            .claim_with_wait(namespace, wait, lease_ms)
             .await
             .map_err(|e| self.status(e))?;
         if let Some(o) = &occurrence {
@@ -282,6 +273,22 @@ impl QueueService for QueueApi {
         Ok(Response::new(proto::ClaimDueScheduleResponse {
             occurrence,
         }))
+    }
+
+    #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace, occurrence_id = %request.get_ref().occurrence_id))]
+    async fn ack_occurrence(
+        &self,
+        request: Request<proto::AckOccurrenceRequest>,
+    ) -> Result<Response<proto::AckOccurrenceResponse>, Status> {
+        let req = request.into_inner();
+        let namespace = validate::namespace(&req.namespace)?;
+        let id = validate::id("occurrence_id", &req.occurrence_id)?;
+        validate::id("lease_token", &req.lease_token)?;
+        self.schedules
+            .ack_occurrence(namespace, id, &req.lease_token)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(proto::AckOccurrenceResponse {}))
     }
 
     #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace))]
@@ -341,5 +348,77 @@ impl QueueService for QueueApi {
             fire_times,
             timezone: timing.timezone_name().to_owned(),
         }))
+    }
+
+    // ---- jobs: the bodies (and their tracing spans) are in api/jobs.rs ----
+
+    async fn enqueue(
+        &self,
+        request: Request<proto::EnqueueRequest>,
+    ) -> Result<Response<proto::EnqueueResponse>, Status> {
+        self.enqueue_rpc(request).await
+    }
+
+    async fn enqueue_batch(
+        &self,
+        request: Request<proto::EnqueueBatchRequest>,
+    ) -> Result<Response<proto::EnqueueBatchResponse>, Status> {
+        self.enqueue_batch_rpc(request).await
+    }
+
+    async fn claim_job(
+        &self,
+        request: Request<proto::ClaimJobRequest>,
+    ) -> Result<Response<proto::ClaimJobResponse>, Status> {
+        self.claim_job_rpc(request).await
+    }
+
+    async fn ack_job(
+        &self,
+        request: Request<proto::AckJobRequest>,
+    ) -> Result<Response<proto::AckJobResponse>, Status> {
+        self.ack_job_rpc(request).await
+    }
+
+    async fn fail_job(
+        &self,
+        request: Request<proto::FailJobRequest>,
+    ) -> Result<Response<proto::FailJobResponse>, Status> {
+        self.fail_job_rpc(request).await
+    }
+
+    async fn extend_lease(
+        &self,
+        request: Request<proto::ExtendLeaseRequest>,
+    ) -> Result<Response<proto::ExtendLeaseResponse>, Status> {
+        self.extend_lease_rpc(request).await
+    }
+
+    async fn get_job(
+        &self,
+        request: Request<proto::GetJobRequest>,
+    ) -> Result<Response<proto::GetJobResponse>, Status> {
+        self.get_job_rpc(request).await
+    }
+
+    async fn list_jobs(
+        &self,
+        request: Request<proto::ListJobsRequest>,
+    ) -> Result<Response<proto::ListJobsResponse>, Status> {
+        self.list_jobs_rpc(request).await
+    }
+
+    async fn cancel_job(
+        &self,
+        request: Request<proto::CancelJobRequest>,
+    ) -> Result<Response<proto::CancelJobResponse>, Status> {
+        self.cancel_job_rpc(request).await
+    }
+
+    async fn retry_job(
+        &self,
+        request: Request<proto::RetryJobRequest>,
+    ) -> Result<Response<proto::RetryJobResponse>, Status> {
+        self.retry_job_rpc(request).await
     }
 }

@@ -72,6 +72,27 @@ pub fn max_len<'a>(field: &str, value: &'a str, max: usize) -> Result<&'a str, A
     Ok(value)
 }
 
+/// String metadata: at most MAX_HEADERS entries, non-empty bounded keys, bounded values.
+pub fn headers<'a>(
+    field: &str,
+    headers: impl ExactSizeIterator<Item = (&'a String, &'a String)>,
+) -> Result<(), ApiError> {
+    if headers.len() > MAX_HEADERS {
+        return Err(ApiError::invalid(
+            field,
+            format!("at most {MAX_HEADERS} headers"),
+        ));
+    }
+    for (key, value) in headers {
+        if key.is_empty() {
+            return Err(ApiError::invalid(field, "keys must not be empty"));
+        }
+        max_len(field, key, MAX_HEADER_KEY_LEN)?;
+        max_len(field, value, MAX_HEADER_VALUE_LEN)?;
+    }
+    Ok(())
+}
+
 /// A protobuf Timestamp as epoch ms, within 1970..=9999.
 pub fn timestamp_ms(field: &str, ts: &prost_types::Timestamp) -> Result<i64, ApiError> {
     if !(0..=MAX_TIMESTAMP_SECS).contains(&ts.seconds) || !(0..1_000_000_000).contains(&ts.nanos) {

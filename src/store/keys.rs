@@ -17,6 +17,18 @@
 //!
 //! The pre-index layout (schema 1) had the same schedule hashes, `:ids` as a SET, no
 //! `:due` and no `:meta`; Migrate upgrades it.
+//! | `<prefix>:{<ns>}:j:<id>`     | hash | the job record (canonical)                 |
+//! | `<prefix>:{<ns>}:qr:<queue>` | zset | ready jobs: member seq+id, score -priority |
+//! | `<prefix>:{<ns>}:qd:<queue>` | zset | delayed jobs: id -> run at (epoch ms)      |
+//! | `<prefix>:{<ns>}:ql:<queue>` | zset | leased jobs: id -> lease deadline (ms)     |
+//! | `<prefix>:{<ns>}:qj:<queue>` | zset | every job of the queue: id -> seq, listing |
+//! | `<prefix>:{<ns>}:dd:<key>`   | str  | dedup key -> job id, with the dedup TTL    |
+//! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
+//! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
+//! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
+//!
+//! Every variable part (id, queue, dedup key) is the last part of its key and follows
+//! an infix no other kind of key uses, so `qr:a` can only be queue `a`'s ready set.
 
 /// Schema version of the layout above (the pre-index layout is version 1).
 pub const SCHEMA_VERSION: u32 = 2;
@@ -61,11 +73,63 @@ impl NamespaceKeys {
         format!("{}s:", self.base)
     }
 
+    /// Leased schedule occurrences scored by lease deadline.
+    pub fn occurrence_leases(&self) -> String {
+        format!("{}oleases", self.base)
+    }
+
+    /// The prefix an occurrence id is appended to for its lease record.
+    pub fn occurrence_prefix(&self) -> String {
+        format!("{}o:", self.base)
+    }
+
+    /// Finished (completed, dead, cancelled) job ids scored by finish time.
+    pub fn jobs_done(&self) -> String {
+        format!("{}jdone", self.base)
+    }
+
+    /// The key prefixes job scripts append ids, queue names and dedup keys to, in
+    /// the order every job script expects them as ARGV[1..=6].
+    pub fn job_prefixes(&self) -> JobPrefixes {
+        JobPrefixes([
+            format!("{}j:", self.base),
+            format!("{}qr:", self.base),
+            format!("{}qd:", self.base),
+            format!("{}ql:", self.base),
+            format!("{}qj:", self.base),
+            format!("{}dd:", self.base),
+        ])
+    }
+
+    /// The key of one job, as raw bytes.
+    pub fn job(&self, id: &str) -> Vec<u8> {
+        let mut key = format!("{}j:", self.base).into_bytes();
+        key.extend_from_slice(id.as_bytes());
+        key
+    }
+
+    /// The listing set of one queue (every job of the queue, by enqueue sequence).
+    pub fn queue_listing(&self, queue: &str) -> Vec<u8> {
+        let mut key = format!("{}qj:", self.base).into_bytes();
+        key.extend_from_slice(queue.as_bytes());
+        key
+    }
+
     /// The key of one schedule, as raw bytes (ids are arbitrary UTF-8).
     pub fn schedule(&self, id: &str) -> Vec<u8> {
         let mut key = self.schedule_prefix().into_bytes();
         key.extend_from_slice(id.as_bytes());
         key
+    }
+}
+
+/// Job key prefixes: job, ready, delayed, leased, listing, dedup.
+#[derive(Debug, Clone)]
+pub struct JobPrefixes(pub [String; 6]);
+
+impl JobPrefixes {
+    pub fn args(&self) -> impl Iterator<Item = &[u8]> {
+        self.0.iter().map(|p| p.as_bytes())
     }
 }
 
@@ -94,9 +158,44 @@ mod tests {
     }
 
     #[test]
+    fn job_keys_never_alias_each_other_or_internal_keys() {
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let prefixes = keys.job_prefixes().0;
+        let internal = [
+            keys.due(),
+            keys.ids(),
+            keys.meta(),
+            keys.jobs_done(),
+            keys.occurrence_leases(),
+        ];
+        for id in ["jdone", "qr:a", "", "}{x", "s:x", "j:x"] {
+            for (i, p) in prefixes.iter().enumerate() {
+                let key = format!("{p}{id}");
+                assert!(!internal.contains(&key));
+                // No other prefix is a prefix of this one: kinds never overlap.
+                for (j, q) in prefixes.iter().enumerate() {
+                    if i != j {
+                        assert!(!key.starts_with(q.as_str()), "{key} under {q}");
+                    }
+                }
+                assert!(!key.starts_with(&keys.schedule_prefix()));
+                assert!(!key.starts_with(&keys.occurrence_prefix()));
+            }
+        }
+        assert_eq!(keys.job("x"), b"dueq:{ns}:j:x");
+    }
+
+    #[test]
     fn every_key_shares_the_namespace_hash_tag() {
         let keys = NamespaceKeys::new("dueq", "tenant-1");
-        for key in [keys.due(), keys.ids(), keys.meta(), keys.schedule_prefix()] {
+        let mut all = vec![keys.due(), keys.ids(), keys.meta(), keys.schedule_prefix()];
+        all.extend([
+            keys.jobs_done(),
+            keys.occurrence_leases(),
+            keys.occurrence_prefix(),
+        ]);
+        all.extend(keys.job_prefixes().0);
+        for key in all {
             let open = key.find('{').unwrap_or(usize::MAX);
             let close = key.find('}').unwrap_or(usize::MAX);
             assert_eq!(&key[open + 1..close], "tenant-1");

@@ -3,6 +3,7 @@
 
 mod conn;
 mod error;
+pub mod jobs;
 pub mod keys;
 pub mod migrate;
 mod reply;

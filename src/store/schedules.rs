@@ -7,7 +7,7 @@ use super::{
     reply::{self, array, int, opt_int, text},
     scripts, Store, StoreError,
 };
-use crate::domain::{ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef};
+use crate::domain::{OccurrenceLease, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef};
 
 /// The slot after `next`: known, known to be none, or not computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,7 @@ pub enum ClaimReply {
         /// Raw revision text of the record, for a follow-up `set_follow`.
         revision: String,
         follow_missing: bool,
+        lease: Option<OccurrenceLease>,
     },
     /// A cron schedule is due; the caller must compute its next slot after `now_ms`.
     Compute {
@@ -74,6 +75,16 @@ pub enum ClaimReply {
     },
 }
 
+/// What `ack_occurrence` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckOccurrenceReply {
+    Acked,
+    Missing,
+    /// The token is not the current one; the record is `leased` (re-handed) or `acked`.
+    Stale(String),
+    Expired,
+}
+
 pub enum ResumeReply {
     Missing,
     Moved,
@@ -82,6 +93,8 @@ pub enum ResumeReply {
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: &str = "32";
+/// How long an acked occurrence record is kept, so a repeated ack says "acked".
+const ACKED_OCCURRENCE_TTL_MS: &str = "86400000";
 
 fn opt_arg(v: Option<i64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -284,29 +297,47 @@ impl Store {
         Ok((records, next))
     }
 
+    /// `lease`: (token, lease ms) for an at-least-once claim.
     pub async fn claim_due(
         &self,
         namespace: &str,
         hint: Option<&ClaimHint>,
+        lease: Option<(&str, i64)>,
     ) -> Result<ClaimReply, StoreError> {
         let keys = self.keys(namespace);
         let (due, ids, meta) = (keys.due(), keys.ids(), keys.meta());
-        let prefix = keys.schedule_prefix();
+        let (prefix, leases) = (keys.schedule_prefix(), keys.occurrence_leases());
         let mut args: Vec<Vec<u8>> = vec![prefix.into_bytes(), CLAIM_CANDIDATES.into()];
-        if let Some(h) = hint {
-            args.extend([
+        match hint {
+            Some(h) => args.extend([
                 h.id.clone().into_bytes(),
                 h.revision.clone().into_bytes(),
                 h.expected_next_ms.to_string().into_bytes(),
                 opt_arg(h.next.next_ms).into_bytes(),
                 h.next.follow.arg().into_bytes(),
                 h.skipped.to_string().into_bytes(),
-            ]);
+            ]),
+            None => args.extend(std::iter::repeat_n(Vec::new(), 6)),
         }
+        let (token, lease_ms) = match lease {
+            Some((token, ms)) => (token.as_bytes().to_vec(), ms.to_string().into_bytes()),
+            None => (Vec::new(), Vec::new()),
+        };
+        args.extend([
+            lease_ms,
+            token,
+            namespace.as_bytes().to_vec(),
+            keys.occurrence_prefix().into_bytes(),
+        ]);
         let items = array(
             self.eval(
                 &scripts::CLAIM_DUE,
-                &[due.as_bytes(), ids.as_bytes(), meta.as_bytes()],
+                &[
+                    due.as_bytes(),
+                    leases.as_bytes(),
+                    ids.as_bytes(),
+                    meta.as_bytes(),
+                ],
                 &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
             )
             .await?,
@@ -320,7 +351,16 @@ impl Store {
                 let due_ms = items.get(2).and_then(int).ok_or_else(bad)?;
                 let skipped = items.get(3).and_then(int).ok_or_else(bad)?;
                 let earliest_ms = items.get(4).and_then(opt_int);
-                let fields = reply::fields(items.get(5..).unwrap_or_default());
+                let lease = match items.get(5).and_then(text) {
+                    Some(token) if !token.is_empty() => Some(OccurrenceLease {
+                        token,
+                        deadline_ms: items.get(6).and_then(int).ok_or_else(bad)?,
+                        attempt: u32::try_from(items.get(7).and_then(int).unwrap_or(1))
+                            .unwrap_or(1),
+                    }),
+                    _ => None,
+                };
+                let fields = reply::fields(items.get(8..).unwrap_or_default());
                 let schedule = reply::schedule(&fields, "claimed schedule")?;
                 let revision = fields
                     .get("rev")
@@ -337,6 +377,7 @@ impl Store {
                     schedule: Box::new(schedule),
                     revision,
                     follow_missing,
+                    lease,
                 })
             }
             "compute" => Ok(ClaimReply::Compute {
@@ -375,12 +416,51 @@ impl Store {
         Ok(int(&value) == Some(1))
     }
 
-    /// Redis now, how many entries are due now, and the earliest score.
-    pub async fn peek_due(&self, namespace: &str) -> Result<(i64, u64, Option<i64>), StoreError> {
-        let due = self.keys(namespace).due();
+    pub async fn ack_occurrence(
+        &self,
+        namespace: &str,
+        occurrence_id: &str,
+        token: &str,
+    ) -> Result<AckOccurrenceReply, StoreError> {
+        let keys = self.keys(namespace);
+        let (leases, prefix) = (keys.occurrence_leases(), keys.occurrence_prefix());
         let items = array(
-            self.eval(&scripts::PEEK_DUE, &[due.as_bytes()], &[])
-                .await?,
+            self.eval(
+                &scripts::ACK_OCCURRENCE,
+                &[leases.as_bytes()],
+                &[
+                    prefix.as_bytes(),
+                    occurrence_id.as_bytes(),
+                    token.as_bytes(),
+                    ACKED_OCCURRENCE_TTL_MS.as_bytes(),
+                ],
+            )
+            .await?,
+            "ack occurrence reply",
+        )?;
+        Ok(match items.first().and_then(text).as_deref() {
+            Some("ok") => AckOccurrenceReply::Acked,
+            Some("missing") => AckOccurrenceReply::Missing,
+            Some("expired") => AckOccurrenceReply::Expired,
+            Some("stale") => {
+                AckOccurrenceReply::Stale(items.get(1).and_then(text).unwrap_or_default())
+            }
+            _ => return Err(StoreError::corrupt("ack occurrence reply", "unexpected")),
+        })
+    }
+
+    /// Redis now, how many entries are due now (schedules and expired occurrence
+    /// leases), and the earliest score of either.
+    pub async fn peek_due(&self, namespace: &str) -> Result<(i64, u64, Option<i64>), StoreError> {
+        let keys = self.keys(namespace);
+        let (due, leases) = (keys.due(), keys.occurrence_leases());
+        let items = array(
+            self.eval(
+                &scripts::PEEK_DUE,
+                &[due.as_bytes(), leases.as_bytes()],
+                &[],
+            )
+            .await?,
             "peek reply",
         )?;
         let bad = || StoreError::corrupt("peek reply", "unexpected shape");

@@ -40,9 +40,20 @@ script!(MIGRATE_INDEX, "migrate_index.lua");
 script!(MIGRATE_FINISH, "migrate_finish.lua");
 script!(NAMESPACE_STATUS, "namespace_status.lua");
 script!(IMPORT_SCHEDULES, "import_schedules.lua", guarded);
+script!(ENQUEUE_JOBS, "enqueue_jobs.lua");
+script!(CLAIM_JOBS, "claim_jobs.lua");
+script!(ACK_JOB, "ack_job.lua");
+script!(FAIL_JOB, "fail_job.lua");
+script!(EXTEND_LEASE, "extend_lease.lua");
+script!(CANCEL_JOB, "cancel_job.lua");
+script!(RETRY_JOB, "retry_job.lua");
+script!(LIST_JOBS, "list_jobs.lua");
+script!(PRUNE_JOBS, "prune_jobs.lua");
+script!(PEEK_JOBS, "peek_jobs.lua");
+script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 15] {
+pub fn all() -> [&'static Script; 26] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
@@ -59,6 +70,17 @@ pub fn all() -> [&'static Script; 15] {
         &MIGRATE_FINISH,
         &NAMESPACE_STATUS,
         &IMPORT_SCHEDULES,
+        &ENQUEUE_JOBS,
+        &CLAIM_JOBS,
+        &ACK_JOB,
+        &FAIL_JOB,
+        &EXTEND_LEASE,
+        &CANCEL_JOB,
+        &RETRY_JOB,
+        &LIST_JOBS,
+        &PRUNE_JOBS,
+        &PEEK_JOBS,
+        &ACK_OCCURRENCE,
     ]
 }
 

@@ -306,6 +306,7 @@ pub async fn claim(client: &mut Client, ns: &str, wait_ms: u64) -> Option<proto:
             namespace: ns.into(),
             worker_id: "test".into(),
             wait: wait(wait_ms),
+            lease: None,
         })
         .await
         .expect("claim")
@@ -416,4 +417,129 @@ impl Service {
             Err(_) => -1,
         }
     }
+}
+// ---- job helpers ----
+
+pub fn job(queue: &str, name: &str) -> proto::EnqueueRequest {
+    proto::EnqueueRequest {
+        namespace: "ns".into(),
+        queue: queue.into(),
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+pub fn dur(ms: u64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: (ms / 1000) as i64,
+        nanos: ((ms % 1000) * 1_000_000) as i32,
+    }
+}
+
+pub async fn enqueue(client: &mut Client, req: proto::EnqueueRequest) -> proto::EnqueueResponse {
+    client.enqueue(req).await.expect("enqueue").into_inner()
+}
+
+pub fn claim_req(queues: &[&str], wait_ms: u64, lease_ms: Option<u64>) -> proto::ClaimJobRequest {
+    proto::ClaimJobRequest {
+        namespace: "ns".into(),
+        queues: queues.iter().map(|q| q.to_string()).collect(),
+        worker_id: "test-worker".into(),
+        wait: wait(wait_ms),
+        lease: lease_ms.map(dur),
+        max_jobs: 1,
+    }
+}
+
+/// Claims at most one job from `queues`.
+pub async fn claim_job(
+    client: &mut Client,
+    queues: &[&str],
+    wait_ms: u64,
+    lease_ms: Option<u64>,
+) -> Option<proto::ClaimedJob> {
+    client
+        .claim_job(claim_req(queues, wait_ms, lease_ms))
+        .await
+        .expect("claim job")
+        .into_inner()
+        .jobs
+        .pop()
+}
+
+pub async fn ack_job(
+    client: &mut Client,
+    id: &str,
+    token: &str,
+) -> Result<proto::AckJobResponse, tonic::Status> {
+    client
+        .ack_job(proto::AckJobRequest {
+            namespace: "ns".into(),
+            job_id: id.into(),
+            lease_token: token.into(),
+        })
+        .await
+        .map(|r| r.into_inner())
+}
+
+pub async fn fail_job(
+    client: &mut Client,
+    id: &str,
+    token: &str,
+    error: &str,
+) -> Result<proto::FailJobResponse, tonic::Status> {
+    client
+        .fail_job(proto::FailJobRequest {
+            namespace: "ns".into(),
+            job_id: id.into(),
+            lease_token: token.into(),
+            error: error.into(),
+            ..Default::default()
+        })
+        .await
+        .map(|r| r.into_inner())
+}
+
+pub async fn get_job(client: &mut Client, id: &str) -> proto::Job {
+    client
+        .get_job(proto::GetJobRequest {
+            namespace: "ns".into(),
+            job_id: id.into(),
+        })
+        .await
+        .expect("get job")
+        .into_inner()
+        .job
+        .expect("job")
+}
+
+pub fn state(job: &proto::Job) -> proto::JobState {
+    proto::JobState::try_from(job.state).expect("known state")
+}
+
+/// Every key and its full contents (type-aware), to prove a call wrote nothing.
+pub async fn snapshot(conn: &mut MultiplexedConnection) -> Vec<(String, String)> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(conn)
+        .await
+        .expect("KEYS");
+    keys.sort();
+    let mut out = Vec::new();
+    for key in keys {
+        let dump: Option<Vec<u8>> = redis::cmd("DUMP")
+            .arg(&key)
+            .query_async(conn)
+            .await
+            .expect("DUMP");
+        out.push((key, format!("{dump:?}")));
+    }
+    out
+}
+
+pub async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
+    redis::cmd("DBSIZE")
+        .query_async(conn)
+        .await
+        .expect("DBSIZE")
 }

@@ -1,0 +1,25 @@
+-- ack_occurrence: confirm a leased schedule occurrence was handled.
+--
+-- KEYS[1] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases
+-- ARGV[1] occurrence record prefix <prefix>:{<ns>}:o:
+-- ARGV[2] occurrence id   ARGV[3] lease token
+-- ARGV[4] how long an acked record is kept (ms), so a repeated ack is told "acked"
+-- Returns { "ok" } | { "missing" } | { "stale", state } | { "expired" }
+--
+-- Invariant 4 (a lease is the only authority): only the current token of an unexpired
+-- lease may ack; a stale or expired one changes nothing (the occurrence is, or will
+-- be, re-handed to the next leased ClaimDueSchedule). The record leaves the lease
+-- index in the same script that marks it acked. O(log N).
+
+local now_t = redis.call('TIME')
+local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local id, token = ARGV[2], ARGV[3]
+local key = ARGV[1] .. id
+local h = redis.call('HMGET', key, 'state', 'token', 'lease_until')
+if not h[1] then return { 'missing' } end
+if h[1] ~= 'leased' or h[2] ~= token then return { 'stale', h[1] } end
+if (tonumber(h[3]) or 0) <= now then return { 'expired' } end
+redis.call('ZREM', KEYS[1], id)
+redis.call('HSET', key, 'state', 'acked', 'lease_until', '', 'acked_ms', now)
+redis.call('PEXPIRE', key, ARGV[4])
+return { 'ok' }

@@ -1,0 +1,50 @@
+-- prune_jobs: delete finished (completed, dead, cancelled) jobs past the retention
+-- age, and the oldest ones beyond the retention count, at most a batch per call.
+--
+-- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
+-- ARGV[7] retention age ms   ARGV[8] retention count   ARGV[9] batch size
+-- Returns { deleted, more (1 if another call would delete more) }
+--
+-- Invariant 3: O(batch log N) per call; the caller (a background task, off the
+-- request path) calls again while `more`. Only jobs in the finished set are ever
+-- deleted, and a job is in it only while completed, dead or cancelled (retry_job
+-- removes it), so no live job is pruned.
+
+local now_t = redis.call('TIME')
+local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local P_JOB, P_LISTING, P_DEDUP = ARGV[1], ARGV[5], ARGV[6]
+local done = KEYS[1]
+local age, keep, batch = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+
+local function delete(id)
+  local key = P_JOB .. id
+  local h = redis.call('HMGET', key, 'state', 'queue', 'dedup_key')
+  redis.call('ZREM', done, id)
+  if h[1] ~= 'completed' and h[1] ~= 'dead' and h[1] ~= 'cancelled' then
+    return -- a stale entry (the job was revived): drop the entry, keep the job
+  end
+  redis.call('DEL', key)
+  redis.call('ZREM', P_LISTING .. h[2], id)
+  if h[3] and h[3] ~= '' and redis.call('GET', P_DEDUP .. h[3]) == id then
+    redis.call('DEL', P_DEDUP .. h[3])
+  end
+end
+
+local deleted = 0
+local old = redis.call('ZRANGEBYSCORE', done, '-inf', now - age, 'LIMIT', 0, batch)
+for _, id in ipairs(old) do
+  delete(id)
+  deleted = deleted + 1
+end
+local excess = redis.call('ZCARD', done) - keep
+if excess > 0 and deleted < batch then
+  local n = math.min(excess, batch - deleted)
+  for _, id in ipairs(redis.call('ZRANGE', done, 0, n - 1)) do
+    delete(id)
+    deleted = deleted + 1
+  end
+end
+local more = 0
+if deleted >= batch then more = 1 end
+return { deleted, more }

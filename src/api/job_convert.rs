@@ -1,0 +1,129 @@
+//! Translation between the job protobuf messages and the job domain types.
+
+use super::{
+    convert::{duration, timestamp},
+    ApiError,
+};
+use crate::{
+    jobs::model::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobState},
+    proto,
+};
+
+pub fn state_to_proto(state: JobState) -> proto::JobState {
+    match state {
+        JobState::Pending => proto::JobState::Pending,
+        JobState::Delayed => proto::JobState::Delayed,
+        JobState::Active => proto::JobState::Active,
+        JobState::Completed => proto::JobState::Completed,
+        JobState::Dead => proto::JobState::Dead,
+        JobState::Cancelled => proto::JobState::Cancelled,
+    }
+}
+
+/// A state filter: UNSPECIFIED = any; unknown numbers are refused.
+pub fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, ApiError> {
+    Ok(Some(match proto::JobState::try_from(value) {
+        Ok(proto::JobState::Unspecified) => return Ok(None),
+        Ok(proto::JobState::Pending) => JobState::Pending,
+        Ok(proto::JobState::Delayed) => JobState::Delayed,
+        Ok(proto::JobState::Active) => JobState::Active,
+        Ok(proto::JobState::Completed) => JobState::Completed,
+        Ok(proto::JobState::Dead) => JobState::Dead,
+        Ok(proto::JobState::Cancelled) => JobState::Cancelled,
+        Err(_) => return Err(ApiError::invalid(field, format!("unknown state {value}"))),
+    }))
+}
+
+pub fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
+    let outcome = match e.outcome {
+        EnqueueOutcome::Created => proto::EnqueueOutcome::Created,
+        EnqueueOutcome::Duplicate => proto::EnqueueOutcome::Duplicate,
+        EnqueueOutcome::Replaced => proto::EnqueueOutcome::Replaced,
+        EnqueueOutcome::Extended => proto::EnqueueOutcome::Extended,
+    };
+    proto::EnqueueResponse {
+        job_id: e.id,
+        outcome: outcome as i32,
+        state: state_to_proto(e.state) as i32,
+    }
+}
+
+fn backoff_to_proto(b: Backoff) -> proto::Backoff {
+    let kind = match b.kind {
+        BackoffKind::Fixed => proto::BackoffKind::Fixed,
+        BackoffKind::Exponential => proto::BackoffKind::Exponential,
+    };
+    proto::Backoff {
+        kind: kind as i32,
+        base: Some(duration(b.base_ms)),
+        cap: (b.kind == BackoffKind::Exponential).then(|| duration(b.cap_ms)),
+        jitter: b.jitter,
+    }
+}
+
+pub fn job_to_proto(r: JobRecord) -> proto::Job {
+    let active = r.state == JobState::Active;
+    proto::Job {
+        job_id: r.id,
+        queue: r.queue,
+        name: r.name,
+        payload: r.payload,
+        headers: r.headers.into_iter().collect(),
+        priority: r.priority,
+        state: state_to_proto(r.state) as i32,
+        attempts: r.attempts,
+        max_attempts: r.max_attempts,
+        backoff: Some(backoff_to_proto(r.backoff)),
+        lease: Some(duration(r.lease_ms)),
+        errors: r
+            .errors
+            .into_iter()
+            .map(|e| proto::JobErrorEntry {
+                attempt: e.attempt,
+                message: e.message,
+                time: Some(timestamp(e.at_ms)),
+            })
+            .collect(),
+        create_time: Some(timestamp(r.create_ms)),
+        update_time: Some(timestamp(r.update_ms)),
+        run_at: r.run_at_ms.map(timestamp),
+        lease_deadline: r.lease_until_ms.filter(|_| active).map(timestamp),
+        worker_id: r.worker,
+        finish_time: r.finish_ms.map(timestamp),
+        dedup_key: r.dedup_key,
+    }
+}
+
+pub fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
+    proto::ClaimedJob {
+        job_id: r.id,
+        lease_token: r.lease_token,
+        attempt: r.attempts,
+        lease_deadline: r.lease_until_ms.map(timestamp),
+        queue: r.queue,
+        name: r.name,
+        payload: r.payload,
+        headers: r.headers.into_iter().collect(),
+        priority: r.priority,
+        max_attempts: r.max_attempts,
+        create_time: Some(timestamp(r.create_ms)),
+    }
+}
+
+/// Job page tokens are the decimal enqueue sequence of the last job returned,
+/// prefixed so they are not mistaken for (or accepted as) schedule tokens.
+pub fn page_token(after_seq: i64) -> String {
+    format!("j{after_seq}")
+}
+
+pub fn parse_page_token(token: &str) -> Result<Option<i64>, ApiError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    token
+        .strip_prefix('j')
+        .and_then(|n| n.parse::<i64>().ok())
+        .filter(|n| *n >= 0)
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid("page_token", "is not a token returned by ListJobs"))
+}

@@ -1,0 +1,117 @@
+//! Retention: finished jobs are pruned by age and by count, off the request path,
+//! and live jobs never are.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use deadpool_redis::redis;
+use tonic::Code;
+
+async fn finish_one(c: &mut Client, queue: &str) -> String {
+    let id = enqueue(c, job(queue, "x")).await.job_id;
+    let j = claim_job(c, &[queue], 0, None).await.expect("claim");
+    ack_job(c, &id, &j.lease_token).await.expect("ack");
+    id
+}
+
+async fn exists(c: &mut Client, id: &str) -> bool {
+    match c
+        .get_job(proto::GetJobRequest {
+            namespace: "ns".into(),
+            job_id: id.into(),
+        })
+        .await
+    {
+        Ok(_) => true,
+        Err(s) if s.code() == Code::NotFound => false,
+        Err(s) => panic!("{s:?}"),
+    }
+}
+
+#[tokio::test]
+async fn finished_jobs_are_pruned_after_the_retention_age() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.job_retention = Duration::from_millis(600);
+    config.job_prune_interval = Duration::from_millis(100);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    let completed = finish_one(&mut c, "q").await;
+    let mut req = job("q", "dies");
+    req.max_attempts = Some(1);
+    let dead = enqueue(&mut c, req).await.job_id;
+    let j = claim_job(&mut c, &["q"], 0, None).await.expect("claim");
+    fail_job(&mut c, &dead, &j.lease_token, "x")
+        .await
+        .expect("fail");
+    let mut req = job("q", "cancel me");
+    req.dedup_key = "dk".into();
+    req.dedup_ttl = Some(dur(3_600_000));
+    let cancelled = enqueue(&mut c, req).await.job_id;
+    c.cancel_job(proto::CancelJobRequest {
+        namespace: "ns".into(),
+        job_id: cancelled.clone(),
+    })
+    .await
+    .expect("cancel");
+    let mut req = job("q", "live");
+    req.when = Some(proto::enqueue_request::When::Delay(dur(3_600_000)));
+    let live = enqueue(&mut c, req).await.job_id;
+
+    // Still there shortly after finishing.
+    for id in [&completed, &dead, &cancelled, &live] {
+        assert!(exists(&mut c, id).await, "{id}");
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for id in [&completed, &dead, &cancelled] {
+        assert!(!exists(&mut c, id).await, "{id} should be pruned");
+    }
+    assert!(exists(&mut c, &live).await, "live jobs are never pruned");
+    // Their index entries went with them: the listing holds only the live job, the
+    // finished set is empty and the pruned job's dedup key is released.
+    let listing: Vec<String> = redis::cmd("ZRANGE")
+        .arg("dueq:{ns}:qj:q")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .expect("ZRANGE");
+    assert_eq!(listing, std::slice::from_ref(&live));
+    let done: i64 = redis::cmd("ZCARD")
+        .arg("dueq:{ns}:jdone")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(done, 0);
+    let dedup: i64 = redis::cmd("EXISTS")
+        .arg("dueq:{ns}:dd:dk")
+        .query_async(&mut conn)
+        .await
+        .expect("EXISTS");
+    assert_eq!(dedup, 0);
+}
+
+#[tokio::test]
+async fn only_the_newest_finished_jobs_beyond_the_count_are_kept() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.job_retention_count = 3;
+    config.job_prune_interval = Duration::from_millis(100);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        ids.push(finish_one(&mut c, "q").await);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut kept = Vec::new();
+    for id in &ids {
+        kept.push(exists(&mut c, id).await);
+    }
+    assert_eq!(kept, [false, false, false, true, true, true]);
+}

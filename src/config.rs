@@ -79,6 +79,11 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MIGRATE_LOCK_TTL", default_value = "30s", value_parser = humantime::parse_duration)]
     pub migrate_lock_ttl: Duration,
 
+    /// How often the namespaces this instance serves are checked (O(1) each) for a due
+    /// index that lost entries or a layout that needs Migrate; findings are logged.
+    #[arg(long, env = "DUEQ_CHECK_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub check_interval: Duration,
+
     /// How long shutdown waits for in-flight calls before exiting anyway.
     #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

@@ -17,6 +17,7 @@ pub mod config;
 pub mod domain;
 pub mod jobs;
 pub mod migrate;
+pub mod monitor;
 pub mod schedules;
 pub mod server;
 pub mod store;

@@ -15,6 +15,7 @@ use crate::{
     config::ServeConfig,
     jobs::{Jobs, Retention},
     migrate::Migrator,
+    monitor::NamespaceMonitor,
     proto::{
         self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
     },
@@ -77,6 +78,7 @@ pub async fn run(
         },
     ));
     tokio::spawn(jobs.clone().run_pruner(cancel.clone()));
+    let monitor = NamespaceMonitor::new(store.clone());
     let api = QueueApi::new(
         schedules,
         jobs,
@@ -89,7 +91,9 @@ pub async fn run(
             max_lease: config.max_lease,
         },
         cancel.clone(),
+        monitor.clone(),
     );
+    tokio::spawn(monitor.run(config.check_interval, cancel.clone()));
 
     let (reporter, health_service) = tonic_health::server::health_reporter();
     set_status(&reporter, ServingStatus::NotServing).await;

@@ -20,7 +20,7 @@ use tonic::Status;
 
 pub use error::ApiError;
 
-use crate::{jobs::Jobs, schedules::Schedules, wake::Wakers};
+use crate::{jobs::Jobs, monitor::NamespaceMonitor, schedules::Schedules, wake::Wakers};
 
 /// Limits the API enforces, from the service configuration.
 #[derive(Debug, Clone)]
@@ -46,6 +46,7 @@ pub struct QueueApi {
     limits: Limits,
     shutdown: CancellationToken,
     migrate_notices: Mutex<HashMap<String, Instant>>,
+    monitor: Arc<NamespaceMonitor>,
 }
 
 impl QueueApi {
@@ -55,6 +56,7 @@ impl QueueApi {
         wakers: Arc<Wakers>,
         limits: Limits,
         shutdown: CancellationToken,
+        monitor: Arc<NamespaceMonitor>,
     ) -> Self {
         Self {
             schedules,
@@ -63,6 +65,7 @@ impl QueueApi {
             limits,
             shutdown,
             migrate_notices: Mutex::new(HashMap::new()),
+            monitor,
         }
     }
 

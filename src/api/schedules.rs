@@ -120,6 +120,7 @@ impl QueueService for QueueApi {
     ) -> Result<Response<proto::UpsertScheduleResponse>, Status> {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
+        self.monitor.touch(namespace);
         let schedule = req
             .schedule
             .ok_or_else(|| ApiError::invalid("schedule", "is required"))?;
@@ -257,6 +258,7 @@ impl QueueService for QueueApi {
         let wait = deadline::effective_wait(requested, self.limits.max_wait, request.metadata());
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
+        self.monitor.touch(namespace);
         validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
         let lease_ms = req
             .lease

@@ -172,6 +172,27 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         "{retried}"
     );
     assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
+    let status = output_of("AdminService/GetNamespaceStatus")[0];
+    assert!(
+        status.contains("\"schemaVersion\": 2") && status.contains("\"message\": \"ok\""),
+        "{status}"
+    );
+    let migrations = output_of("AdminService/Migrate");
+    assert_eq!(migrations.len(), 2);
+    assert!(
+        migrations[0].contains("\"dryRun\": true"),
+        "{}",
+        migrations[0]
+    );
+    for m in &migrations {
+        assert!(m.contains("MIGRATE_PHASE_DONE"), "{m}");
+        assert!(!m.contains("problems"), "{m}");
+    }
+    assert!(
+        migrations[1].contains("\"toSchema\": 2"),
+        "{}",
+        migrations[1]
+    );
     let mut c = service.client().await;
     let welcome = c
         .get_job(proto::GetJobRequest {
@@ -232,6 +253,8 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--max-payload-size", "DUEQ_MAX_PAYLOAD_SIZE"),
         ("--max-wait", "DUEQ_MAX_WAIT"),
         ("--recheck-interval", "DUEQ_RECHECK_INTERVAL"),
+        ("--migrate-lock-ttl", "DUEQ_MIGRATE_LOCK_TTL"),
+        ("--check-interval", "DUEQ_CHECK_INTERVAL"),
         ("--log-format", "DUEQ_LOG_FORMAT"),
         ("--max-batch", "DUEQ_MAX_BATCH"),
         ("--max-lease", "DUEQ_MAX_LEASE"),

@@ -130,6 +130,7 @@ fn phase_to_proto(phase: Phase) -> proto::MigratePhase {
 }
 
 fn progress_to_proto(p: Progress) -> proto::MigrateProgress {
+    let done = p.phase == Phase::Done;
     proto::MigrateProgress {
         namespace: p.namespace,
         phase: phase_to_proto(p.phase) as i32,
@@ -140,16 +141,18 @@ fn progress_to_proto(p: Progress) -> proto::MigrateProgress {
         estimated_total: p.estimated_total,
         imported: p.imported,
         already_present: p.already_present,
+        // The list can be long: it goes out once, with the summary.
         problems: p
             .problems
             .into_iter()
+            .filter(|_| done)
             .map(|(id, reason)| proto::RecordProblem { id, reason })
             .collect(),
         from_schema: p.from_schema,
         to_schema: p.to_schema,
         dry_run: p.dry_run,
         batches: p.batches,
-        longest_batch: (p.phase == Phase::Done).then(|| {
+        longest_batch: done.then(|| {
             convert::duration(i64::try_from(p.longest_batch.as_millis()).unwrap_or(i64::MAX))
         }),
     }

@@ -5,7 +5,8 @@
 --         <prefix>:{<ns>}:ids_next (upgrading: becomes :ids when Migrate finishes)
 -- KEYS[3] lock <prefix>:{<ns>}:migrate_lock
 -- ARGV[1] lock token   ARGV[2] schedule key prefix <prefix>:{<ns>}:s:
--- ARGV[3..] groups of four: id, revision read by migrate_scan, action, ms
+-- ARGV[3..] groups of four: id, state read by migrate_scan ("rev|status|next_ms|runs"),
+--   action, ms
 --   action "index"    : active with next run = ms: listed, indexed at ms
 --   action "schedule" : active, next run was missing or unusable: next_ms := ms
 --   action "complete" : active but no slot is left: status := completed
@@ -13,7 +14,7 @@
 -- Returns { "ok", indexed, repaired, removed, skipped } | { "lost" } (lock gone).
 --
 -- Invariant 1: the record stays canonical. A decision is applied only if the record's
--- revision is still the one scanned, and only its index entries (and, for "schedule" /
+-- state (revision, status, next run, run count) is still the one scanned, and only its index entries (and, for "schedule" /
 -- "complete", next_ms and status) are touched. Invariant 3: bounded by the batch.
 -- Invariant 5: nothing is written once the lease is lost.
 
@@ -22,7 +23,9 @@ local indexed, repaired, removed, skipped = 0, 0, 0, 0
 for i = 3, #ARGV, 4 do
   local id, rev, action, ms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = ARGV[2] .. id
-  if (redis.call('HGET', key, 'rev') or '') ~= rev then
+  local h = redis.call('HMGET', key, 'rev', 'status', 'next_ms', 'runs')
+  local seen = (h[1] or '') .. '|' .. (h[2] or '') .. '|' .. (h[3] or '') .. '|' .. (h[4] or '')
+  if seen ~= rev then
     skipped = skipped + 1 -- changed since the scan; its own script kept the index
   else
     redis.call('ZADD', KEYS[2], 'NX', 0, id)

@@ -442,11 +442,23 @@ fn decide(record: &ScannedRecord, now_ms: i64) -> Result<Option<Decision>, Strin
         ));
     }
     let timing = timing_of(&decoded.def).map_err(|e| e.to_string())?;
-    let revision = record
-        .fields
-        .get("rev")
-        .map(|r| String::from_utf8_lossy(r).into_owned())
-        .unwrap_or_default();
+    // What the decision was made from: the revision alone is not enough, because
+    // claims, pause and resume change status and next run without bumping it (a
+    // paused record resumed between scan and apply must not be unindexed).
+    let field = |name: &str| {
+        record
+            .fields
+            .get(name)
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .unwrap_or_default()
+    };
+    let revision = format!(
+        "{}|{}|{}|{}",
+        field("rev"),
+        field("status"),
+        field("next_ms"),
+        field("runs")
+    );
     let exhausted = decoded.def.run_limit > 0 && decoded.run_count >= decoded.def.run_limit;
     let action = match decoded.status {
         ScheduleStatus::Paused | ScheduleStatus::Completed => Action::Unindex,

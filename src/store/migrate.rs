@@ -162,6 +162,9 @@ pub struct IndexBatch {
     pub repaired: u64,
 }
 
+/// Most records one migrate_scan call reads (see `Store::scan_records`).
+const SCAN_STEP: usize = 200;
+
 fn count(v: Option<&Value>) -> u64 {
     v.and_then(int)
         .and_then(|n| u64::try_from(n).ok())
@@ -282,6 +285,9 @@ impl Store {
             .await
     }
 
+    /// Reads about `batch` records in script calls of at most `SCAN_STEP` records
+    /// each: copying a record's hash out of a script costs ~20 µs, so a 500-record
+    /// call would hold Redis for 10+ ms (tests/migrate.rs checks the slowlog).
     async fn scan_records(
         &self,
         listing: &str,
@@ -290,6 +296,34 @@ impl Store {
         record_prefix: &str,
         cursor: &str,
         batch: u32,
+    ) -> Result<ScanBatch, StoreError> {
+        let mut out = ScanBatch {
+            cursor: cursor.to_owned(),
+            records: Vec::new(),
+        };
+        loop {
+            let step = (batch as usize)
+                .saturating_sub(out.records.len())
+                .clamp(1, SCAN_STEP);
+            let next = self
+                .scan_step(listing, due, legacy, record_prefix, &out.cursor, step)
+                .await?;
+            out.cursor = next.cursor;
+            out.records.extend(next.records);
+            if out.cursor == "0" || out.records.len() >= batch as usize {
+                return Ok(out);
+            }
+        }
+    }
+
+    async fn scan_step(
+        &self,
+        listing: &str,
+        due: Option<&str>,
+        legacy: bool,
+        record_prefix: &str,
+        cursor: &str,
+        batch: usize,
     ) -> Result<ScanBatch, StoreError> {
         let kind = if legacy { "set" } else { "zset" };
         let batch = batch.to_string();
@@ -399,8 +433,29 @@ impl Store {
         self.query_pipe(&pipe).await
     }
 
-    /// Applies one batch of decisions. `None`: the lock was lost, nothing written.
+    /// Applies one batch of decisions, in script calls of at most `SCAN_STEP`
+    /// decisions each. `None`: the lock was lost, nothing more written.
     pub async fn migrate_apply(
+        &self,
+        namespace: &str,
+        upgrading: bool,
+        token: &str,
+        decisions: &[Decision],
+    ) -> Result<Option<ApplyCounts>, StoreError> {
+        let mut total = ApplyCounts::default();
+        for chunk in decisions.chunks(SCAN_STEP) {
+            let Some(c) = self.apply_step(namespace, upgrading, token, chunk).await? else {
+                return Ok(None);
+            };
+            total.indexed += c.indexed;
+            total.repaired += c.repaired;
+            total.removed += c.removed;
+            total.skipped += c.skipped;
+        }
+        Ok(Some(total))
+    }
+
+    async fn apply_step(
         &self,
         namespace: &str,
         upgrading: bool,

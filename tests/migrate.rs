@@ -84,6 +84,7 @@ async fn try_claim(c: &mut Client, ns: &str) -> Result<Option<proto::Occurrence>
         namespace: ns.into(),
         worker_id: "migrate-test".into(),
         wait: wait(0),
+        lease: None,
     })
     .await
     .map(|r| r.into_inner().occurrence)

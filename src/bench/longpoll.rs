@@ -62,16 +62,16 @@ fn cpu_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn now_ms() -> i64 {
+fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
+        .map(|d| d.as_micros() as i64)
         .unwrap_or(0)
 }
 
-fn ts_ms(ts: &Option<prost_types::Timestamp>) -> Option<i64> {
+fn ts_us(ts: &Option<prost_types::Timestamp>) -> Option<i64> {
     ts.as_ref()
-        .map(|t| t.seconds * 1000 + i64::from(t.nanos) / 1_000_000)
+        .map(|t| t.seconds * 1_000_000 + i64::from(t.nanos) / 1_000)
 }
 
 /// Commands/s, CPU share and RSS over `window`.
@@ -126,11 +126,11 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
                     r = c.claim_due_schedule(req) => r,
                     _ = cancel.cancelled() => return,
                 };
-                let received = now_ms();
+                let received = now_us();
                 if let Ok(r) = got {
                     if let Some(o) = r.into_inner().occurrence {
                         if let (Some(due), Some(claimed)) =
-                            (ts_ms(&o.due_time), ts_ms(&o.claim_time))
+                            (ts_us(&o.due_time), ts_us(&o.claim_time))
                         {
                             delays.lock().await.push((received - due, claimed - due));
                         }
@@ -197,11 +197,11 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     );
     let e2e: Vec<u64> = got
         .iter()
-        .map(|(e, _)| (*e).max(0) as u64 * 1_000_000)
+        .map(|(e, _)| (*e).max(0) as u64 * 1_000)
         .collect();
     let server: Vec<u64> = got
         .iter()
-        .map(|(_, s)| (*s).max(0) as u64 * 1_000_000)
+        .map(|(_, s)| (*s).max(0) as u64 * 1_000)
         .collect();
     let n = e2e.len() as u64;
     let s = Stats::from_latencies(e2e, n, 0.0);
@@ -213,7 +213,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             .with("server_p50_ms", sv.p50_ms)
             .with("server_p99_ms", sv.p99_ms)
             .note(format!(
-                "client receipt - due_time, {n}/{due_count} claimed; server claim_time - due_time p50 {:.0} p99 {:.0} ms (ms resolution)",
+                "client receipt - due_time, {n}/{due_count} claimed; server claim_time - due_time p50 {:.1} p99 {:.1} ms",
                 sv.p50_ms, sv.p99_ms
             )),
     );

@@ -52,10 +52,14 @@ fn redis_server_binary() -> Result<PathBuf> {
         .ok_or_else(|| "redis-server not found on PATH (or pass --redis-url)".into())
 }
 
+/// A direct connection with a long response timeout (the client's default, 500 ms,
+/// is shorter than a big seeding pipeline can take).
 async fn connect(url: &str) -> Result<MultiplexedConnection> {
-    Ok(redis::Client::open(url)?
+    let mut conn = redis::Client::open(url)?
         .get_multiplexed_async_connection()
-        .await?)
+        .await?;
+    conn.set_response_timeout(Duration::from_secs(120));
+    Ok(conn)
 }
 
 impl Env {
@@ -192,7 +196,22 @@ impl Env {
     pub async fn reset(&self) -> Result<()> {
         if self.own_redis() {
             let mut conn = self.conn().await?;
-            let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await?;
+            // ASYNC: freeing millions of records must not block Redis (or the service).
+            let _: () = redis::cmd("FLUSHALL")
+                .arg("ASYNC")
+                .query_async(&mut conn)
+                .await?;
+            // Wait for the background free, so memory deltas start from a quiet heap.
+            for _ in 0..600 {
+                let info: String = redis::cmd("INFO")
+                    .arg("memory")
+                    .query_async(&mut conn)
+                    .await?;
+                if info_field(&info, "lazyfree_pending_objects").as_deref() == Some("0") {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
         Ok(())
     }

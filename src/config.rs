@@ -19,6 +19,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the gRPC service (the default).
     Serve(ServeConfig),
+    /// Measure throughput, latency, scaling, memory and migration (see README).
+    Bench(crate::bench::BenchArgs),
 }
 
 /// Log output format.

@@ -1,0 +1,66 @@
+//! `dueq bench --smoke` runs end to end (its own redis-server, the service
+//! in-process) and its JSON report has every section. Needs redis-server on PATH.
+
+use std::process::Command;
+
+#[test]
+fn bench_smoke_writes_every_section() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("bench.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["bench", "--smoke", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run dueq bench");
+    assert!(
+        out.status.success(),
+        "dueq bench --smoke failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("valid json");
+    for section in dueq::bench::report::SECTIONS {
+        assert!(
+            report["sections"][section].is_object(),
+            "section {section} missing from {text}"
+        );
+        assert!(
+            table.contains(&format!("[{section}]")),
+            "table lacks {section}"
+        );
+    }
+    for section in [
+        "ceiling",
+        "grpc",
+        "claim_scaling",
+        "longpoll",
+        "memory",
+        "migrate",
+    ] {
+        let rows = report["sections"][section]["rows"]
+            .as_array()
+            .expect("rows");
+        assert!(!rows.is_empty(), "section {section} has no rows");
+    }
+    let grpc = report["sections"]["grpc"]["rows"].as_array().expect("rows");
+    for name in [
+        "Enqueue",
+        "EnqueueBatch",
+        "ClaimJob+AckJob",
+        "UpsertSchedule",
+        "ClaimDueSchedule",
+    ] {
+        let row = grpc
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no grpc row {name}"));
+        assert!(
+            row["ops_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+            "{name}: no ops"
+        );
+        assert!(row["p99_ms"].as_f64().is_some(), "{name}: no p99");
+    }
+    assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
+    assert!(report["meta"]["cores"].as_u64().is_some());
+}

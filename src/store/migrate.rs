@@ -515,7 +515,9 @@ impl Store {
     ) -> Result<Option<IndexBatch>, StoreError> {
         let keys = self.keys(namespace);
         let (due, lock, prefix) = (keys.due(), keys.migrate_lock(), keys.schedule_prefix());
-        let batch = batch.to_string();
+        // Each entry costs an HMGET inside the script: the same bound as the record
+        // reads keeps one call well under 10 ms (a 500-entry walk measured 16 ms).
+        let batch = batch.min(SCAN_STEP as u32).to_string();
         let dry = if dry_run { "1" } else { "0" };
         let items = array(
             self.eval(

@@ -285,7 +285,7 @@ impl Migrator {
         lease: &mut Lease<'_>,
     ) -> Result<Progress, MigrateError> {
         let mut progress = Progress::new(namespace, options.dry_run);
-        progress.from_schema = schema_number(state);
+        progress.from_schema = state.schema_version();
         progress.estimated_total = state.listed;
         send(tx, &progress).await?;
 
@@ -393,14 +393,6 @@ impl Migrator {
             cursor = next;
         }
         Ok(found.into_iter().collect())
-    }
-}
-
-pub(crate) fn schema_number(state: &NamespaceState) -> u32 {
-    match (&state.schema, &state.listing) {
-        (Some(v), _) => v.parse().unwrap_or(0),
-        (None, Listing::Legacy) => 1,
-        _ => 0,
     }
 }
 

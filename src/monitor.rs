@@ -17,7 +17,7 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{keys::SCHEMA_VERSION, migrate::Listing, Store};
+use crate::store::{keys::SCHEMA_VERSION, Store};
 
 /// A problem that lasts is logged again this often.
 const REPEAT: Duration = Duration::from_secs(300);
@@ -94,23 +94,13 @@ impl NamespaceMonitor {
 
     async fn check(&self, namespace: &str) {
         let finding = match self.store.namespace_status(namespace).await {
-            Ok(state) => {
-                let current = SCHEMA_VERSION.to_string();
-                if state.listing == Listing::Legacy
-                    || state.schema.as_deref().is_some_and(|s| s != current)
-                    || (state.schema.is_none() && state.listing == Listing::Current)
-                {
-                    Finding::NeedsMigrate(state.schema.unwrap_or_else(|| "1".to_owned()))
-                } else {
-                    let expected = state.expected_index.unwrap_or(0);
-                    match expected.checked_sub(state.index_size) {
-                        Some(missing) if missing > 0 && state.lock_ttl_ms.is_none() => {
-                            Finding::Damaged(missing)
-                        }
-                        _ => Finding::Healthy,
-                    }
-                }
+            Ok(state) if state.needs_migrate() => {
+                Finding::NeedsMigrate(state.schema_version().to_string())
             }
+            Ok(state) => match state.missing_entries() {
+                0 => Finding::Healthy,
+                missing => Finding::Damaged(missing),
+            },
             // Redis being away is reported by health; nothing to add per namespace.
             Err(_) => return,
         };

@@ -10,7 +10,7 @@ use super::{convert, validate, ApiError};
 use crate::{
     migrate::{self, MigrateError, Migrator, Options, Phase, Progress},
     proto::{self, admin_service_server::AdminService},
-    store::{keys::SCHEMA_VERSION, migrate::Listing},
+    store::keys::SCHEMA_VERSION,
 };
 
 /// Default source prefix of `@boringnode/queue`.
@@ -227,17 +227,8 @@ async fn execute(
 }
 
 fn describe(namespace: &str, s: &crate::store::migrate::NamespaceState) -> proto::NamespaceStatus {
-    let schema_version = match (&s.schema, &s.listing) {
-        (Some(v), _) => v.parse().unwrap_or(0),
-        (None, Listing::Legacy) => 1,
-        _ => 0,
-    };
-    let needs_migrate = match (&s.schema, &s.listing) {
-        (_, Listing::Legacy) | (_, Listing::Foreign(_)) => true,
-        (None, Listing::Current) => true,
-        (Some(_), _) => schema_version != SCHEMA_VERSION,
-        (None, Listing::None) => false,
-    };
+    let schema_version = s.schema_version();
+    let needs_migrate = s.needs_migrate();
     let expected = s.expected_index.unwrap_or(0);
     let damaged = !needs_migrate && expected > s.index_size;
     let command = format!(

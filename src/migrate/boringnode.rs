@@ -40,7 +40,7 @@ pub async fn import(
     let mut lease = migrator.lease(namespace, options.dry_run).await?;
     let mut progress = Progress::new(namespace, options.dry_run);
     progress.estimated_total = total;
-    progress.from_schema = super::schema_number(&state);
+    progress.from_schema = state.schema_version();
     progress.phase = Phase::Import;
     let result: Result<(), MigrateError> = async {
         send(tx, &progress).await?;

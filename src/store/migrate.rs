@@ -39,6 +39,40 @@ pub struct NamespaceState {
     pub listed: u64,
 }
 
+impl NamespaceState {
+    /// The schema version: recorded in meta, 1 for the pre-index layout (which has
+    /// no meta), 0 for a namespace with no data or with its meta gone.
+    pub fn schema_version(&self) -> u32 {
+        match (&self.schema, &self.listing) {
+            (Some(v), _) => v.parse().unwrap_or(0),
+            (None, Listing::Legacy) => 1,
+            _ => 0,
+        }
+    }
+
+    /// Whether the schedule scripts refuse this namespace until Migrate runs (the
+    /// same judgement as lua/lib/guard.lua).
+    pub fn needs_migrate(&self) -> bool {
+        match (&self.schema, &self.listing) {
+            (_, Listing::Legacy) | (_, Listing::Foreign(_)) => true,
+            (None, Listing::Current) => true,
+            (Some(_), _) => self.schema_version() != super::keys::SCHEMA_VERSION,
+            (None, Listing::None) => false,
+        }
+    }
+
+    /// Entries the due index lacks, by the O(1) count the scripts keep. Meaningful
+    /// only for a current namespace that no Migrate is rebuilding.
+    pub fn missing_entries(&self) -> u64 {
+        if self.needs_migrate() || self.lock_ttl_ms.is_some() {
+            return 0;
+        }
+        self.expected_index
+            .unwrap_or(0)
+            .saturating_sub(self.index_size)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockReply {
     Ok,

@@ -18,7 +18,7 @@
 -- * 2 (one script): the idempotency check (job id exists), the dedup check and the
 --   write are one atomic step, so concurrent enqueues with one id or one dedup key
 --   create one job.
--- * 3 (no O(N)): per job, O(log N) zset writes. Ready order: score -priority, member
+-- * 3 (no O(N)): per created job four calls (EXISTS, HSET, two ZADDs), O(log N). Ready order: score -priority, member
 --   a fixed-width sequence number followed by the id, so equal priorities pop in
 --   enqueue (FIFO) order by ZPOPMIN's lexicographic tie-break.
 -- * 7 (one clock): run times are computed from Redis TIME.
@@ -31,26 +31,16 @@ redis.call('HSETNX', meta, 'schema', ARGV[7])
 local n = tonumber(ARGV[8])
 local FIELDS = 17
 local out = {}
-
--- Puts a stored job in its ready or delayed set according to run_at.
-local function place(key, id, queue)
-  local h = redis.call('HMGET', key, 'run_at_ms', 'priority', 'rmember')
-  local run_at = tonumber(h[1])
-  if run_at > now then
-    redis.call('HSET', key, 'state', 'delayed')
-    redis.call('ZADD', P_DELAYED .. queue, run_at, id)
-  else
-    redis.call('HSET', key, 'state', 'pending')
-    redis.call('ZADD', P_READY .. queue, -tonumber(h[2]), h[3])
-  end
-end
+-- One sequence step per batch: job i takes first_seq + i. A duplicate leaves a gap,
+-- which is harmless (sequence numbers only order jobs).
+local first_seq = redis.call('HINCRBY', meta, 'job_seq', n) - n + 1
 
 for i = 0, n - 1 do
   local b = 8 + i * FIELDS
   local id, queue = ARGV[b + 1], ARGV[b + 2]
   local key = P_JOB .. id
   local dedup_key, dedup_ttl, dedup_mode = ARGV[b + 15], ARGV[b + 16], ARGV[b + 17]
-  local outcome, result_id = nil, id
+  local outcome, result_id, state = nil, id, nil
 
   if redis.call('EXISTS', key) == 1 then
     outcome = 'duplicate'
@@ -61,7 +51,7 @@ for i = 0, n - 1 do
       result_id = holder
       local hkey = P_JOB .. holder
       if dedup_mode == 'replace' then
-        local state = redis.call('HGET', hkey, 'state')
+        state = redis.call('HGET', hkey, 'state')
         if state == 'pending' or state == 'delayed' then
           redis.call('HSET', hkey, 'payload', ARGV[b + 4], 'headers', ARGV[b + 5], 'updated_ms', now)
           outcome = 'replaced'
@@ -79,17 +69,22 @@ for i = 0, n - 1 do
 
   if outcome == nil then
     outcome = 'created'
-    local seq = redis.call('HINCRBY', meta, 'job_seq', 1)
+    local seq = first_seq + i
     local run_at = now
     if ARGV[b + 7] == 'at' then
       run_at = math.max(tonumber(ARGV[b + 8]), now)
     elseif ARGV[b + 7] == 'delay' then
       run_at = now + tonumber(ARGV[b + 8])
     end
+    local rmember = string.format('%016d', seq) .. id
+    state = 'pending'
+    if run_at > now then
+      state = 'delayed'
+    end
     redis.call('HSET', key,
       'id', id, 'queue', queue, 'name', ARGV[b + 3], 'payload', ARGV[b + 4],
       'headers', ARGV[b + 5], 'priority', ARGV[b + 6], 'seq', seq,
-      'rmember', string.format('%016d', seq) .. id,
+      'rmember', rmember, 'state', state,
       'attempts', 0, 'max_attempts', ARGV[b + 9],
       'backoff', ARGV[b + 10], 'backoff_base_ms', ARGV[b + 11], 'backoff_cap_ms', ARGV[b + 12],
       'backoff_jitter', ARGV[b + 13], 'lease_ms', ARGV[b + 14],
@@ -97,7 +92,11 @@ for i = 0, n - 1 do
       'token', '', 'lease_until', '', 'worker', '', 'finished_ms', '', 'errors', '[]',
       'dedup_key', dedup_key)
     redis.call('ZADD', P_LISTING .. queue, seq, id)
-    place(key, id, queue)
+    if state == 'delayed' then
+      redis.call('ZADD', P_DELAYED .. queue, run_at, id)
+    else
+      redis.call('ZADD', P_READY .. queue, -tonumber(ARGV[b + 6]), rmember)
+    end
     if dedup_key ~= '' then
       redis.call('SET', P_DEDUP .. dedup_key, id, 'PX', dedup_ttl)
     end
@@ -105,7 +104,7 @@ for i = 0, n - 1 do
 
   out[#out + 1] = outcome
   out[#out + 1] = result_id
-  out[#out + 1] = redis.call('HGET', P_JOB .. result_id, 'state') or ''
+  out[#out + 1] = state or redis.call('HGET', P_JOB .. result_id, 'state') or ''
 end
 
 return out

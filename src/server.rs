@@ -4,9 +4,8 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Server;
+use tonic::transport::{server::TcpIncoming, Server};
 use tonic_health::{server::HealthReporter, ServingStatus};
 
 use crate::{
@@ -26,6 +25,8 @@ use crate::{
 
 /// Health names reported; all of them need Redis.
 const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
+/// Idle time before TCP probes a silent peer (a long-poll client that vanished).
+const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -128,13 +129,19 @@ pub async fn run(
         tracing::info!("shutting down: answering long-polls, draining in-flight calls");
         drain.cancel();
     };
+    // serve_with_incoming ignores the builder's TCP settings, so they go on the
+    // incoming stream. Without TCP_NODELAY small HTTP/2 frames wait for Nagle's timer
+    // (a 40 ms tail on every RPC); keepalive notices long-poll clients that vanished.
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(TCP_KEEPALIVE));
     let server = Server::builder()
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(queue)
         .add_service(admin)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+        .serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(server);
     tokio::select! {
         result = &mut server => result?,

@@ -64,3 +64,30 @@ fn bench_smoke_writes_every_section() {
     assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
     assert!(report["meta"]["cores"].as_u64().is_some());
 }
+
+#[test]
+fn only_runs_the_families_asked_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("bench.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["bench", "--smoke", "--only", "memory", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run dueq bench");
+    assert!(
+        out.status.success(),
+        "dueq bench --only memory failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    let rows = |s: &str| {
+        report["sections"][s]["rows"]
+            .as_array()
+            .map_or(0, |r| r.len())
+    };
+    assert!(rows("memory") > 0, "memory ran");
+    for skipped in ["ceiling", "grpc", "claim_scaling", "longpoll", "migrate"] {
+        assert_eq!(rows(skipped), 0, "{skipped} should not have run");
+    }
+}

@@ -303,3 +303,74 @@ async fn a_batch_over_the_limit_is_refused_whole_and_writes_nothing() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_single_enqueues_share_script_calls_and_each_gets_its_own_answer() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let client = service.client().await;
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .expect("reset");
+
+    // 400 callers at once: distinct ids, plus pairs that collide on a job id or a
+    // dedup key, which must resolve exactly as separate calls would.
+    let tasks: Vec<_> = (0..400)
+        .map(|i| {
+            let mut c = client.clone();
+            tokio::spawn(async move {
+                let mut req = job("grouped", &format!("g{i}"));
+                req.job_id = match i {
+                    0 | 1 => "shared-id".to_owned(),
+                    _ => format!("job-{i}"),
+                };
+                if i == 2 || i == 3 {
+                    req.dedup_key = "shared-key".into();
+                    req.dedup_ttl = Some(dur(60_000));
+                }
+                (i, enqueue(&mut c, req).await)
+            })
+        })
+        .collect();
+    let mut created = 0;
+    let mut dedup_ids = HashSet::new();
+    for t in tasks {
+        let (i, r) = t.await.expect("task");
+        match i {
+            0 | 1 => assert_eq!(r.job_id, "shared-id"),
+            2 | 3 => {
+                dedup_ids.insert(r.job_id.clone());
+            }
+            _ => {
+                assert_eq!(r.job_id, format!("job-{i}"), "each caller gets its own job");
+                assert_eq!(r.outcome, proto::EnqueueOutcome::Created as i32);
+            }
+        }
+        if r.outcome == proto::EnqueueOutcome::Created as i32 {
+            created += 1;
+        }
+    }
+    assert_eq!(
+        created, 398,
+        "one job per colliding pair, the rest all created"
+    );
+    assert_eq!(
+        dedup_ids.len(),
+        1,
+        "both dedup callers are told the one job"
+    );
+    let calls = script_calls(&mut conn).await;
+    assert!(
+        calls < 300,
+        "400 concurrent Enqueues should share script calls, made {calls}"
+    );
+    let listed: u64 = redis::cmd("ZCARD")
+        .arg("dueq:{ns}:qj:grouped")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(listed, 398);
+}

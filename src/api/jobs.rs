@@ -210,16 +210,12 @@ impl QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?.to_owned();
         let spec = self.validate_job("", req)?;
-        let results = self
+        let result = self
             .jobs
-            .enqueue(&namespace, std::slice::from_ref(&spec))
+            .enqueue_one(&namespace, spec)
             .await
             .map_err(ApiError::from)?;
-        self.observe_enqueued(&namespace, &results);
-        let result = results
-            .into_iter()
-            .next()
-            .ok_or_else(|| Status::internal("enqueue returned no result"))?;
+        self.observe_enqueued(&namespace, std::slice::from_ref(&result));
         tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
         Ok(Response::new(convert::enqueued_to_proto(result)))
     }
@@ -307,10 +303,13 @@ impl QueueApi {
         let waker = (!wait.is_zero()).then(|| self.wakers.job_waker(namespace, queues));
         let mut empty_retries = 0;
         loop {
-            let batch = self
-                .jobs
-                .claim_once(namespace, queues, worker, lease_ms, max_jobs)
-                .await?;
+            // Boxed for the same reason as the schedule long-poll: an idle waiter
+            // should not carry the Redis call's multi-KB future through its wait.
+            let batch = Box::pin(
+                self.jobs
+                    .claim_once(namespace, queues, worker, lease_ms, max_jobs),
+            )
+            .await?;
             self.wakers.observe_jobs(namespace, batch.next_ms);
             if !batch.jobs.is_empty() {
                 if batch.more {

@@ -88,7 +88,9 @@ impl QueueApi {
         let deadline = Instant::now() + wait;
         let waker = (!wait.is_zero()).then(|| self.wakers.waker(namespace));
         loop {
-            let outcome = self.schedules.claim_once(namespace, lease_ms).await?;
+            // Boxed: the Redis call's future is several KB, and a long-poll that held
+            // its space inline would keep it for the whole wait (10k waiters: ~80 MB).
+            let outcome = Box::pin(self.schedules.claim_once(namespace, lease_ms)).await?;
             self.wakers.observe(namespace, outcome.earliest_ms);
             let more_due = outcome.more_due();
             if let Some(occurrence) = outcome.occurrence {

@@ -1,5 +1,7 @@
 //! The bench's environment: a redis-server of its own on a free port (or the one
-//! given by --redis-url) and the dueq service in-process on another free port.
+//! given by --redis-url) and the dueq service as a child process (`dueq serve`, this
+//! same binary) on another free port, so its RSS and CPU are its own, apart from the
+//! bench's client side, as they would be in production.
 
 use std::{
     net::TcpListener as StdListener,
@@ -10,13 +12,11 @@ use std::{
 };
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::transport::Channel;
 
 use super::Result;
-use crate::{
-    config::ServeConfig,
-    proto::{admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient},
+use crate::proto::{
+    admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient,
 };
 
 /// Key prefix of everything the bench writes through dueq.
@@ -33,9 +33,73 @@ pub struct Env {
     pub redis_url: String,
     pub addr: std::net::SocketAddr,
     own: Mutex<Option<OwnRedis>>,
-    stop: Mutex<Option<oneshot::Sender<()>>>,
-    handle: Mutex<Option<JoinHandle<()>>>,
+    service: Mutex<Option<Child>>,
+    service_pid: u32,
     pub redis_version: String,
+}
+
+/// CPU seconds (user + system) of a process; `None`: this one. Clock ticks are
+/// 100 Hz on Linux.
+pub fn process_cpu_s(pid: Option<u32>) -> f64 {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| {
+            let rest = t.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let u = f.get(11)?.parse::<f64>().ok()?;
+            let s = f.get(12)?.parse::<f64>().ok()?;
+            Some((u + s) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Resident set size of a process in MB; `None`: this one.
+pub fn process_rss_mb(pid: Option<u32>) -> f64 {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/status"),
+        None => "/proc/self/status".to_owned(),
+    };
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+/// CPU spent so far by the service, Redis and the bench itself, in seconds.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSnapshot {
+    service: f64,
+    redis: f64,
+    bench: f64,
+}
+
+/// CPU per operation between two snapshots, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuPerOp {
+    pub service_us: f64,
+    pub redis_us: f64,
+    pub bench_us: f64,
+}
+
+impl CpuSnapshot {
+    pub fn per_op(&self, later: &CpuSnapshot, ops: u64) -> CpuPerOp {
+        let per = |a: f64, b: f64| (b - a).max(0.0) * 1e6 / ops.max(1) as f64;
+        CpuPerOp {
+            service_us: per(self.service, later.service),
+            redis_us: per(self.redis, later.redis),
+            bench_us: per(self.bench, later.bench),
+        }
+    }
 }
 
 fn free_port() -> Result<u16> {
@@ -90,8 +154,8 @@ impl Env {
             redis_url: url,
             addr: "127.0.0.1:0".parse()?,
             own: Mutex::new(own),
-            stop: Mutex::new(None),
-            handle: Mutex::new(None),
+            service: Mutex::new(None),
+            service_pid: 0,
             redis_version: String::new(),
         };
         let mut ready = false;
@@ -116,36 +180,69 @@ impl Env {
             .query_async(&mut conn)
             .await?;
         env.redis_version = info_field(&info, "redis_version").unwrap_or_default();
-        env.start_service().await?;
+        if let Err(e) = env.start_service().await {
+            env.kill_redis();
+            return Err(e);
+        }
         Ok(env)
     }
 
+    /// Starts `dueq serve` (this binary) with the bench's settings; every setting is
+    /// passed as a flag, so DUEQ_* variables in the environment cannot change it.
     async fn start_service(&mut self) -> Result<()> {
-        let mut config = ServeConfig::for_redis(&self.redis_url);
-        config.key_prefix = PREFIX.into();
-        config.health_interval = Duration::from_millis(200);
-        config.max_batch = 100_000;
-        config.shutdown_grace = Duration::from_secs(2);
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        self.addr = listener.local_addr()?;
-        let (stop, stopped) = oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(e) = crate::server::run(config, listener, shutdown).await {
-                eprintln!("bench: service failed: {e}");
-            }
-        });
-        *lock(&self.stop) = Some(stop);
-        *lock(&self.handle) = Some(handle);
-        for _ in 0..250 {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the dueq binary to serve from: {e}"))?;
+        let port = free_port()?;
+        self.addr = format!("127.0.0.1:{port}").parse()?;
+        let child = Command::new(exe)
+            .arg("serve")
+            .args(["--listen", &self.addr.to_string()])
+            .args(["--redis-url", &self.redis_url])
+            .args(["--key-prefix", PREFIX])
+            .args(["--health-interval", "200ms", "--max-batch", "100000"])
+            .args(["--shutdown-grace", "2s", "--pool-size", "4"])
+            .env("DUEQ_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start dueq serve: {e}"))?;
+        self.service_pid = child.id();
+        *lock(&self.service) = Some(child);
+        for _ in 0..500 {
             if self.serving().await {
                 return Ok(());
             }
+            let exited = lock(&self.service)
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                return Err(format!("dueq serve exited before serving: {status}").into());
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Err("the in-process service never became SERVING".into())
+        self.kill_service();
+        Err("dueq serve never became SERVING".into())
+    }
+
+    /// The service's process id (for its CPU and RSS).
+    pub fn service_pid(&self) -> u32 {
+        self.service_pid
+    }
+
+    /// CPU spent so far by the service, Redis (INFO cpu) and the bench.
+    pub async fn cpu(&self) -> Result<CpuSnapshot> {
+        let mut conn = self.conn().await?;
+        let info: String = redis::cmd("INFO").arg("cpu").query_async(&mut conn).await?;
+        let field = |name: &str| {
+            info_field(&info, name)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Ok(CpuSnapshot {
+            service: process_cpu_s(Some(self.service_pid)),
+            redis: field("used_cpu_user") + field("used_cpu_sys"),
+            bench: process_cpu_s(None),
+        })
     }
 
     async fn serving(&self) -> bool {
@@ -217,15 +314,15 @@ impl Env {
     }
 
     pub async fn stop(&self) {
-        let stop = lock(&self.stop).take();
-        if let Some(stop) = stop {
-            let _ = stop.send(());
-        }
-        let handle = lock(&self.handle).take();
-        if let Some(handle) = handle {
-            let _ = tokio::time::timeout(Duration::from_secs(5), handle).await;
-        }
+        self.kill_service();
         self.kill_redis();
+    }
+
+    fn kill_service(&self) {
+        if let Some(mut child) = lock(&self.service).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     fn kill_redis(&self) {
@@ -239,9 +336,7 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
-        if let Some(handle) = lock(&self.handle).take() {
-            handle.abort();
-        }
+        self.kill_service();
         self.kill_redis();
     }
 }

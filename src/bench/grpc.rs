@@ -2,7 +2,7 @@
 
 use super::{
     ceiling::Ceiling,
-    env::{Client, Env},
+    env::{Client, CpuPerOp, Env},
     load::drive,
     report::{Report, Row},
     seed, Plan, Result,
@@ -35,9 +35,21 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| a / b)
 }
 
+/// Adds where the CPU went per operation: what bounds throughput on a shared box.
+fn with_cpu(row: Row, cpu: CpuPerOp) -> Row {
+    row.with("service_cpu_us_per_op", cpu.service_us)
+        .with("redis_cpu_us_per_op", cpu.redis_us)
+        .with("bench_cpu_us_per_op", cpu.bench_us)
+        .and_note(format!(
+            "CPU/op: service {:.0} us, Redis {:.0} us, bench client {:.0} us",
+            cpu.service_us, cpu.redis_us, cpu.bench_us
+        ))
+}
+
 pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report) -> Result<()> {
     let cs = clients(env, plan.concurrency).await?;
 
+    let cpu0 = env.cpu().await?;
     let s = drive(plan.concurrency, plan.duration, |i| {
         let c = cs[i].clone();
         move || {
@@ -49,11 +61,16 @@ pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report)
         }
     })
     .await?;
+    let cpu = cpu0.per_op(&env.cpu().await?, s.items);
     let mut row = Row::stats(S, "Enqueue", &s);
     row.ratio = ratio(s.ops_s(), ceiling.enqueue);
-    report.push(row.note("ratio to EVALSHA enqueue_jobs x1 (unpipelined)"));
+    report.push(with_cpu(
+        row.note("ratio to EVALSHA enqueue_jobs x1 (unpipelined)"),
+        cpu,
+    ));
 
     let batch = plan.batch;
+    let cpu0 = env.cpu().await?;
     let s = drive(plan.concurrency, plan.duration, |i| {
         let c = cs[i].clone();
         move || {
@@ -70,13 +87,18 @@ pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report)
         }
     })
     .await?;
+    let cpu = cpu0.per_op(&env.cpu().await?, s.items);
     let mut row = Row::stats(S, "EnqueueBatch", &s);
     row.ratio = ratio(s.ops_s(), ceiling.enqueue_pipelined);
-    report.push(row.note(format!(
-        "{batch} jobs per call; ops = jobs; ratio to pipelined EVALSHA x1"
-    )));
+    report.push(with_cpu(
+        row.note(format!(
+            "{batch} jobs per call; ops = jobs; ratio to pipelined EVALSHA x1"
+        )),
+        cpu,
+    ));
 
     // Claim + ack the jobs the Enqueue phase left in queue "work".
+    let cpu0 = env.cpu().await?;
     let s = drive(plan.concurrency, plan.duration, |i| {
         let c = cs[i].clone();
         move || {
@@ -108,11 +130,14 @@ pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report)
         }
     })
     .await?;
-    report.push(
+    let cpu = cpu0.per_op(&env.cpu().await?, s.items);
+    report.push(with_cpu(
         Row::stats(S, "ClaimJob+AckJob", &s)
             .note("one claim and one ack per op; ends early if the queue runs dry"),
-    );
+        cpu,
+    ));
 
+    let cpu0 = env.cpu().await?;
     let s = drive(plan.concurrency, plan.duration, |i| {
         let c = cs[i].clone();
         let mut n = 0u64;
@@ -131,10 +156,15 @@ pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report)
         }
     })
     .await?;
-    report.push(Row::stats(S, "UpsertSchedule", &s).note("new schedule per call, every 1h"));
+    let cpu = cpu0.per_op(&env.cpu().await?, s.items);
+    report.push(with_cpu(
+        Row::stats(S, "UpsertSchedule", &s).note("new schedule per call, every 1h"),
+        cpu,
+    ));
 
     let mut c0 = env.client().await?;
     seed::ensure_namespace(&mut c0, "grpcclaim").await?;
+    let cpu0 = env.cpu().await?;
     let s = drive(plan.concurrency, plan.duration, |i| {
         let c = cs[i].clone();
         move || {
@@ -152,13 +182,17 @@ pub async fn run(plan: &Plan, env: &Env, ceiling: &Ceiling, report: &mut Report)
         }
     })
     .await?;
+    let cpu = cpu0.per_op(&env.cpu().await?, s.items);
     let mut row = Row::stats(S, "ClaimDueSchedule", &s);
     row.ratio = ratio(s.ops_s(), ceiling.claim);
-    report.push(row.note("nothing due, no wait; ratio to EVALSHA claim_due"));
+    report.push(with_cpu(
+        row.note("nothing due, no wait; ratio to EVALSHA claim_due"),
+        cpu,
+    ));
     report.note(
         S,
         format!(
-            "concurrency {}, {} HTTP/2 connections, service in-process (pool_size 4)",
+            "concurrency {}, {} HTTP/2 connections, dueq serve as a child process (pool_size 4)",
             plan.concurrency,
             plan.concurrency.clamp(1, 8)
         ),

@@ -1,7 +1,8 @@
 //! Long-poll cost: `waiters` idle ClaimDueSchedule long-polls on one namespace.
 //! Redis commands per second while idle (INFO commandstats deltas, with and without
-//! the waiters), process RSS and CPU (the service is in-process, so these include
-//! the bench's own client side), and wake precision for schedules due at spread times.
+//! the waiters), the service process's RSS and CPU (the bench's client side, which
+//! holds the other end of every waiter, is reported apart), and wake precision for
+//! schedules due at spread times while the waiters wait.
 
 use std::{
     sync::Arc,
@@ -13,7 +14,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    env::{redis_now, Env},
+    env::{process_cpu_s, process_rss_mb, redis_now, Env},
     load::Stats,
     report::{Report, Row},
     seed, Plan, Result,
@@ -35,33 +36,6 @@ async fn commands(conn: &mut MultiplexedConnection) -> Result<u64> {
         .sum())
 }
 
-fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(0.0)
-}
-
-/// utime + stime of this process, in seconds (clock ticks at 100 Hz).
-fn cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|t| {
-            let rest = t.rsplit_once(')')?.1.to_owned();
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let u = f.get(11)?.parse::<f64>().ok()?;
-            let s = f.get(12)?.parse::<f64>().ok()?;
-            Some((u + s) / 100.0)
-        })
-        .unwrap_or(0.0)
-}
-
 fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -74,15 +48,25 @@ fn ts_us(ts: &Option<prost_types::Timestamp>) -> Option<i64> {
         .map(|t| t.seconds * 1_000_000 + i64::from(t.nanos) / 1_000)
 }
 
-/// Commands/s, CPU share and RSS over `window`.
-async fn idle(conn: &mut MultiplexedConnection, window: Duration) -> Result<(f64, f64, f64)> {
-    let (c0, cpu0) = (commands(conn).await?, cpu_s());
+/// Over an idle window: Redis commands/s, the service's CPU share, its RSS (MB)
+/// and the bench process's RSS (MB).
+async fn idle(
+    conn: &mut MultiplexedConnection,
+    pid: u32,
+    window: Duration,
+) -> Result<(f64, f64, f64, f64)> {
+    let (c0, cpu0) = (commands(conn).await?, process_cpu_s(Some(pid)));
     tokio::time::sleep(window).await;
-    let (c1, cpu1) = (commands(conn).await?, cpu_s());
+    let (c1, cpu1) = (commands(conn).await?, process_cpu_s(Some(pid)));
     let secs = window.as_secs_f64();
     // One INFO of ours falls inside the window.
     let cmds = c1.saturating_sub(c0).saturating_sub(1) as f64 / secs;
-    Ok((cmds, (cpu1 - cpu0) / secs * 100.0, rss_mb()))
+    Ok((
+        cmds,
+        (cpu1 - cpu0) / secs * 100.0,
+        process_rss_mb(Some(pid)),
+        process_rss_mb(None),
+    ))
 }
 
 pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
@@ -96,7 +80,8 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     };
     // Let the service settle (namespace timer armed), then the baseline.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (base_cmds, base_cpu, base_rss) = idle(&mut conn, window).await?;
+    let pid = env.service_pid();
+    let (base_cmds, base_cpu, base_rss, _) = idle(&mut conn, pid, window).await?;
 
     let waiters = plan.waiters as usize;
     let nconns = waiters.div_ceil(100).max(1);
@@ -141,14 +126,15 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     }
     // Every waiter has its request parked before the idle window starts.
     tokio::time::sleep(Duration::from_millis(500 + waiters as u64 / 10)).await;
-    let (w_cmds, w_cpu, w_rss) = idle(&mut conn, window).await?;
+    let (w_cmds, w_cpu, w_rss, client_rss) = idle(&mut conn, pid, window).await?;
 
     // Wake precision: schedules due at spread times while the waiters wait.
-    let due_count: usize = if plan.smoke { 5 } else { 50 };
-    let start = redis_now(&mut conn).await? + 700;
+    // (The issue: 1,000 due at spread times; 4 ms apart they span 4 s.)
+    let due_count: usize = if plan.smoke { 5 } else { 1_000 };
+    let start = redis_now(&mut conn).await? + 1_000;
     for k in 0..due_count {
         let mut s = seed::every_1h(&format!("wake{k}"));
-        let at = start + (k as i64) * 37;
+        let at = start + (k as i64) * 4;
         s.start_time = Some(prost_types::Timestamp {
             seconds: at.div_euclid(1000),
             nanos: (at.rem_euclid(1000) * 1_000_000) as i32,
@@ -160,7 +146,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             })
             .await?;
     }
-    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(15);
     while delays.lock().await.len() < due_count && tokio::time::Instant::now() < give_up {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -180,15 +166,16 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             )),
     );
     report.push(
-        Row::new(S, "process RSS")
+        Row::new(S, "service RSS")
             .with("baseline_mb", base_rss)
             .with("with_waiters_mb", w_rss)
+            .with("bench_client_mb", client_rss)
             .note(format!(
-                "{w_rss:.1} MB with {waiters} waiters, {base_rss:.1} MB before (service + bench client)"
+                "{w_rss:.1} MB with {waiters} waiters, {base_rss:.1} MB before (dueq serve process; the bench's client side: {client_rss:.1} MB)"
             )),
     );
     report.push(
-        Row::new(S, "process CPU while idle")
+        Row::new(S, "service CPU while idle")
             .with("baseline_pct", base_cpu)
             .with("with_waiters_pct", w_cpu)
             .note(format!(
@@ -220,7 +207,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     if (n as usize) < due_count {
         report.note(
             S,
-            format!("only {n} of {due_count} due schedules were claimed within 10 s"),
+            format!("only {n} of {due_count} due schedules were claimed within 15 s"),
         );
     }
     report.note(

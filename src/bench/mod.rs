@@ -58,9 +58,25 @@ pub struct BenchArgs {
     /// the bench writes under the key prefix "dueqbench").
     #[arg(long)]
     pub redis_url: Option<String>,
+    /// Run only these families (comma-separated); `grpc` brings `ceiling` along,
+    /// since its ratios divide by it. Default: all.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub only: Vec<Family>,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// A group of measurements that `--only` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Family {
+    Ceiling,
+    Grpc,
+    ClaimScaling,
+    Memory,
+    Migrate,
+    Longpoll,
+    Peers,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.
@@ -95,6 +111,16 @@ pub struct Plan {
     pub samples: usize,
     /// Jobs per EnqueueBatch call (and per pipeline in the ceiling).
     pub batch: usize,
+    /// Families to run; empty: all.
+    pub only: Vec<Family>,
+}
+
+impl Plan {
+    pub fn runs(&self, family: Family) -> bool {
+        self.only.is_empty()
+            || self.only.contains(&family)
+            || (family == Family::Ceiling && self.only.contains(&Family::Grpc))
+    }
 }
 
 impl Plan {
@@ -138,6 +164,7 @@ impl Plan {
                 .max(1),
             samples: if smoke { 30 } else { 500 },
             batch: 100,
+            only: args.only.clone(),
         }
     }
 }
@@ -163,26 +190,40 @@ pub async fn run(args: BenchArgs) -> Result<Report> {
 
 async fn run_all(plan: &Plan, env: &env::Env, report: &mut Report) -> Result<()> {
     let step = |name: &str| eprintln!("bench: {name} ...");
-    step("ceiling");
-    let ceiling = ceiling::run(plan, env, report).await?;
-    env.reset().await?;
-    step("grpc");
-    grpc::run(plan, env, &ceiling, report).await?;
-    env.reset().await?;
-    step("claim scaling");
-    claim_scaling::run(plan, env, report).await?;
-    env.reset().await?;
-    step("memory");
-    memory::run(plan, env, report).await?;
-    env.reset().await?;
-    step("migrate");
-    migrate::run(plan, env, report).await?;
-    env.reset().await?;
-    step("long-poll");
-    longpoll::run(plan, env, report).await?;
-    env.reset().await?;
-    step("peers");
-    peers::run(plan, env, report).await?;
+    if plan.runs(Family::Ceiling) {
+        step("ceiling");
+        let ceiling = ceiling::run(plan, env, report).await?;
+        env.reset().await?;
+        if plan.runs(Family::Grpc) {
+            step("grpc");
+            grpc::run(plan, env, &ceiling, report).await?;
+            env.reset().await?;
+        }
+    }
+    if plan.runs(Family::ClaimScaling) {
+        step("claim scaling");
+        claim_scaling::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Memory) {
+        step("memory");
+        memory::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Migrate) {
+        step("migrate");
+        migrate::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Longpoll) {
+        step("long-poll");
+        longpoll::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Peers) {
+        step("peers");
+        peers::run(plan, env, report).await?;
+    }
     report.check_targets();
     Ok(())
 }

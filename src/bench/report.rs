@@ -66,6 +66,15 @@ impl Row {
         self
     }
 
+    /// Adds to the note, after a "; ".
+    pub fn and_note(mut self, more: impl AsRef<str>) -> Row {
+        if !self.note.is_empty() {
+            self.note.push_str("; ");
+        }
+        self.note.push_str(more.as_ref());
+        self
+    }
+
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Row {
         self.extra.insert(key.into(), value.into());
         self
@@ -258,14 +267,14 @@ impl Report {
         self.target("idle waiters: no per-waiter Redis commands", t);
         let waiters = self.waiters;
         let t = self
-            .extra("longpoll", "process RSS", "with_waiters_mb")
+            .extra("longpoll", "service RSS", "with_waiters_mb")
             .map(|mb| {
                 (
                     mb <= 150.0,
                     format!("{mb:.1} MB with {waiters} waiters (issue: 10000)"),
                 )
             });
-        self.target("RSS with 10k waiters <= 150 MB (bench client included)", t);
+        self.target("service RSS with 10k waiters <= 150 MB", t);
         let t = self
             .row("longpoll", "wake delay")
             .and_then(|r| r.p99_ms)

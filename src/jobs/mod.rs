@@ -3,6 +3,7 @@
 //! script per transition; this module mints tokens, supplies randomness (jitter) and
 //! turns script answers into outcomes and errors.
 
+mod coalesce;
 pub mod model;
 
 use std::{
@@ -12,6 +13,8 @@ use std::{
 };
 
 use tokio_util::sync::CancellationToken;
+
+use coalesce::EnqueueCoalescer;
 
 use crate::store::{
     jobs::{ClaimArgs, ClaimedBatch},
@@ -58,6 +61,7 @@ pub struct Retention {
 
 pub struct Jobs {
     store: Arc<Store>,
+    coalescer: Arc<EnqueueCoalescer>,
     retention: Retention,
     /// Namespaces this instance has served job calls for: the pruner visits them.
     namespaces: Mutex<HashSet<String>>,
@@ -108,6 +112,7 @@ fn state_result(
 impl Jobs {
     pub fn new(store: Arc<Store>, retention: Retention) -> Self {
         Self {
+            coalescer: EnqueueCoalescer::new(store.clone()),
             store,
             retention,
             namespaces: Mutex::new(HashSet::new()),
@@ -132,6 +137,13 @@ impl Jobs {
     ) -> Result<Vec<Enqueued>, JobError> {
         self.touch(namespace);
         Ok(self.store.enqueue_jobs(namespace, specs).await?)
+    }
+
+    /// Enqueues one validated job; concurrent calls for a namespace share script
+    /// calls (see `coalesce`).
+    pub async fn enqueue_one(&self, namespace: &str, spec: JobSpec) -> Result<Enqueued, JobError> {
+        self.touch(namespace);
+        Ok(self.coalescer.enqueue(namespace, spec).await?)
     }
 
     /// One claim attempt, without waiting.

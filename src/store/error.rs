@@ -2,7 +2,7 @@
 
 use deadpool_redis::redis::RedisError;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// Redis cannot be reached (refused, dropped, timed out, pool exhausted).
     #[error("redis at {url} is unavailable: {reason}")]

@@ -173,6 +173,40 @@ async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
 
 /// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps
 /// the health status current, and reloads the scripts whenever Redis comes back.
+/// Values at least this long keep a job's hash compact only if Redis allows them in
+/// listpack hashes; the measured cost of the default (64) is in the README.
+const LISTPACK_VALUE_ADVICE: u64 = 1024;
+
+/// Warns about Redis settings that lose work or waste memory. Best effort: managed
+/// Redis services often refuse CONFIG, and then there is nothing to check.
+async fn check_redis_settings(store: &Store) {
+    match store.config_value("maxmemory-policy").await {
+        Ok(Some(policy)) if policy != "noeviction" => tracing::warn!(
+            maxmemory_policy = %policy,
+            "Redis may evict keys under memory pressure, and an evicted job or schedule \
+             is lost silently; set maxmemory-policy noeviction"
+        ),
+        Ok(_) => {}
+        Err(error) => {
+            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)");
+            return;
+        }
+    }
+    if let Ok(Some(value)) = store.config_value("hash-max-listpack-value").await {
+        if value
+            .parse::<u64>()
+            .is_ok_and(|v| v < LISTPACK_VALUE_ADVICE)
+        {
+            tracing::warn!(
+                hash_max_listpack_value = %value,
+                "records with a payload longer than this are stored as Redis hashtables, \
+                 about twice the memory; consider hash-max-listpack-value {LISTPACK_VALUE_ADVICE} \
+                 (see README, Performance)"
+            );
+        }
+    }
+}
+
 async fn watch_redis(
     store: Arc<Store>,
     clock: Arc<Clock>,
@@ -210,6 +244,7 @@ async fn watch_redis(
             serving = healthy;
             if serving {
                 tracing::info!(redis = %store.display_url(), offset_ms = clock.offset_ms(), "redis is available; SERVING");
+                check_redis_settings(&store).await;
                 set_status(&reporter, ServingStatus::Serving).await;
             } else {
                 set_status(&reporter, ServingStatus::NotServing).await;

@@ -136,3 +136,106 @@ async fn a_deleted_index_is_logged_reported_and_repaired_by_migrate() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The real binary with JSON logs on stdout, read line by line on a thread.
+fn spawn_logged(redis_url: &str) -> (std::process::Child, mpsc::Receiver<String>) {
+    let port = Redis::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--redis-url", redis_url, "--log-format", "json"])
+        .env("DUEQ_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dueq");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Log lines up to and including the first one containing `until`, and for
+/// `linger` after it (a warning logged right after SERVING is caught too).
+fn lines_until(rx: &mpsc::Receiver<String>, until: &str, linger: Duration) -> Vec<String> {
+    let mut seen = Vec::new();
+    let give_up = Instant::now() + Duration::from_secs(15);
+    let mut stop_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let limit = stop_at.unwrap_or(give_up).min(give_up);
+        if now >= limit {
+            return seen;
+        }
+        match rx.recv_timeout(limit - now) {
+            Ok(line) => {
+                if stop_at.is_none() && line.contains(until) {
+                    stop_at = Some(Instant::now() + linger);
+                }
+                seen.push(line);
+            }
+            Err(_) => return seen,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn risky_redis_settings_are_warned_about_at_startup() {
+    let redis = Redis::start().await;
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("allkeys-lru")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET");
+    let (mut child, rx) = spawn_logged(&redis.url());
+    let lines = lines_until(&rx, "SERVING", Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    let warned = |needle: &str| {
+        lines
+            .iter()
+            .any(|l| l.contains("\"WARN\"") && l.contains(needle))
+    };
+    assert!(
+        warned("maxmemory_policy") && warned("allkeys-lru"),
+        "eviction policy warning expected in {lines:#?}"
+    );
+    assert!(
+        warned("hash_max_listpack_value"),
+        "listpack warning expected in {lines:#?}"
+    );
+
+    // With the advised settings there is nothing to warn about.
+    for (name, value) in [
+        ("maxmemory-policy", "noeviction"),
+        ("hash-max-listpack-value", "1024"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query_async(&mut conn)
+            .await
+            .expect("CONFIG SET");
+    }
+    let (mut child, rx) = spawn_logged(&redis.url());
+    let lines = lines_until(&rx, "SERVING", Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        lines.iter().any(|l| l.contains("SERVING")),
+        "the service came up: {lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"WARN\"")),
+        "no warnings expected with noeviction and listpack 1024: {lines:#?}"
+    );
+}

@@ -19,6 +19,67 @@ async fn used(conn: &mut MultiplexedConnection) -> Result<f64> {
         .ok_or_else(|| "INFO memory has no used_memory".into())
 }
 
+/// `MEMORY USAGE` of one key (exact: every element sampled).
+async fn usage(conn: &mut MultiplexedConnection, key: &str) -> Result<f64> {
+    let bytes: Option<u64> = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(conn)
+        .await?;
+    Ok(bytes.unwrap_or(0) as f64)
+}
+
+/// Mean `MEMORY USAGE` of up to 50 keys matching `pattern` (the record hashes).
+async fn mean_record(conn: &mut MultiplexedConnection, pattern: &str) -> Result<f64> {
+    let (_, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+        .arg(0)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(2000)
+        .query_async(conn)
+        .await?;
+    let keys: Vec<String> = keys.into_iter().take(50).collect();
+    let mut total = 0.0;
+    for k in &keys {
+        total += usage(conn, k).await?;
+    }
+    Ok(total / keys.len().max(1) as f64)
+}
+
+/// Bytes per element of an index zset.
+async fn per_entry(conn: &mut MultiplexedConnection, key: &str, n: u64) -> Result<f64> {
+    Ok(usage(conn, key).await? / n.max(1) as f64)
+}
+
+/// Enqueues `n` pending jobs with `payload` into `queue` of namespace "mem".
+async fn enqueue_jobs(env: &Env, queue: &str, payload: &[u8], n: u64) -> Result<()> {
+    let mut client = env.client().await?;
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(1000);
+        let jobs = (0..k)
+            .map(|_| proto::EnqueueRequest {
+                namespace: "mem".into(),
+                queue: queue.into(),
+                name: "bench".into(),
+                payload: payload.to_vec(),
+                ..Default::default()
+            })
+            .collect();
+        client
+            .enqueue_batch(proto::EnqueueBatchRequest {
+                namespace: "mem".into(),
+                jobs,
+            })
+            .await?;
+        left -= k;
+    }
+    Ok(())
+}
+
 pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     let n = plan.records;
     let tpl = seed::template(env).await?;
@@ -36,50 +97,107 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     .await?;
     let after = used(&mut conn).await?;
     let per = (after - before) / n as f64;
+    let base = seed::base("mem");
+    let record = mean_record(&mut conn, &format!("{base}s:*")).await?;
+    let ids = per_entry(&mut conn, &format!("{base}ids"), n).await?;
+    let due = per_entry(&mut conn, &format!("{base}due"), n).await?;
     report.push(
         Row::new(S, "per schedule")
             .with("bytes", per)
             .with("records", n)
+            .with("record_bytes", record)
+            .with("ids_entry_bytes", ids)
+            .with("due_entry_bytes", due)
             .note(format!(
-                "{per:.0} B over {n} schedules (hash + :ids + :due entries)"
+                "{per:.0} B over {n} schedules; MEMORY USAGE: record hash {record:.0} B, :ids entry {ids:.0} B, :due entry {due:.0} B"
             )),
     );
 
-    let mut client = env.client().await?;
-    let before = used(&mut conn).await?;
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(1000);
-        let jobs = (0..k)
-            .map(|_| proto::EnqueueRequest {
-                namespace: "mem".into(),
-                queue: "work".into(),
-                name: "bench".into(),
-                payload: b"{\"n\":1}".to_vec(),
-                ..Default::default()
-            })
-            .collect();
-        client
-            .enqueue_batch(proto::EnqueueBatchRequest {
-                namespace: "mem".into(),
-                jobs,
-            })
-            .await?;
-        left -= k;
+    let payloads: [(&str, &str, Vec<u8>); 2] = [
+        ("per job", "work", b"{\"n\":1}".to_vec()),
+        (
+            "per job, 200 B payload",
+            "work200",
+            format!("{{\"blob\":\"{}\"}}", "x".repeat(188)).into_bytes(),
+        ),
+    ];
+    for (name, queue, payload) in payloads {
+        let before = used(&mut conn).await?;
+        enqueue_jobs(env, queue, &payload, n).await?;
+        let after = used(&mut conn).await?;
+        let per = (after - before) / n as f64;
+        let record = {
+            let (_, ids): (u64, Vec<String>) = redis::cmd("ZSCAN")
+                .arg(format!("{base}qj:{queue}"))
+                .arg(0)
+                .arg("COUNT")
+                .arg(100)
+                .query_async(&mut conn)
+                .await?;
+            let mut total = 0.0;
+            let keys: Vec<&String> = ids.iter().step_by(2).take(50).collect();
+            for id in &keys {
+                total += usage(&mut conn, &format!("{base}j:{id}")).await?;
+            }
+            total / keys.len().max(1) as f64
+        };
+        let ready = per_entry(&mut conn, &format!("{base}qr:{queue}"), n).await?;
+        let listing = per_entry(&mut conn, &format!("{base}qj:{queue}"), n).await?;
+        report.push(
+            Row::new(S, name)
+                .with("bytes", per)
+                .with("records", n)
+                .with("payload_bytes", payload.len() as u64)
+                .with("record_bytes", record)
+                .with("ready_entry_bytes", ready)
+                .with("listing_entry_bytes", listing)
+                .note(format!(
+                    "{per:.0} B over {n} pending jobs ({} B payload); MEMORY USAGE: record hash {record:.0} B, ready entry {ready:.0} B, listing entry {listing:.0} B",
+                    payload.len()
+                )),
+        );
     }
-    let after = used(&mut conn).await?;
-    let per = (after - before) / n as f64;
-    report.push(
-        Row::new(S, "per job")
-            .with("bytes", per)
-            .with("records", n)
-            .note(format!(
-                "{per:.0} B over {n} pending jobs (hash + ready + listing entries)"
-            )),
-    );
+    // The same jobs with Redis allowed to keep 1 KiB values in listpack hashes (an
+    // operator setting, see README), on the bench's own Redis only.
+    if env.own_redis() {
+        let old: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("hash-max-listpack-value")
+            .query_async(&mut conn)
+            .await?;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("hash-max-listpack-value")
+            .arg(1024)
+            .query_async(&mut conn)
+            .await?;
+        let payload = format!("{{\"blob\":\"{}\"}}", "x".repeat(188)).into_bytes();
+        let before = used(&mut conn).await?;
+        enqueue_jobs(env, "work200lp", &payload, n).await?;
+        let after = used(&mut conn).await?;
+        if let Some(value) = old.get(1) {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("hash-max-listpack-value")
+                .arg(value)
+                .query_async(&mut conn)
+                .await?;
+        }
+        let per = (after - before) / n as f64;
+        report.push(
+            Row::new(S, "per job, 200 B payload, hash-max-listpack-value 1024")
+                .with("bytes", per)
+                .with("records", n)
+                .with("payload_bytes", payload.len() as u64)
+                .note(format!(
+                    "{per:.0} B over {n} pending jobs ({} B payload) with the Redis setting raised",
+                    payload.len()
+                )),
+        );
+    }
     report.note(
         S,
-        "used_memory delta / records; payload {\"n\":1}, job name \"bench\"",
+        "used_memory delta / records; schedule payload as seed::every_1h, job name \"bench\"; a hash with a value over hash-max-listpack-value (64 B by default) is stored as a hashtable",
     );
     Ok(())
 }

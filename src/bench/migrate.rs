@@ -126,18 +126,16 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
         .await?;
     let done = result?;
 
-    let shas: Vec<String> = [
-        &scripts::MIGRATE_LOCK,
-        &scripts::MIGRATE_SCAN,
-        &scripts::MIGRATE_APPLY,
-        &scripts::MIGRATE_INDEX,
-        &scripts::MIGRATE_FINISH,
-    ]
-    .iter()
-    .map(|s| s.get_hash().to_owned())
-    .collect();
+    let names = [
+        ("migrate_lock", &scripts::MIGRATE_LOCK),
+        ("migrate_scan", &scripts::MIGRATE_SCAN),
+        ("migrate_apply", &scripts::MIGRATE_APPLY),
+        ("migrate_index", &scripts::MIGRATE_INDEX),
+        ("migrate_finish", &scripts::MIGRATE_FINISH),
+    ];
     let mut longest_us = 0i64;
-    let mut logged = 0u64;
+    let mut longest_name = "-";
+    let mut durations: Vec<u64> = Vec::new();
     for entry in &log {
         let Value::Array(parts) = entry else { continue };
         let (Some(us), Some(Value::Array(args))) = (parts.get(2).and_then(as_i64), parts.get(3))
@@ -145,11 +143,20 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             continue;
         };
         let sha = args.get(1).and_then(as_text).unwrap_or_default();
-        if shas.contains(&sha) {
-            logged += 1;
-            longest_us = longest_us.max(us);
+        if let Some((name, _)) = names.iter().find(|(_, s)| s.get_hash() == sha) {
+            durations.push(us.max(0) as u64);
+            if us > longest_us {
+                longest_us = us;
+                longest_name = name;
+            }
         }
     }
+    let logged = durations.len() as u64;
+    let over_10ms = durations.iter().filter(|&&us| us > 10_000).count();
+    durations.sort_unstable();
+    let p999_ms = durations
+        .get((durations.len() * 999 / 1000).min(durations.len().saturating_sub(1)))
+        .map_or(0.0, |&us| us as f64 / 1000.0);
     let longest_batch_ms = done
         .longest_batch
         .map(|d| d.seconds as f64 * 1000.0 + f64::from(d.nanos) / 1e6)
@@ -176,8 +183,10 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
         Row::new(S, "longest script (SLOWLOG)")
             .with("ms", longest_us as f64 / 1000.0)
             .with("entries_over_100us", logged)
+            .with("over_10ms", over_10ms as u64)
+            .with("p999_of_logged_ms", p999_ms)
             .note(format!(
-                "{:.2} ms; {logged} Migrate scripts over 0.1 ms",
+                "{:.2} ms ({longest_name}); {over_10ms} over 10 ms; {logged} Migrate scripts over 0.1 ms, p999 of those {p999_ms:.2} ms",
                 longest_us as f64 / 1000.0
             )),
     );

@@ -51,7 +51,7 @@ pub struct BenchArgs {
     /// Records for the memory measurement (default 100k; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub records: Option<u64>,
-    /// Pre-index schedules to migrate (default 100k; 1k with --smoke).
+    /// Pre-index schedules to migrate (default 1m, the size; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub migrate: Option<u64>,
     /// Use this Redis instead of starting a redis-server (its data is NOT flushed;
@@ -160,7 +160,7 @@ impl Plan {
                 .max(1),
             migrate: args
                 .migrate
-                .unwrap_or(if smoke { 1_000 } else { 100_000 })
+                .unwrap_or(if smoke { 1_000 } else { 1_000_000 })
                 .max(1),
             samples: if smoke { 30 } else { 500 },
             batch: 100,

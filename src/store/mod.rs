@@ -89,6 +89,14 @@ impl Store {
             .map_err(|e| self.fail(slot, e))
     }
 
+    /// A Redis setting (CONFIG GET); `None` when Redis does not report it.
+    pub async fn config_value(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let pairs: Vec<String> = self
+            .query(redis::cmd("CONFIG").arg("GET").arg(name).to_owned())
+            .await?;
+        Ok(pairs.into_iter().nth(1))
+    }
+
     /// The SCARD of a set (an import source's index).
     pub async fn set_size(&self, key: &str) -> Result<u64, StoreError> {
         self.query(redis::cmd("SCARD").arg(key).to_owned()).await

@@ -541,3 +541,19 @@ impl QueueApi {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    /// Same as the schedule long-poll: a waiting ClaimJob must not carry the Redis
+    /// call's multi-KB future through its wait.
+    #[tokio::test]
+    async fn an_idle_job_long_poll_is_small() {
+        let api = super::super::offline_api();
+        let queues = vec!["q".to_owned()];
+        let wait = api.claim_jobs_with_wait("ns", &queues, "w", None, 1, Duration::from_secs(30));
+        let size = std::mem::size_of_val(&wait);
+        assert!(size < 2048, "claim_jobs_with_wait future is {size} bytes");
+    }
+}

@@ -89,3 +89,37 @@ impl QueueApi {
         error.into()
     }
 }
+
+/// A QueueApi over a Redis that is never contacted (constructing one connects to
+/// nothing), for tests of the API layer's own properties.
+#[cfg(test)]
+pub(crate) fn offline_api() -> QueueApi {
+    use crate::{clock::Clock, jobs::Retention, store::Store};
+    let store = Arc::new(
+        Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
+            .unwrap_or_else(|e| panic!("store: {e}")),
+    );
+    let clock = Arc::new(Clock::new());
+    let cancel = CancellationToken::new();
+    QueueApi::new(
+        Arc::new(Schedules::new(store.clone(), clock.clone())),
+        Arc::new(Jobs::new(
+            store.clone(),
+            Retention {
+                max_age: Duration::from_secs(60),
+                max_count: 10,
+                interval: Duration::from_secs(60),
+            },
+        )),
+        Wakers::new(store.clone(), clock, Duration::from_secs(1), cancel.clone()),
+        Limits {
+            max_payload_size: 1024,
+            max_wait: Duration::from_secs(60),
+            address: "127.0.0.1:50051".into(),
+            max_batch: 10,
+            max_lease: Duration::from_secs(60),
+        },
+        cancel,
+        NamespaceMonitor::new(store),
+    )
+}

@@ -426,3 +426,19 @@ impl QueueService for QueueApi {
         self.retry_job_rpc(request).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    /// Each idle long-poll holds its future for the whole wait; 10,000 of them at
+    /// 8 KB (the Redis call's state kept inline) cost 80 MB. Boxing that call keeps
+    /// a waiter under 2 KB.
+    #[tokio::test]
+    async fn an_idle_schedule_long_poll_is_small() {
+        let api = super::super::offline_api();
+        let wait = api.claim_with_wait("ns", Duration::from_secs(30), None);
+        let size = std::mem::size_of_val(&wait);
+        assert!(size < 2048, "claim_with_wait future is {size} bytes");
+    }
+}

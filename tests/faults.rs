@@ -623,3 +623,60 @@ async fn a_worker_that_vanishes_mid_poll_leaves_no_phantom_waiter() {
         .expect("comes due in the poll");
     assert_eq!(occ.schedule.expect("s").id, "e");
 }
+
+/// Concurrent single Enqueues share script calls; when Redis dies every caller in a
+/// shared call gets its own prompt UNAVAILABLE (none hangs, none is told it
+/// succeeded), and after the restart the same service enqueues again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn grouped_enqueues_each_get_unavailable_when_redis_dies_then_recover() {
+    let mut redis = Redis::start().await;
+    let addr = format!("127.0.0.1:{}", redis.port);
+    let service = Service::start(&redis.url()).await;
+    let c = service.client().await;
+    enqueue(&mut c.clone(), job("q", "warm")).await;
+
+    redis.kill();
+    let started = Instant::now();
+    let calls: Vec<_> = (0..64)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                c.enqueue(request(job("q", &format!("down-{i}")), CLIENT_TIMEOUT))
+                    .await
+                    .map(|r| r.into_inner())
+            })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        let r = call.await.expect("task");
+        assert_unavailable(&format!("enqueue {i}"), r, &addr);
+    }
+    assert!(
+        started.elapsed() < PROMPT * 2,
+        "64 grouped enqueues answered in {:?}",
+        started.elapsed()
+    );
+
+    redis.restart().await;
+    wait_health(&service, SERVING, Duration::from_secs(5)).await;
+    let calls: Vec<_> = (0..64)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move { enqueue(&mut c, job("q", &format!("up-{i}"))).await })
+        })
+        .collect();
+    for call in calls {
+        let r = call.await.expect("task");
+        assert_eq!(r.outcome, proto::EnqueueOutcome::Created as i32);
+    }
+    let mut conn = redis.conn().await;
+    let listed: u64 = redis::cmd("ZCARD")
+        .arg("dueq:{ns}:qj:q")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(
+        listed, 64,
+        "the restarted Redis holds exactly the 64 new jobs"
+    );
+}

@@ -81,6 +81,8 @@ pub struct CpuSnapshot {
     service: f64,
     redis: f64,
     bench: f64,
+    /// Commands Redis has run (INFO commandstats), scripts counting one each.
+    redis_commands: u64,
 }
 
 /// CPU per operation between two snapshots, in microseconds.
@@ -89,6 +91,9 @@ pub struct CpuPerOp {
     pub service_us: f64,
     pub redis_us: f64,
     pub bench_us: f64,
+    /// Redis commands (a script call is one) per operation: below 1 for Enqueue
+    /// when concurrent calls share script calls.
+    pub redis_commands: f64,
 }
 
 impl CpuSnapshot {
@@ -98,6 +103,12 @@ impl CpuSnapshot {
             service_us: per(self.service, later.service),
             redis_us: per(self.redis, later.redis),
             bench_us: per(self.bench, later.bench),
+            // Two INFO calls of ours fall inside the interval.
+            redis_commands: later
+                .redis_commands
+                .saturating_sub(self.redis_commands)
+                .saturating_sub(2) as f64
+                / ops.max(1) as f64,
         }
     }
 }
@@ -233,6 +244,15 @@ impl Env {
     pub async fn cpu(&self) -> Result<CpuSnapshot> {
         let mut conn = self.conn().await?;
         let info: String = redis::cmd("INFO").arg("cpu").query_async(&mut conn).await?;
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await?;
+        let redis_commands = stats
+            .lines()
+            .filter_map(|l| l.split_once(":calls="))
+            .filter_map(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
+            .sum();
         let field = |name: &str| {
             info_field(&info, name)
                 .and_then(|v| v.parse::<f64>().ok())
@@ -242,6 +262,7 @@ impl Env {
             service: process_cpu_s(Some(self.service_pid)),
             redis: field("used_cpu_user") + field("used_cpu_sys"),
             bench: process_cpu_s(None),
+            redis_commands,
         })
     }
 

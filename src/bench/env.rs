@@ -81,8 +81,8 @@ pub struct CpuSnapshot {
     service: f64,
     redis: f64,
     bench: f64,
-    /// Commands Redis has run (INFO commandstats), scripts counting one each.
-    redis_commands: u64,
+    /// Script calls Redis has run (EVALSHA and EVAL in INFO commandstats).
+    script_calls: u64,
 }
 
 /// CPU per operation between two snapshots, in microseconds.
@@ -91,9 +91,9 @@ pub struct CpuPerOp {
     pub service_us: f64,
     pub redis_us: f64,
     pub bench_us: f64,
-    /// Redis commands (a script call is one) per operation: below 1 for Enqueue
-    /// when concurrent calls share script calls.
-    pub redis_commands: f64,
+    /// Script calls per operation: below 1 for Enqueue when concurrent calls share
+    /// script calls.
+    pub script_calls: f64,
 }
 
 impl CpuSnapshot {
@@ -103,11 +103,7 @@ impl CpuSnapshot {
             service_us: per(self.service, later.service),
             redis_us: per(self.redis, later.redis),
             bench_us: per(self.bench, later.bench),
-            // Two INFO calls of ours fall inside the interval.
-            redis_commands: later
-                .redis_commands
-                .saturating_sub(self.redis_commands)
-                .saturating_sub(2) as f64
+            script_calls: later.script_calls.saturating_sub(self.script_calls) as f64
                 / ops.max(1) as f64,
         }
     }
@@ -248,8 +244,9 @@ impl Env {
             .arg("commandstats")
             .query_async(&mut conn)
             .await?;
-        let redis_commands = stats
+        let script_calls = stats
             .lines()
+            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
             .filter_map(|l| l.split_once(":calls="))
             .filter_map(|(_, rest)| rest.split(',').next()?.parse::<u64>().ok())
             .sum();
@@ -262,7 +259,7 @@ impl Env {
             service: process_cpu_s(Some(self.service_pid)),
             redis: field("used_cpu_user") + field("used_cpu_sys"),
             bench: process_cpu_s(None),
-            redis_commands,
+            script_calls,
         })
     }
 

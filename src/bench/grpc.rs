@@ -40,10 +40,10 @@ fn with_cpu(row: Row, cpu: CpuPerOp) -> Row {
     row.with("service_cpu_us_per_op", cpu.service_us)
         .with("redis_cpu_us_per_op", cpu.redis_us)
         .with("bench_cpu_us_per_op", cpu.bench_us)
-        .with("redis_commands_per_op", cpu.redis_commands)
+        .with("script_calls_per_op", cpu.script_calls)
         .and_note(format!(
-            "CPU/op: service {:.0} us, Redis {:.0} us, bench client {:.0} us; Redis commands/op {:.2}",
-            cpu.service_us, cpu.redis_us, cpu.bench_us, cpu.redis_commands
+            "CPU/op: service {:.0} us, Redis {:.0} us, bench client {:.0} us; script calls/op {:.2}",
+            cpu.service_us, cpu.redis_us, cpu.bench_us, cpu.script_calls
         ))
 }
 

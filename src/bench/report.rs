@@ -266,15 +266,18 @@ impl Report {
             });
         self.target("idle waiters: no per-waiter Redis commands", t);
         let waiters = self.waiters;
-        let t = self
-            .extra("longpoll", "service RSS", "with_waiters_mb")
-            .map(|mb| {
-                (
-                    mb <= 150.0,
-                    format!("{mb:.1} MB with {waiters} waiters (issue: 10000)"),
-                )
+        let rss = self.extra("longpoll", "service RSS", "with_waiters_mb");
+        if waiters < 10_000 && rss.is_some() {
+            // 150 MB is a budget for 10,000 waiters; a smaller run cannot meet or miss it.
+            self.targets.push(Target {
+                what: "service RSS with 10k waiters <= 150 MB".into(),
+                met: None,
+                detail: format!("needs 10000 waiters, this run had {waiters}"),
             });
-        self.target("service RSS with 10k waiters <= 150 MB", t);
+        } else {
+            let t = rss.map(|mb| (mb <= 150.0, format!("{mb:.1} MB with {waiters} waiters")));
+            self.target("service RSS with 10k waiters <= 150 MB", t);
+        }
         let t = self
             .row("longpoll", "wake delay")
             .and_then(|r| r.p99_ms)

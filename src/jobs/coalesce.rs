@@ -8,6 +8,12 @@
 //! A lone caller never waits for company: with nothing in flight its job goes out at
 //! once, so the added latency at low load is one task hand-off.
 //!
+//! Measured with `dueq bench --only grpc --duration 4s --concurrency 64` against a
+//! scratch build with grouping off: 19,222 vs 14,154 Enqueues/s, Redis CPU 26 vs
+//! 37 µs and service CPU 32 vs 53 µs per Enqueue (about 12 jobs per script call).
+//! At concurrency 32 groups average about 7 jobs and the two builds were within
+//! run-to-run noise; the grouping pays off as load grows.
+//!
 //! The script handles its jobs one after another, exactly as if they had come in
 //! separate calls in that order (idempotent ids and dedup keys included), so grouping
 //! changes no outcome. The flush runs in its own task: a caller that gives up (its

@@ -46,6 +46,23 @@ struct Lane {
     flushing: usize,
 }
 
+/// A lane's flush slot, given back when a flush task ends without releasing it
+/// itself (a panic, or the runtime shutting down), so later callers can still
+/// start a flush instead of waiting behind a slot nobody holds.
+struct FlushSlot {
+    lane: Arc<Mutex<Lane>>,
+    released: bool,
+}
+
+impl Drop for FlushSlot {
+    fn drop(&mut self) {
+        if !self.released {
+            let mut lane = lock(&self.lane);
+            lane.flushing = lane.flushing.saturating_sub(1);
+        }
+    }
+}
+
 pub struct EnqueueCoalescer {
     store: Arc<Store>,
     lanes: Mutex<HashMap<String, Arc<Mutex<Lane>>>>,
@@ -105,11 +122,16 @@ impl EnqueueCoalescer {
 
     /// Sends the lane's waiting jobs in groups until none are left.
     async fn flush(self: Arc<Self>, namespace: String, lane: Arc<Mutex<Lane>>) {
+        let mut slot = FlushSlot {
+            lane: lane.clone(),
+            released: false,
+        };
         loop {
             let group: Vec<(JobSpec, Reply)> = {
                 let mut state = lock(&lane);
                 if state.waiting.is_empty() {
-                    state.flushing -= 1;
+                    state.flushing = state.flushing.saturating_sub(1);
+                    slot.released = true;
                     break;
                 }
                 let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
@@ -158,5 +180,34 @@ impl EnqueueCoalescer {
         if idle && lanes.get(namespace).is_some_and(|l| Arc::ptr_eq(l, lane)) {
             lanes.remove(namespace);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flush_slot_left_unreleased_is_given_back() {
+        let lane = Arc::new(Mutex::new(Lane {
+            waiting: Vec::new(),
+            flushing: 2,
+        }));
+        // A flush task that died holding its slot (its future dropped mid-flight).
+        drop(FlushSlot {
+            lane: lane.clone(),
+            released: false,
+        });
+        assert_eq!(
+            lock(&lane).flushing,
+            1,
+            "the dead flush's slot is free again"
+        );
+        // One that released its slot itself is not counted twice.
+        drop(FlushSlot {
+            lane: lane.clone(),
+            released: true,
+        });
+        assert_eq!(lock(&lane).flushing, 1);
     }
 }

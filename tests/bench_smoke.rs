@@ -1,5 +1,5 @@
-//! `dueq bench --smoke` runs end to end (its own redis-server, the service
-//! in-process) and its JSON report has every section. Needs redis-server on PATH.
+//! `dueq bench --smoke` runs end to end (its own redis-server, `dueq serve` as a
+//! child process) and its JSON report has every section. Needs redis-server on PATH.
 
 use std::process::Command;
 

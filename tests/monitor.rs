@@ -19,24 +19,7 @@ use dueq::proto::admin_service_client::AdminServiceClient;
 async fn a_deleted_index_is_logged_reported_and_repaired_by_migrate() {
     let redis = Redis::start().await;
     let port = Redis::free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--redis-url", &redis.url(), "--check-interval", "200ms"])
-        .args(["--log-format", "json"])
-        .env("DUEQ_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start dueq");
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines_tx, lines) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let (mut child, lines) = spawn_logged(&redis.url(), port, &["--check-interval", "200ms"]);
     let endpoint = format!("http://127.0.0.1:{port}");
     let mut client = None;
     for _ in 0..100 {
@@ -137,12 +120,17 @@ async fn a_deleted_index_is_logged_reported_and_repaired_by_migrate() {
     let _ = child.wait();
 }
 
-/// The real binary with JSON logs on stdout, read line by line on a thread.
-fn spawn_logged(redis_url: &str) -> (std::process::Child, mpsc::Receiver<String>) {
-    let port = Redis::free_port();
+/// The real binary on `port` with JSON logs on stdout, read line by line on a
+/// thread.
+fn spawn_logged(
+    redis_url: &str,
+    port: u16,
+    extra_args: &[&str],
+) -> (std::process::Child, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--redis-url", redis_url, "--log-format", "json"])
+        .args(extra_args)
         .env("DUEQ_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -184,21 +172,31 @@ fn lines_until(rx: &mpsc::Receiver<String>, until: &str, linger: Duration) -> Ve
     }
 }
 
+async fn config_set(conn: &mut redis::aio::MultiplexedConnection, name: &str, value: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query_async(conn)
+        .await
+        .expect("CONFIG SET");
+}
+
+/// The log of a fresh service up to SERVING and half a second after, then stopped.
+fn startup_log(redis_url: &str) -> Vec<String> {
+    let (mut child, rx) = spawn_logged(redis_url, Redis::free_port(), &[]);
+    let lines = lines_until(&rx, "SERVING", Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    lines
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn risky_redis_settings_are_warned_about_at_startup() {
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("allkeys-lru")
-        .query_async(&mut conn)
-        .await
-        .expect("CONFIG SET");
-    let (mut child, rx) = spawn_logged(&redis.url());
-    let lines = lines_until(&rx, "SERVING", Duration::from_millis(500));
-    let _ = child.kill();
-    let _ = child.wait();
+    config_set(&mut conn, "maxmemory-policy", "allkeys-lru").await;
+    let lines = startup_log(&redis.url());
     let warned = |needle: &str| {
         lines
             .iter()
@@ -214,22 +212,9 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
     );
 
     // With the advised settings there is nothing to warn about.
-    for (name, value) in [
-        ("maxmemory-policy", "noeviction"),
-        ("hash-max-listpack-value", "1024"),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(name)
-            .arg(value)
-            .query_async(&mut conn)
-            .await
-            .expect("CONFIG SET");
-    }
-    let (mut child, rx) = spawn_logged(&redis.url());
-    let lines = lines_until(&rx, "SERVING", Duration::from_millis(500));
-    let _ = child.kill();
-    let _ = child.wait();
+    config_set(&mut conn, "maxmemory-policy", "noeviction").await;
+    config_set(&mut conn, "hash-max-listpack-value", "1024").await;
+    let lines = startup_log(&redis.url());
     assert!(
         lines.iter().any(|l| l.contains("SERVING")),
         "the service came up: {lines:#?}"

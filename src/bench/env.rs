@@ -38,15 +38,19 @@ pub struct Env {
     pub redis_version: String,
 }
 
+/// `/proc/<pid>/<name>` (or this process's), if readable.
+fn proc_file(pid: Option<u32>, name: &str) -> Option<String> {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/{name}"),
+        None => format!("/proc/self/{name}"),
+    };
+    std::fs::read_to_string(path).ok()
+}
+
 /// CPU seconds (user + system) of a process; `None`: this one. Clock ticks are
 /// 100 Hz on Linux.
 pub fn process_cpu_s(pid: Option<u32>) -> f64 {
-    let path = match pid {
-        Some(pid) => format!("/proc/{pid}/stat"),
-        None => "/proc/self/stat".to_owned(),
-    };
-    std::fs::read_to_string(path)
-        .ok()
+    proc_file(pid, "stat")
         .and_then(|t| {
             let rest = t.rsplit_once(')')?.1.to_owned();
             let f: Vec<&str> = rest.split_whitespace().collect();
@@ -59,12 +63,7 @@ pub fn process_cpu_s(pid: Option<u32>) -> f64 {
 
 /// Resident set size of a process in MB; `None`: this one.
 pub fn process_rss_mb(pid: Option<u32>) -> f64 {
-    let path = match pid {
-        Some(pid) => format!("/proc/{pid}/status"),
-        None => "/proc/self/status".to_owned(),
-    };
-    std::fs::read_to_string(path)
-        .ok()
+    proc_file(pid, "status")
         .and_then(|t| {
             t.lines()
                 .find(|l| l.starts_with("VmRSS:"))

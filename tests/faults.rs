@@ -680,3 +680,69 @@ async fn grouped_enqueues_each_get_unavailable_when_redis_dies_then_recover() {
         "the restarted Redis holds exactly the 64 new jobs"
     );
 }
+
+/// Redis at maxmemory (noeviction) refuses writes: every writing RPC answers
+/// RESOURCE_EXHAUSTED saying so and what to do, nothing is half-written, and
+/// once memory is available again the same calls succeed.
+#[tokio::test]
+async fn redis_out_of_memory_is_resource_exhausted_and_writes_nothing() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    try_upsert(&mut c, "ns", every("before", 60))
+        .await
+        .expect("upsert");
+    enqueue(&mut c, job("q", "before")).await;
+    let before = snapshot(&mut conn).await;
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET maxmemory");
+    let refused = |what: &str, status: Status| {
+        assert_eq!(status.code(), Code::ResourceExhausted, "{what}: {status:?}");
+        assert!(
+            status.message().contains("out of memory") && status.message().contains("maxmemory"),
+            "{what}: {}",
+            status.message()
+        );
+    };
+    let r = prompt("upsert", try_upsert(&mut c, "ns", every("during", 60))).await;
+    refused("upsert", r.expect_err("upsert must be refused"));
+    let r = prompt(
+        "enqueue",
+        c.enqueue(request(job("q", "during"), CLIENT_TIMEOUT)),
+    )
+    .await;
+    refused("enqueue", r.expect_err("enqueue must be refused"));
+    let batch = proto::EnqueueBatchRequest {
+        namespace: "ns".into(),
+        jobs: vec![job("q", "b1"), job("q", "b2")],
+    };
+    let r = prompt("batch", c.enqueue_batch(request(batch, CLIENT_TIMEOUT))).await;
+    refused("batch", r.expect_err("batch must be refused"));
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG SET maxmemory");
+    assert_eq!(
+        snapshot(&mut conn).await,
+        before,
+        "the refused calls wrote nothing"
+    );
+    try_upsert(&mut c, "ns", every("after", 60))
+        .await
+        .expect("upsert after memory is back");
+    assert_eq!(
+        enqueue(&mut c, job("q", "after")).await.outcome,
+        proto::EnqueueOutcome::Created as i32
+    );
+}

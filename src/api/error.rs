@@ -73,6 +73,7 @@ fn store_code(error: &StoreError) -> Code {
     match error {
         StoreError::Unavailable { .. } => Code::Unavailable,
         StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
+        StoreError::OutOfMemory { .. } => Code::ResourceExhausted,
         StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
     }
 }

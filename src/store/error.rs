@@ -7,6 +7,14 @@ pub enum StoreError {
     /// Redis cannot be reached (refused, dropped, timed out, pool exhausted).
     #[error("redis at {url} is unavailable: {reason}")]
     Unavailable { url: String, reason: String },
+    /// Redis refused a write because it reached `maxmemory` (with `noeviction`).
+    /// dueq's scripts write only after their checks, so the refused call changed
+    /// nothing.
+    #[error(
+        "redis at {url} is out of memory (maxmemory reached): nothing was written; \
+         raise maxmemory, or let finished jobs be pruned (--job-retention), then retry"
+    )]
+    OutOfMemory { url: String },
     /// Redis answered with an error we did not expect (a bug or a misconfigured server).
     #[error("redis error: {0}")]
     Redis(#[source] RedisError),
@@ -40,6 +48,10 @@ impl StoreError {
             StoreError::Unavailable {
                 url: url.to_owned(),
                 reason: err.to_string(),
+            }
+        } else if err.code() == Some("OOM") {
+            StoreError::OutOfMemory {
+                url: url.to_owned(),
             }
         } else if err.code() == Some("DUEQ_MIGRATE") {
             needs_migrate(err.detail().unwrap_or_default())

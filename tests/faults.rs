@@ -746,3 +746,77 @@ async fn redis_out_of_memory_is_resource_exhausted_and_writes_nothing() {
         proto::EnqueueOutcome::Created as i32
     );
 }
+
+/// A job whose caller gave up while it waited for a shared script call (its
+/// deadline passed behind calls stuck on a paused Redis) is not enqueued: the
+/// caller was told it failed and will enqueue it again. Jobs already sent are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_whose_caller_gave_up_before_it_was_sent_is_not_enqueued() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue(&mut c.clone(), job("q", "warm")).await;
+
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1500)
+        .arg("ALL")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT PAUSE");
+    // Two calls go out and block in Redis: the namespace's two calls in flight.
+    let mut sent = Vec::new();
+    for i in 0..2 {
+        let mut c = c.clone();
+        sent.push(tokio::spawn(async move {
+            let mut req = job("q", "sent");
+            req.job_id = format!("sent-{i}");
+            c.enqueue(request(req, CLIENT_TIMEOUT)).await
+        }));
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    // These wait behind them and give up long before Redis answers.
+    let gave_up: Vec<_> = (0..20)
+        .map(|i| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                let mut req = job("q", "late");
+                req.job_id = format!("gave-up-{i}");
+                c.enqueue(request(req, Duration::from_millis(300))).await
+            })
+        })
+        .collect();
+    for call in gave_up {
+        let status = call.await.expect("task").expect_err("must time out");
+        // The client's own timer (Cancelled) or the server's (DeadlineExceeded).
+        assert!(
+            matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+            "{status:?}"
+        );
+    }
+    for call in sent {
+        call.await
+            .expect("task")
+            .expect("sent before the pause ended");
+    }
+    // The lane has drained by now (the sent calls answered after the pause).
+    let mut conn = redis.conn().await;
+    for i in 0..2 {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(format!("dueq:{{ns}}:j:sent-{i}"))
+            .query_async(&mut conn)
+            .await
+            .expect("EXISTS");
+        assert!(exists, "sent-{i} was in flight and is enqueued");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..20 {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(format!("dueq:{{ns}}:j:gave-up-{i}"))
+            .query_async(&mut conn)
+            .await
+            .expect("EXISTS");
+        assert!(!exists, "gave-up-{i}: its caller was told it failed");
+    }
+}

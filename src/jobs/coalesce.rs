@@ -14,6 +14,12 @@
 //! At concurrency 32 groups average about 7 jobs and the two builds were within
 //! run-to-run noise; the grouping pays off as load grows.
 //!
+//! A job whose caller gave up while it waited in the lane (its deadline passed,
+//! the client went away) is dropped before the call is sent, so an overloaded
+//! service does not create jobs its callers were told failed and will retry.
+//! A job already in flight when its caller gives up is enqueued, as with any
+//! RPC whose answer is lost; retrying with the same `job_id` is safe.
+//!
 //! The script handles its jobs one after another, exactly as if they had come in
 //! separate calls in that order (idempotent ids and dedup keys included), so grouping
 //! changes no outcome. The flush runs in its own task: a caller that gives up (its
@@ -137,6 +143,16 @@ impl EnqueueCoalescer {
                 let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
                 state.waiting.drain(..take).collect()
             };
+            // A caller that gave up while its job waited here (deadline passed,
+            // client gone) was told it failed: sending its job now would create a
+            // job it will enqueue again when it retries.
+            let group: Vec<(JobSpec, Reply)> = group
+                .into_iter()
+                .filter(|(_, reply)| !reply.is_closed())
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
             let (specs, replies): (Vec<JobSpec>, Vec<Reply>) = group.into_iter().unzip();
             let span =
                 tracing::debug_span!("enqueue_group", namespace = %namespace, jobs = specs.len());

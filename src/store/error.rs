@@ -8,8 +8,9 @@ pub enum StoreError {
     #[error("redis at {url} is unavailable: {reason}")]
     Unavailable { url: String, reason: String },
     /// Redis refused a write because it reached `maxmemory` (with `noeviction`).
-    /// dueq's scripts write only after their checks, so the refused call changed
-    /// nothing.
+    /// Redis refuses a script's write at OOM only while the script has written
+    /// nothing yet (later writes go through, so it never stops half-way), so the
+    /// refused call changed nothing.
     #[error(
         "redis at {url} is out of memory (maxmemory reached): nothing was written; \
          raise maxmemory, or let finished jobs be pruned (--job-retention), then retry"

@@ -54,6 +54,24 @@ async fn per_entry(conn: &mut MultiplexedConnection, key: &str, n: u64) -> Resul
     Ok(usage(conn, key).await? / n.max(1) as f64)
 }
 
+/// A 199-byte JSON payload: over Redis's default listpack value limit (64 B).
+fn payload_200() -> Vec<u8> {
+    format!("{{\"blob\":\"{}\"}}", "x".repeat(188)).into_bytes()
+}
+
+/// Redis bytes per job for `n` pending jobs with `payload` (used_memory delta).
+async fn bytes_per_job(
+    env: &Env,
+    conn: &mut MultiplexedConnection,
+    queue: &str,
+    payload: &[u8],
+    n: u64,
+) -> Result<f64> {
+    let before = used(conn).await?;
+    enqueue_jobs(env, queue, payload, n).await?;
+    Ok((used(conn).await? - before) / n as f64)
+}
+
 /// Enqueues `n` pending jobs with `payload` into `queue` of namespace "mem".
 async fn enqueue_jobs(env: &Env, queue: &str, payload: &[u8], n: u64) -> Result<()> {
     let mut client = env.client().await?;
@@ -115,17 +133,10 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
 
     let payloads: [(&str, &str, Vec<u8>); 2] = [
         ("per job", "work", b"{\"n\":1}".to_vec()),
-        (
-            "per job, 200 B payload",
-            "work200",
-            format!("{{\"blob\":\"{}\"}}", "x".repeat(188)).into_bytes(),
-        ),
+        ("per job, 200 B payload", "work200", payload_200()),
     ];
     for (name, queue, payload) in payloads {
-        let before = used(&mut conn).await?;
-        enqueue_jobs(env, queue, &payload, n).await?;
-        let after = used(&mut conn).await?;
-        let per = (after - before) / n as f64;
+        let per = bytes_per_job(env, &mut conn, queue, &payload, n).await?;
         let record = {
             let (_, ids): (u64, Vec<String>) = redis::cmd("ZSCAN")
                 .arg(format!("{base}qj:{queue}"))
@@ -171,10 +182,8 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             .arg(1024)
             .query_async(&mut conn)
             .await?;
-        let payload = format!("{{\"blob\":\"{}\"}}", "x".repeat(188)).into_bytes();
-        let before = used(&mut conn).await?;
-        enqueue_jobs(env, "work200lp", &payload, n).await?;
-        let after = used(&mut conn).await?;
+        let payload = payload_200();
+        let per = bytes_per_job(env, &mut conn, "work200lp", &payload, n).await?;
         if let Some(value) = old.get(1) {
             let _: () = redis::cmd("CONFIG")
                 .arg("SET")
@@ -183,7 +192,6 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
                 .query_async(&mut conn)
                 .await?;
         }
-        let per = (after - before) / n as f64;
         report.push(
             Row::new(S, "per job, 200 B payload, hash-max-listpack-value 1024")
                 .with("bytes", per)

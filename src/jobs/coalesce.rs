@@ -120,10 +120,14 @@ impl EnqueueCoalescer {
     }
 
     fn lane(&self, namespace: &str) -> Arc<Mutex<Lane>> {
-        lock(&self.lanes)
-            .entry(namespace.to_owned())
-            .or_default()
-            .clone()
+        let mut lanes = lock(&self.lanes);
+        // Look up before inserting: the key is allocated only for a new lane.
+        if let Some(lane) = lanes.get(namespace) {
+            return lane.clone();
+        }
+        let lane = Arc::new(Mutex::new(Lane::default()));
+        lanes.insert(namespace.to_owned(), lane.clone());
+        lane
     }
 
     /// Sends the lane's waiting jobs in groups until none are left.

@@ -220,6 +220,19 @@ fn lost_or_ok(items: &[Value], what: &str) -> Result<bool, StoreError> {
 }
 
 impl Store {
+    /// Runs a script that first checks Migrate's lock: its reply is `"ok", ...` or
+    /// `"lost"`. `None`: the lock was lost and the script wrote nothing.
+    async fn eval_under_lock(
+        &self,
+        script: &redis::Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        what: &str,
+    ) -> Result<Option<Vec<Value>>, StoreError> {
+        let items = array(self.eval(script, keys, args).await?, what)?;
+        Ok(lost_or_ok(&items, what)?.then_some(items))
+    }
+
     pub async fn namespace_status(&self, namespace: &str) -> Result<NamespaceState, StoreError> {
         let keys = self.keys(namespace);
         let (meta, ids, due, lock) = (keys.meta(), keys.ids(), keys.due(), keys.migrate_lock());
@@ -423,8 +436,8 @@ impl Store {
         for r in records {
             args.extend(r.args());
         }
-        let items = array(
-            self.eval(
+        let Some(items) = self
+            .eval_under_lock(
                 &scripts::IMPORT_SCHEDULES,
                 &[
                     due.as_bytes(),
@@ -433,13 +446,12 @@ impl Store {
                     lock.as_bytes(),
                 ],
                 &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                "import reply",
             )
-            .await?,
-            "import reply",
-        )?;
-        if !lost_or_ok(&items, "import reply")? {
+            .await?
+        else {
             return Ok(None);
-        }
+        };
         Ok(Some(ImportCounts {
             imported: count(items.get(1)),
             already_present: count(items.get(2)),
@@ -521,18 +533,17 @@ impl Store {
                 ms.into_bytes(),
             ]);
         }
-        let items = array(
-            self.eval(
+        let Some(items) = self
+            .eval_under_lock(
                 &scripts::MIGRATE_APPLY,
                 &[due.as_bytes(), listing.as_bytes(), lock.as_bytes()],
                 &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+                "migrate apply reply",
             )
-            .await?,
-            "migrate apply reply",
-        )?;
-        if !lost_or_ok(&items, "migrate apply reply")? {
+            .await?
+        else {
             return Ok(None);
-        }
+        };
         Ok(Some(ApplyCounts {
             indexed: count(items.get(1)),
             repaired: count(items.get(2)),
@@ -556,8 +567,8 @@ impl Store {
         // reads keeps one call well under 10 ms (a 500-entry walk measured 16 ms).
         let batch = batch.min(SCAN_STEP as u32).to_string();
         let dry = if dry_run { "1" } else { "0" };
-        let items = array(
-            self.eval(
+        let Some(items) = self
+            .eval_under_lock(
                 &scripts::MIGRATE_INDEX,
                 &[due.as_bytes(), lock.as_bytes()],
                 &[
@@ -567,13 +578,12 @@ impl Store {
                     prefix.as_bytes(),
                     dry.as_bytes(),
                 ],
+                "migrate index reply",
             )
-            .await?,
-            "migrate index reply",
-        )?;
-        if !lost_or_ok(&items, "migrate index reply")? {
+            .await?
+        else {
             return Ok(None);
-        }
+        };
         Ok(Some(IndexBatch {
             cursor: items
                 .get(1)
@@ -603,8 +613,8 @@ impl Store {
         );
         let schema = super::keys::SCHEMA_VERSION.to_string();
         let mode = if upgrading { "upgrade" } else { "repair" };
-        let items = array(
-            self.eval(
+        let Some(items) = self
+            .eval_under_lock(
                 &scripts::MIGRATE_FINISH,
                 &[
                     meta.as_bytes(),
@@ -614,13 +624,12 @@ impl Store {
                     lock.as_bytes(),
                 ],
                 &[token.as_bytes(), schema.as_bytes(), mode.as_bytes()],
+                "migrate finish reply",
             )
-            .await?,
-            "migrate finish reply",
-        )?;
-        if !lost_or_ok(&items, "migrate finish reply")? {
+            .await?
+        else {
             return Ok(None);
-        }
+        };
         Ok(Some(count(items.get(1))))
     }
 

@@ -1,6 +1,7 @@
 -- ack_job: complete a claimed job, if the caller still holds its lease.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
 -- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
 -- ARGV[7] job id   ARGV[8] lease token
 -- Returns { "ok", now } | { "missing" } | { "stale", state } | { "expired" }
@@ -12,18 +13,22 @@
 --   completed by its previous holder.
 -- * 1: the job leaves its lease set and enters the finished set (retention) in the
 --   same script that marks it completed. O(log N).
+-- * 5: refused while the namespace's jobs are in an older layout.
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local now = now_ms()
 local P_JOB, P_LEASED = ARGV[1], ARGV[4]
 local id, token = ARGV[7], ARGV[8]
 local key = P_JOB .. id
-local h = redis.call('HMGET', key, 'state', 'token', 'lease_until', 'queue')
-if not h[1] then return { 'missing' } end
-if h[1] ~= 'active' or h[2] ~= token then return { 'stale', h[1] } end
-if (tonumber(h[3]) or 0) <= now then return { 'expired' } end
+local r = job_load(key)
+if r == nil then return { 'missing' } end
+if is_error(r) then return r end
+if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
+if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
 
-redis.call('HSET', key, 'state', 'completed', 'lease_until', '', 'finished_ms', now, 'updated_ms', now)
-redis.call('ZREM', P_LEASED .. h[4], id)
+r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
+job_save(key, r)
+redis.call('ZREM', P_LEASED .. r.queue, id)
 redis.call('ZADD', KEYS[1], now, id)
 return { 'ok', now }

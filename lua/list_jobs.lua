@@ -1,45 +1,62 @@
 -- list_jobs: one page of a queue's jobs in enqueue order.
 --
--- KEYS[1] the queue's listing (zset id -> seq)   <prefix>:{<ns>}:qj:<queue>
--- ARGV[1] job key prefix   <prefix>:{<ns>}:j:
--- ARGV[2] exclusive lower bound seq ("" = from the start)
--- ARGV[3] page size   ARGV[4] state filter ("" = any)
--- ARGV[5] most ids to examine in this call (bounds the work when filtering)
--- Returns { next_after_seq ("" = done), n, then per job: field count, fields... }
+-- KEYS[1] namespace meta (its `n:<queue>` is the queue's last job number)
+--         <prefix>:{<ns>}:meta
+-- ARGV[1] job key prefix       <prefix>:{<ns>}:j:
+-- ARGV[2] listing prefix       <prefix>:{<ns>}:lb:  (buckets <n div 64>:<queue>)
+-- ARGV[3] queue   ARGV[4] exclusive lower bound job number ("" = from the start)
+-- ARGV[5] page size   ARGV[6] state filter ("" = any)
+-- ARGV[7] most jobs to examine in this call (bounds the work when filtering)
+-- Returns { next_after ("" = done), n, then per job: field count, fields... }
 --
--- Invariant 3: bounded by ARGV[5] ids per call, never a scan of the queue. Ids whose
--- hash vanished (pruned) are dropped from the listing (repair).
+-- Invariant 3: bounded by ARGV[7] jobs and MAX_BUCKETS listing buckets per call
+-- (buckets emptied by pruning cost one HGETALL each), never a scan of the queue; a
+-- page cut short by a bound still returns where to continue. Entries whose record
+-- vanished (pruned) or was replaced by a later job of the same id are dropped
+-- (repair). Invariant 5: refused while the namespace's jobs are in an older layout.
 
-local from = '-inf'
-if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
-local page, filter, budget = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, budget)
-local out, n, last = {}, 0, ''
-for i = 1, #ids, 2 do
-  local id = ids[i]
-  last = ids[i + 1]
-  local fields = redis.call('HGETALL', ARGV[1] .. id)
-  if #fields == 0 then
-    redis.call('ZREM', KEYS[1], id)
-  else
-    local state = ''
-    for j = 1, #fields, 2 do
-      if fields[j] == 'state' then state = fields[j + 1] end
+local refused = jobs_guard(KEYS[1])
+if refused then return refused end
+local P_JOB, P_LISTING, queue = ARGV[1], ARGV[2], ARGV[3]
+local after = tonumber(ARGV[4]) or 0
+local page, filter, budget = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local MAX_BUCKETS = 256
+local last = tonumber(redis.call('HGET', KEYS[1], 'n:' .. queue)) or 0
+
+local out, count, examined, buckets = {}, 0, 0, 0
+local cursor = after
+while cursor < last and count < page and examined < budget and buckets < MAX_BUCKETS do
+  local bucket = math.floor((cursor + 1) / LISTING_BUCKET)
+  local bkey = listing_bucket(P_LISTING, queue, cursor + 1)
+  local fields = redis.call('HGETALL', bkey)
+  local entries = {}
+  for i = 1, #fields, 2 do
+    local n = bucket * LISTING_BUCKET + tonumber(fields[i])
+    if n > cursor then entries[#entries + 1] = { n, fields[i + 1], fields[i] } end
+  end
+  table.sort(entries, function(a, b) return a[1] < b[1] end)
+  local cut = false
+  for _, e in ipairs(entries) do
+    local r = job_load(P_JOB .. e[2])
+    examined = examined + 1
+    cursor = e[1]
+    if r == nil or (not is_error(r) and (r.n ~= e[1] or r.queue ~= queue)) then
+      redis.call('HDEL', bkey, e[3])
+    elseif not is_error(r) and (filter == '' or r.state == filter) then
+      push_record(out, e[2], r)
+      count = count + 1
     end
-    if filter == '' or state == filter then
-      out[#out + 1] = #fields
-      for j = 1, #fields do out[#out + 1] = fields[j] end
-      n = n + 1
-      if n >= page then break end
+    if count >= page or examined >= budget then
+      cut = true
+      break
     end
   end
+  if not cut then cursor = math.max(cursor, (bucket + 1) * LISTING_BUCKET - 1) end
+  buckets = buckets + 1
 end
+
 local next_after = ''
-if #ids > 0 and (n >= page or #ids / 2 >= budget) and last ~= '' then
-  if #redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. last, '+inf', 'LIMIT', 0, 1) > 0 then
-    next_after = last
-  end
-end
-local result = { next_after, n }
+if cursor < last then next_after = string.format('%d', cursor) end
+local result = { next_after, count }
 for i = 1, #out do result[#result + 1] = out[i] end
 return result

@@ -3,12 +3,13 @@
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] listing <prefix>:{<ns>}:ids
 -- KEYS[3] due index <prefix>:{<ns>}:due   KEYS[4] lock <prefix>:{<ns>}:migrate_lock
 -- Returns { schema ("" none), listing type, expected index size ("" unknown),
---           index size, lock ttl ms (-2 = not held), listing size }.
+--           index size, lock ttl ms (-2 = not held), listing size,
+--           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq` }.
 --
 -- Read-only; invariant 5: this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
 
-local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed')
+local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq')
 local listing = redis.call('TYPE', KEYS[2])['ok']
 local listed = 0
 if listing == 'set' then listed = redis.call('SCARD', KEYS[2]) end
@@ -20,4 +21,6 @@ return {
   redis.call('ZCARD', KEYS[3]),
   redis.call('PTTL', KEYS[4]),
   listed,
+  meta[3] or '',
+  meta[4] and 1 or 0,
 }

@@ -2,6 +2,7 @@
 -- age, and the oldest ones beyond the retention count, at most a batch per call.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
 -- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
 -- ARGV[7] retention age ms   ARGV[8] retention count   ARGV[9] batch size
 -- Returns { deleted, more (1 if another call would delete more) }
@@ -9,25 +10,29 @@
 -- Invariant 3: O(batch log N) per call; the caller (a background task, off the
 -- request path) calls again while `more`. Only jobs in the finished set are ever
 -- deleted, and a job is in it only while completed, dead or cancelled (retry_job
--- removes it), so no live job is pruned.
+-- removes it), so no live job is pruned. The job's listing entry and its dedup key
+-- (when it still names this job) go with it. Invariant 5: refused while the
+-- namespace's jobs are in an older layout.
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local now = now_ms()
 local P_JOB, P_LISTING, P_DEDUP = ARGV[1], ARGV[5], ARGV[6]
 local done = KEYS[1]
 local age, keep, batch = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 
 local function delete(id)
   local key = P_JOB .. id
-  local h = redis.call('HMGET', key, 'state', 'queue', 'dedup_key')
   redis.call('ZREM', done, id)
-  if h[1] ~= 'completed' and h[1] ~= 'dead' and h[1] ~= 'cancelled' then
+  local r = job_load(key)
+  if r == nil or is_error(r) then return end
+  if r.state ~= 'completed' and r.state ~= 'dead' and r.state ~= 'cancelled' then
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
-  redis.call('ZREM', P_LISTING .. h[2], id)
-  if h[3] and h[3] ~= '' and redis.call('GET', P_DEDUP .. h[3]) == id then
-    redis.call('DEL', P_DEDUP .. h[3])
+  listing_remove(P_LISTING, r.queue, r.n)
+  if r.dedup ~= '' and redis.call('GET', P_DEDUP .. r.dedup) == id then
+    redis.call('DEL', P_DEDUP .. r.dedup)
   end
 end
 

@@ -1,27 +1,31 @@
 -- retry_job: make a dead job pending again, with its attempts reset to 0.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
 -- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
 -- ARGV[7] job id
--- Returns { "ok", HGETALL... } | { "missing" } | { "state", state }
+-- Returns { "ok", fields... } | { "missing" } | { "state", state }
 --
 -- Invariant 1: the job leaves the finished set (so retention no longer prunes it) and
--- enters its ready set in the same script that marks it pending. Its error history
--- is kept. O(log N).
+-- enters the head of its ready list in the same script that marks it pending. Its
+-- error history is kept. O(log N). Invariant 5: refused while the namespace's jobs
+-- are in an older layout.
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local now = now_ms()
 local P_JOB, P_READY = ARGV[1], ARGV[2]
 local id = ARGV[7]
 local key = P_JOB .. id
-local h = redis.call('HMGET', key, 'state', 'queue', 'rmember', 'priority')
-if not h[1] then return { 'missing' } end
-if h[1] ~= 'dead' then return { 'state', h[1] } end
+local r = job_load(key)
+if r == nil then return { 'missing' } end
+if is_error(r) then return r end
+if r.state ~= 'dead' then return { 'state', r.state } end
 redis.call('ZREM', KEYS[1], id)
-redis.call('HSET', key, 'state', 'pending', 'attempts', 0, 'token', '', 'lease_until', '',
-  'finished_ms', '', 'run_at_ms', now, 'updated_ms', now)
-redis.call('ZADD', P_READY .. h[2], -tonumber(h[4]), h[3])
+r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
+r.finished, r.run_at, r.updated = '', now, now
+job_save(key, r)
+ready_push(P_READY, r.queue, r.priority, r.n, true)
 local out = { 'ok' }
-local fields = redis.call('HGETALL', key)
-for i = 1, #fields do out[#out + 1] = fields[i] end
+for _, v in ipairs(job_fields(id, r)) do out[#out + 1] = v end
 return out

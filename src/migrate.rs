@@ -10,6 +10,7 @@
 //! used is reported and left exactly as it was.
 
 pub mod boringnode;
+mod jobs;
 
 use std::{sync::Arc, time::Duration};
 
@@ -66,6 +67,8 @@ pub enum Phase {
     Records,
     Index,
     Import,
+    /// Converting jobs to this dueq's job layout.
+    Jobs,
     Done,
 }
 
@@ -88,6 +91,9 @@ pub struct Progress {
     pub dry_run: bool,
     pub batches: u64,
     pub longest_batch: Duration,
+    pub jobs_converted: u64,
+    pub from_jobs_layout: u32,
+    pub to_jobs_layout: u32,
 }
 
 impl Progress {
@@ -108,6 +114,9 @@ impl Progress {
             dry_run,
             batches: 0,
             longest_batch: Duration::ZERO,
+            jobs_converted: 0,
+            from_jobs_layout: 0,
+            to_jobs_layout: 0,
         }
     }
 
@@ -355,7 +364,16 @@ impl Migrator {
             }
         }
 
-        // 3. The version, last.
+        // 3. Jobs in an older layout, converted before the version is written (the
+        // schedule finish below releases the lock).
+        progress.from_jobs_layout = state.jobs_layout_version();
+        progress.to_jobs_layout = progress.from_jobs_layout;
+        if state.jobs_need_migrate() {
+            self.convert_jobs(namespace, options, tx, &mut progress, lease)
+                .await?;
+        }
+
+        // 4. The version, last.
         progress.to_schema = if options.dry_run {
             progress.from_schema
         } else {
@@ -380,17 +398,20 @@ impl Migrator {
         Ok(progress)
     }
 
-    /// Namespaces under the key prefix that hold a listing, found by SCAN in batches.
+    /// Namespaces under the key prefix that hold a schedule listing or metadata (a
+    /// namespace with jobs only has no listing), found by SCAN in batches.
     pub async fn namespaces(&self, batch: u32) -> Result<Vec<String>, MigrateError> {
         let mut found = std::collections::BTreeSet::new();
-        let mut cursor = 0;
-        loop {
-            let (next, names) = self.store.scan_namespaces(cursor, batch).await?;
-            found.extend(names);
-            if next == 0 {
-                break;
+        for suffix in ["ids", "meta"] {
+            let mut cursor = 0;
+            loop {
+                let (next, names) = self.store.scan_namespaces(suffix, cursor, batch).await?;
+                found.extend(names);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
             }
-            cursor = next;
         }
         Ok(found.into_iter().collect())
     }

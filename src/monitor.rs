@@ -17,7 +17,10 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{keys::SCHEMA_VERSION, Store};
+use crate::store::{
+    keys::{JOBS_LAYOUT, SCHEMA_VERSION},
+    Store,
+};
 
 /// A problem that lasts is logged again this often.
 const REPEAT: Duration = Duration::from_secs(300);
@@ -28,6 +31,8 @@ const FORGET_AFTER: Duration = Duration::from_secs(3600);
 enum Finding {
     Healthy,
     NeedsMigrate(String),
+    /// The jobs are in this (older) job layout.
+    JobsNeedMigrate(u32),
     /// Entries the index is missing.
     Damaged(u64),
 }
@@ -97,6 +102,9 @@ impl NamespaceMonitor {
             Ok(state) if state.needs_migrate() => {
                 Finding::NeedsMigrate(state.schema_version().to_string())
             }
+            Ok(state) if state.jobs_need_migrate() => {
+                Finding::JobsNeedMigrate(state.jobs_layout_version())
+            }
             Ok(state) => match state.missing_entries() {
                 0 => Finding::Healthy,
                 missing => Finding::Damaged(missing),
@@ -124,6 +132,15 @@ impl NamespaceMonitor {
                     schema = %found,
                     current = SCHEMA_VERSION,
                     "namespace needs Migrate: claims and upserts are refused until it runs (AdminService/Migrate)"
+                );
+                w.logged = Some(Instant::now());
+            }
+            Finding::JobsNeedMigrate(found) if changed || repeat => {
+                tracing::warn!(
+                    %namespace,
+                    jobs_layout = found,
+                    current = JOBS_LAYOUT,
+                    "namespace needs Migrate: its jobs are in an older layout, and job calls are refused until it runs (AdminService/Migrate)"
                 );
                 w.logged = Some(Instant::now());
             }

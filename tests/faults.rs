@@ -670,11 +670,7 @@ async fn grouped_enqueues_each_get_unavailable_when_redis_dies_then_recover() {
         assert_eq!(r.outcome, proto::EnqueueOutcome::Created as i32);
     }
     let mut conn = redis.conn().await;
-    let listed: u64 = redis::cmd("ZCARD")
-        .arg("dueq:{ns}:qj:q")
-        .query_async(&mut conn)
-        .await
-        .expect("ZCARD");
+    let listed = listed_job_ids(&mut conn, "ns", "q").await.len();
     assert_eq!(
         listed, 64,
         "the restarted Redis holds exactly the 64 new jobs"

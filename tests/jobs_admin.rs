@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use deadpool_redis::redis;
 use tonic::Code;
 
 async fn list(
@@ -209,4 +210,85 @@ async fn job_ids_with_key_syntax_never_alias_other_records() {
             .await
             .expect("ack");
     }
+}
+
+#[tokio::test]
+async fn listing_spans_buckets_and_crosses_a_pruned_gap_in_bounded_calls() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let mut ids = Vec::new();
+    for i in 0..150 {
+        ids.push(enqueue(&mut c, job("q", &format!("j{i}"))).await.job_id);
+    }
+    // As if 20,000 jobs had been enqueued, finished and pruned: their numbers are
+    // used, their listing buckets (64 numbers each) are gone.
+    let _: i64 = redis::cmd("HINCRBY")
+        .arg("dueq:{ns}:meta")
+        .arg("n:q")
+        .arg(20_000)
+        .query_async(&mut conn)
+        .await
+        .expect("HINCRBY");
+    for i in 150..160 {
+        ids.push(enqueue(&mut c, job("q", &format!("j{i}"))).await.job_id);
+    }
+
+    let (mut seen, mut calls, mut token) = (Vec::new(), 0, String::new());
+    loop {
+        let page = list(&mut c, "q", proto::JobState::Unspecified, 100, &token).await;
+        calls += 1;
+        assert!(page.jobs.len() <= 100);
+        seen.extend(page.jobs.into_iter().map(|j| j.job_id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(
+        seen, ids,
+        "every job once, in enqueue order, across the gap"
+    );
+    // 313 empty buckets lie in the gap and a call reads at most 256 buckets, so the
+    // gap takes at least one call of its own (an empty page with a token).
+    assert!(calls >= 3, "{calls} calls");
+}
+
+#[tokio::test]
+async fn a_job_key_holding_something_else_is_internal_and_changes_nothing() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue(&mut c, job("q", "real")).await;
+    let _: () = redis::cmd("SET")
+        .arg("dueq:{ns}:j:garbled")
+        .arg("not msgpack \u{1}")
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let before = snapshot(&mut conn).await;
+    let get = c
+        .get_job(proto::GetJobRequest {
+            namespace: "ns".into(),
+            job_id: "garbled".into(),
+        })
+        .await
+        .expect_err("unreadable");
+    assert_eq!(get.code(), Code::Internal);
+    assert!(get.message().contains("garbled"), "{}", get.message());
+    let cancel = c
+        .cancel_job(proto::CancelJobRequest {
+            namespace: "ns".into(),
+            job_id: "garbled".into(),
+        })
+        .await
+        .expect_err("unreadable");
+    assert_eq!(cancel.code(), Code::Internal);
+    let ack = ack_job(&mut c, "garbled", "t")
+        .await
+        .expect_err("unreadable");
+    assert_eq!(ack.code(), Code::Internal);
+    assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
 }

@@ -73,13 +73,7 @@ async fn finished_jobs_are_pruned_after_the_retention_age() {
     assert!(exists(&mut c, &live).await, "live jobs are never pruned");
     // Their index entries went with them: the listing holds only the live job, the
     // finished set is empty and the pruned job's dedup key is released.
-    let listing: Vec<String> = redis::cmd("ZRANGE")
-        .arg("dueq:{ns}:qj:q")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut conn)
-        .await
-        .expect("ZRANGE");
+    let listing = listed_job_ids(&mut conn, "ns", "q").await;
     assert_eq!(listing, std::slice::from_ref(&live));
     let done: i64 = redis::cmd("ZCARD")
         .arg("dueq:{ns}:jdone")

@@ -10,7 +10,7 @@ use super::{convert, validate, ApiError};
 use crate::{
     migrate::{self, MigrateError, Migrator, Options, Phase, Progress},
     proto::{self, admin_service_server::AdminService},
-    store::keys::SCHEMA_VERSION,
+    store::keys::{JOBS_LAYOUT, SCHEMA_VERSION},
 };
 
 /// Default source prefix of `@boringnode/queue`.
@@ -126,6 +126,7 @@ fn phase_to_proto(phase: Phase) -> proto::MigratePhase {
         Phase::Index => proto::MigratePhase::Index,
         Phase::Import => proto::MigratePhase::Import,
         Phase::Done => proto::MigratePhase::Done,
+        Phase::Jobs => proto::MigratePhase::Jobs,
     }
 }
 
@@ -152,6 +153,9 @@ fn progress_to_proto(p: Progress) -> proto::MigrateProgress {
         to_schema: p.to_schema,
         dry_run: p.dry_run,
         batches: p.batches,
+        jobs_converted: p.jobs_converted,
+        from_jobs_layout: p.from_jobs_layout,
+        to_jobs_layout: p.to_jobs_layout,
         longest_batch: done.then(|| {
             convert::duration(i64::try_from(p.longest_batch.as_millis()).unwrap_or(i64::MAX))
         }),
@@ -241,6 +245,12 @@ fn describe(namespace: &str, s: &crate::store::migrate::NamespaceState) -> proto
             "store schema {schema_version}, this dueq uses {SCHEMA_VERSION}: claims and upserts \
              are refused until you run {command}"
         )
+    } else if s.jobs_need_migrate() {
+        format!(
+            "jobs are stored in job layout {}, this dueq uses {JOBS_LAYOUT}: job calls are \
+             refused until you run {command}",
+            s.jobs_layout_version()
+        )
     } else if damaged {
         format!(
             "the due index holds {} entries but {expected} schedules are active: {} would never \
@@ -263,6 +273,9 @@ fn describe(namespace: &str, s: &crate::store::migrate::NamespaceState) -> proto
         index_damaged: damaged,
         migration_running: s.lock_ttl_ms.is_some(),
         message,
+        jobs_layout: s.jobs_layout_version(),
+        current_jobs_layout: JOBS_LAYOUT,
+        jobs_need_migrate: s.jobs_need_migrate(),
     }
 }
 

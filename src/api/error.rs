@@ -28,6 +28,17 @@ pub enum ApiError {
         current: u32,
         address: String,
     },
+    /// The namespace's jobs must be migrated to this dueq's job layout first.
+    #[error(
+        "namespace {namespace:?} needs Migrate: its jobs are stored in job layout {found}, this dueq uses job layout {}. \
+         Nothing was changed. Run: grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' {address} dueq.v1.AdminService/Migrate",
+        crate::store::keys::JOBS_LAYOUT
+    )]
+    JobsNeedMigrate {
+        namespace: String,
+        found: String,
+        address: String,
+    },
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
@@ -57,6 +68,13 @@ impl ApiError {
                 current: crate::store::keys::SCHEMA_VERSION,
                 address: address.to_owned(),
             },
+            ApiError::Job(JobError::Store(StoreError::JobsNeedMigrate { namespace, found })) => {
+                ApiError::JobsNeedMigrate {
+                    namespace,
+                    found,
+                    address: address.to_owned(),
+                }
+            }
             other => other,
         }
     }
@@ -72,7 +90,9 @@ impl ApiError {
 fn store_code(error: &StoreError) -> Code {
     match error {
         StoreError::Unavailable { .. } => Code::Unavailable,
-        StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
+        StoreError::NeedsMigrate { .. } | StoreError::JobsNeedMigrate { .. } => {
+            Code::FailedPrecondition
+        }
         StoreError::OutOfMemory { .. } => Code::ResourceExhausted,
         StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
     }
@@ -83,7 +103,9 @@ impl From<ApiError> for Status {
         let code = match &error {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
             ApiError::TooLarge { .. } => Code::ResourceExhausted,
-            ApiError::NeedsMigrate { .. } => Code::FailedPrecondition,
+            ApiError::NeedsMigrate { .. } | ApiError::JobsNeedMigrate { .. } => {
+                Code::FailedPrecondition
+            }
             ApiError::Schedule(ScheduleError::NotFound(_)) => Code::NotFound,
             ApiError::Schedule(ScheduleError::Timing(_)) => Code::InvalidArgument,
             ApiError::Schedule(ScheduleError::Store(store)) => store_code(store),

@@ -214,7 +214,7 @@ impl QueueApi {
             .jobs
             .enqueue_one(&namespace, spec)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         self.observe_enqueued(&namespace, std::slice::from_ref(&result));
         tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
         Ok(Response::new(convert::enqueued_to_proto(result)))
@@ -261,7 +261,7 @@ impl QueueApi {
             .jobs
             .enqueue(&namespace, &specs)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         self.observe_enqueued(&namespace, &stored);
         let mut results: Vec<proto::EnqueueBatchResult> = positions
             .into_iter()
@@ -400,7 +400,7 @@ impl QueueApi {
         self.jobs
             .ack(namespace, id, &req.lease_token)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::AckJobResponse {}))
     }
 
@@ -423,7 +423,7 @@ impl QueueApi {
             .jobs
             .fail(namespace, id, &req.lease_token, &failure)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         if failed.state != JobState::Dead {
             self.wakers.observe_jobs(namespace, failed.run_at_ms);
         }
@@ -451,7 +451,7 @@ impl QueueApi {
             .jobs
             .extend(namespace, id, &req.lease_token, lease_ms)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::ExtendLeaseResponse {
             lease_deadline: Some(super::convert::timestamp(until)),
         }))
@@ -465,7 +465,11 @@ impl QueueApi {
         let req = request.into_inner();
         let namespace = validate::namespace(&req.namespace)?;
         let id = validate::id("job_id", &req.job_id)?;
-        let record = self.jobs.get(namespace, id).await.map_err(ApiError::from)?;
+        let record = self
+            .jobs
+            .get(namespace, id)
+            .await
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::GetJobResponse {
             job: Some(convert::job_to_proto(record)),
         }))
@@ -496,7 +500,7 @@ impl QueueApi {
             .jobs
             .list(namespace, queue, after, page_size as usize, state)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::ListJobsResponse {
             jobs: records.into_iter().map(convert::job_to_proto).collect(),
             next_page_token: next.map(convert::page_token).unwrap_or_default(),
@@ -515,7 +519,7 @@ impl QueueApi {
             .jobs
             .cancel(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         Ok(Response::new(proto::CancelJobResponse {
             job: Some(convert::job_to_proto(record)),
         }))
@@ -533,7 +537,7 @@ impl QueueApi {
             .jobs
             .retry(namespace, id)
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| self.status(e))?;
         self.wakers
             .observe_jobs(namespace, Some(self.schedules.clock().now_ms()));
         Ok(Response::new(proto::RetryJobResponse {

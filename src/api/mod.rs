@@ -73,7 +73,9 @@ impl QueueApi {
     /// refusal, which is also logged (rate-limited per namespace).
     fn status(&self, error: impl Into<ApiError>) -> Status {
         let error = error.into().with_migrate_address(&self.limits.address);
-        if let ApiError::NeedsMigrate { namespace, .. } = &error {
+        if let ApiError::NeedsMigrate { namespace, .. }
+        | ApiError::JobsNeedMigrate { namespace, .. } = &error
+        {
             let mut seen = match self.migrate_notices.lock() {
                 Ok(seen) => seen,
                 Err(poisoned) => poisoned.into_inner(),

@@ -38,10 +38,8 @@ fn evalsha(script: &Script, keys: &[String], args: &[Vec<u8>]) -> Cmd {
 /// KEYS and the fixed ARGV head of enqueue_jobs for `n` jobs.
 fn enqueue_head(ns: &str, n: usize) -> (Vec<String>, Vec<Vec<u8>>) {
     let b = seed::base(ns);
-    let mut args: Vec<Vec<u8>> = ["j:", "qr:", "qd:", "ql:", "qj:", "dd:"]
-        .iter()
-        .map(|p| format!("{b}{p}").into_bytes())
-        .collect();
+    let keys = crate::store::NamespaceKeys::new(super::env::PREFIX, ns);
+    let mut args: Vec<Vec<u8>> = keys.job_prefixes().args().map(<[u8]>::to_vec).collect();
     args.push(b"2".to_vec());
     args.push(n.to_string().into_bytes());
     (vec![format!("{b}meta")], args)

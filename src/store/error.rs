@@ -27,6 +27,13 @@ pub enum StoreError {
         super::keys::SCHEMA_VERSION
     )]
     NeedsMigrate { namespace: String, found: String },
+    /// The namespace's jobs are stored in another job layout (`found`); the job script
+    /// refused before touching anything.
+    #[error(
+        "namespace {namespace:?} needs Migrate: its jobs use layout {found}, this dueq uses {}",
+        super::keys::JOBS_LAYOUT
+    )]
+    JobsNeedMigrate { namespace: String, found: String },
     /// A record or script reply did not have the expected shape.
     #[error("corrupt record {what}: {detail}")]
     Corrupt { what: String, detail: String },
@@ -56,6 +63,18 @@ impl StoreError {
             }
         } else if err.code() == Some("DUEQ_MIGRATE") {
             needs_migrate(err.detail().unwrap_or_default())
+        } else if err.code() == Some("DUEQ_MIGRATE_JOBS") {
+            match needs_migrate(err.detail().unwrap_or_default()) {
+                StoreError::NeedsMigrate { namespace, found } => {
+                    StoreError::JobsNeedMigrate { namespace, found }
+                }
+                other => other,
+            }
+        } else if err.code() == Some("DUEQ_CORRUPT") {
+            StoreError::corrupt(
+                err.detail().unwrap_or_default(),
+                "not a job record of this dueq's layout",
+            )
         } else {
             StoreError::Redis(err)
         }

@@ -168,7 +168,7 @@ impl Store {
         claim: &ClaimArgs<'_>,
     ) -> Result<ClaimedBatch, StoreError> {
         let keys = self.keys(namespace);
-        let (prefixes, done) = (keys.job_prefixes(), keys.jobs_done());
+        let (prefixes, done, meta) = (keys.job_prefixes(), keys.jobs_done(), keys.meta());
         let lease = claim.lease_ms.map(|l| l.to_string()).unwrap_or_default();
         let (max, budget) = (claim.max_jobs.to_string(), claim.budget.to_string());
         let mut args: Vec<&[u8]> = prefixes.args().collect();
@@ -181,8 +181,12 @@ impl Store {
         ]);
         args.extend(claim.queues.iter().map(|q| q.as_bytes()));
         let items = array(
-            self.eval(&scripts::CLAIM_JOBS, &[done.as_bytes()], &args)
-                .await?,
+            self.eval(
+                &scripts::CLAIM_JOBS,
+                &[done.as_bytes(), meta.as_bytes()],
+                &args,
+            )
+            .await?,
             "claim reply",
         )?;
         let bad = || StoreError::corrupt("claim reply", "unexpected shape");
@@ -289,12 +293,17 @@ impl Store {
         namespace: &str,
         id: &str,
     ) -> Result<Option<JobRecord>, StoreError> {
-        let key = self.keys(namespace).job(id);
-        let value: Value = self.query(redis::cmd("HGETALL").arg(&key).clone()).await?;
-        let items = match value {
-            Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-            other => array(other, "job hash")?,
-        };
+        let keys = self.keys(namespace);
+        let (meta, key) = (keys.meta(), keys.job(id));
+        let items = array(
+            self.eval(
+                &scripts::GET_JOB,
+                &[meta.as_bytes(), &key],
+                &[id.as_bytes()],
+            )
+            .await?,
+            "job record",
+        )?;
         if items.is_empty() {
             return Ok(None);
         }
@@ -317,7 +326,7 @@ impl Store {
         } else {
             page_size
         };
-        let (listing, prefix) = (keys.queue_listing(queue), keys.job_prefixes().0[0].clone());
+        let (meta, prefixes) = (keys.meta(), keys.job_prefixes());
         let (after, page, budget) = (
             after.map(|a| a.to_string()).unwrap_or_default(),
             page_size.to_string(),
@@ -327,9 +336,11 @@ impl Store {
         let items = array(
             self.eval(
                 &scripts::LIST_JOBS,
-                &[&listing],
+                &[meta.as_bytes()],
                 &[
-                    prefix.as_bytes(),
+                    prefixes.0[0].as_bytes(),
+                    prefixes.0[4].as_bytes(),
+                    queue.as_bytes(),
                     after.as_bytes(),
                     page.as_bytes(),
                     filter.as_bytes(),
@@ -355,7 +366,7 @@ impl Store {
         batch: u32,
     ) -> Result<(u64, bool), StoreError> {
         let keys = self.keys(namespace);
-        let (prefixes, done) = (keys.job_prefixes(), keys.jobs_done());
+        let (prefixes, done, meta) = (keys.job_prefixes(), keys.jobs_done(), keys.meta());
         let (age, keep, batch) = (
             retention_ms.to_string(),
             keep.to_string(),
@@ -364,8 +375,12 @@ impl Store {
         let mut args: Vec<&[u8]> = prefixes.args().collect();
         args.extend([age.as_bytes(), keep.as_bytes(), batch.as_bytes()]);
         let items = array(
-            self.eval(&scripts::PRUNE_JOBS, &[done.as_bytes()], &args)
-                .await?,
+            self.eval(
+                &scripts::PRUNE_JOBS,
+                &[done.as_bytes(), meta.as_bytes()],
+                &args,
+            )
+            .await?,
             "prune reply",
         )?;
         let deleted = items.first().and_then(int).unwrap_or(0);
@@ -381,12 +396,16 @@ impl Store {
         queues: &[String],
     ) -> Result<JobPeek, StoreError> {
         let keys = self.keys(namespace);
-        let (prefixes, done) = (keys.job_prefixes(), keys.jobs_done());
+        let (prefixes, done, meta) = (keys.job_prefixes(), keys.jobs_done(), keys.meta());
         let mut args: Vec<&[u8]> = prefixes.args().collect();
         args.extend(queues.iter().map(|q| q.as_bytes()));
         let items = array(
-            self.eval(&scripts::PEEK_JOBS, &[done.as_bytes()], &args)
-                .await?,
+            self.eval(
+                &scripts::PEEK_JOBS,
+                &[done.as_bytes(), meta.as_bytes()],
+                &args,
+            )
+            .await?,
             "peek reply",
         )?;
         let bad = || StoreError::corrupt("peek reply", "unexpected shape");
@@ -409,11 +428,12 @@ impl Store {
         extra: &[&[u8]],
     ) -> Result<Vec<Value>, StoreError> {
         let keys = self.keys(namespace);
-        let (prefixes, done) = (keys.job_prefixes(), keys.jobs_done());
+        let (prefixes, done, meta) = (keys.job_prefixes(), keys.jobs_done(), keys.meta());
         let mut args: Vec<&[u8]> = prefixes.args().collect();
         args.extend_from_slice(extra);
         array(
-            self.eval(script, &[done.as_bytes()], &args).await?,
+            self.eval(script, &[done.as_bytes(), meta.as_bytes()], &args)
+                .await?,
             "job reply",
         )
     }

@@ -17,21 +17,30 @@
 //!
 //! The pre-index layout (schema 1) had the same schedule hashes, `:ids` as a SET, no
 //! `:due` and no `:meta`; Migrate upgrades it.
-//! | `<prefix>:{<ns>}:j:<id>`     | hash | the job record (canonical)                 |
-//! | `<prefix>:{<ns>}:qr:<queue>` | zset | ready jobs: member seq+id, score -priority |
+//! | `<prefix>:{<ns>}:j:<id>`     | str  | the job record, packed (canonical)         |
+//! | `<prefix>:{<ns>}:rl:<prio>:<queue>` | list | ready job ids of one priority, FIFO |
+//! | `<prefix>:{<ns>}:rp:<queue>` | zset | priorities with a ready list -> -priority  |
 //! | `<prefix>:{<ns>}:qd:<queue>` | zset | delayed jobs: id -> run at (epoch ms)      |
 //! | `<prefix>:{<ns>}:ql:<queue>` | zset | leased jobs: id -> lease deadline (ms)     |
-//! | `<prefix>:{<ns>}:qj:<queue>` | zset | every job of the queue: id -> seq, listing |
+//! | `<prefix>:{<ns>}:lb:<n/64>:<queue>` | hash | listing: job number mod 64 -> id    |
 //! | `<prefix>:{<ns>}:dd:<key>`   | str  | dedup key -> job id, with the dedup TTL    |
 //! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
 //! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
 //! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
 //!
 //! Every variable part (id, queue, dedup key) is the last part of its key and follows
-//! an infix no other kind of key uses, so `qr:a` can only be queue `a`'s ready set.
+//! an infix no other kind of key uses, so `qd:a` can only be queue `a`'s delayed set.
+//! Where a number sits between the infix and the queue (`rl:`, `lb:`), it holds no
+//! `:`, so the first `:` after it ends it. `lua/lib/job.lua` describes the job layout
+//! (layout 2); layout 1 kept a hash per job and the sorted sets `qr:<queue>` (ready)
+//! and `qj:<queue>` (listing), which Migrate converts.
 
 /// Schema version of the layout above (the pre-index layout is version 1).
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// Version of the job layout (meta field `jobs`); layout 1 had no such field and kept
+/// `job_seq` in meta instead.
+pub const JOBS_LAYOUT: u32 = 2;
 
 /// Keys of one namespace.
 #[derive(Debug, Clone)]
@@ -93,10 +102,11 @@ impl NamespaceKeys {
     pub fn job_prefixes(&self) -> JobPrefixes {
         JobPrefixes([
             format!("{}j:", self.base),
-            format!("{}qr:", self.base),
+            // Ready lists are `rl:<priority>:<queue>`, their priorities `rp:<queue>`.
+            format!("{}r", self.base),
             format!("{}qd:", self.base),
             format!("{}ql:", self.base),
-            format!("{}qj:", self.base),
+            format!("{}lb:", self.base),
             format!("{}dd:", self.base),
         ])
     }
@@ -108,11 +118,10 @@ impl NamespaceKeys {
         key
     }
 
-    /// The listing set of one queue (every job of the queue, by enqueue sequence).
-    pub fn queue_listing(&self, queue: &str) -> Vec<u8> {
-        let mut key = format!("{}qj:", self.base).into_bytes();
-        key.extend_from_slice(queue.as_bytes());
-        key
+    /// The prefixes of the layout-1 job indexes Migrate converts: ready sets
+    /// (`qr:<queue>`) and listings (`qj:<queue>`).
+    pub fn legacy_job_index_prefixes(&self) -> (String, String) {
+        (format!("{}qr:", self.base), format!("{}qj:", self.base))
     }
 
     /// The key of one schedule, as raw bytes (ids are arbitrary UTF-8).

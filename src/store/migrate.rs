@@ -37,6 +37,10 @@ pub struct NamespaceState {
     pub lock_ttl_ms: Option<i64>,
     /// Entries in the listing (SCARD or ZCARD).
     pub listed: u64,
+    /// The meta hash's `jobs` field (the job layout), if any.
+    pub jobs_layout: Option<String>,
+    /// Meta holds `job_seq`, which only job layout 1 kept.
+    pub legacy_jobs: bool,
 }
 
 impl NamespaceState {
@@ -58,6 +62,25 @@ impl NamespaceState {
             (None, Listing::Current) => true,
             (Some(_), _) => self.schema_version() != super::keys::SCHEMA_VERSION,
             (None, Listing::None) => false,
+        }
+    }
+
+    /// The job layout version: recorded in meta, 1 when layout 1's counter is there
+    /// instead, 0 for a namespace that never held jobs.
+    pub fn jobs_layout_version(&self) -> u32 {
+        match (&self.jobs_layout, self.legacy_jobs) {
+            (Some(v), _) => v.parse().unwrap_or(0),
+            (None, true) => 1,
+            (None, false) => 0,
+        }
+    }
+
+    /// Whether the job scripts refuse this namespace until Migrate runs (the same
+    /// judgement as `jobs_guard` in lua/lib/job.lua).
+    pub fn jobs_need_migrate(&self) -> bool {
+        match &self.jobs_layout {
+            Some(v) => v.parse::<u32>().ok() != Some(super::keys::JOBS_LAYOUT),
+            None => self.legacy_jobs,
         }
     }
 
@@ -222,7 +245,7 @@ fn lost_or_ok(items: &[Value], what: &str) -> Result<bool, StoreError> {
 impl Store {
     /// Runs a script that first checks Migrate's lock: its reply is `"ok", ...` or
     /// `"lost"`. `None`: the lock was lost and the script wrote nothing.
-    async fn eval_under_lock(
+    pub(super) async fn eval_under_lock(
         &self,
         script: &redis::Script,
         keys: &[&[u8]],
@@ -269,6 +292,8 @@ impl Store {
             index_size: count(items.get(3)),
             lock_ttl_ms,
             listed: count(items.get(5)),
+            jobs_layout: items.get(6).and_then(text).filter(|s| !s.is_empty()),
+            legacy_jobs: items.get(7).and_then(int) == Some(1),
         })
     }
 
@@ -633,14 +658,15 @@ impl Store {
         Ok(Some(count(items.get(1))))
     }
 
-    /// One SCAN step over the namespaces that hold a listing under this prefix.
+    /// One SCAN step for namespace keys ending in `:<suffix>` (`ids`, `meta`).
     pub async fn scan_namespaces(
         &self,
+        suffix: &str,
         cursor: u64,
         batch: u32,
     ) -> Result<(u64, Vec<String>), StoreError> {
         // The prefix holds no glob characters (validated at startup).
-        let pattern = format!("{}:{{*}}:ids", self.prefix);
+        let pattern = format!("{}:{{*}}:{suffix}", self.prefix);
         let (next, found): (u64, Vec<String>) = self
             .query(
                 redis::cmd("SCAN")
@@ -655,7 +681,10 @@ impl Store {
         let head = format!("{}:{{", self.prefix);
         let namespaces = found
             .iter()
-            .filter_map(|key| key.strip_prefix(&head)?.strip_suffix("}:ids"))
+            .filter_map(|key| {
+                key.strip_prefix(&head)?
+                    .strip_suffix(&format!("}}:{suffix}"))
+            })
             .map(str::to_owned)
             .collect();
         Ok((next, namespaces))

@@ -6,6 +6,7 @@ mod error;
 pub mod jobs;
 pub mod keys;
 pub mod migrate;
+pub mod migrate_jobs;
 mod reply;
 pub mod schedules;
 pub mod scripts;

@@ -9,11 +9,21 @@ use deadpool_redis::redis::Script;
 
 /// Helpers shared by the scripts that guard the schema and count the index.
 const GUARD: &str = include_str!("../../lua/lib/guard.lua");
+/// The job layout: guard, packed record, ready lists and listing buckets.
+const JOB: &str = include_str!("../../lua/lib/job.lua");
 
 macro_rules! script {
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Script> =
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
+    };
+    ($name:ident, $file:literal, job) => {
+        pub static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(&format!(
+                "{JOB}{}",
+                include_str!(concat!("../../lua/", $file))
+            ))
+        });
     };
     ($name:ident, $file:literal, guarded) => {
         pub static $name: LazyLock<Script> = LazyLock::new(|| {
@@ -40,20 +50,22 @@ script!(MIGRATE_INDEX, "migrate_index.lua");
 script!(MIGRATE_FINISH, "migrate_finish.lua");
 script!(NAMESPACE_STATUS, "namespace_status.lua");
 script!(IMPORT_SCHEDULES, "import_schedules.lua", guarded);
-script!(ENQUEUE_JOBS, "enqueue_jobs.lua");
-script!(CLAIM_JOBS, "claim_jobs.lua");
-script!(ACK_JOB, "ack_job.lua");
-script!(FAIL_JOB, "fail_job.lua");
-script!(EXTEND_LEASE, "extend_lease.lua");
-script!(CANCEL_JOB, "cancel_job.lua");
-script!(RETRY_JOB, "retry_job.lua");
-script!(LIST_JOBS, "list_jobs.lua");
-script!(PRUNE_JOBS, "prune_jobs.lua");
-script!(PEEK_JOBS, "peek_jobs.lua");
+script!(ENQUEUE_JOBS, "enqueue_jobs.lua", job);
+script!(CLAIM_JOBS, "claim_jobs.lua", job);
+script!(ACK_JOB, "ack_job.lua", job);
+script!(FAIL_JOB, "fail_job.lua", job);
+script!(EXTEND_LEASE, "extend_lease.lua", job);
+script!(CANCEL_JOB, "cancel_job.lua", job);
+script!(RETRY_JOB, "retry_job.lua", job);
+script!(LIST_JOBS, "list_jobs.lua", job);
+script!(PRUNE_JOBS, "prune_jobs.lua", job);
+script!(PEEK_JOBS, "peek_jobs.lua", job);
+script!(GET_JOB, "get_job.lua", job);
+script!(MIGRATE_JOBS, "migrate_jobs.lua", job);
 script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 26] {
+pub fn all() -> [&'static Script; 28] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
@@ -80,17 +92,24 @@ pub fn all() -> [&'static Script; 26] {
         &LIST_JOBS,
         &PRUNE_JOBS,
         &PEEK_JOBS,
+        &GET_JOB,
+        &MIGRATE_JOBS,
         &ACK_OCCURRENCE,
     ]
 }
 
 #[cfg(test)]
 mod tests {
-    use super::GUARD;
-    use crate::store::keys::SCHEMA_VERSION;
+    use super::{GUARD, JOB};
+    use crate::store::keys::{JOBS_LAYOUT, SCHEMA_VERSION};
 
     #[test]
     fn the_lua_guard_knows_the_current_schema() {
         assert!(GUARD.contains(&format!("local DUEQ_SCHEMA = '{SCHEMA_VERSION}'")));
+    }
+
+    #[test]
+    fn the_lua_job_library_knows_the_current_layout() {
+        assert!(JOB.contains(&format!("local JOBS_LAYOUT = '{JOBS_LAYOUT}'")));
     }
 }

@@ -543,3 +543,31 @@ pub async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
         .await
         .expect("DBSIZE")
 }
+
+/// The job ids a queue's listing holds, in enqueue order, read straight from its
+/// listing buckets (`lb:<n/64>:<queue>`, field n mod 64), as ListJobs walks them.
+#[allow(dead_code)]
+pub async fn listed_job_ids(
+    conn: &mut MultiplexedConnection,
+    ns: &str,
+    queue: &str,
+) -> Vec<String> {
+    let last: Option<i64> = redis::cmd("HGET")
+        .arg(format!("dueq:{{{ns}}}:meta"))
+        .arg(format!("n:{queue}"))
+        .query_async(conn)
+        .await
+        .expect("HGET");
+    let mut ids = Vec::new();
+    for bucket in 0..=last.unwrap_or(0) / 64 {
+        let entries: Vec<(i64, String)> = redis::cmd("HGETALL")
+            .arg(format!("dueq:{{{ns}}}:lb:{bucket}:{queue}"))
+            .query_async(conn)
+            .await
+            .expect("HGETALL");
+        let mut entries = entries;
+        entries.sort();
+        ids.extend(entries.into_iter().map(|(_, id)| id));
+    }
+    ids
+}

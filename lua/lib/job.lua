@@ -1,0 +1,164 @@
+-- job: prelude prepended to every job script (src/store/scripts.rs concatenates it):
+-- the job layout guard, the packed job record, and the ready lists and listing
+-- buckets that index it.
+--
+-- Layout 2 (this file). Per job, one string key holds the record, packed with
+-- cmsgpack as a positional array (RECORD below); the job id is the key's last part
+-- and is not repeated inside. Times other than `created` are kept as milliseconds
+-- after `created` ('' when unset), so a fresh job's times cost a byte each. A string
+-- is stored the same way whatever Redis's hash-max-listpack-* settings are, so a
+-- large payload never flips the record into a bigger encoding.
+--   ready:    list  <ready>l:<priority>:<queue>   job numbers n (see listing), FIFO
+--             (pushed at the tail; a job coming back from a lease or a retry goes to
+--             the head); a number is a few bytes where an id is tens
+--             zset  <ready>p:<queue>              priority -> -priority, one member per
+--             ready list that may exist (a member whose list is gone is dropped when met)
+--   listing:  hash  <listing><n div 64>:<queue>   field n mod 64 -> job id, where n is
+--             the job's number within its queue (meta field `n:<queue>`), so a queue's
+--             jobs are listed in enqueue order, 64 to a bucket
+--
+-- jobs_guard(meta) -> nil when the namespace's jobs use layout 2 (meta `jobs`) or it
+--   never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
+--   service turns into FAILED_PRECONDITION with the Migrate command. Layout 1 (one
+--   hash per job, sorted-set ready and listing indexes) is recognised by the
+--   `job_seq` counter it kept in meta.
+-- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
+-- job_save(key, record)
+-- job_fields(id, record) -> flat field/value list, the shape src/store/jobs.rs decodes
+--
+-- Invariant 5 (migration explicit, never silent): job scripts refuse a namespace
+-- whose jobs are in another layout instead of reading them as missing.
+
+local JOBS_LAYOUT = '2'
+local LISTING_BUCKET = 64
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function jobs_guard(meta)
+  local found = redis.call('HGET', meta, 'jobs')
+  if found == JOBS_LAYOUT then return nil end
+  if not found then
+    if redis.call('HEXISTS', meta, 'job_seq') == 0 then return nil end
+    found = '1'
+  end
+  return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found .. ' ' .. meta)
+end
+
+-- Positions of the packed array. Never reorder: stored records depend on it.
+local RECORD = { 'queue', 'name', 'payload', 'headers', 'priority', 'gseq', 'n', 'state',
+  'attempts', 'max_attempts', 'backoff', 'base', 'cap', 'jitter', 'lease_ms', 'created',
+  'run_at', 'updated', 'token', 'lease_until', 'worker', 'finished', 'errors', 'dedup' }
+local RELATIVE = { run_at = true, updated = true, lease_until = true, finished = true }
+local STATE_CODE = { pending = 'p', delayed = 'd', active = 'a', completed = 'c',
+  dead = 'x', cancelled = 'k' }
+local STATE_NAME = {}
+for name, code in pairs(STATE_CODE) do STATE_NAME[code] = name end
+
+local function job_load(key)
+  local raw = redis.pcall('GET', key)
+  if raw == false then return nil end
+  local ok, packed = false, nil
+  if type(raw) == 'string' then ok, packed = pcall(cmsgpack.unpack, raw) end
+  if not ok or type(packed) ~= 'table' or #packed ~= #RECORD then
+    return redis.error_reply('DUEQ_CORRUPT ' .. key)
+  end
+  local r = {}
+  for i, f in ipairs(RECORD) do r[f] = packed[i] end
+  for f in pairs(RELATIVE) do
+    if r[f] ~= '' then r[f] = r.created + r[f] end
+  end
+  r.state = STATE_NAME[r.state] or r.state
+  return r
+end
+
+local function job_save(key, r)
+  local packed = {}
+  for i, f in ipairs(RECORD) do
+    local v = r[f]
+    if RELATIVE[f] and v ~= '' then v = v - r.created end
+    if f == 'state' then v = STATE_CODE[v] end
+    packed[i] = v
+  end
+  redis.call('SET', key, cmsgpack.pack(packed))
+end
+
+local function job_fields(id, r)
+  local errors = r.errors
+  if errors == '' then errors = '[]' end
+  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', r.payload,
+    'headers', r.headers, 'priority', r.priority, 'seq', r.n, 'state', r.state,
+    'attempts', r.attempts, 'max_attempts', r.max_attempts,
+    'backoff', r.backoff == 'f' and 'fixed' or 'exp', 'backoff_base_ms', r.base,
+    'backoff_cap_ms', r.cap, 'backoff_jitter', r.jitter, 'lease_ms', r.lease_ms,
+    'created_ms', r.created, 'run_at_ms', r.run_at, 'updated_ms', r.updated,
+    'token', r.token, 'lease_until', r.lease_until, 'worker', r.worker,
+    'finished_ms', r.finished, 'errors', errors, 'dedup_key', r.dedup }
+end
+
+-- Appends a reply's record: field count, then the fields.
+local function push_record(out, id, r)
+  local fields = job_fields(id, r)
+  out[#out + 1] = #fields
+  for i = 1, #fields do out[#out + 1] = fields[i] end
+end
+
+local function ready_list(p_ready, queue, priority)
+  return p_ready .. 'l:' .. string.format('%d', priority) .. ':' .. queue
+end
+
+-- Makes job number n of the queue claimable: at the tail of its priority's list, or at
+-- the head for a job coming back (expired lease, retry), which is older than
+-- everything behind it.
+local function ready_push(p_ready, queue, priority, n, at_head)
+  local list = ready_list(p_ready, queue, priority)
+  local entry = string.format('%d', n)
+  local len
+  if at_head then
+    len = redis.call('LPUSH', list, entry)
+  else
+    len = redis.call('RPUSH', list, entry)
+  end
+  -- A list that existed is already registered (a member is only dropped once its
+  -- list is gone), so only a new list costs the ZADD.
+  if len == 1 then
+    redis.call('ZADD', p_ready .. 'p:' .. queue, -priority, string.format('%d', priority))
+  end
+end
+
+local function listing_bucket(p_listing, queue, n)
+  return p_listing .. string.format('%d', math.floor(n / LISTING_BUCKET)) .. ':' .. queue
+end
+
+local function listing_add(p_listing, queue, n, id)
+  redis.call('HSET', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET, id)
+end
+
+-- The id of job number n of the queue, or nil once it is pruned.
+local function listing_id(p_listing, queue, n)
+  return redis.call('HGET', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET)
+end
+
+local function listing_remove(p_listing, queue, n)
+  redis.call('HDEL', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET)
+end
+
+local MAX_ERRORS = 50
+
+-- Appends to a record's error history (the latest MAX_ERRORS entries, JSON).
+local function push_error(r, attempt, message, at)
+  local errors = {}
+  if r.errors ~= '' then
+    local ok, decoded = pcall(cjson.decode, r.errors)
+    if ok and type(decoded) == 'table' then errors = decoded end
+  end
+  errors[#errors + 1] = { attempt = attempt, message = message, at = at }
+  while #errors > MAX_ERRORS do table.remove(errors, 1) end
+  r.errors = cjson.encode(errors)
+end
+
+local function is_error(x)
+  return type(x) == 'table' and x.err ~= nil
+end

@@ -1,0 +1,166 @@
+//! Store operations behind Migrate's job phase: converting layout-1 jobs (a hash per
+//! job, sorted-set ready and listing indexes) to layout 2 (`lua/lib/job.lua`), one
+//! bounded script call at a time, each checking Migrate's lock.
+
+use deadpool_redis::redis;
+
+use super::{
+    reply::{bytes, int, text},
+    scripts, Store, StoreError,
+};
+
+/// Most jobs one `migrate_jobs` call converts, so no single script holds Redis long.
+pub const JOBS_PER_CALL: usize = 50;
+
+/// Which layout-1 keys a SCAN looks for.
+#[derive(Debug, Clone, Copy)]
+pub enum LegacyKeys {
+    /// Ready sets `qr:<queue>` (zsets).
+    ReadySets,
+    /// Job records `j:<id>` still stored as hashes.
+    JobHashes,
+    /// Listing sets `qj:<queue>` (zsets).
+    Listings,
+}
+
+/// One step of the conversion (see the modes in `lua/migrate_jobs.lua`).
+#[derive(Debug)]
+pub enum JobStep<'a> {
+    /// Take the first members of a ready set, in claim order; `offset` skips members
+    /// a dry run has already looked at (a real run removes what it took).
+    Ready { set: &'a [u8], offset: u64 },
+    /// Convert these jobs, by id.
+    Records(&'a [String]),
+    /// Unlink these keys.
+    Drop(&'a [Vec<u8>]),
+    /// Record job layout 2.
+    Finish,
+}
+
+/// What one step did.
+#[derive(Debug, Default)]
+pub struct JobStepCounts {
+    pub converted: u64,
+    /// Pending jobs appended to their ready lists.
+    pub pushed: u64,
+    /// Members left in the ready set (a `Ready` step).
+    pub remaining: u64,
+    /// (job id, reason) of records that could not be converted (left as they were).
+    pub problems: Vec<(String, String)>,
+}
+
+impl Store {
+    /// One SCAN step over the namespace's layout-1 keys of one kind; returns the next
+    /// cursor ("0" when done) and the keys found.
+    pub async fn scan_legacy_jobs(
+        &self,
+        namespace: &str,
+        kind: LegacyKeys,
+        cursor: &str,
+        count: u32,
+    ) -> Result<(String, Vec<Vec<u8>>), StoreError> {
+        let keys = self.keys(namespace);
+        let (ready, listing) = keys.legacy_job_index_prefixes();
+        // Prefixes and namespaces hold no glob characters (both are validated).
+        let (pattern, kind) = match kind {
+            LegacyKeys::ReadySets => (format!("{ready}*"), "zset"),
+            LegacyKeys::JobHashes => (format!("{}*", keys.job_prefixes().0[0]), "hash"),
+            LegacyKeys::Listings => (format!("{listing}*"), "zset"),
+        };
+        let (next, found): (String, Vec<Vec<u8>>) = self
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(count)
+                    .arg("TYPE")
+                    .arg(kind)
+                    .to_owned(),
+            )
+            .await?;
+        Ok((next, found))
+    }
+
+    /// The job ids of job keys found by [`Store::scan_legacy_jobs`].
+    pub fn job_ids_of(&self, namespace: &str, found: &[Vec<u8>]) -> Vec<String> {
+        let prefix = self.keys(namespace).job_prefixes().0[0]
+            .clone()
+            .into_bytes();
+        found
+            .iter()
+            .filter_map(|key| key.strip_prefix(prefix.as_slice()))
+            .filter_map(|id| String::from_utf8(id.to_vec()).ok())
+            .collect()
+    }
+
+    /// Runs one conversion step under Migrate's lock. `None`: the lock was lost and
+    /// nothing was written.
+    pub async fn migrate_jobs(
+        &self,
+        namespace: &str,
+        token: &str,
+        dry_run: bool,
+        step: JobStep<'_>,
+    ) -> Result<Option<JobStepCounts>, StoreError> {
+        let keys = self.keys(namespace);
+        let (meta, lock, prefixes) = (keys.meta(), keys.migrate_lock(), keys.job_prefixes());
+        let mut script_keys: Vec<&[u8]> = vec![meta.as_bytes(), lock.as_bytes()];
+        let mode = match &step {
+            JobStep::Ready { .. } => "ready",
+            JobStep::Records(_) => "records",
+            JobStep::Drop(_) => "drop",
+            JobStep::Finish => "finish",
+        };
+        let dry = if dry_run { "1" } else { "0" };
+        let mut args: Vec<&[u8]> = vec![token.as_bytes(), dry.as_bytes(), mode.as_bytes()];
+        args.extend(prefixes.args());
+        let (take, offset);
+        match &step {
+            JobStep::Ready { set, offset: skip } => {
+                script_keys.push(set);
+                take = JOBS_PER_CALL.to_string();
+                offset = skip.to_string();
+                args.push(take.as_bytes());
+                args.push(offset.as_bytes());
+            }
+            JobStep::Records(ids) => args.extend(ids.iter().map(|id| id.as_bytes())),
+            JobStep::Drop(found) => script_keys.extend(found.iter().map(Vec::as_slice)),
+            JobStep::Finish => {}
+        }
+        let Some(items) = self
+            .eval_under_lock(
+                &scripts::MIGRATE_JOBS,
+                &script_keys,
+                &args,
+                "migrate jobs reply",
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let count = |i: usize| {
+            items
+                .get(i)
+                .and_then(int)
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        let problems = items
+            .get(4..)
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .map(|pair| {
+                let id = bytes(&pair[0]).map(|b| String::from_utf8_lossy(&b).into_owned());
+                (id.unwrap_or_default(), text(&pair[1]).unwrap_or_default())
+            })
+            .collect();
+        Ok(Some(JobStepCounts {
+            converted: count(1),
+            pushed: count(2),
+            remaining: count(3),
+            problems,
+        }))
+    }
+}

@@ -171,10 +171,8 @@ async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
     }
 }
 
-/// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps
-/// the health status current, and reloads the scripts whenever Redis comes back.
-/// Values at least this long keep a job's hash compact only if Redis allows them in
-/// listpack hashes; the measured cost of the default (64) is in the README.
+/// A schedule's hash stays compact only while Redis allows its values (the payload)
+/// in listpack hashes. Job records are strings, which this setting does not affect.
 const LISTPACK_VALUE_ADVICE: u64 = 1024;
 
 /// Warns about Redis settings that lose work or waste memory. Best effort: managed
@@ -199,7 +197,7 @@ async fn check_redis_settings(store: &Store) {
         {
             tracing::warn!(
                 hash_max_listpack_value = %value,
-                "records with a payload longer than this are stored as Redis hashtables, \
+                "schedules with a payload longer than this are stored as Redis hashtables, \
                  about twice the memory; consider hash-max-listpack-value {LISTPACK_VALUE_ADVICE} \
                  (see README, Performance)"
             );
@@ -207,6 +205,8 @@ async fn check_redis_settings(store: &Store) {
     }
 }
 
+/// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps
+/// the health status current, and reloads the scripts whenever Redis comes back.
 async fn watch_redis(
     store: Arc<Store>,
     clock: Arc<Clock>,

@@ -5,7 +5,8 @@
 -- Layout 2 (this file). Per job, one string key holds the record, packed with
 -- cmsgpack as a positional array (RECORD below); the job id is the key's last part
 -- and is not repeated inside. Times other than `created` are kept as milliseconds
--- after `created` ('' when unset), so a fresh job's times cost a byte each. A string
+-- after `created` ('' when unset), so a fresh job's times cost a byte each; state
+-- and backoff kind are small integers; empty trailing fields are left off. A string
 -- is stored the same way whatever Redis's hash-max-listpack-* settings are, so a
 -- large payload never flips the record into a bigger encoding.
 --   ready:    list  <ready>l:<priority>:<queue>   job numbers n (see listing), FIFO
@@ -47,13 +48,17 @@ local function jobs_guard(meta)
   return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found .. ' ' .. meta)
 end
 
--- Positions of the packed array. Never reorder: stored records depend on it.
-local RECORD = { 'queue', 'name', 'payload', 'headers', 'priority', 'gseq', 'n', 'state',
+-- Positions of the packed array. Never reorder: stored records depend on it. The
+-- fields after REQUIRED are left off the end while they are empty (a fresh job
+-- stores none of them), most often set first.
+local RECORD = { 'queue', 'name', 'payload', 'priority', 'gseq', 'n', 'state',
   'attempts', 'max_attempts', 'backoff', 'base', 'cap', 'jitter', 'lease_ms', 'created',
-  'run_at', 'updated', 'token', 'lease_until', 'worker', 'finished', 'errors', 'dedup' }
+  'run_at', 'updated',
+  'worker', 'token', 'finished', 'lease_until', 'headers', 'dedup', 'errors' }
+local REQUIRED = 17
 local RELATIVE = { run_at = true, updated = true, lease_until = true, finished = true }
-local STATE_CODE = { pending = 'p', delayed = 'd', active = 'a', completed = 'c',
-  dead = 'x', cancelled = 'k' }
+local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
+  cancelled = 6 }
 local STATE_NAME = {}
 for name, code in pairs(STATE_CODE) do STATE_NAME[code] = name end
 
@@ -62,26 +67,40 @@ local function job_load(key)
   if raw == false then return nil end
   local ok, packed = false, nil
   if type(raw) == 'string' then ok, packed = pcall(cmsgpack.unpack, raw) end
-  if not ok or type(packed) ~= 'table' or #packed ~= #RECORD then
+  if not ok or type(packed) ~= 'table' or #packed < REQUIRED or #packed > #RECORD
+      or STATE_NAME[packed[7]] == nil then
     return redis.error_reply('DUEQ_CORRUPT ' .. key)
   end
   local r = {}
-  for i, f in ipairs(RECORD) do r[f] = packed[i] end
+  for i, f in ipairs(RECORD) do
+    local v = packed[i]
+    if v == nil then v = '' end
+    r[f] = v
+  end
   for f in pairs(RELATIVE) do
     if r[f] ~= '' then r[f] = r.created + r[f] end
   end
-  r.state = STATE_NAME[r.state] or r.state
+  r.state = STATE_NAME[r.state]
+  if r.backoff == 1 then r.backoff = 'f' else r.backoff = 'e' end
+  -- Jitter is kept in thousandths when that is exact (a byte or three), else as text.
+  if type(r.jitter) == 'number' then r.jitter = tostring(r.jitter / 1000) end
   return r
 end
 
 local function job_save(key, r)
   local packed = {}
+  local last = REQUIRED
   for i, f in ipairs(RECORD) do
     local v = r[f]
     if RELATIVE[f] and v ~= '' then v = v - r.created end
-    if f == 'state' then v = STATE_CODE[v] end
     packed[i] = v
+    if i > REQUIRED and v ~= '' then last = i end
   end
+  for i = last + 1, #RECORD do packed[i] = nil end
+  packed[7] = STATE_CODE[r.state]
+  if r.backoff == 'f' then packed[10] = 1 else packed[10] = 0 end
+  local thousandths = (tonumber(r.jitter) or 0) * 1000
+  if thousandths == math.floor(thousandths) then packed[13] = thousandths end
   redis.call('SET', key, cmsgpack.pack(packed))
 end
 

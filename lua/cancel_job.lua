@@ -31,5 +31,5 @@ r.state, r.finished, r.updated = 'cancelled', now, now
 job_save(key, r)
 redis.call('ZADD', KEYS[1], now, id)
 local out = { 'ok' }
-for _, v in ipairs(job_fields(id, r)) do out[#out + 1] = v end
+for _, v in ipairs(job_fields(P_JOB, id, r)) do out[#out + 1] = v end
 return out

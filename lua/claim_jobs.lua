@@ -189,5 +189,5 @@ for _, q in ipairs(queues) do
 end
 
 local out = { now, next_ms or '', more, #claimed }
-for _, c in ipairs(claimed) do push_record(out, c[1], c[2]) end
+for _, c in ipairs(claimed) do push_record(out, P_JOB, c[1], c[2]) end
 return out

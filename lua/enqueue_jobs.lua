@@ -19,8 +19,8 @@
 --   write are one atomic step, so concurrent enqueues with one id or one dedup key
 --   create one job.
 -- * 3 (no O(N)): per created job four calls (EXISTS, SET, HSET into a listing bucket
---   of at most 64, RPUSH or ZADD), plus one HINCRBY per queue and one ZADD per new
---   ready list. FIFO: a ready list is pushed at the tail and popped at the head.
+--   of at most 64, RPUSH or ZADD), one more SET for a payload over 1 KiB, plus one
+--   HINCRBY per queue and one ZADD per new ready list. FIFO: a ready list is pushed at the tail and popped at the head.
 -- * 5: refused while the namespace's jobs are in an older layout.
 -- * 7 (one clock): run times are computed from Redis TIME.
 
@@ -70,7 +70,10 @@ for i = 0, n - 1 do
         if is_error(r) then return r end
         state = r.state
         if state == 'pending' or state == 'delayed' then
-          r.payload, r.headers, r.updated = ARGV[b + 4], ARGV[b + 5], now
+          local headers = ARGV[b + 5]
+          if headers == '{}' then headers = '' end
+          set_payload(P_JOB, holder, r, ARGV[b + 4])
+          r.headers, r.updated = headers, now
           job_save(hkey, r)
           outcome = 'replaced'
         else
@@ -100,14 +103,16 @@ for i = 0, n - 1 do
     if headers == '{}' then headers = '' end
     local backoff = 'e'
     if ARGV[b + 10] == 'fixed' then backoff = 'f' end
-    job_save(key, {
-      queue = queue, name = ARGV[b + 3], payload = ARGV[b + 4], headers = headers,
+    local record = {
+      queue = queue, name = ARGV[b + 3], payload = '', headers = headers,
       priority = priority, gseq = gseq + i + 1, n = job_n, state = state,
       attempts = 0, max_attempts = tonumber(ARGV[b + 9]), backoff = backoff,
       base = tonumber(ARGV[b + 11]), cap = tonumber(ARGV[b + 12]), jitter = ARGV[b + 13],
       lease_ms = tonumber(ARGV[b + 14]), created = now, run_at = run_at, updated = now,
       token = '', lease_until = '', worker = '', finished = '', errors = '',
-      dedup = dedup_key })
+      dedup = dedup_key, px = '' }
+    set_payload(P_JOB, id, record, ARGV[b + 4])
+    job_save(key, record)
     listing_add(P_LISTING, queue, job_n, id)
     if state == 'delayed' then
       redis.call('ZADD', P_DELAYED .. queue, run_at, id)

@@ -2,7 +2,7 @@
 --
 -- KEYS[1] namespace meta   <prefix>:{<ns>}:meta
 -- KEYS[2] the job record   <prefix>:{<ns>}:j:<id>
--- ARGV[1] job id
+-- ARGV[1] job key prefix <prefix>:{<ns>}:j:   ARGV[2] job id
 -- Returns {} when there is no such job, else its fields (lib/job.lua job_fields).
 --
 -- Read-only, O(1). Invariant 5: refused while the namespace's jobs are in an older
@@ -13,4 +13,4 @@ if refused then return refused end
 local r = job_load(KEYS[2])
 if r == nil then return {} end
 if is_error(r) then return r end
-return job_fields(ARGV[1], r)
+return job_fields(ARGV[1], ARGV[2], r)

@@ -43,7 +43,7 @@ while cursor < last and count < page and examined < budget and buckets < MAX_BUC
     if r == nil or (not is_error(r) and (r.n ~= e[1] or r.queue ~= queue)) then
       redis.call('HDEL', bkey, e[3])
     elseif not is_error(r) and (filter == '' or r.state == filter) then
-      push_record(out, e[2], r)
+      push_record(out, P_JOB, e[2], r)
       count = count + 1
     end
     if count >= page or examined >= budget then

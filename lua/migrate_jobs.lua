@@ -77,7 +77,7 @@ local function convert(id)
   local backoff = 'e'
   if h.backoff == 'fixed' then backoff = 'f' end
   local r = {
-    queue = h.queue, name = text_or(h.name, ''), payload = text_or(h.payload, ''),
+    queue = h.queue, name = text_or(h.name, ''), payload = '', px = '',
     headers = headers, priority = tonumber(h.priority), gseq = seq, n = seq,
     state = state, attempts = tonumber(h.attempts) or 0,
     max_attempts = tonumber(h.max_attempts) or 1, backoff = backoff,
@@ -91,6 +91,7 @@ local function convert(id)
   if r.updated == '' then r.updated = created end
   converted = converted + 1
   if not dry then
+    set_payload(P_JOB, id, r, text_or(h.payload, ''))
     job_save(key, r)
     -- Layout-1 sequences are namespace-wide, so they serve as job numbers within the
     -- queue too; the queue's counter moves past the highest one seen.

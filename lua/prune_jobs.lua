@@ -30,6 +30,7 @@ local function delete(id)
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
+  drop_payload(P_JOB, id, r)
   listing_remove(P_LISTING, r.queue, r.n)
   if r.dedup ~= '' and redis.call('GET', P_DEDUP .. r.dedup) == id then
     redis.call('DEL', P_DEDUP .. r.dedup)

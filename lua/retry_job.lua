@@ -27,5 +27,5 @@ r.finished, r.run_at, r.updated = '', now, now
 job_save(key, r)
 ready_push(P_READY, r.queue, r.priority, r.n, true)
 local out = { 'ok' }
-for _, v in ipairs(job_fields(id, r)) do out[#out + 1] = v end
+for _, v in ipairs(job_fields(P_JOB, id, r)) do out[#out + 1] = v end
 return out

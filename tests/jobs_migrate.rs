@@ -246,6 +246,11 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
         &[&dead_token, "boom", "", "0", "0.5"],
     )
     .await;
+    // A payload over 1 KiB moves out of its record as it is converted.
+    let big = vec![7u8; 5000];
+    let mut bulky = L1Job::new("big1", "bulk", 0);
+    bulky.payload = &big;
+    l1_enqueue(&mut conn, &bulky).await;
     // A record layout 1 could not have written: reported, left alone.
     let _: () = redis::cmd("HSET")
         .arg("dueq:{ns}:j:broken")
@@ -301,7 +306,7 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
     let dry = migrate_all(&mut admin, migrate_req(true)).await;
     let dry_done = dry.last().expect("DONE");
     assert_eq!(dry_done.phase, proto::MigratePhase::Done as i32);
-    assert_eq!(dry_done.jobs_converted, 11, "{dry_done:?}");
+    assert_eq!(dry_done.jobs_converted, 12, "{dry_done:?}");
     assert_eq!(
         snapshot(&mut conn).await,
         before,
@@ -317,7 +322,7 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
     );
     let done = msgs.last().expect("DONE");
     assert_eq!(done.phase, proto::MigratePhase::Done as i32);
-    assert_eq!(done.jobs_converted, 11);
+    assert_eq!(done.jobs_converted, 12);
     assert_eq!((done.from_jobs_layout, done.to_jobs_layout), (1, 2));
     assert_eq!(done.problems.len(), 1, "{:?}", done.problems);
     assert_eq!(done.problems[0].id, "broken");

@@ -109,3 +109,75 @@ async fn only_the_newest_finished_jobs_beyond_the_count_are_kept() {
     }
     assert_eq!(kept, [false, false, false, true, true, true]);
 }
+
+async fn strlen(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("STRLEN")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .expect("STRLEN")
+}
+
+/// A payload over 1 KiB lives in a key of its own, so the record a transition
+/// rewrites stays small; every read gives the payload back, a REPLACE moves it in or
+/// out, and pruning removes it with the job.
+#[tokio::test]
+async fn a_large_payload_is_kept_out_of_its_record_and_pruned_with_it() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.job_retention = Duration::from_millis(300);
+    config.job_prune_interval = Duration::from_millis(100);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut req = job("q", "big");
+    req.payload = big.clone();
+    req.dedup_key = "big".into();
+    req.dedup_ttl = Some(dur(3_600_000));
+    req.dedup_mode = proto::DedupMode::Replace as i32;
+    let id = enqueue(&mut c, req).await.job_id;
+    let (record, payload) = (
+        format!("dueq:{{ns}}:j:{id}"),
+        format!("dueq:{{ns}}:jp:{id}"),
+    );
+    assert!(
+        strlen(&mut conn, &record).await < 200,
+        "the record stays small"
+    );
+    assert_eq!(strlen(&mut conn, &payload).await, 200_000);
+    assert_eq!(get_job(&mut c, &id).await.payload, big);
+
+    // REPLACE with a small payload brings it back inline and drops the key; with a
+    // big one again, out.
+    let mut small = job("q", "big");
+    small.payload = b"small".to_vec();
+    small.dedup_key = "big".into();
+    small.dedup_ttl = Some(dur(3_600_000));
+    small.dedup_mode = proto::DedupMode::Replace as i32;
+    let r = enqueue(&mut c, small.clone()).await;
+    assert_eq!(r.outcome, proto::EnqueueOutcome::Replaced as i32);
+    assert_eq!(get_job(&mut c, &id).await.payload, b"small");
+    assert_eq!(
+        strlen(&mut conn, &payload).await,
+        0,
+        "the payload key is gone"
+    );
+    small.payload = big.clone();
+    enqueue(&mut c, small).await;
+    assert_eq!(strlen(&mut conn, &payload).await, 200_000);
+
+    let claimed = claim_job(&mut c, &["q"], 0, None).await.expect("claim");
+    assert_eq!(claimed.payload, big);
+    assert!(strlen(&mut conn, &record).await < 200);
+    ack_job(&mut c, &id, &claimed.lease_token)
+        .await
+        .expect("ack");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while exists(&mut c, &id).await {
+        assert!(tokio::time::Instant::now() < deadline, "pruned in time");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(strlen(&mut conn, &payload).await, 0, "pruned with its job");
+}

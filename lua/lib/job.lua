@@ -25,7 +25,10 @@
 --   `job_seq` counter it kept in meta.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record)
--- job_fields(id, record) -> flat field/value list, the shape src/store/jobs.rs decodes
+-- job_fields(job prefix, id, record) -> flat field/value list, the shape
+--   src/store/jobs.rs decodes (a payload kept in its own key is read back here)
+-- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives
+--   in <prefix>:{<ns>}:jp:<id> instead of the record
 --
 -- Invariant 5 (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
@@ -54,7 +57,7 @@ end
 local RECORD = { 'queue', 'name', 'payload', 'priority', 'gseq', 'n', 'state',
   'attempts', 'max_attempts', 'backoff', 'base', 'cap', 'jitter', 'lease_ms', 'created',
   'run_at', 'updated',
-  'worker', 'token', 'finished', 'lease_until', 'headers', 'dedup', 'errors' }
+  'worker', 'token', 'finished', 'lease_until', 'headers', 'dedup', 'errors', 'px' }
 local REQUIRED = 17
 local RELATIVE = { run_at = true, updated = true, lease_until = true, finished = true }
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
@@ -104,10 +107,40 @@ local function job_save(key, r)
   redis.call('SET', key, cmsgpack.pack(packed))
 end
 
-local function job_fields(id, r)
+-- Payloads up to this size live in the record; a larger one gets a key of its own
+-- (record field px = 1), so the transitions, which rewrite the record, never copy
+-- it, and the extra key's ~100 B are under a tenth of what it holds.
+local INLINE_PAYLOAD = 1024
+
+-- <prefix>:{<ns>}:jp:<id>, from the job prefix <prefix>:{<ns>}:j: (the `jp:` infix
+-- differs from `j:` before any id starts, so no record key can equal it).
+local function payload_key(p_job, id)
+  return string.sub(p_job, 1, -3) .. 'jp:' .. id
+end
+
+local function set_payload(p_job, id, r, payload)
+  if #payload > INLINE_PAYLOAD then
+    redis.call('SET', payload_key(p_job, id), payload)
+    r.payload, r.px = '', 1
+  else
+    if r.px == 1 then redis.call('DEL', payload_key(p_job, id)) end
+    r.payload, r.px = payload, ''
+  end
+end
+
+local function payload_of(p_job, id, r)
+  if r.px == 1 then return redis.call('GET', payload_key(p_job, id)) or '' end
+  return r.payload
+end
+
+local function drop_payload(p_job, id, r)
+  if r.px == 1 then redis.call('DEL', payload_key(p_job, id)) end
+end
+
+local function job_fields(p_job, id, r)
   local errors = r.errors
   if errors == '' then errors = '[]' end
-  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', r.payload,
+  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', payload_of(p_job, id, r),
     'headers', r.headers, 'priority', r.priority, 'seq', r.n, 'state', r.state,
     'attempts', r.attempts, 'max_attempts', r.max_attempts,
     'backoff', r.backoff == 'f' and 'fixed' or 'exp', 'backoff_base_ms', r.base,
@@ -118,8 +151,8 @@ local function job_fields(id, r)
 end
 
 -- Appends a reply's record: field count, then the fields.
-local function push_record(out, id, r)
-  local fields = job_fields(id, r)
+local function push_record(out, p_job, id, r)
+  local fields = job_fields(p_job, id, r)
   out[#out + 1] = #fields
   for i = 1, #fields do out[#out + 1] = fields[i] end
 end

@@ -294,12 +294,12 @@ impl Store {
         id: &str,
     ) -> Result<Option<JobRecord>, StoreError> {
         let keys = self.keys(namespace);
-        let (meta, key) = (keys.meta(), keys.job(id));
+        let (meta, key, prefixes) = (keys.meta(), keys.job(id), keys.job_prefixes());
         let items = array(
             self.eval(
                 &scripts::GET_JOB,
                 &[meta.as_bytes(), &key],
-                &[id.as_bytes()],
+                &[prefixes.0[0].as_bytes(), id.as_bytes()],
             )
             .await?,
             "job record",

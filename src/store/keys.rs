@@ -18,7 +18,8 @@
 //! The pre-index layout (schema 1) had the same schedule hashes, `:ids` as a SET, no
 //! `:due` and no `:meta`; Migrate upgrades it.
 //! | `<prefix>:{<ns>}:j:<id>`     | str  | the job record, packed (canonical)         |
-//! | `<prefix>:{<ns>}:rl:<prio>:<queue>` | list | ready job ids of one priority, FIFO |
+//! | `<prefix>:{<ns>}:jp:<id>`    | str  | a payload over 1 KiB, out of its record    |
+//! | `<prefix>:{<ns>}:rl:<prio>:<queue>` | list | ready job numbers of one priority, FIFO |
 //! | `<prefix>:{<ns>}:rp:<queue>` | zset | priorities with a ready list -> -priority  |
 //! | `<prefix>:{<ns>}:qd:<queue>` | zset | delayed jobs: id -> run at (epoch ms)      |
 //! | `<prefix>:{<ns>}:ql:<queue>` | zset | leased jobs: id -> lease deadline (ms)     |

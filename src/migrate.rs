@@ -55,6 +55,12 @@ pub enum MigrateError {
          upgrade dueq instead"
     )]
     Newer { namespace: String, found: String },
+    #[error(
+        "namespace {namespace:?} has job layout {found}, newer than this dueq's {}; \
+         upgrade dueq instead",
+        crate::store::keys::JOBS_LAYOUT
+    )]
+    NewerJobs { namespace: String, found: u32 },
     #[error("namespace {namespace:?}: {detail}")]
     Foreign { namespace: String, detail: String },
     #[error("the client went away; the namespace is left consistent, run Migrate again to finish")]
@@ -418,6 +424,14 @@ impl Migrator {
 }
 
 fn mode_of(namespace: &str, state: &NamespaceState) -> Result<Mode, MigrateError> {
+    // Converting "back" would rewrite jobs this dueq cannot read.
+    let jobs = state.jobs_layout_version();
+    if jobs > crate::store::keys::JOBS_LAYOUT {
+        return Err(MigrateError::NewerJobs {
+            namespace: namespace.to_owned(),
+            found: jobs,
+        });
+    }
     if let Some(found) = &state.schema {
         if found.parse::<u32>().is_ok_and(|v| v > SCHEMA_VERSION) {
             return Err(MigrateError::Newer {

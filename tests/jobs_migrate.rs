@@ -516,3 +516,38 @@ async fn all_namespaces_finds_a_namespace_that_holds_only_jobs() {
     assert_eq!((done[0].jobs_converted, done[0].to_jobs_layout), (1, 2));
     assert_eq!(drain(&mut client, "q").await, ["only-job"]);
 }
+
+#[tokio::test]
+async fn a_newer_job_layout_is_refused_and_never_converted_back() {
+    let redis = Redis::start().await;
+    let mut conn = redis.conn().await;
+    let _: () = redis::cmd("HSET")
+        .arg("dueq:{ns}:meta")
+        .arg("schema")
+        .arg("2")
+        .arg("jobs")
+        .arg("3")
+        .query_async(&mut conn)
+        .await
+        .expect("HSET");
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let mut admin = admin(&service).await;
+    let before = snapshot(&mut conn).await;
+    let refused = client
+        .enqueue(job("q", "new"))
+        .await
+        .expect_err("a newer layout is not written to");
+    assert_eq!(refused.code(), Code::FailedPrecondition);
+    let err = admin
+        .migrate(migrate_req(false))
+        .await
+        .expect("stream")
+        .into_inner()
+        .message()
+        .await
+        .expect_err("Migrate refuses to convert back");
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(err.message().contains("upgrade dueq"), "{}", err.message());
+    assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
+}

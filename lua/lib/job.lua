@@ -6,7 +6,8 @@
 -- cmsgpack as a positional array (RECORD below); the job id is the key's last part
 -- and is not repeated inside. Times other than `created` are kept as milliseconds
 -- after `created` ('' when unset), so a fresh job's times cost a byte each; state
--- and backoff kind are small integers; empty trailing fields are left off. A string
+-- and backoff kind are small integers; whole-second durations are kept in seconds;
+-- empty trailing fields are left off. A string
 -- is stored the same way whatever Redis's hash-max-listpack-* settings are, so a
 -- large payload never flips the record into a bigger encoding.
 --   ready:    list  <ready>l:<priority>:<queue>   job numbers n (see listing), FIFO
@@ -65,6 +66,10 @@ local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead =
 local STATE_NAME = {}
 for name, code in pairs(STATE_CODE) do STATE_NAME[code] = name end
 
+-- Durations that are whole seconds (backoff base and cap, lease: nearly all of them)
+-- are kept as -seconds, one to three bytes where milliseconds take three to five.
+local SECONDS = { base = 11, cap = 12, lease_ms = 14 }
+
 local function job_load(key)
   local raw = redis.pcall('GET', key)
   if raw == false then return nil end
@@ -84,6 +89,9 @@ local function job_load(key)
     if r[f] ~= '' then r[f] = r.created + r[f] end
   end
   r.state = STATE_NAME[r.state]
+  for f in pairs(SECONDS) do
+    if r[f] < 0 then r[f] = -r[f] * 1000 end
+  end
   if r.backoff == 1 then r.backoff = 'f' else r.backoff = 'e' end
   -- Jitter is kept in thousandths when that is exact (a byte or three), else as text.
   if type(r.jitter) == 'number' then r.jitter = tostring(r.jitter / 1000) end
@@ -101,6 +109,10 @@ local function job_save(key, r)
   end
   for i = last + 1, #RECORD do packed[i] = nil end
   packed[7] = STATE_CODE[r.state]
+  for _, i in pairs(SECONDS) do
+    local ms = packed[i]
+    if ms > 0 and ms % 1000 == 0 then packed[i] = -(ms / 1000) end
+  end
   if r.backoff == 'f' then packed[10] = 1 else packed[10] = 0 end
   local thousandths = (tonumber(r.jitter) or 0) * 1000
   if thousandths == math.floor(thousandths) then packed[13] = thousandths end

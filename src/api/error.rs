@@ -113,9 +113,9 @@ impl From<ApiError> for Status {
                 MigrateError::Store(store) => store_code(store),
                 MigrateError::NotFound(_) => Code::NotFound,
                 MigrateError::Busy { .. } | MigrateError::LockLost(_) => Code::Aborted,
-                MigrateError::Newer { .. } | MigrateError::Foreign { .. } => {
-                    Code::FailedPrecondition
-                }
+                MigrateError::Newer { .. }
+                | MigrateError::NewerJobs { .. }
+                | MigrateError::Foreign { .. } => Code::FailedPrecondition,
                 MigrateError::Cancelled => Code::Cancelled,
             },
             ApiError::Schedule(ScheduleError::OccurrenceNotFound(_)) => Code::NotFound,

@@ -165,9 +165,11 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     ];
     for (name, queue, payload) in payloads {
         let per = bytes_per_job(env, &mut conn, queue, &payload, n).await?;
-        // The first listing bucket names the queue's first jobs (up to 64).
+        // A listing bucket from the middle of the queue names 64 typical jobs (the
+        // first ones have smaller job numbers, which pack into fewer bytes).
+        let middle = n / 2 / 64;
         let first: Vec<(String, String)> = redis::cmd("HGETALL")
-            .arg(format!("{base}lb:0:{queue}"))
+            .arg(format!("{base}lb:{middle}:{queue}"))
             .query_async(&mut conn)
             .await?;
         let mut total = 0.0;
@@ -176,7 +178,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
         }
         let record = total / first.len().clamp(1, 50) as f64;
         let ready = per_entry(&mut conn, &format!("{base}rl:0:{queue}"), n).await?;
-        let listing = usage(&mut conn, &format!("{base}lb:1:{queue}")).await? / 64.0;
+        let listing = usage(&mut conn, &format!("{base}lb:{middle}:{queue}")).await? / 64.0;
         report.push(
             Row::new(S, name)
                 .with("bytes", per)

@@ -110,7 +110,7 @@ pub fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
     }
 }
 
-/// Job page tokens are the decimal enqueue sequence of the last job returned,
+/// Job page tokens are the decimal job number (within its queue) listing stopped at,
 /// prefixed so they are not mistaken for (or accepted as) schedule tokens.
 pub fn page_token(after_seq: i64) -> String {
     format!("j{after_seq}")

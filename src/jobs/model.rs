@@ -182,7 +182,7 @@ pub struct JobRecord {
     pub worker: String,
     pub finish_ms: Option<i64>,
     pub dedup_key: String,
-    /// Enqueue sequence within the namespace (listing order).
+    /// The job's number within its queue, in enqueue order (listing order).
     pub seq: i64,
 }
 

@@ -292,3 +292,34 @@ async fn a_job_key_holding_something_else_is_internal_and_changes_nothing() {
     assert_eq!(ack.code(), Code::Internal);
     assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
 }
+
+/// Cancelling a pending job leaves its ready entry behind (removing it from the
+/// middle of a list would be O(N)); claims drop such entries as they meet them,
+/// a bounded number per script call, and still reach the live job behind 100 of them.
+#[tokio::test]
+async fn claims_step_over_the_entries_of_cancelled_jobs() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    for i in 0..100 {
+        let id = enqueue(&mut c, job("q", &format!("c{i}"))).await.job_id;
+        c.cancel_job(proto::CancelJobRequest {
+            namespace: "ns".into(),
+            job_id: id,
+        })
+        .await
+        .expect("cancel");
+    }
+    let live = enqueue(&mut c, job("q", "live")).await.job_id;
+    let claimed = claim_job(&mut c, &["q"], 2_000, None)
+        .await
+        .expect("the live job behind the cancelled ones");
+    assert_eq!(claimed.job_id, live);
+    let left: i64 = redis::cmd("LLEN")
+        .arg("dueq:{ns}:rl:0:q")
+        .query_async(&mut conn)
+        .await
+        .expect("LLEN");
+    assert_eq!(left, 0, "the stale entries were dropped on the way");
+}

@@ -6,8 +6,8 @@
 --         (mode "drop") layout-1 keys to unlink (listing sets, emptied ready sets)
 -- ARGV[1] lock token   ARGV[2] "1" = dry run (write nothing)   ARGV[3] mode
 -- ARGV[4..9] job key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[10] mode "ready": most members to take, ARGV[11] members to skip (a dry run
---          pages, a real run removes what it took); mode "records": job ids follow
+-- ARGV[10] mode "ready": most members to take (not used by dry runs, which count in
+--          mode "records"); mode "records": job ids follow
 -- Modes:
 --   "ready"   take the first members of the ready set in claim order (priority, then
 --             enqueue sequence), convert their jobs and append the pending ones to
@@ -106,8 +106,7 @@ end
 
 local remaining = 0
 if mode == 'ready' then
-  local skip = tonumber(ARGV[11])
-  local members = redis.call('ZRANGE', KEYS[3], skip, skip + tonumber(ARGV[10]) - 1)
+  local members = redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[10]) - 1)
   for _, member in ipairs(members) do
     local id = string.sub(member, 17)
     local r, rmember = convert(id)
@@ -116,12 +115,8 @@ if mode == 'ready' then
       if not dry then ready_push(P_READY, r.queue, r.priority, r.n, false) end
     end
   end
-  if dry then
-    remaining = math.max(0, redis.call('ZCARD', KEYS[3]) - skip - #members)
-  else
-    if #members > 0 then redis.call('ZREM', KEYS[3], unpack(members)) end
-    remaining = redis.call('ZCARD', KEYS[3])
-  end
+  if not dry and #members > 0 then redis.call('ZREM', KEYS[3], unpack(members)) end
+  remaining = redis.call('ZCARD', KEYS[3])
 elseif mode == 'records' then
   for i = 10, #ARGV do
     local r = convert(ARGV[i])

@@ -112,7 +112,7 @@ impl Migrator {
                     lease.keep().await?;
                     let started = Instant::now();
                     let mut counts = self
-                        .step(namespace, lease, false, JobStep::Ready { set, offset: 0 })
+                        .step(namespace, lease, false, JobStep::Ready { set })
                         .await?;
                     // The record pass reports these records again, once.
                     counts.problems.clear();

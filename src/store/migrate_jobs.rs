@@ -26,9 +26,9 @@ pub enum LegacyKeys {
 /// One step of the conversion (see the modes in `lua/migrate_jobs.lua`).
 #[derive(Debug)]
 pub enum JobStep<'a> {
-    /// Take the first members of a ready set, in claim order; `offset` skips members
-    /// a dry run has already looked at (a real run removes what it took).
-    Ready { set: &'a [u8], offset: u64 },
+    /// Take (and remove) the first members of a ready set, in claim order. Dry runs
+    /// do not use it: the `Records` pass counts every job a dry run would convert.
+    Ready { set: &'a [u8] },
     /// Convert these jobs, by id.
     Records(&'a [String]),
     /// Unlink these keys.
@@ -116,14 +116,11 @@ impl Store {
         let dry = if dry_run { "1" } else { "0" };
         let mut args: Vec<&[u8]> = vec![token.as_bytes(), dry.as_bytes(), mode.as_bytes()];
         args.extend(prefixes.args());
-        let (take, offset);
+        let take = JOBS_PER_CALL.to_string();
         match &step {
-            JobStep::Ready { set, offset: skip } => {
+            JobStep::Ready { set } => {
                 script_keys.push(set);
-                take = JOBS_PER_CALL.to_string();
-                offset = skip.to_string();
                 args.push(take.as_bytes());
-                args.push(offset.as_bytes());
             }
             JobStep::Records(ids) => args.extend(ids.iter().map(|id| id.as_bytes())),
             JobStep::Drop(found) => script_keys.extend(found.iter().map(Vec::as_slice)),

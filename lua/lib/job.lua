@@ -3,7 +3,7 @@
 -- buckets that index it.
 --
 -- Layout 2 (this file). Per job, one string key holds the record, packed with
--- cmsgpack as a positional array (RECORD below); the job id is the key's last part
+-- cmsgpack as a positional array (positions below); the job id is the key's last part
 -- and is not repeated inside. Times other than `created` are kept as milliseconds
 -- after `created` ('' when unset), so a fresh job's times cost a byte each; state
 -- and backoff kind are small integers; whole-second durations are kept in seconds;
@@ -52,71 +52,82 @@ local function jobs_guard(meta)
   return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found .. ' ' .. meta)
 end
 
--- Positions of the packed array. Never reorder: stored records depend on it. The
--- fields after REQUIRED are left off the end while they are empty (a fresh job
--- stores none of them), most often set first.
-local RECORD = { 'queue', 'name', 'payload', 'priority', 'gseq', 'n', 'state',
-  'attempts', 'max_attempts', 'backoff', 'base', 'cap', 'jitter', 'lease_ms', 'created',
-  'run_at', 'updated',
-  'worker', 'token', 'finished', 'lease_until', 'headers', 'dedup', 'errors', 'px' }
-local REQUIRED = 17
-local RELATIVE = { run_at = true, updated = true, lease_until = true, finished = true }
+-- Positions of the packed array (never reorder: stored records depend on them):
+--   1 queue  2 name  3 payload  4 priority  5 gseq  6 n  7 state  8 attempts
+--   9 max_attempts  10 backoff  11 base  12 cap  13 jitter  14 lease_ms  15 created
+--   16 run_at  17 updated | 18 worker  19 token  20 finished  21 lease_until
+--   22 headers  23 dedup  24 errors  25 px
+-- Fields after REQUIRED are left off the end while they are empty (a fresh job
+-- stores none of them), most often set first. load and save below spell the
+-- positions out rather than loop over a name list: every job script runs them,
+-- and the unrolled form is the cheaper one in Redis's Lua.
+local REQUIRED, FIELDS = 17, 25
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
   cancelled = 6 }
-local STATE_NAME = {}
-for name, code in pairs(STATE_CODE) do STATE_NAME[code] = name end
+local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
+
+-- A time stored as milliseconds after `created`, '' when unset.
+local function time_in(v, created)
+  if v == nil or v == '' then return '' end
+  return created + v
+end
+
+local function time_out(v, created)
+  if v == '' then return '' end
+  return v - created
+end
 
 -- Durations that are whole seconds (backoff base and cap, lease: nearly all of them)
 -- are kept as -seconds, one to three bytes where milliseconds take three to five.
-local SECONDS = { base = 11, cap = 12, lease_ms = 14 }
+local function duration_in(v)
+  if v < 0 then return -v * 1000 end
+  return v
+end
+
+local function duration_out(ms)
+  if ms > 0 and ms % 1000 == 0 then return -(ms / 1000) end
+  return ms
+end
 
 local function job_load(key)
   local raw = redis.pcall('GET', key)
   if raw == false then return nil end
-  local ok, packed = false, nil
-  if type(raw) == 'string' then ok, packed = pcall(cmsgpack.unpack, raw) end
-  if not ok or type(packed) ~= 'table' or #packed < REQUIRED or #packed > #RECORD
-      or STATE_NAME[packed[7]] == nil then
+  local ok, p = false, nil
+  if type(raw) == 'string' then ok, p = pcall(cmsgpack.unpack, raw) end
+  if not ok or type(p) ~= 'table' or #p < REQUIRED or #p > FIELDS
+      or STATE_NAME[p[7]] == nil then
     return redis.error_reply('DUEQ_CORRUPT ' .. key)
   end
-  local r = {}
-  for i, f in ipairs(RECORD) do
-    local v = packed[i]
-    if v == nil then v = '' end
-    r[f] = v
-  end
-  for f in pairs(RELATIVE) do
-    if r[f] ~= '' then r[f] = r.created + r[f] end
-  end
-  r.state = STATE_NAME[r.state]
-  for f in pairs(SECONDS) do
-    if r[f] < 0 then r[f] = -r[f] * 1000 end
-  end
-  if r.backoff == 1 then r.backoff = 'f' else r.backoff = 'e' end
+  local created, jitter = p[15], p[13]
   -- Jitter is kept in thousandths when that is exact (a byte or three), else as text.
-  if type(r.jitter) == 'number' then r.jitter = tostring(r.jitter / 1000) end
-  return r
+  if type(jitter) == 'number' then jitter = tostring(jitter / 1000) end
+  return {
+    queue = p[1], name = p[2], payload = p[3], priority = p[4], gseq = p[5], n = p[6],
+    state = STATE_NAME[p[7]], attempts = p[8], max_attempts = p[9],
+    backoff = (p[10] == 1) and 'f' or 'e', base = duration_in(p[11]),
+    cap = duration_in(p[12]), jitter = jitter, lease_ms = duration_in(p[14]),
+    created = created, run_at = time_in(p[16], created), updated = time_in(p[17], created),
+    worker = p[18] or '', token = p[19] or '', finished = time_in(p[20], created),
+    lease_until = time_in(p[21], created), headers = p[22] or '', dedup = p[23] or '',
+    errors = p[24] or '', px = p[25] or '' }
 end
 
 local function job_save(key, r)
-  local packed = {}
-  local last = REQUIRED
-  for i, f in ipairs(RECORD) do
-    local v = r[f]
-    if RELATIVE[f] and v ~= '' then v = v - r.created end
-    packed[i] = v
-    if i > REQUIRED and v ~= '' then last = i end
+  local created = r.created
+  local jitter = (tonumber(r.jitter) or 0) * 1000
+  if jitter ~= math.floor(jitter) then jitter = r.jitter end
+  local p = { r.queue, r.name, r.payload, r.priority, r.gseq, r.n, STATE_CODE[r.state],
+    r.attempts, r.max_attempts, (r.backoff == 'f') and 1 or 0, duration_out(r.base),
+    duration_out(r.cap), jitter, duration_out(r.lease_ms), created,
+    time_out(r.run_at, created), time_out(r.updated, created),
+    r.worker, r.token, time_out(r.finished, created), time_out(r.lease_until, created),
+    r.headers, r.dedup, r.errors, r.px }
+  local last = FIELDS
+  while last > REQUIRED and (p[last] == '' or p[last] == nil) do
+    p[last] = nil
+    last = last - 1
   end
-  for i = last + 1, #RECORD do packed[i] = nil end
-  packed[7] = STATE_CODE[r.state]
-  for _, i in pairs(SECONDS) do
-    local ms = packed[i]
-    if ms > 0 and ms % 1000 == 0 then packed[i] = -(ms / 1000) end
-  end
-  if r.backoff == 'f' then packed[10] = 1 else packed[10] = 0 end
-  local thousandths = (tonumber(r.jitter) or 0) * 1000
-  if thousandths == math.floor(thousandths) then packed[13] = thousandths end
-  redis.call('SET', key, cmsgpack.pack(packed))
+  redis.call('SET', key, cmsgpack.pack(p))
 end
 
 -- Payloads up to this size live in the record; a larger one gets a key of its own

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{send, Lease, MigrateError, Migrator, Options, Phase, Progress, ProgressTx};
 use crate::store::{
     keys::JOBS_LAYOUT,
-    migrate_jobs::{JobStep, JobStepCounts, LegacyKeys, JOBS_PER_CALL},
+    migrate_jobs::{JobStep, JobStepCounts, LegacyKeys, LegacyWalk, JOBS_PER_CALL},
 };
 
 impl Migrator {
@@ -35,13 +35,8 @@ impl Migrator {
         }
 
         // 2. Every job record still in layout 1 (not ready, or ready without an entry).
-        let mut cursor = "0".to_owned();
-        loop {
-            lease.keep().await?;
-            let (next, found) = self
-                .store()
-                .scan_legacy_jobs(namespace, LegacyKeys::JobHashes, &cursor, options.batch)
-                .await?;
+        let mut walk = LegacyWalk::new(LegacyKeys::JobHashes);
+        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
             let ids = self.store().job_ids_of(namespace, &found);
             for chunk in ids.chunks(JOBS_PER_CALL) {
                 lease.keep().await?;
@@ -52,33 +47,20 @@ impl Migrator {
                 progress.absorb(counts, started);
             }
             send(tx, progress).await?;
-            cursor = next;
-            if cursor == "0" {
-                break;
-            }
         }
         if options.dry_run {
             return Ok(());
         }
 
         // 3. The layout-1 listings (UNLINK: O(1) on the main thread).
-        let mut cursor = "0".to_owned();
-        loop {
-            lease.keep().await?;
-            let (next, found) = self
-                .store()
-                .scan_legacy_jobs(namespace, LegacyKeys::Listings, &cursor, options.batch)
-                .await?;
+        let mut walk = LegacyWalk::new(LegacyKeys::Listings);
+        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
             for chunk in found.chunks(JOBS_PER_CALL) {
                 let started = Instant::now();
                 let counts = self
                     .step(namespace, lease, false, JobStep::Drop(chunk))
                     .await?;
                 progress.absorb(counts, started);
-            }
-            cursor = next;
-            if cursor == "0" {
-                break;
             }
         }
 
@@ -100,13 +82,8 @@ impl Migrator {
         progress: &mut Progress,
         lease: &mut Lease<'_>,
     ) -> Result<(), MigrateError> {
-        let mut cursor = "0".to_owned();
-        loop {
-            lease.keep().await?;
-            let (next, sets) = self
-                .store()
-                .scan_legacy_jobs(namespace, LegacyKeys::ReadySets, &cursor, options.batch)
-                .await?;
+        let mut walk = LegacyWalk::new(LegacyKeys::ReadySets);
+        while let Some(sets) = self.walk_step(&mut walk, namespace, options, lease).await? {
             for set in &sets {
                 loop {
                     lease.keep().await?;
@@ -124,12 +101,20 @@ impl Migrator {
                     }
                 }
             }
-            cursor = next;
-            if cursor == "0" {
-                break;
-            }
         }
         Ok(())
+    }
+
+    /// The next SCAN step of a walk, with the lock renewed first if it is due.
+    async fn walk_step(
+        &self,
+        walk: &mut LegacyWalk,
+        namespace: &str,
+        options: Options,
+        lease: &mut Lease<'_>,
+    ) -> Result<Option<Vec<Vec<u8>>>, MigrateError> {
+        lease.keep().await?;
+        Ok(walk.next(self.store(), namespace, options.batch).await?)
     }
 
     async fn step(

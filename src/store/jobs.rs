@@ -294,12 +294,12 @@ impl Store {
         id: &str,
     ) -> Result<Option<JobRecord>, StoreError> {
         let keys = self.keys(namespace);
-        let (meta, key, prefixes) = (keys.meta(), keys.job(id), keys.job_prefixes());
+        let (meta, key, prefix) = (keys.meta(), keys.job(id), keys.job_prefix());
         let items = array(
             self.eval(
                 &scripts::GET_JOB,
                 &[meta.as_bytes(), &key],
-                &[prefixes.0[0].as_bytes(), id.as_bytes()],
+                &[prefix.as_bytes(), id.as_bytes()],
             )
             .await?,
             "job record",

@@ -102,7 +102,7 @@ impl NamespaceKeys {
     /// the order every job script expects them as ARGV[1..=6].
     pub fn job_prefixes(&self) -> JobPrefixes {
         JobPrefixes([
-            format!("{}j:", self.base),
+            self.job_prefix(),
             // Ready lists are `rl:<priority>:<queue>`, their priorities `rp:<queue>`.
             format!("{}r", self.base),
             format!("{}qd:", self.base),
@@ -112,9 +112,14 @@ impl NamespaceKeys {
         ])
     }
 
+    /// The prefix a job id is appended to for its record.
+    pub fn job_prefix(&self) -> String {
+        format!("{}j:", self.base)
+    }
+
     /// The key of one job, as raw bytes.
     pub fn job(&self, id: &str) -> Vec<u8> {
-        let mut key = format!("{}j:", self.base).into_bytes();
+        let mut key = self.job_prefix().into_bytes();
         key.extend_from_slice(id.as_bytes());
         key
     }

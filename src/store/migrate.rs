@@ -667,17 +667,8 @@ impl Store {
     ) -> Result<(u64, Vec<String>), StoreError> {
         // The prefix holds no glob characters (validated at startup).
         let pattern = format!("{}:{{*}}:{suffix}", self.prefix);
-        let (next, found): (u64, Vec<String>) = self
-            .query(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(batch)
-                    .to_owned(),
-            )
-            .await?;
+        let (next, found): (u64, Vec<String>) =
+            self.scan_keys(cursor, &pattern, batch, None).await?;
         let head = format!("{}:{{", self.prefix);
         let namespaces = found
             .iter()

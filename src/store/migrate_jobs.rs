@@ -2,8 +2,6 @@
 //! job, sorted-set ready and listing indexes) to layout 2 (`lua/lib/job.lua`), one
 //! bounded script call at a time, each checking Migrate's lock.
 
-use deadpool_redis::redis;
-
 use super::{
     reply::{bytes, int, text},
     scripts, Store, StoreError,
@@ -21,6 +19,40 @@ pub enum LegacyKeys {
     JobHashes,
     /// Listing sets `qj:<queue>` (zsets).
     Listings,
+}
+
+/// Walks a namespace's layout-1 keys of one kind, a SCAN step at a time.
+#[derive(Debug)]
+pub struct LegacyWalk {
+    kind: LegacyKeys,
+    /// The next SCAN cursor; `None` once the scan has come back to 0.
+    cursor: Option<u64>,
+}
+
+impl LegacyWalk {
+    pub fn new(kind: LegacyKeys) -> Self {
+        LegacyWalk {
+            kind,
+            cursor: Some(0),
+        }
+    }
+
+    /// The keys of the next SCAN step (possibly none), or `None` when the walk is over.
+    pub async fn next(
+        &mut self,
+        store: &Store,
+        namespace: &str,
+        count: u32,
+    ) -> Result<Option<Vec<Vec<u8>>>, StoreError> {
+        let Some(cursor) = self.cursor else {
+            return Ok(None);
+        };
+        let (next, found) = store
+            .scan_legacy_jobs(namespace, self.kind, cursor, count)
+            .await?;
+        self.cursor = (next != 0).then_some(next);
+        Ok(Some(found))
+    }
 }
 
 /// One step of the conversion (see the modes in `lua/migrate_jobs.lua`).
@@ -50,44 +82,28 @@ pub struct JobStepCounts {
 }
 
 impl Store {
-    /// One SCAN step over the namespace's layout-1 keys of one kind; returns the next
-    /// cursor ("0" when done) and the keys found.
-    pub async fn scan_legacy_jobs(
+    /// One SCAN step over the namespace's layout-1 keys of one kind.
+    async fn scan_legacy_jobs(
         &self,
         namespace: &str,
         kind: LegacyKeys,
-        cursor: &str,
+        cursor: u64,
         count: u32,
-    ) -> Result<(String, Vec<Vec<u8>>), StoreError> {
+    ) -> Result<(u64, Vec<Vec<u8>>), StoreError> {
         let keys = self.keys(namespace);
         let (ready, listing) = keys.legacy_job_index_prefixes();
         // Prefixes and namespaces hold no glob characters (both are validated).
         let (pattern, kind) = match kind {
             LegacyKeys::ReadySets => (format!("{ready}*"), "zset"),
-            LegacyKeys::JobHashes => (format!("{}*", keys.job_prefixes().0[0]), "hash"),
+            LegacyKeys::JobHashes => (format!("{}*", keys.job_prefix()), "hash"),
             LegacyKeys::Listings => (format!("{listing}*"), "zset"),
         };
-        let (next, found): (String, Vec<Vec<u8>>) = self
-            .query(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(count)
-                    .arg("TYPE")
-                    .arg(kind)
-                    .to_owned(),
-            )
-            .await?;
-        Ok((next, found))
+        self.scan_keys(cursor, &pattern, count, Some(kind)).await
     }
 
     /// The job ids of job keys found by [`Store::scan_legacy_jobs`].
     pub fn job_ids_of(&self, namespace: &str, found: &[Vec<u8>]) -> Vec<String> {
-        let prefix = self.keys(namespace).job_prefixes().0[0]
-            .clone()
-            .into_bytes();
+        let prefix = self.keys(namespace).job_prefix().into_bytes();
         found
             .iter()
             .filter_map(|key| key.strip_prefix(prefix.as_slice()))

@@ -83,6 +83,27 @@ impl Store {
             .map_err(|e| self.fail(slot, e))
     }
 
+    /// One `SCAN cursor MATCH pattern COUNT count [TYPE kind]` step: the next cursor
+    /// (0 when done) and the keys found.
+    pub(crate) async fn scan_keys<T: redis::FromRedisValue>(
+        &self,
+        cursor: u64,
+        pattern: &str,
+        count: u32,
+        kind: Option<&str>,
+    ) -> Result<(u64, Vec<T>), StoreError> {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        if let Some(kind) = kind {
+            cmd.arg("TYPE").arg(kind);
+        }
+        self.query(cmd).await
+    }
+
     pub(crate) async fn query_pipe(&self, pipe: &redis::Pipeline) -> Result<(), StoreError> {
         let (slot, mut conn) = self.conns.get().await?;
         pipe.query_async::<()>(&mut conn)

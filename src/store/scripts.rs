@@ -12,36 +12,31 @@ const GUARD: &str = include_str!("../../lua/lib/guard.lua");
 /// The job layout: guard, packed record, ready lists and listing buckets.
 const JOB: &str = include_str!("../../lua/lib/job.lua");
 
+/// `script!(NAME, "file.lua")`, or `script!(NAME, "file.lua", PRELUDE)` with a
+/// library (GUARD, JOB) prepended.
 macro_rules! script {
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Script> =
             LazyLock::new(|| Script::new(include_str!(concat!("../../lua/", $file))));
     };
-    ($name:ident, $file:literal, job) => {
+    ($name:ident, $file:literal, $prelude:ident) => {
         pub static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(&format!(
-                "{JOB}{}",
-                include_str!(concat!("../../lua/", $file))
-            ))
-        });
-    };
-    ($name:ident, $file:literal, guarded) => {
-        pub static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(&format!(
-                "{GUARD}{}",
+                "{}{}",
+                $prelude,
                 include_str!(concat!("../../lua/", $file))
             ))
         });
     };
 }
 
-script!(UPSERT_SCHEDULE, "upsert_schedule.lua", guarded);
-script!(CLAIM_DUE, "claim_due.lua", guarded);
+script!(UPSERT_SCHEDULE, "upsert_schedule.lua", GUARD);
+script!(CLAIM_DUE, "claim_due.lua", GUARD);
 script!(SET_FOLLOW, "set_follow.lua");
-script!(PAUSE_SCHEDULE, "pause_schedule.lua", guarded);
-script!(RESUME_SCHEDULE, "resume_schedule.lua", guarded);
-script!(DELETE_SCHEDULE, "delete_schedule.lua", guarded);
-script!(LIST_SCHEDULES, "list_schedules.lua", guarded);
+script!(PAUSE_SCHEDULE, "pause_schedule.lua", GUARD);
+script!(RESUME_SCHEDULE, "resume_schedule.lua", GUARD);
+script!(DELETE_SCHEDULE, "delete_schedule.lua", GUARD);
+script!(LIST_SCHEDULES, "list_schedules.lua", GUARD);
 script!(PEEK_DUE, "peek_due.lua");
 script!(MIGRATE_LOCK, "migrate_lock.lua");
 script!(MIGRATE_SCAN, "migrate_scan.lua");
@@ -49,19 +44,19 @@ script!(MIGRATE_APPLY, "migrate_apply.lua");
 script!(MIGRATE_INDEX, "migrate_index.lua");
 script!(MIGRATE_FINISH, "migrate_finish.lua");
 script!(NAMESPACE_STATUS, "namespace_status.lua");
-script!(IMPORT_SCHEDULES, "import_schedules.lua", guarded);
-script!(ENQUEUE_JOBS, "enqueue_jobs.lua", job);
-script!(CLAIM_JOBS, "claim_jobs.lua", job);
-script!(ACK_JOB, "ack_job.lua", job);
-script!(FAIL_JOB, "fail_job.lua", job);
-script!(EXTEND_LEASE, "extend_lease.lua", job);
-script!(CANCEL_JOB, "cancel_job.lua", job);
-script!(RETRY_JOB, "retry_job.lua", job);
-script!(LIST_JOBS, "list_jobs.lua", job);
-script!(PRUNE_JOBS, "prune_jobs.lua", job);
-script!(PEEK_JOBS, "peek_jobs.lua", job);
-script!(GET_JOB, "get_job.lua", job);
-script!(MIGRATE_JOBS, "migrate_jobs.lua", job);
+script!(IMPORT_SCHEDULES, "import_schedules.lua", GUARD);
+script!(ENQUEUE_JOBS, "enqueue_jobs.lua", JOB);
+script!(CLAIM_JOBS, "claim_jobs.lua", JOB);
+script!(ACK_JOB, "ack_job.lua", JOB);
+script!(FAIL_JOB, "fail_job.lua", JOB);
+script!(EXTEND_LEASE, "extend_lease.lua", JOB);
+script!(CANCEL_JOB, "cancel_job.lua", JOB);
+script!(RETRY_JOB, "retry_job.lua", JOB);
+script!(LIST_JOBS, "list_jobs.lua", JOB);
+script!(PRUNE_JOBS, "prune_jobs.lua", JOB);
+script!(PEEK_JOBS, "peek_jobs.lua", JOB);
+script!(GET_JOB, "get_job.lua", JOB);
+script!(MIGRATE_JOBS, "migrate_jobs.lua", JOB);
 script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
 /// Every script, for loading at startup.

@@ -25,12 +25,15 @@
 -- * 7 (one clock): run times are computed from Redis TIME.
 
 local meta = KEYS[1]
-local refused = jobs_guard(meta)
+local refused, layout = jobs_guard(meta)
 if refused then return refused end
 local now = now_ms()
 local P_JOB, P_READY, P_DELAYED, P_LISTING, P_DEDUP = ARGV[1], ARGV[2], ARGV[3], ARGV[5], ARGV[6]
-redis.call('HSETNX', meta, 'schema', ARGV[7])
-redis.call('HSETNX', meta, 'jobs', JOBS_LAYOUT)
+if layout == nil then
+  -- The namespace's first jobs: record the layouts they are written in.
+  redis.call('HSETNX', meta, 'schema', ARGV[7])
+  redis.call('HSET', meta, 'jobs', JOBS_LAYOUT)
+end
 local n = tonumber(ARGV[8])
 local FIELDS = 17
 local out = {}

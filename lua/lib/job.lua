@@ -19,8 +19,8 @@
 --             the job's number within its queue (meta field `n:<queue>`), so a queue's
 --             jobs are listed in enqueue order, 64 to a bucket
 --
--- jobs_guard(meta) -> nil when the namespace's jobs use layout 2 (meta `jobs`) or it
---   never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
+-- jobs_guard(meta) -> nil, recorded layout (nil when none) when the namespace's jobs
+--   use layout 2 (meta `jobs`) or it never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
 --   service turns into FAILED_PRECONDITION with the Migrate command. Layout 1 (one
 --   hash per job, sorted-set ready and listing indexes) is recognised by the
 --   `job_seq` counter it kept in meta.
@@ -44,9 +44,9 @@ end
 
 local function jobs_guard(meta)
   local found = redis.call('HGET', meta, 'jobs')
-  if found == JOBS_LAYOUT then return nil end
+  if found == JOBS_LAYOUT then return nil, found end
   if not found then
-    if redis.call('HEXISTS', meta, 'job_seq') == 0 then return nil end
+    if redis.call('HEXISTS', meta, 'job_seq') == 0 then return nil, nil end
     found = '1'
   end
   return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found .. ' ' .. meta)

@@ -3,7 +3,7 @@
 -- KEYS[1] due index (zset id -> next run ms)   <prefix>:{<ns>}:due
 -- KEYS[2] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases
 -- KEYS[3] id listing <prefix>:{<ns>}:ids       KEYS[4] namespace meta <prefix>:{<ns>}:meta
--- ARGV[1] schedule key prefix                   <prefix>:{<ns>}:s:
+-- ARGV[1] schedule key prefix <prefix>:{<ns>}:s: (packed records, lib/schedule.lua)
 -- ARGV[2] how many due candidates to examine at most (bounds the work per call)
 -- ARGV[3..8] optional hint for a cron schedule the caller was asked to compute:
 --   id, rev, expected next ms, new next ms ("" = none), new follow ms ("" | "end"),
@@ -13,11 +13,11 @@
 -- ARGV[11] the namespace (for the occurrence id)
 -- ARGV[12] occurrence lease record prefix       <prefix>:{<ns>}:o:
 -- Returns one of:
---   { "claimed", now, due_ms, skipped, earliest, token, lease_until, attempt, HGETALL... }
+--   { "claimed", now, due_ms, skipped, earliest, token, lease_until, attempt, fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
 --        a lease). With a lease, an occurrence whose lease expired is re-handed first:
 --        same shape, attempt + 1, the schedule fields as they were at its first claim.
---   { "compute", now, earliest, id, rev, next_ms, HGETALL... }  a cron schedule whose next slot after
+--   { "compute", now, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
 --        now must be computed by the caller (time zones live in Rust); nothing changed
 --        except repairs
 --   { "none", now, earliest }  nothing due
@@ -25,9 +25,9 @@
 --   empty), for the wake-up timer.
 --
 -- Invariants kept:
--- * 1 (derived index): every candidate is re-validated against its hash (exists, active,
+-- * 1 (derived index): every candidate is re-validated against its record (exists, active,
 --   next run <= now, run limit not reached, not past end) and each stale entry met is
---   repaired: dangling, paused, completed ones removed; ones whose hash says later
+--   repaired: dangling, paused, completed ones removed; ones whose record says later
 --   re-scored. The claim itself (run count +1, last run = now, next run advanced) and
 --   the index update happen in this one script.
 -- * 3 (no O(N)): at most ARGV[2] candidates are read, by ZRANGEBYSCORE ... LIMIT.
@@ -49,6 +49,8 @@
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
+-- * 8 (bad data changes nothing more): a candidate key holding something other than
+--   a schedule record ends the call with DUEQ_CORRUPT naming the key.
 
 local refused = schema_guard(KEYS[4], KEYS[3])
 if refused then return refused end
@@ -117,29 +119,31 @@ local function earliest()
   return best or ''
 end
 
-local function complete(key, id)
+local function complete(r)
   -- Only ever called on an active schedule with a next run: it leaves the index.
-  redis.call('HSET', key, 'status', 'completed', 'next_ms', '', 'follow_ms', '')
-  redis.call('ZREM', due_key, id)
+  r.status, r.next_ms, r.follow_ms = 'completed', '', ''
   count_index(KEYS[4], true, false)
 end
 
 -- Record the claim; new_next nil means there is no later slot.
-local function claim(key, id, due_ms, new_next, new_follow, skipped)
-  local runs = redis.call('HINCRBY', key, 'runs', 1)
-  redis.call('HSET', key, 'last_ms', now)
-  local limit = tonumber(redis.call('HGET', key, 'limit')) or 0
-  if new_next == nil or (limit > 0 and runs >= limit) then
-    complete(key, id)
+local function claim(c, due_ms, new_next, new_follow, skipped)
+  local r, id = c.r, c.id
+  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
+  r.runs = r.runs + 1
+  r.last_ms = now
+  if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
+    complete(r)
+    redis.call('ZREM', due_key, id)
   else
-    redis.call('HSET', key, 'next_ms', new_next, 'follow_ms', new_follow)
+    r.next_ms, r.follow_ms = new_next, new_follow
     redis.call('ZADD', due_key, new_next, id)
   end
-  local fields = redis.call('HGETALL', key)
+  sched_save(c.key, r)
+  local fields = sched_fields(id, r)
   local lease_token, deadline, attempt = '', '', ''
   if lease_ms then
     lease_token, deadline, attempt = token, now + lease_ms, 1
-    local occ = occurrence_id(id, due_ms, tonumber(redis.call('HGET', key, 'rev')) or 1)
+    local occ = occurrence_id(id, due_ms, r.rev)
     local okey = occ_prefix .. occ
     local record = { 'state', 'leased', 'token', token, 'lease_until', deadline,
       'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now }
@@ -156,33 +160,36 @@ local function claim(key, id, due_ms, new_next, new_follow, skipped)
   return out
 end
 
--- Validate one candidate; returns the hash fields it needs when it is claimable now,
--- or nil after repairing its index entry.
+-- Validate one candidate; returns { key, id, r (the record) } when it is claimable now,
+-- or nil after repairing its index entry. A key that holds something other than a
+-- schedule record is an error reply: the claim stops there and writes nothing more.
 local function validate(id, score)
   local key = prefix .. id
-  local h = redis.call('HMGET', key, 'status', 'next_ms', 'runs', 'limit', 'end_ms', 'kind')
-  local status, next_ms = h[1], tonumber(h[2])
-  if not status then
+  local r = sched_load(key)
+  if s_is_error(r) then return r end
+  if r == nil then
     redis.call('ZREM', due_key, id) -- dangling id
     return nil
   end
-  if status ~= 'active' or next_ms == nil then
+  local next_ms = r.next_ms
+  if r.status ~= 'active' or next_ms == '' then
     redis.call('ZREM', due_key, id) -- paused / completed / no next run
     return nil
   end
-  local runs, limit, end_ms = tonumber(h[3]) or 0, tonumber(h[4]) or 0, tonumber(h[5])
-  if (limit > 0 and runs >= limit) or (end_ms and next_ms > end_ms) then
-    complete(key, id)
+  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and next_ms > r.end_ms) then
+    complete(r)
+    sched_save(key, r)
+    redis.call('ZREM', due_key, id)
     return nil
   end
   if next_ms > now then
-    redis.call('ZADD', due_key, next_ms, id) -- stale score: the hash says later
+    redis.call('ZADD', due_key, next_ms, id) -- stale score: the record says later
     return nil
   end
   if tonumber(score) ~= next_ms then
     redis.call('ZADD', due_key, next_ms, id)
   end
-  return { key = key, next_ms = next_ms, end_ms = end_ms, kind = h[6] }
+  return { key = key, id = id, r = r }
 end
 
 -- 0. A leased claim takes over an expired occurrence lease before anything new.
@@ -196,39 +203,35 @@ end
 
 -- 1. A hint from a previous "compute" answer: re-check that nothing moved.
 if ARGV[3] and ARGV[3] ~= '' then
-  local id = ARGV[3]
-  local c = validate(id, redis.call('ZSCORE', due_key, id) or -1)
-  if c and c.kind == 'cron'
-      and redis.call('HGET', c.key, 'rev') == ARGV[4]
-      and c.next_ms == tonumber(ARGV[5]) then
-    local new_next = tonumber(ARGV[6])
-    return claim(c.key, id, c.next_ms, new_next, ARGV[7], tonumber(ARGV[8]) or 0)
+  local c = validate(ARGV[3], redis.call('ZSCORE', due_key, ARGV[3]) or -1)
+  if s_is_error(c) then return c end
+  if c and c.r.kind == 'cron' and string.format('%d', c.r.rev) == ARGV[4]
+      and c.r.next_ms == tonumber(ARGV[5]) then
+    return claim(c, c.r.next_ms, tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]) or 0)
   end
 end
 
 -- 2. The earliest due candidates, in score order.
 local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max_candidates)
 for i = 1, #cands, 2 do
-  local id = cands[i]
-  local c = validate(id, cands[i + 1])
+  local c = validate(cands[i], cands[i + 1])
+  if s_is_error(c) then return c end
   if c then
-    if c.kind == 'every' then
-      local every = tonumber(redis.call('HGET', c.key, 'every_ms'))
-      local missed = math.floor((now - c.next_ms) / every)
-      local new_next = c.next_ms + (missed + 1) * every
-      if c.end_ms and new_next > c.end_ms then new_next = nil end
-      return claim(c.key, id, c.next_ms, new_next, '', math.min(missed, MAX_SKIP))
+    local r = c.r
+    if r.kind == 'every' then
+      local missed = math.floor((now - r.next_ms) / r.every_ms)
+      local new_next = r.next_ms + (missed + 1) * r.every_ms
+      if r.end_ms ~= '' and new_next > r.end_ms then new_next = nil end
+      return claim(c, r.next_ms, new_next, '', math.min(missed, MAX_SKIP))
     end
-    local follow = redis.call('HGET', c.key, 'follow_ms')
-    if follow == 'end' then
-      return claim(c.key, id, c.next_ms, nil, '', 0)
+    if r.follow_ms == 'end' then
+      return claim(c, r.next_ms, nil, '', 0)
     end
-    local follow_ms = tonumber(follow)
-    if follow_ms and follow_ms > now then
-      return claim(c.key, id, c.next_ms, follow_ms, '', 0)
+    if r.follow_ms ~= '' and r.follow_ms > now then
+      return claim(c, r.next_ms, r.follow_ms, '', 0)
     end
-    local out = { 'compute', now, earliest(), id, redis.call('HGET', c.key, 'rev'), c.next_ms }
-    local fields = redis.call('HGETALL', c.key)
+    local out = { 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms }
+    local fields = sched_fields(c.id, r)
     for j = 1, #fields do out[#out + 1] = fields[j] end
     return out
   end

@@ -9,8 +9,10 @@
 -- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
 --
 -- Invariant 3: bounded by ARGV[5] ids per call, never a scan of the namespace.
--- Ids whose hash vanished are dropped from the listing (repair). Invariant 5: refused
--- in a namespace that needs Migrate (its listing is not a sorted set yet).
+-- Ids whose record vanished are dropped from the listing (repair). Invariant 5: refused
+-- in a namespace that needs Migrate (its listing is not a sorted set yet,
+-- or its records are not packed yet); a key holding something other than a record
+-- ends the call with DUEQ_CORRUPT naming it.
 
 local refused = schema_guard(KEYS[2], KEYS[1])
 if refused then return refused end
@@ -23,20 +25,16 @@ local out, n, last = {}, 0, ''
 for i = 1, #ids do
   local id = ids[i]
   last = id
-  local fields = redis.call('HGETALL', ARGV[1] .. id)
-  if #fields == 0 then
+  local r = sched_load(ARGV[1] .. id)
+  if s_is_error(r) then return r end
+  if r == nil then
     redis.call('ZREM', KEYS[1], id)
-  else
-    local status = ''
-    for j = 1, #fields, 2 do
-      if fields[j] == 'status' then status = fields[j + 1] end
-    end
-    if filter == '' or status == filter then
-      out[#out + 1] = #fields
-      for j = 1, #fields do out[#out + 1] = fields[j] end
-      n = n + 1
-      if n >= page then break end
-    end
+  elseif filter == '' or r.status == filter then
+    local fields = sched_fields(id, r)
+    out[#out + 1] = #fields
+    for j = 1, #fields do out[#out + 1] = fields[j] end
+    n = n + 1
+    if n >= page then break end
   end
 end
 local next_after = ''

@@ -11,28 +11,32 @@
 --   action "schedule" : active, next run was missing or unusable: next_ms := ms
 --   action "complete" : active but no slot is left: status := completed
 --   action "unindex"  : paused or completed: listed, not indexed
--- Returns { "ok", indexed, repaired, removed, skipped } | { "lost" } (lock gone).
+-- Returns { "ok", indexed, repaired, removed, skipped, converted } | { "lost" }.
 --
 -- Invariant 1: the record stays canonical. A decision is applied only if the record's
--- state (revision, status, next run, run count) is still the one scanned, and only its index entries (and, for "schedule" /
--- "complete", next_ms and status) are touched. Invariant 3: bounded by the batch.
--- Invariant 5: nothing is written once the lease is lost.
+-- state (revision, status, next run, run count) is still the one scanned, and only
+-- its index entries (and, for "schedule" / "complete", next_ms and status) are
+-- touched. A record still kept as a hash (schema 1 and 2) is rewritten packed
+-- (lib/schedule.lua, schema 3) with the same fields: `converted` counts them.
+-- Invariant 3: bounded by the batch. Invariant 5: nothing is written once the lease
+-- is lost.
 
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return { 'lost' } end
-local indexed, repaired, removed, skipped = 0, 0, 0, 0
+local indexed, repaired, removed, skipped, converted = 0, 0, 0, 0, 0
 for i = 3, #ARGV, 4 do
-  local id, rev, action, ms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local id, seen, action, ms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local key = ARGV[2] .. id
-  local h = redis.call('HMGET', key, 'rev', 'status', 'next_ms', 'runs')
-  local seen = (h[1] or '') .. '|' .. (h[2] or '') .. '|' .. (h[3] or '') .. '|' .. (h[4] or '')
-  if seen ~= rev then
+  local r, is_hash = sched_read(key)
+  if r == nil or s_is_error(r) or migrate_state(r) ~= seen then
     skipped = skipped + 1 -- changed since the scan; its own script kept the index
   else
+    local changed = is_hash
     redis.call('ZADD', KEYS[2], 'NX', 0, id)
     local score = redis.call('ZSCORE', KEYS[1], id)
     if action == 'index' or action == 'schedule' then
       if action == 'schedule' then
-        redis.call('HSET', key, 'next_ms', ms, 'follow_ms', '')
+        r.next_ms, r.follow_ms = tonumber(ms), ''
+        changed = true
         repaired = repaired + 1
       end
       if not score then
@@ -43,7 +47,8 @@ for i = 3, #ARGV, 4 do
       redis.call('ZADD', KEYS[1], ms, id)
     else
       if action == 'complete' then
-        redis.call('HSET', key, 'status', 'completed', 'next_ms', '', 'follow_ms', '')
+        r.status, r.next_ms, r.follow_ms = 'completed', '', ''
+        changed = true
         repaired = repaired + 1
       end
       if score then
@@ -51,6 +56,8 @@ for i = 3, #ARGV, 4 do
         removed = removed + 1
       end
     end
+    if changed then sched_save(key, r) end
+    if is_hash then converted = converted + 1 end
   end
 end
-return { 'ok', indexed, repaired, removed, skipped }
+return { 'ok', indexed, repaired, removed, skipped, converted }

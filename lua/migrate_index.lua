@@ -20,15 +20,20 @@ local scanned, removed, repaired = 0, 0, 0
 for i = 1, #items, 2 do
   local id, score = items[i], items[i + 1]
   scanned = scanned + 1
-  local h = redis.call('HMGET', ARGV[4] .. id, 'status', 'next_ms')
+  -- A dry run precedes any conversion, so it reads either layout; a real run follows
+  -- the record pass, and a record still a hash then is one it could not convert
+  -- (reported): its entry goes, or every claim would stop at it.
+  local r
+  if dry then r = sched_read(ARGV[4] .. id) else r = sched_load(ARGV[4] .. id) end
+  if s_is_error(r) then r = nil end -- not a record: nothing backs the entry
   if dry then
-    if not h[1] then removed = removed + 1 end
-  elseif h[1] ~= 'active' or not h[2] or h[2] == '' or not tonumber(h[2]) then
+    if r == nil then removed = removed + 1 end
+  elseif not sched_indexed(r) or type(r.next_ms) ~= 'number' then
     removed = removed + 1
     redis.call('ZREM', KEYS[1], id)
-  elseif tonumber(h[2]) ~= tonumber(score) then
+  elseif r.next_ms ~= tonumber(score) then
     repaired = repaired + 1
-    redis.call('ZADD', KEYS[1], h[2], id)
+    redis.call('ZADD', KEYS[1], r.next_ms, id)
   end
 end
 return { 'ok', scan[1], scanned, removed, repaired }

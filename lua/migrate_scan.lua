@@ -3,15 +3,19 @@
 -- KEYS[1] the listing to walk: <prefix>:{<ns>}:ids (a SET in the pre-index layout, a
 --         ZSET in the current one)
 -- ARGV[1] "set" | "zset"   ARGV[2] cursor   ARGV[3] batch size (SCAN COUNT)
--- KEYS[2] due index <prefix>:{<ns>}:due (absent when reading an import source: no scores)
+-- KEYS[2] due index <prefix>:{<ns>}:due (absent when reading an import source: no
+--         scores, and its hashes are another queue's, read as they are)
 -- ARGV[4] record key prefix: <prefix>:{<ns>}:s: (or the import source's)
 -- Returns { next cursor ("0" = done), n, then per record: id, key type, due-index score
---           ("" none), field count, fields... } (fields only for hashes).
+--           ("" none), state ("rev|status|next_ms|runs", see migrate_state; "" for an
+--           import source), field count, fields... }. Fields: a hash's own (schema 1
+--           and 2, or the import source's); a schema-3 record's, unpacked (none when
+--           it does not unpack: Rust reports it).
 --
 -- Read-only. Invariant 3: one SSCAN/ZSCAN step, bounded by the batch size; Migrate
 -- walks the namespace in many such calls. Records are validated in Rust (the same
 -- timing code the service uses) and written back by migrate_apply, which re-checks
--- each record's revision, so a record changed in between is never overwritten.
+-- each record's state, so a record changed in between is never overwritten.
 
 local scan
 if ARGV[1] == 'set' then
@@ -29,18 +33,23 @@ for i = 1, #items, step do
   local kind = redis.call('TYPE', key)['ok']
   out[#out + 1] = id
   out[#out + 1] = kind
+  local fields, state = {}, ''
   if KEYS[2] then
     out[#out + 1] = redis.call('ZSCORE', KEYS[2], id) or ''
+    if kind == 'hash' or kind == 'string' then
+      local r = sched_read(key)
+      if not s_is_error(r) then
+        state = migrate_state(r)
+        if kind == 'string' then fields = sched_fields(id, r) end
+      end
+    end
   else
     out[#out + 1] = ''
   end
-  if kind == 'hash' then
-    local fields = redis.call('HGETALL', key)
-    out[#out + 1] = #fields
-    for j = 1, #fields do out[#out + 1] = fields[j] end
-  else
-    out[#out + 1] = 0
-  end
+  if kind == 'hash' then fields = redis.call('HGETALL', key) end
+  out[#out + 1] = state
+  out[#out + 1] = #fields
+  for j = 1, #fields do out[#out + 1] = fields[j] end
   out[2] = out[2] + 1
 end
 return out

@@ -1,9 +1,9 @@
 -- pause_schedule: stop a schedule from firing until it is resumed.
 --
--- KEYS[1] due index   <prefix>:{<ns>}:due      KEYS[2] schedule hash <prefix>:{<ns>}:s:<id>
+-- KEYS[1] due index   <prefix>:{<ns>}:due      KEYS[2] schedule record <prefix>:{<ns>}:s:<id>
 -- KEYS[3] id listing  <prefix>:{<ns>}:ids      KEYS[4] namespace meta <prefix>:{<ns>}:meta
 -- ARGV[1] id
--- Returns: {} when the schedule does not exist, else HGETALL of the paused schedule.
+-- Returns: {} when the schedule does not exist, else the fields of the paused schedule.
 --
 -- Invariant 1: the status change and the removal from the due index happen together,
 -- so a paused schedule can never be claimed. Pausing twice is a no-op. Invariant 5:
@@ -11,13 +11,15 @@
 
 local refused = schema_guard(KEYS[4], KEYS[3])
 if refused then return refused end
-if redis.call('EXISTS', KEYS[2]) == 0 then return {} end
-local before = redis.call('HMGET', KEYS[2], 'status', 'next_ms')
-count_index(KEYS[4], indexed(before[1], before[2]), false)
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
-if redis.call('HGET', KEYS[2], 'status') ~= 'paused' then
-  redis.call('HSET', KEYS[2], 'status', 'paused', 'next_ms', '', 'follow_ms', '', 'updated_ms', now)
+local r = sched_load(KEYS[2])
+if s_is_error(r) then return r end
+if r == nil then return {} end
+count_index(KEYS[4], sched_indexed(r), false)
+if r.status ~= 'paused' then
+  local now_t = redis.call('TIME')
+  r.status, r.next_ms, r.follow_ms = 'paused', '', ''
+  r.updated_ms = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+  sched_save(KEYS[2], r)
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('HGETALL', KEYS[2])
+return sched_fields(ARGV[1], r)

@@ -1,6 +1,7 @@
 -- set_follow: record the precomputed cron slot after a schedule's next run.
 --
--- KEYS[1] schedule hash   <prefix>:{<ns>}:s:<id>
+-- KEYS[1] schedule record <prefix>:{<ns>}:s:<id>   KEYS[2] namespace meta
+-- KEYS[3] id listing
 -- ARGV[1] rev the caller computed from   ARGV[2] next_ms it computed from
 -- ARGV[3] follow ms, or "end" when no slot follows
 -- Returns 1 if written, 0 if the schedule moved meanwhile (nothing written).
@@ -8,11 +9,18 @@
 -- Invariant 2 (compare-and-set): follow_ms is only a shortcut for claim_due; it is
 -- written only if rev and next_ms are still the ones it was computed from, and only
 -- where it is missing. A lost write costs one extra round trip on the next claim,
--- never a wrong fire time.
+-- never a wrong fire time. Invariant 5: refused in a namespace that needs Migrate.
 
-local h = redis.call('HMGET', KEYS[1], 'rev', 'next_ms', 'follow_ms', 'status')
-if h[1] == ARGV[1] and h[2] == ARGV[2] and h[4] == 'active' and (h[3] == false or h[3] == '') then
-  redis.call('HSET', KEYS[1], 'follow_ms', ARGV[3])
+local refused = schema_guard(KEYS[2], KEYS[3])
+if refused then return refused end
+local r = sched_load(KEYS[1])
+if s_is_error(r) then return r end
+if r ~= nil and string.format('%d', r.rev) == ARGV[1] and r.next_ms == tonumber(ARGV[2])
+    and r.status == 'active' and r.follow_ms == '' then
+  local follow = ARGV[3]
+  if follow ~= 'end' then follow = tonumber(follow) or '' end
+  r.follow_ms = follow
+  sched_save(KEYS[1], r)
   return 1
 end
 return 0

@@ -54,25 +54,6 @@ pub struct ScheduleDef {
     pub paused: bool,
 }
 
-impl ScheduleDef {
-    /// A canonical text of everything that decides fire times. Two definitions with
-    /// the same fingerprint fire at the same times, so an upsert keeps the next run.
-    pub fn timing_fingerprint(&self) -> String {
-        let timing = match &self.timing {
-            TimingDef::Cron(expr) => format!("cron={expr}"),
-            TimingDef::EveryMs(ms) => format!("every={ms}"),
-        };
-        let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-        format!(
-            "{timing}|tz={}|start={}|end={}|limit={}",
-            self.timezone,
-            opt(self.start_ms),
-            opt(self.end_ms),
-            self.run_limit
-        )
-    }
-}
-
 /// A stored schedule: its definition plus runtime state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRecord {

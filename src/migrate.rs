@@ -98,6 +98,8 @@ pub struct Progress {
     pub batches: u64,
     pub longest_batch: Duration,
     pub jobs_converted: u64,
+    /// Schedule records rewritten into the packed record (schema 3).
+    pub schedules_converted: u64,
     pub from_jobs_layout: u32,
     pub to_jobs_layout: u32,
 }
@@ -121,6 +123,7 @@ impl Progress {
             batches: 0,
             longest_batch: Duration::ZERO,
             jobs_converted: 0,
+            schedules_converted: 0,
             from_jobs_layout: 0,
             to_jobs_layout: 0,
         }
@@ -130,6 +133,7 @@ impl Progress {
         self.indexed += counts.indexed;
         self.repaired += counts.repaired;
         self.removed += counts.removed;
+        self.schedules_converted += counts.converted;
     }
 
     fn timed(&mut self, started: Instant) {
@@ -456,9 +460,12 @@ fn mode_of(namespace: &str, state: &NamespaceState) -> Result<Mode, MigrateError
 /// simply gone, `Err` for one that cannot be used (reported, left untouched).
 fn decide(record: &ScannedRecord, now_ms: i64) -> Result<Option<Decision>, String> {
     match record.key_type.as_str() {
-        "hash" => {}
+        "hash" | "string" => {}
         "none" => return Ok(None),
-        other => return Err(format!("wrong type: {other}, expected a hash")),
+        other => return Err(format!("wrong type: {other}, expected a schedule record")),
+    }
+    if record.state.is_empty() {
+        return Err("not a dueq schedule record: it does not unpack".to_owned());
     }
     let decoded =
         crate::store::decode_schedule(&record.fields, &record.id).map_err(|e| e.to_string())?;
@@ -469,23 +476,6 @@ fn decide(record: &ScannedRecord, now_ms: i64) -> Result<Option<Decision>, Strin
         ));
     }
     let timing = timing_of(&decoded.def).map_err(|e| e.to_string())?;
-    // What the decision was made from: the revision alone is not enough, because
-    // claims, pause and resume change status and next run without bumping it (a
-    // paused record resumed between scan and apply must not be unindexed).
-    let field = |name: &str| {
-        record
-            .fields
-            .get(name)
-            .map(|r| String::from_utf8_lossy(r).into_owned())
-            .unwrap_or_default()
-    };
-    let revision = format!(
-        "{}|{}|{}|{}",
-        field("rev"),
-        field("status"),
-        field("next_ms"),
-        field("runs")
-    );
     let exhausted = decoded.def.run_limit > 0 && decoded.run_count >= decoded.def.run_limit;
     let action = match decoded.status {
         ScheduleStatus::Paused | ScheduleStatus::Completed => Action::Unindex,
@@ -501,18 +491,20 @@ fn decide(record: &ScannedRecord, now_ms: i64) -> Result<Option<Decision>, Strin
     };
     Ok(Some(Decision {
         id: record.id.clone(),
-        revision,
+        revision: record.state.clone(),
         action,
     }))
 }
 
 /// The counts migrate_apply would report for these decisions.
 fn dry_counts(records: &[ScannedRecord], decisions: &[Decision]) -> ApplyCounts {
-    let scores: std::collections::HashMap<&str, Option<i64>> =
-        records.iter().map(|r| (r.id.as_str(), r.score)).collect();
+    let scanned: std::collections::HashMap<&str, &ScannedRecord> =
+        records.iter().map(|r| (r.id.as_str(), r)).collect();
     let mut counts = ApplyCounts::default();
     for d in decisions {
-        let score = scores.get(d.id.as_str()).copied().flatten();
+        let record = scanned.get(d.id.as_str());
+        let score = record.and_then(|r| r.score);
+        counts.converted += u64::from(record.is_some_and(|r| r.key_type == "hash"));
         match (d.action, score) {
             (Action::Index(_), None) => counts.indexed += 1,
             (Action::Index(ms), Some(s)) if ms != s => counts.repaired += 1,

@@ -171,10 +171,6 @@ async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
     }
 }
 
-/// A schedule's hash stays compact only while Redis allows its values (the payload)
-/// in listpack hashes. Job records are strings, which this setting does not affect.
-const LISTPACK_VALUE_ADVICE: u64 = 1024;
-
 /// Warns about Redis settings that lose work or waste memory. Best effort: managed
 /// Redis services often refuse CONFIG, and then there is nothing to check.
 async fn check_redis_settings(store: &Store) {
@@ -186,21 +182,7 @@ async fn check_redis_settings(store: &Store) {
         ),
         Ok(_) => {}
         Err(error) => {
-            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)");
-            return;
-        }
-    }
-    if let Ok(Some(value)) = store.config_value("hash-max-listpack-value").await {
-        if value
-            .parse::<u64>()
-            .is_ok_and(|v| v < LISTPACK_VALUE_ADVICE)
-        {
-            tracing::warn!(
-                hash_max_listpack_value = %value,
-                "schedules with a payload longer than this are stored as Redis hashtables, \
-                 about twice the memory; consider hash-max-listpack-value {LISTPACK_VALUE_ADVICE} \
-                 (see README, Performance)"
-            );
+            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)")
         }
     }
 }

@@ -142,12 +142,14 @@ async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
         .expect("DBSIZE")
 }
 
-async fn hgetall(conn: &mut MultiplexedConnection, key: &str) -> Vec<Vec<u8>> {
-    redis::cmd("HGETALL")
+/// A record's stored bytes (DUMP: its type and encoding included).
+async fn raw_record(conn: &mut MultiplexedConnection, key: &str) -> Vec<u8> {
+    redis::cmd("DUMP")
         .arg(key)
-        .query_async(conn)
+        .query_async::<Option<Vec<u8>>>(conn)
         .await
-        .expect("HGETALL")
+        .expect("DUMP")
+        .unwrap_or_default()
 }
 
 /// None when Redis still holds exactly `before`.
@@ -640,16 +642,16 @@ async fn bad_upsert_of_an_existing_schedule_leaves_it_byte_for_byte() {
     let stored = get(&mut c, "ns", "keep").await;
 
     let key = "dueq:{ns}:s:keep";
-    let hash_before = hgetall(&mut conn, key).await;
-    assert!(!hash_before.is_empty(), "{key} exists");
+    let record_before = raw_record(&mut conn, key).await;
+    assert!(!record_before.is_empty(), "{key} exists");
 
     let failures = run_upserts(&mut c, &mut conn, bad_upserts("keep")).await;
     assert_no_failures("UpsertSchedule over an existing schedule", failures);
 
     assert_eq!(
-        hgetall(&mut conn, key).await,
-        hash_before,
-        "{key} changed (HGETALL before/after)"
+        raw_record(&mut conn, key).await,
+        record_before,
+        "{key} changed (DUMP before/after)"
     );
     assert_eq!(get(&mut c, "ns", "keep").await, stored);
 }

@@ -32,21 +32,9 @@ async fn two_instances_64_claimers_2000_due_each_claimed_exactly_once() {
 
     // All of them due at the same instant, as after an outage.
     let due = redis_now(&mut conn).await - 1_000;
-    let mut pipe = redis::pipe();
     for i in 0..SCHEDULES {
-        let id = format!("s{i}");
-        pipe.cmd("HSET")
-            .arg(format!("dueq:{{ns}}:s:{id}"))
-            .arg("next_ms")
-            .arg(due)
-            .ignore();
-        pipe.cmd("ZADD")
-            .arg("dueq:{ns}:due")
-            .arg(due)
-            .arg(&id)
-            .ignore();
+        force_due(&mut conn, "ns", &format!("s{i}"), due).await;
     }
-    let _: () = pipe.query_async(&mut conn).await.expect("force due");
 
     let mut workers = Vec::new();
     for service in [&a, &b] {
@@ -96,16 +84,16 @@ async fn two_instances_64_claimers_2000_due_each_claimed_exactly_once() {
     );
 
     // The store agrees: one run each, all re-scored into the future.
-    let runs: Vec<Option<i64>> = {
-        let mut pipe = redis::pipe();
-        for i in 0..SCHEDULES {
-            pipe.cmd("HGET")
-                .arg(format!("dueq:{{ns}}:s:s{i}"))
-                .arg("runs");
-        }
-        pipe.query_async(&mut conn).await.expect("runs")
-    };
-    assert!(runs.iter().all(|r| *r == Some(1)), "runs == 1 everywhere");
+    let ids: Vec<String> = (0..SCHEDULES).map(|i| format!("s{i}")).collect();
+    let runs: Vec<Option<String>> = schedule_layout(&mut conn, "ns", RecordOp::Read, &ids)
+        .await
+        .into_iter()
+        .map(|fields| fields.get("runs").cloned())
+        .collect();
+    assert!(
+        runs.iter().all(|r| r.as_deref() == Some("1")),
+        "runs == 1 everywhere"
+    );
     let still_due: i64 = redis::cmd("ZCOUNT")
         .arg("dueq:{ns}:due")
         .arg("-inf")

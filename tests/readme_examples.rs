@@ -174,7 +174,7 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
     assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
     let status = output_of("AdminService/GetNamespaceStatus")[0];
     assert!(
-        status.contains("\"schemaVersion\": 2") && status.contains("\"message\": \"ok\""),
+        status.contains("\"schemaVersion\": 3") && status.contains("\"message\": \"ok\""),
         "{status}"
     );
     let migrations = output_of("AdminService/Migrate");
@@ -189,7 +189,7 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         assert!(!m.contains("problems"), "{m}");
     }
     assert!(
-        migrations[1].contains("\"toSchema\": 2"),
+        migrations[1].contains("\"toSchema\": 3"),
         "{}",
         migrations[1]
     );

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use deadpool_redis::redis;
 use tonic::Code;
 
 #[tokio::test]
@@ -281,4 +282,109 @@ async fn awkward_ids_never_alias() {
     let mut expected: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
     expected.sort();
     assert_eq!(claimed, expected);
+}
+
+/// A schedule key that holds something other than a packed record (garbled bytes, or
+/// a hash left from schema 2) is reported by every call that meets it, naming the key,
+/// and nothing is written: not the record, not its index entry.
+#[tokio::test]
+async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", every("real", 3600)).await;
+    let _: () = redis::cmd("SET")
+        .arg("dueq:{ns}:s:garbled")
+        .arg("not msgpack \u{1}")
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    let _: () = redis::cmd("HSET")
+        .arg("dueq:{ns}:s:oldhash")
+        .arg("status")
+        .arg("active")
+        .query_async(&mut conn)
+        .await
+        .expect("HSET");
+    let now = redis_now(&mut conn).await;
+    for id in ["garbled", "oldhash"] {
+        let _: () = redis::cmd("ZADD")
+            .arg("dueq:{ns}:due")
+            .arg(now - 5)
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .expect("ZADD");
+        let _: () = redis::cmd("ZADD")
+            .arg("dueq:{ns}:ids")
+            .arg(0)
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .expect("ZADD");
+    }
+    let before = snapshot(&mut conn).await;
+    let internal = |status: tonic::Status, id: &str| {
+        assert_eq!(status.code(), Code::Internal, "{status:?}");
+        assert!(
+            status.message().contains(&format!("dueq:{{ns}}:s:{id}")),
+            "names the key: {}",
+            status.message()
+        );
+    };
+    for id in ["garbled", "oldhash"] {
+        let get = c
+            .get_schedule(proto::GetScheduleRequest {
+                namespace: "ns".into(),
+                id: id.into(),
+            })
+            .await
+            .expect_err("unreadable");
+        internal(get, id);
+        let up = c
+            .upsert_schedule(proto::UpsertScheduleRequest {
+                namespace: "ns".into(),
+                schedule: Some(every(id, 60)),
+            })
+            .await
+            .expect_err("unreadable");
+        internal(up, id);
+        let pause = c
+            .pause_schedule(proto::PauseScheduleRequest {
+                namespace: "ns".into(),
+                id: id.into(),
+            })
+            .await
+            .expect_err("unreadable");
+        internal(pause, id);
+        let delete = c
+            .delete_schedule(proto::DeleteScheduleRequest {
+                namespace: "ns".into(),
+                id: id.into(),
+            })
+            .await
+            .expect_err("unreadable");
+        internal(delete, id);
+    }
+    let claim = c
+        .claim_due_schedule(proto::ClaimDueScheduleRequest {
+            namespace: "ns".into(),
+            worker_id: "w".into(),
+            wait: wait(0),
+            lease: None,
+        })
+        .await
+        .expect_err("the due entry's record is unreadable");
+    assert_eq!(claim.code(), Code::Internal, "{claim:?}");
+    let list = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("a listed record is unreadable");
+    assert_eq!(list.code(), Code::Internal, "{list:?}");
+    assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
+    assert_eq!(get(&mut c, "ns", "real").await.id, "real");
 }

@@ -6,7 +6,8 @@
 --   error reply "DUEQ_MIGRATE <found version> <meta key>" the service turns into
 --   FAILED_PRECONDITION with the Migrate command. Found version: the `schema` field of
 --   the meta hash; "1" for the pre-index layout (ids kept in a SET, no meta); "unknown"
---   when the meta hash is gone but a listing exists (deleted or evicted).
+--   when the meta hash is gone but a listing exists (deleted or evicted). Schema 2
+--   without a listing holds no schedule and is recorded as current in passing.
 -- count_index(meta_key, was, is): keeps meta `indexed` = how many schedules are active
 --   with a next run, i.e. how many entries the due index must hold. Comparing it with
 --   ZCARD of the index (O(1)) reveals an index that was deleted or evicted.
@@ -15,11 +16,18 @@
 -- Invariant 5 (migration never silent): a namespace that needs Migrate is refused with
 -- a clear error by every script that would otherwise answer "nothing due" forever.
 
-local DUEQ_SCHEMA = '2'
+local DUEQ_SCHEMA = '3'
 
 local function schema_guard(meta_key, ids_key)
   local found = redis.call('HGET', meta_key, 'schema')
   if found == DUEQ_SCHEMA then return nil end
+  if found == '2' and redis.call('EXISTS', ids_key) == 0 then
+    -- Schema 2 differs from 3 only in how a schedule record is stored, and every
+    -- schema-2 record is listed: with no listing there is nothing to convert (a
+    -- namespace that only ever held jobs), so it is at schema 3 as it stands.
+    redis.call('HSET', meta_key, 'schema', DUEQ_SCHEMA)
+    return nil
+  end
   if not found then
     local kind = redis.call('TYPE', ids_key)['ok']
     if kind == 'none' then return nil end

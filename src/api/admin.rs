@@ -154,6 +154,7 @@ fn progress_to_proto(p: Progress) -> proto::MigrateProgress {
         dry_run: p.dry_run,
         batches: p.batches,
         jobs_converted: p.jobs_converted,
+        schedules_converted: p.schedules_converted,
         from_jobs_layout: p.from_jobs_layout,
         to_jobs_layout: p.to_jobs_layout,
         longest_batch: done.then(|| {
@@ -238,19 +239,23 @@ fn describe(namespace: &str, s: &crate::store::migrate::NamespaceState) -> proto
     let command = format!(
         "grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' <dueq-address> dueq.v1.AdminService/Migrate"
     );
+    // A namespace written before both layout changes needs both: say so in one line.
+    let mut refused = Vec::new();
+    if needs_migrate {
+        refused.push(format!(
+            "store schema {schema_version}, this dueq uses {SCHEMA_VERSION}: schedule calls are refused"
+        ));
+    }
+    if s.jobs_need_migrate() {
+        refused.push(format!(
+            "jobs are stored in job layout {}, this dueq uses {JOBS_LAYOUT}: job calls are refused",
+            s.jobs_layout_version()
+        ));
+    }
     let message = if s.lock_ttl_ms.is_some() {
         "a Migrate is running".to_owned()
-    } else if needs_migrate {
-        format!(
-            "store schema {schema_version}, this dueq uses {SCHEMA_VERSION}: claims and upserts \
-             are refused until you run {command}"
-        )
-    } else if s.jobs_need_migrate() {
-        format!(
-            "jobs are stored in job layout {}, this dueq uses {JOBS_LAYOUT}: job calls are \
-             refused until you run {command}",
-            s.jobs_layout_version()
-        )
+    } else if !refused.is_empty() {
+        format!("{} until you run {command}", refused.join("; "))
     } else if damaged {
         format!(
             "the due index holds {} entries but {expected} schedules are active: {} would never \

@@ -169,7 +169,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             .with("ids_entry_bytes", ids)
             .with("due_entry_bytes", due)
             .note(format!(
-                "{per:.0} B over {n} schedules; MEMORY USAGE: record hash {record:.0} B, :ids entry {ids:.0} B, :due entry {due:.0} B"
+                "{per:.0} B over {n} schedules; MEMORY USAGE: record {record:.0} B, :ids entry {ids:.0} B, :due entry {due:.0} B"
             )),
     );
 
@@ -209,7 +209,7 @@ pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     }
     report.note(
         S,
-        "used_memory delta / records, each row from an empty Redis when the bench runs its own; schedule payload as seed::every_1h, job name \"bench\"; a hash with a value over hash-max-listpack-value (64 B by default) is stored as a hashtable (schedule records are hashes; job records are strings, so the setting does not change them)",
+        "used_memory delta / records, each row from an empty Redis when the bench runs its own; schedule payload as seed::every_1h, job name \"bench\"; records are packed strings, so hash-max-listpack-* settings do not change them",
     );
     Ok(())
 }

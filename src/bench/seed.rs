@@ -1,8 +1,10 @@
-//! Direct Redis seeding in dueq's layout: schedule hashes copied from one the API
-//! created (HGETALL), with the id and next run rewritten, plus the `:ids` and `:due`
-//! zsets and the `:meta` hash (or the pre-index layout, for Migrate).
+//! Direct Redis seeding in dueq's layout: schedule records copied from one the API
+//! created, with the next run rewritten, plus the `:ids` and `:due` zsets and the
+//! `:meta` hash (or the pre-index layout, hashes in a SET, for Migrate).
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use std::sync::LazyLock;
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection, Script};
 
 use super::{
     env::{Client, Env, PREFIX},
@@ -38,19 +40,20 @@ pub async fn ensure_namespace(client: &mut Client, ns: &str) -> Result<()> {
     Ok(())
 }
 
-/// A schedule hash as the API stores it, and the namespace meta next to it.
+/// A schedule record as the API stores it, and the namespace meta next to it.
 pub struct Template {
-    pub fields: Vec<(String, Vec<u8>)>,
+    /// The packed record (lib/schedule.lua).
+    pub record: Vec<u8>,
     pub meta: Vec<(String, Vec<u8>)>,
 }
 
-/// Creates one schedule through gRPC in a scratch namespace and copies its hash.
+/// Creates one schedule through gRPC in a scratch namespace and copies its record.
 pub async fn template(env: &Env) -> Result<Template> {
     let mut client = env.client().await?;
     let ns = "benchtemplate";
     ensure_namespace(&mut client, ns).await?;
     let mut conn = env.conn().await?;
-    let fields: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
+    let record: Option<Vec<u8>> = redis::cmd("GET")
         .arg(format!("{}s:anchor", base(ns)))
         .query_async(&mut conn)
         .await?;
@@ -58,15 +61,52 @@ pub async fn template(env: &Env) -> Result<Template> {
         .arg(format!("{}meta", base(ns)))
         .query_async(&mut conn)
         .await?;
-    if fields.is_empty() {
-        return Err("the template schedule's hash is empty".into());
-    }
-    Ok(Template { fields, meta })
+    let record = record.ok_or("the template schedule's record is missing")?;
+    Ok(Template { record, meta })
 }
+
+/// Writes copies of a packed record with a new next run, as records (schema 3) or as
+/// the hashes of the pre-index layout. ARGV: template, schedule key prefix, next run
+/// ms, "packed" | "hash", then the ids.
+static WRITE_COPIES: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("../../lua/lib/schedule.lua"),
+        r#"
+local r = sched_unpacked('template', ARGV[1])
+if s_is_error(r) then return r end
+r.next_ms, r.follow_ms = tonumber(ARGV[3]), ''
+for i = 5, #ARGV do
+  local key = ARGV[2] .. ARGV[i]
+  if ARGV[4] == 'packed' then
+    sched_save(key, r)
+  else
+    redis.call('HSET', key, unpack(sched_fields(ARGV[i], r)))
+  end
+end
+return #ARGV - 4
+"#
+    ))
+});
+
+/// Rewrites a record's next run and clears its follow slot (so a cron claim
+/// computes in Rust). ARGV: next run ms.
+static SET_NEXT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("../../lua/lib/schedule.lua"),
+        r#"
+local r = sched_load(KEYS[1])
+if r == nil or s_is_error(r) then return redis.error_reply('no record at ' .. KEYS[1]) end
+r.next_ms, r.follow_ms = tonumber(ARGV[1]), ''
+sched_save(KEYS[1], r)
+return 1
+"#
+    ))
+});
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
-    /// Schema 2: `:ids` and `:due` zsets, `:meta` with schema and indexed.
+    /// This dueq's schema: packed records, `:ids` and `:due` zsets, `:meta` with
+    /// schema and indexed.
     Current,
     /// Schema 1: `:ids` a SET, no `:due`, no `:meta`.
     PreIndex,
@@ -82,49 +122,41 @@ pub async fn schedules(
     layout: Layout,
 ) -> Result<()> {
     let b = base(ns);
-    let next = next_ms.to_string();
-    let mut pipe = redis::pipe();
-    let mut queued = 0;
-    for i in 0..n {
-        let id = format!("s{i}");
-        let mut hset = redis::cmd("HSET");
-        hset.arg(format!("{b}s:{id}"));
-        for (k, v) in &tpl.fields {
-            hset.arg(k);
-            match k.as_str() {
-                "id" => hset.arg(&id),
-                "next_ms" => hset.arg(&next),
-                "follow_ms" => hset.arg(""),
-                _ => hset.arg(v.as_slice()),
-            };
-        }
-        pipe.add_command(hset).ignore();
-        match layout {
-            Layout::Current => {
-                pipe.cmd("ZADD")
-                    .arg(format!("{b}ids"))
-                    .arg(0)
-                    .arg(&id)
-                    .ignore();
-                pipe.cmd("ZADD")
-                    .arg(format!("{b}due"))
-                    .arg(next_ms)
-                    .arg(&id)
-                    .ignore();
-            }
-            Layout::PreIndex => {
-                pipe.cmd("SADD").arg(format!("{b}ids")).arg(&id).ignore();
+    let (prefix, next) = (format!("{b}s:"), next_ms.to_string());
+    let form = match layout {
+        Layout::Current => "packed",
+        Layout::PreIndex => "hash",
+    };
+    let mut start = 0;
+    while start < n {
+        let end = (start + 1000).min(n);
+        let ids: Vec<String> = (start..end).map(|i| format!("s{i}")).collect();
+        let mut copies = WRITE_COPIES.prepare_invoke();
+        copies.arg(&tpl.record).arg(&prefix).arg(&next).arg(form);
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            copies.arg(id);
+            match layout {
+                Layout::Current => {
+                    pipe.cmd("ZADD")
+                        .arg(format!("{b}ids"))
+                        .arg(0)
+                        .arg(id)
+                        .ignore();
+                    pipe.cmd("ZADD")
+                        .arg(format!("{b}due"))
+                        .arg(next_ms)
+                        .arg(id)
+                        .ignore();
+                }
+                Layout::PreIndex => {
+                    pipe.cmd("SADD").arg(format!("{b}ids")).arg(id).ignore();
+                }
             }
         }
-        queued += 1;
-        if queued == 1000 {
-            pipe.query_async::<()>(conn).await?;
-            pipe = redis::pipe();
-            queued = 0;
-        }
-    }
-    if queued > 0 {
+        copies.invoke_async::<i64>(conn).await?;
         pipe.query_async::<()>(conn).await?;
+        start = end;
     }
     if layout == Layout::Current {
         let mut hset = redis::cmd("HSET");
@@ -134,13 +166,17 @@ pub async fn schedules(
                 hset.arg(k).arg(v.as_slice());
             }
         }
-        hset.arg("schema").arg(2).arg("indexed").arg(n);
+        hset.arg("schema")
+            .arg(crate::store::keys::SCHEMA_VERSION)
+            .arg("indexed")
+            .arg(n);
         hset.query_async::<()>(conn).await?;
     }
     Ok(())
 }
 
-/// Makes schedule `id` of `ns` due at `due_ms` (hash and index), as a clock jump would.
+/// Makes schedule `id` of `ns` due at `due_ms` (record and index), as a clock jump
+/// would.
 pub async fn force_due(
     conn: &mut MultiplexedConnection,
     ns: &str,
@@ -148,19 +184,15 @@ pub async fn force_due(
     due_ms: i64,
 ) -> Result<()> {
     let b = base(ns);
-    redis::pipe()
-        .cmd("HSET")
-        .arg(format!("{b}s:{id}"))
-        .arg("next_ms")
+    SET_NEXT
+        .key(format!("{b}s:{id}"))
         .arg(due_ms)
-        .arg("follow_ms")
-        .arg("")
-        .ignore()
-        .cmd("ZADD")
+        .invoke_async::<i64>(conn)
+        .await?;
+    redis::cmd("ZADD")
         .arg(format!("{b}due"))
         .arg(due_ms)
         .arg(id)
-        .ignore()
         .query_async::<()>(conn)
         .await?;
     Ok(())

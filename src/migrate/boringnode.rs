@@ -169,7 +169,6 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ImportRecord>, String> {
     };
     let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
     Ok(Some(ImportRecord {
-        tfp: def.timing_fingerprint(),
         kind,
         cron,
         every_ms,

@@ -37,7 +37,7 @@
 //! and `qj:<queue>` (listing), which Migrate converts.
 
 /// Schema version of the layout above (the pre-index layout is version 1).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Version of the job layout (meta field `jobs`); layout 1 had no such field and kept
 /// `job_seq` in meta instead.

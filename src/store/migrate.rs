@@ -60,6 +60,9 @@ impl NamespaceState {
         match (&self.schema, &self.listing) {
             (_, Listing::Legacy) | (_, Listing::Foreign(_)) => true,
             (None, Listing::Current) => true,
+            // Schema 2 without a listing holds no schedule record to convert: the
+            // guard records it as current in passing.
+            (Some(v), Listing::None) if v == "2" => false,
             (Some(_), _) => self.schema_version() != super::keys::SCHEMA_VERSION,
             (None, Listing::None) => false,
         }
@@ -114,10 +117,14 @@ pub enum LockOp {
 #[derive(Debug, Clone)]
 pub struct ScannedRecord {
     pub id: String,
-    /// Redis type of the record key ("hash" for a real record, "none" when missing).
+    /// Redis type of the record key: "string" for a packed record (schema 3),
+    /// "hash" for an older one or an import source's, "none" when missing.
     pub key_type: String,
     /// Its due-index score, if it has one.
     pub score: Option<i64>,
+    /// What migrate_apply re-checks before writing ("rev|status|next_ms|runs" as
+    /// the scripts read it; empty for an import source or an unreadable record).
+    pub state: String,
     pub fields: HashMap<String, Vec<u8>>,
 }
 
@@ -144,7 +151,7 @@ pub enum Action {
 #[derive(Debug, Clone)]
 pub struct Decision {
     pub id: String,
-    /// The record's `rev` as scanned ("" when it had none).
+    /// The record's state as scanned (`ScannedRecord::state`).
     pub revision: String,
     pub action: Action,
 }
@@ -155,13 +162,14 @@ pub struct ApplyCounts {
     pub repaired: u64,
     pub removed: u64,
     pub skipped: u64,
+    /// Records rewritten from a hash (schema 1 and 2) into the packed record.
+    pub converted: u64,
 }
 
-/// A schedule converted from an import source, in dueq's hash fields.
+/// A schedule converted from an import source, in dueq's record fields.
 #[derive(Debug, Clone, Default)]
 pub struct ImportRecord {
     pub id: String,
-    pub tfp: String,
     pub kind: &'static str,
     pub cron: String,
     pub every_ms: String,
@@ -180,11 +188,10 @@ pub struct ImportRecord {
 }
 
 impl ImportRecord {
-    fn args(&self) -> [Vec<u8>; 17] {
+    fn args(&self) -> [Vec<u8>; 16] {
         let b = |s: &str| s.as_bytes().to_vec();
         [
             b(&self.id),
-            b(&self.tfp),
             b(self.kind),
             b(&self.cron),
             b(&self.every_ms),
@@ -422,7 +429,7 @@ impl Store {
         let cursor = items.first().and_then(text).ok_or_else(bad)?;
         let mut records = Vec::new();
         let mut rest = items.get(2..).unwrap_or_default();
-        while let [id, key_type, score, len, tail @ ..] = rest {
+        while let [id, key_type, score, state, len, tail @ ..] = rest {
             let len = usize::try_from(int(len).ok_or_else(bad)?).map_err(|_| bad())?;
             if tail.len() < len {
                 return Err(bad());
@@ -435,6 +442,7 @@ impl Store {
                     .ok_or_else(bad)?,
                 key_type: text(key_type).ok_or_else(bad)?,
                 score: int(score),
+                state: text(state).ok_or_else(bad)?,
                 fields: fields(&tail[..len]),
             });
             rest = &tail[len..];
@@ -525,6 +533,7 @@ impl Store {
             total.repaired += c.repaired;
             total.removed += c.removed;
             total.skipped += c.skipped;
+            total.converted += c.converted;
         }
         Ok(Some(total))
     }
@@ -574,6 +583,7 @@ impl Store {
             repaired: count(items.get(2)),
             removed: count(items.get(3)),
             skipped: count(items.get(4)),
+            converted: count(items.get(5)),
         }))
     }
 
@@ -588,7 +598,7 @@ impl Store {
     ) -> Result<Option<IndexBatch>, StoreError> {
         let keys = self.keys(namespace);
         let (due, lock, prefix) = (keys.due(), keys.migrate_lock(), keys.schedule_prefix());
-        // Each entry costs an HMGET inside the script: the same bound as the record
+        // Each entry costs a record read inside the script: the same bound as the record
         // reads keeps one call well under 10 ms (a 500-entry walk measured 16 ms).
         let batch = batch.min(SCAN_STEP as u32).to_string();
         let dry = if dry_run { "1" } else { "0" };

@@ -1,6 +1,6 @@
 //! Schedule operations: one script (or one read) each.
 
-use deadpool_redis::redis::{self, Value};
+use deadpool_redis::redis::Value;
 
 use super::{
     keys::SCHEMA_VERSION,
@@ -118,9 +118,8 @@ impl Store {
         };
         let headers = serde_json::to_string(&def.headers)
             .map_err(|e| StoreError::corrupt("headers", e.to_string()))?;
-        let args: [Vec<u8>; 16] = [
+        let args: [Vec<u8>; 15] = [
             def.id.clone().into_bytes(),
-            def.timing_fingerprint().into_bytes(),
             kind.into(),
             cron.into_bytes(),
             every.into_bytes(),
@@ -163,12 +162,17 @@ impl Store {
         namespace: &str,
         id: &str,
     ) -> Result<Option<ScheduleRecord>, StoreError> {
-        let key = self.keys(namespace).schedule(id);
-        let value: Value = self.query(redis::cmd("HGETALL").arg(&key).clone()).await?;
-        let items = match value {
-            Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
-            other => array(other, "schedule hash")?,
-        };
+        let keys = self.keys(namespace);
+        let (key, meta, ids) = (keys.schedule(id), keys.meta(), keys.ids());
+        let items = array(
+            self.eval(
+                &scripts::GET_SCHEDULE,
+                &[&key, meta.as_bytes(), ids.as_bytes()],
+                &[id.as_bytes()],
+            )
+            .await?,
+            "get schedule reply",
+        )?;
         if items.is_empty() {
             return Ok(None);
         }
@@ -404,12 +408,13 @@ impl Store {
         next_ms: i64,
         follow: Follow,
     ) -> Result<bool, StoreError> {
-        let key = self.keys(namespace).schedule(id);
+        let keys = self.keys(namespace);
+        let (key, meta, ids) = (keys.schedule(id), keys.meta(), keys.ids());
         let (next, follow) = (next_ms.to_string(), follow.arg());
         let value = self
             .eval(
                 &scripts::SET_FOLLOW,
-                &[&key],
+                &[&key, meta.as_bytes(), ids.as_bytes()],
                 &[revision.as_bytes(), next.as_bytes(), follow.as_bytes()],
             )
             .await?;

@@ -7,13 +7,17 @@ use std::sync::LazyLock;
 
 use deadpool_redis::redis::Script;
 
-/// Helpers shared by the scripts that guard the schema and count the index.
-const GUARD: &str = include_str!("../../lua/lib/guard.lua");
+/// The schedule scripts' prelude: the helpers that guard the schema and count the
+/// index, then the packed schedule record.
+const SCHEDULE: &str = concat!(
+    include_str!("../../lua/lib/guard.lua"),
+    include_str!("../../lua/lib/schedule.lua")
+);
 /// The job layout: guard, packed record, ready lists and listing buckets.
 const JOB: &str = include_str!("../../lua/lib/job.lua");
 
 /// `script!(NAME, "file.lua")`, or `script!(NAME, "file.lua", PRELUDE)` with a
-/// library (GUARD, JOB) prepended.
+/// library (SCHEDULE, JOB) prepended.
 macro_rules! script {
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Script> =
@@ -30,21 +34,22 @@ macro_rules! script {
     };
 }
 
-script!(UPSERT_SCHEDULE, "upsert_schedule.lua", GUARD);
-script!(CLAIM_DUE, "claim_due.lua", GUARD);
-script!(SET_FOLLOW, "set_follow.lua");
-script!(PAUSE_SCHEDULE, "pause_schedule.lua", GUARD);
-script!(RESUME_SCHEDULE, "resume_schedule.lua", GUARD);
-script!(DELETE_SCHEDULE, "delete_schedule.lua", GUARD);
-script!(LIST_SCHEDULES, "list_schedules.lua", GUARD);
+script!(UPSERT_SCHEDULE, "upsert_schedule.lua", SCHEDULE);
+script!(CLAIM_DUE, "claim_due.lua", SCHEDULE);
+script!(SET_FOLLOW, "set_follow.lua", SCHEDULE);
+script!(GET_SCHEDULE, "get_schedule.lua", SCHEDULE);
+script!(PAUSE_SCHEDULE, "pause_schedule.lua", SCHEDULE);
+script!(RESUME_SCHEDULE, "resume_schedule.lua", SCHEDULE);
+script!(DELETE_SCHEDULE, "delete_schedule.lua", SCHEDULE);
+script!(LIST_SCHEDULES, "list_schedules.lua", SCHEDULE);
 script!(PEEK_DUE, "peek_due.lua");
 script!(MIGRATE_LOCK, "migrate_lock.lua");
-script!(MIGRATE_SCAN, "migrate_scan.lua");
-script!(MIGRATE_APPLY, "migrate_apply.lua");
-script!(MIGRATE_INDEX, "migrate_index.lua");
+script!(MIGRATE_SCAN, "migrate_scan.lua", SCHEDULE);
+script!(MIGRATE_APPLY, "migrate_apply.lua", SCHEDULE);
+script!(MIGRATE_INDEX, "migrate_index.lua", SCHEDULE);
 script!(MIGRATE_FINISH, "migrate_finish.lua");
 script!(NAMESPACE_STATUS, "namespace_status.lua");
-script!(IMPORT_SCHEDULES, "import_schedules.lua", GUARD);
+script!(IMPORT_SCHEDULES, "import_schedules.lua", SCHEDULE);
 script!(ENQUEUE_JOBS, "enqueue_jobs.lua", JOB);
 script!(CLAIM_JOBS, "claim_jobs.lua", JOB);
 script!(ACK_JOB, "ack_job.lua", JOB);
@@ -60,11 +65,12 @@ script!(MIGRATE_JOBS, "migrate_jobs.lua", JOB);
 script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
 /// Every script, for loading at startup.
-pub fn all() -> [&'static Script; 28] {
+pub fn all() -> [&'static Script; 29] {
     [
         &UPSERT_SCHEDULE,
         &CLAIM_DUE,
         &SET_FOLLOW,
+        &GET_SCHEDULE,
         &PAUSE_SCHEDULE,
         &RESUME_SCHEDULE,
         &DELETE_SCHEDULE,
@@ -95,12 +101,12 @@ pub fn all() -> [&'static Script; 28] {
 
 #[cfg(test)]
 mod tests {
-    use super::{GUARD, JOB};
+    use super::{JOB, SCHEDULE};
     use crate::store::keys::{JOBS_LAYOUT, SCHEMA_VERSION};
 
     #[test]
     fn the_lua_guard_knows_the_current_schema() {
-        assert!(GUARD.contains(&format!("local DUEQ_SCHEMA = '{SCHEMA_VERSION}'")));
+        assert!(SCHEDULE.contains(&format!("local DUEQ_SCHEMA = '{SCHEMA_VERSION}'")));
     }
 
     #[test]

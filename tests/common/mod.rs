@@ -333,20 +333,18 @@ pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
     s * 1000 + us / 1000
 }
 
-/// Makes a stored schedule due now by rewriting its hash and its index score, as a
+/// Makes a stored schedule due now by rewriting its record and its index score, as a
 /// clock jump would. Tests use it instead of sleeping for minutes.
 pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, next_ms: i64) {
-    let key = format!("dueq:{{{ns}}}:s:{id}");
     // Clearing follow_ms makes a cron claim take the compute-in-Rust path.
-    let _: () = redis::cmd("HSET")
-        .arg(&key)
-        .arg("next_ms")
-        .arg(next_ms)
-        .arg("follow_ms")
-        .arg("")
-        .query_async(conn)
-        .await
-        .expect("HSET");
+    edit_schedule(
+        conn,
+        ns,
+        id,
+        "r.next_ms, r.follow_ms = tonumber(ARGV[1]), ''",
+        &[next_ms.to_string().as_str()],
+    )
+    .await;
     let _: () = redis::cmd("ZADD")
         .arg(format!("dueq:{{{ns}}}:due"))
         .arg(next_ms)
@@ -354,6 +352,98 @@ pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, nex
         .query_async(conn)
         .await
         .expect("ZADD");
+}
+
+/// Rewrites a stored schedule record in place: `edit` is Lua run on the unpacked
+/// record `r` (lib/schedule.lua), with `args` as ARGV. Nothing else is touched, the
+/// way a tampering operator or a bug elsewhere would leave it.
+pub async fn edit_schedule(
+    conn: &mut MultiplexedConnection,
+    ns: &str,
+    id: &str,
+    edit: &str,
+    args: &[&str],
+) {
+    let body = format!(
+        "{}\nlocal r = sched_load(KEYS[1])\nassert(r and not s_is_error(r), 'no record')\n{edit}\nsched_save(KEYS[1], r)\nreturn 1",
+        include_str!("../../lua/lib/schedule.lua")
+    );
+    let script = redis::Script::new(&body);
+    let mut invocation = script.prepare_invoke();
+    invocation.key(format!("dueq:{{{ns}}}:s:{id}"));
+    for a in args {
+        invocation.arg(*a);
+    }
+    let _: i64 = invocation.invoke_async(conn).await.expect("edit schedule");
+}
+
+/// What `schedule_layout` does to each record.
+#[derive(Clone, Copy)]
+pub enum RecordOp {
+    /// Rewrite a packed record (schema 3) as the hash of schemas 1 and 2.
+    ToHash,
+    /// Rewrite such a hash as a packed record, as Migrate does.
+    ToPacked,
+    /// Read it, in either layout: its fields, or nothing when it is missing.
+    Read,
+}
+
+/// Runs `op` on the records of `ids` in `ns`, in one script per 500 ids; returns
+/// each record's fields as text (after the op).
+pub async fn schedule_layout(
+    conn: &mut MultiplexedConnection,
+    ns: &str,
+    op: RecordOp,
+    ids: &[String],
+) -> Vec<std::collections::HashMap<String, String>> {
+    static TOOL: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+        redis::Script::new(concat!(
+            include_str!("../../lua/lib/schedule.lua"),
+            r#"
+local out = {}
+for i = 1, #KEYS do
+  local key, id = KEYS[i], ARGV[i + 1]
+  local r = sched_read(key)
+  assert(not s_is_error(r), 'not a schedule record: ' .. key)
+  if r == nil then
+    out[i] = {}
+  else
+    if ARGV[1] == 'hash' then
+      redis.call('DEL', key)
+      redis.call('HSET', key, unpack(sched_fields(id, r)))
+    elseif ARGV[1] == 'pack' then
+      sched_save(key, r)
+    end
+    out[i] = sched_fields(id, r)
+  end
+end
+return out
+"#
+        ))
+    });
+    let op = match op {
+        RecordOp::ToHash => "hash",
+        RecordOp::ToPacked => "pack",
+        RecordOp::Read => "read",
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let mut invocation = TOOL.prepare_invoke();
+        invocation.arg(op);
+        for id in chunk {
+            invocation.key(format!("dueq:{{{ns}}}:s:{id}")).arg(id);
+        }
+        let rows: Vec<Vec<String>> = invocation
+            .invoke_async(conn)
+            .await
+            .expect("schedule layout tool");
+        out.extend(rows.into_iter().map(|flat| {
+            flat.chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect()
+        }));
+    }
+    out
 }
 
 // ---- fault-injection helpers (tests/faults.rs) ----

@@ -1,0 +1,154 @@
+-- schedule: the packed schedule record, prepended (after guard.lua) to every script
+-- that reads or writes schedules (src/store/scripts.rs concatenates them).
+--
+-- Schema 3 (this file). Per schedule, one string key <prefix>:{<ns>}:s:<id> holds the
+-- record, packed with cmsgpack as a positional array; the id is the key's last part
+-- and is not repeated inside. Times other than `created` are kept as milliseconds
+-- after `created` ('' when unset); status is a small integer; a whole-second interval
+-- is kept as -seconds. The timing fingerprint of schema 2 is not stored: an upsert
+-- compares the timing fields themselves. Schema 2 kept the same fields, by name, in a
+-- hash; Migrate converts such records (sched_read accepts both).
+--
+-- Positions (never reorder: stored records depend on them):
+--   1 timing: the cron expression (a string) or the interval (a number, see above)
+--   2 tz  3 start  4 end  5 limit  6 job_name  7 payload  8 headers ('' for none)
+--   9 status  10 rev  11 runs  12 created  13 updated  14 last  15 next
+--   16 follow (ms, '' unknown, 'end' none)
+--
+-- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
+-- sched_read(key) -> the same, also from a schema-2 hash (Migrate only); second result
+--   true when the record is still a hash
+-- sched_save(key, record)
+-- sched_fields(id, record) -> flat field/value list (all values text), the shape
+--   src/store/reply.rs decodes
+-- sched_new_timing(r, kind, cron, every, tz, start, end, limit) -> whether those
+--   timing fields differ from the record's (what decides fire times)
+--
+-- Record tables use schema 2's field names: kind, cron, every_ms, tz, start_ms, end_ms,
+-- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
+-- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''.
+
+local SCHED_FIELDS = 16
+local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
+local STATUS_NAME = { 'active', 'paused', 'completed' }
+
+local function s_time_in(v, created)
+  if v == nil or v == '' then return '' end
+  return created + v
+end
+
+local function s_time_out(v, created)
+  if v == '' or v == nil then return '' end
+  return v - created
+end
+
+local function sched_unpacked(key, raw)
+  local ok, p = pcall(cmsgpack.unpack, raw)
+  if not ok or type(p) ~= 'table' or #p ~= SCHED_FIELDS or STATUS_NAME[p[9]] == nil
+      or type(p[12]) ~= 'number' then
+    return redis.error_reply('DUEQ_CORRUPT ' .. key)
+  end
+  local created, timing, follow = p[12], p[1], p[16]
+  local r = {
+    tz = p[2], start_ms = s_time_in(p[3], created), end_ms = s_time_in(p[4], created),
+    limit = p[5], job_name = p[6], payload = p[7], headers = p[8],
+    status = STATUS_NAME[p[9]], rev = p[10], runs = p[11], created_ms = created,
+    updated_ms = s_time_in(p[13], created), last_ms = s_time_in(p[14], created),
+    next_ms = s_time_in(p[15], created), follow_ms = follow }
+  if type(timing) == 'string' then
+    r.kind, r.cron, r.every_ms = 'cron', timing, ''
+  else
+    if timing < 0 then timing = -timing * 1000 end
+    r.kind, r.cron, r.every_ms = 'every', '', timing
+  end
+  if type(follow) == 'number' then r.follow_ms = created + follow end
+  return r
+end
+
+local function sched_load(key)
+  local raw = redis.pcall('GET', key)
+  if raw == false then return nil end
+  if type(raw) ~= 'string' then return redis.error_reply('DUEQ_CORRUPT ' .. key) end
+  return sched_unpacked(key, raw)
+end
+
+local function num_or_empty(v)
+  return tonumber(v) or ''
+end
+
+-- A schema-2 hash's fields as a record table (Migrate converts it with sched_save).
+local function sched_from_hash(key)
+  local flat = redis.call('HGETALL', key)
+  local h = {}
+  for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+  local follow = h.follow_ms or ''
+  if follow ~= 'end' then follow = num_or_empty(follow) end
+  return {
+    kind = h.kind or '', cron = h.cron or '', every_ms = num_or_empty(h.every_ms),
+    tz = h.tz or '', start_ms = num_or_empty(h.start_ms), end_ms = num_or_empty(h.end_ms),
+    limit = tonumber(h.limit) or 0, job_name = h.job_name or '', payload = h.payload or '',
+    headers = h.headers or '', status = h.status or '', rev = tonumber(h.rev) or 1,
+    runs = tonumber(h.runs) or 0, created_ms = num_or_empty(h.created_ms),
+    updated_ms = num_or_empty(h.updated_ms), last_ms = num_or_empty(h.last_ms),
+    next_ms = num_or_empty(h.next_ms), follow_ms = follow }
+end
+
+local function sched_read(key)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'hash' then return sched_from_hash(key), true end
+  if kind == 'none' then return nil, false end
+  return sched_load(key), false
+end
+
+local function sched_save(key, r)
+  local created = r.created_ms
+  local timing = r.cron
+  if r.kind == 'every' then
+    timing = r.every_ms
+    if timing > 0 and timing % 1000 == 0 then timing = -(timing / 1000) end
+  end
+  local headers = r.headers
+  if headers == '{}' then headers = '' end
+  local follow = r.follow_ms
+  if type(follow) == 'number' then follow = follow - created end
+  redis.call('SET', key, cmsgpack.pack({ timing, r.tz, s_time_out(r.start_ms, created),
+    s_time_out(r.end_ms, created), r.limit, r.job_name, r.payload, headers,
+    STATUS_CODE[r.status], r.rev, r.runs, created, s_time_out(r.updated_ms, created),
+    s_time_out(r.last_ms, created), s_time_out(r.next_ms, created), follow }))
+end
+
+local function s_text(v)
+  if type(v) == 'number' then return string.format('%d', v) end
+  return v
+end
+
+local function sched_fields(id, r)
+  return { 'id', id, 'kind', r.kind, 'cron', r.cron, 'every_ms', s_text(r.every_ms),
+    'tz', r.tz, 'start_ms', s_text(r.start_ms), 'end_ms', s_text(r.end_ms),
+    'limit', s_text(r.limit), 'job_name', r.job_name, 'payload', r.payload,
+    'headers', r.headers, 'status', r.status, 'rev', s_text(r.rev), 'runs', s_text(r.runs),
+    'created_ms', s_text(r.created_ms), 'updated_ms', s_text(r.updated_ms),
+    'last_ms', s_text(r.last_ms), 'next_ms', s_text(r.next_ms),
+    'follow_ms', s_text(r.follow_ms) }
+end
+
+local function sched_new_timing(r, kind, cron, every, tz, start_ms, end_ms, limit)
+  return r.kind ~= kind or r.cron ~= cron or r.every_ms ~= every or r.tz ~= tz
+    or r.start_ms ~= start_ms or r.end_ms ~= end_ms or r.limit ~= limit
+end
+
+-- Whether the record is in the due index: active with a next run.
+local function sched_indexed(r)
+  return r ~= nil and r.status == 'active' and r.next_ms ~= ''
+end
+
+local function s_is_error(x)
+  return type(x) == 'table' and x.err ~= nil
+end
+
+-- What Migrate's decision about a record was made from (migrate_scan, migrate_apply):
+-- the revision alone is not enough, because claims, pause and resume change status
+-- and next run without bumping it.
+local function migrate_state(r)
+  return s_text(r.rev) .. '|' .. r.status .. '|' .. s_text(r.next_ms) .. '|' .. s_text(r.runs)
+end

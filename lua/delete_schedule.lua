@@ -17,5 +17,5 @@ if s_is_error(r) then return r end
 count_index(KEYS[4], sched_indexed(r), false)
 local existed = redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
+listing_remove(KEYS[2], KEYS[4], ARGV[1])
 return existed

@@ -35,7 +35,7 @@ for i = 4, #ARGV, 16 do
       last_ms = tonumber(ARGV[i + 13]) or '', next_ms = tonumber(ARGV[i + 14]) or '',
       follow_ms = '', created_ms = tonumber(ARGV[i + 15]) or now, updated_ms = now }
     sched_save(key, r)
-    redis.call('ZADD', KEYS[2], 0, id)
+    listing_add(KEYS[2], KEYS[3], id)
     if sched_indexed(r) then
       redis.call('ZADD', KEYS[1], r.next_ms, id)
       count_index(KEYS[3], false, true)

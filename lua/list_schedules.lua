@@ -1,6 +1,7 @@
 -- list_schedules: one page of a namespace's schedules in id order.
 --
--- KEYS[1] id listing (zset, all scores 0, so lex order)   <prefix>:{<ns>}:ids
+-- KEYS[1] id listing <prefix>:{<ns>}:ids (schema 3 lists in keys derived from it:
+--         lib/schedule.lua listing_page)
 -- KEYS[2] namespace meta <prefix>:{<ns>}:meta
 -- ARGV[1] schedule key prefix  <prefix>:{<ns>}:s:
 -- ARGV[2] exclusive lower bound id ("" = from the start)
@@ -10,17 +11,15 @@
 --
 -- Invariant 3: bounded by ARGV[5] ids per call, never a scan of the namespace.
 -- Ids whose record vanished are dropped from the listing (repair). Invariant 5: refused
--- in a namespace that needs Migrate (its listing is not a sorted set yet,
--- or its records are not packed yet); a key holding something other than a record
--- ends the call with DUEQ_CORRUPT naming it.
+-- in a namespace that needs Migrate (its records are not packed yet, or not listed
+-- this way); a key holding something other than a record ends the call with
+-- DUEQ_CORRUPT naming it.
 
 local refused = schema_guard(KEYS[2], KEYS[1])
 if refused then return refused end
 
-local from = '-'
-if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
 local page, filter, budget = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local ids = redis.call('ZRANGEBYLEX', KEYS[1], from, '+', 'LIMIT', 0, budget)
+local ids = listing_page(KEYS[1], ARGV[2], budget)
 local out, n, last = {}, 0, ''
 for i = 1, #ids do
   local id = ids[i]
@@ -28,7 +27,7 @@ for i = 1, #ids do
   local r = sched_load(ARGV[1] .. id)
   if s_is_error(r) then return r end
   if r == nil then
-    redis.call('ZREM', KEYS[1], id)
+    listing_remove(KEYS[1], KEYS[2], id)
   elseif filter == '' or r.status == filter then
     local fields = sched_fields(id, r)
     out[#out + 1] = #fields
@@ -40,9 +39,7 @@ end
 local next_after = ''
 if #ids > 0 and (n >= page or #ids >= budget) and last ~= '' then
   -- More may follow unless this was the namespace's last id.
-  if #redis.call('ZRANGEBYLEX', KEYS[1], '(' .. last, '+', 'LIMIT', 0, 1) > 0 then
-    next_after = last
-  end
+  if #listing_page(KEYS[1], last, 1) > 0 then next_after = last end
 end
 local result = { next_after, n }
 for i = 1, #out do result[#result + 1] = out[i] end

@@ -1,9 +1,10 @@
 -- migrate_apply: write one batch of Migrate's decisions.
 --
 -- KEYS[1] due index <prefix>:{<ns>}:due
--- KEYS[2] listing being built: <prefix>:{<ns>}:ids (current layout) or
---         <prefix>:{<ns>}:ids_next (upgrading: becomes :ids when Migrate finishes)
--- KEYS[3] lock <prefix>:{<ns>}:migrate_lock
+-- KEYS[2] <prefix>:{<ns>}:ids, from which schema 3's listing keys are derived
+--         (lib/schedule.lua listing_add; the record pass lists every record it
+--         keeps, and migrate_finish drops the listing of schemas 1 and 2)
+-- KEYS[3] lock <prefix>:{<ns>}:migrate_lock   KEYS[4] meta <prefix>:{<ns>}:meta
 -- ARGV[1] lock token   ARGV[2] schedule key prefix <prefix>:{<ns>}:s:
 -- ARGV[3..] groups of four: id, state read by migrate_scan ("rev|status|next_ms|runs"),
 --   action, ms
@@ -31,7 +32,7 @@ for i = 3, #ARGV, 4 do
     skipped = skipped + 1 -- changed since the scan; its own script kept the index
   else
     local changed = is_hash
-    redis.call('ZADD', KEYS[2], 'NX', 0, id)
+    listing_add(KEYS[2], KEYS[4], id)
     local score = redis.call('ZSCORE', KEYS[1], id)
     if action == 'index' or action == 'schedule' then
       if action == 'schedule' then

@@ -1,8 +1,9 @@
 -- migrate_scan: read one batch of schedule records for Migrate.
 --
--- KEYS[1] the listing to walk: <prefix>:{<ns>}:ids (a SET in the pre-index layout, a
---         ZSET in the current one)
--- ARGV[1] "set" | "zset"   ARGV[2] cursor   ARGV[3] batch size (SCAN COUNT)
+-- KEYS[1] the listing to walk: <prefix>:{<ns>}:ids (a SET in schema 1, a ZSET in
+--         schema 2; schema 3 lists in keys derived from it, lib/schedule.lua)
+-- ARGV[1] "set" | "zset" | "tree"   ARGV[2] cursor ("0" to start; for "tree", then
+--         ">" and the last id read)   ARGV[3] batch size (SCAN COUNT, or ids read)
 -- KEYS[2] due index <prefix>:{<ns>}:due (absent when reading an import source: no
 --         scores, and its hashes are another queue's, read as they are)
 -- ARGV[4] record key prefix: <prefix>:{<ns>}:s: (or the import source's)
@@ -12,7 +13,8 @@
 --           and 2, or the import source's); a schema-3 record's, unpacked (none when
 --           it does not unpack: Rust reports it).
 --
--- Read-only. Invariant 3: one SSCAN/ZSCAN step, bounded by the batch size; Migrate
+-- Read-only. Invariant 3: one SSCAN/ZSCAN step or one listing page, bounded by the
+-- batch size; Migrate
 -- walks the namespace in many such calls. Records are validated in Rust (the same
 -- timing code the service uses) and written back by migrate_apply, which re-checks
 -- each record's state, so a record changed in between is never overwritten.
@@ -20,8 +22,15 @@
 local scan
 if ARGV[1] == 'set' then
   scan = redis.call('SSCAN', KEYS[1], ARGV[2], 'COUNT', ARGV[3])
-else
+elseif ARGV[1] == 'zset' then
   scan = redis.call('ZSCAN', KEYS[1], ARGV[2], 'COUNT', ARGV[3])
+else
+  local after = ''
+  if ARGV[2] ~= '0' then after = string.sub(ARGV[2], 2) end
+  local ids = listing_page(KEYS[1], after, tonumber(ARGV[3]))
+  local cursor = '0'
+  if #ids > 0 and #listing_page(KEYS[1], ids[#ids], 1) > 0 then cursor = '>' .. ids[#ids] end
+  scan = { cursor, ids }
 end
 local step = 1
 if ARGV[1] == 'zset' then step = 2 end -- ZSCAN returns member, score pairs

@@ -1,7 +1,8 @@
 -- upsert_schedule: create a schedule or replace its definition.
 --
 -- KEYS[1] due index   (zset id -> next run ms)    <prefix>:{<ns>}:due
--- KEYS[2] id listing  (zset id -> 0, lex order)    <prefix>:{<ns>}:ids
+-- KEYS[2] id listing  <prefix>:{<ns>}:ids (schema 3 lists in keys derived from it:
+--         lib/schedule.lua listing_add)
 -- KEYS[3] schedule    (packed record, lib/schedule.lua) <prefix>:{<ns>}:s:<id>
 -- KEYS[4] namespace meta (hash)                    <prefix>:{<ns>}:meta
 -- ARGV[1]  id
@@ -80,7 +81,7 @@ if is then
 else
   redis.call('ZREM', KEYS[1], id)
 end
-redis.call('ZADD', KEYS[2], 0, id)
+listing_add(KEYS[2], KEYS[4], id)
 count_index(KEYS[4], was, is)
 
 local out = { created }

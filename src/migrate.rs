@@ -1,8 +1,10 @@
 //! Migrate: the one O(N) operation, in bounded batches.
 //!
-//! For a namespace in the pre-index layout it builds the due index and the sorted
-//! listing from the schedule hashes, then records the new schema version; for a
-//! current namespace it verifies the derived index against the hashes and repairs it.
+//! One walk over a namespace's listing serves every case: for a namespace in the
+//! pre-index layout (schema 1) or with hash records (schema 2) it packs each record,
+//! lists it in schema 3's listing and builds the due index, then drops the old
+//! listing and records the new schema version; for a current namespace it verifies
+//! the derived index and listing against the records and repairs them.
 //! Each batch is one script; a Redis lease lock keeps concurrent Migrates apart; the
 //! version is written last, so a Migrate that dies half-way leaves a namespace that is
 //! still refused (never half-served) and that the next Migrate completes. Every
@@ -24,7 +26,7 @@ use crate::{
         keys::SCHEMA_VERSION,
         migrate::{
             Action, ApplyCounts, Decision, Listing, LockOp, LockReply, NamespaceState,
-            ScannedRecord,
+            ScannedRecord, Walk,
         },
         Store, StoreError,
     },
@@ -157,15 +159,6 @@ pub struct Migrator {
     lock_ttl: Duration,
 }
 
-/// How the namespace's layout is migrated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Pre-index layout: build the due index and a sorted listing, then swap it in.
-    Upgrade,
-    /// Current layout: verify and repair in place, while the namespace stays in use.
-    Repair,
-}
-
 /// The Migrate lock while it is held; renewed as batches go by.
 pub(crate) struct Lease<'a> {
     store: &'a Store,
@@ -279,10 +272,10 @@ impl Migrator {
         tx: &ProgressTx,
     ) -> Result<Progress, MigrateError> {
         let state = self.store.namespace_status(namespace).await?;
-        let mode = mode_of(namespace, &state)?;
+        let walk = walk_of(namespace, &state)?;
         let mut lease = self.lease(namespace, options.dry_run).await?;
         let result = self
-            .run_locked(namespace, options, tx, &state, mode, &mut lease)
+            .run_locked(namespace, options, tx, &state, walk, &mut lease)
             .await;
         match result {
             // migrate_finish released the lock with the version bump.
@@ -300,7 +293,7 @@ impl Migrator {
         options: Options,
         tx: &ProgressTx,
         state: &NamespaceState,
-        mode: Mode,
+        walk: Walk,
         lease: &mut Lease<'_>,
     ) -> Result<Progress, MigrateError> {
         let mut progress = Progress::new(namespace, options.dry_run);
@@ -310,14 +303,13 @@ impl Migrator {
 
         // 1. Every record: its index entries from its own fields.
         progress.phase = Phase::Records;
-        let upgrading = mode == Mode::Upgrade;
         let mut cursor = "0".to_owned();
         loop {
             lease.keep().await?;
             let started = Instant::now();
             let batch = self
                 .store
-                .migrate_scan(namespace, upgrading, &cursor, options.batch)
+                .migrate_scan(namespace, walk, &cursor, options.batch)
                 .await?;
             let now_ms = self.clock.now_ms();
             let mut decisions = Vec::with_capacity(batch.records.len());
@@ -334,7 +326,7 @@ impl Migrator {
             } else if !decisions.is_empty() {
                 let counts = self
                     .store
-                    .migrate_apply(namespace, upgrading, &lease.token, &decisions)
+                    .migrate_apply(namespace, &lease.token, &decisions)
                     .await?
                     .ok_or_else(|| MigrateError::LockLost(namespace.to_owned()))?;
                 progress.add(counts);
@@ -388,7 +380,7 @@ impl Migrator {
             progress.from_schema
         } else {
             self.store
-                .migrate_finish(namespace, &lease.token, upgrading)
+                .migrate_finish(namespace, &lease.token)
                 .await?
                 .ok_or_else(|| MigrateError::LockLost(namespace.to_owned()))?;
             SCHEMA_VERSION
@@ -427,7 +419,7 @@ impl Migrator {
     }
 }
 
-fn mode_of(namespace: &str, state: &NamespaceState) -> Result<Mode, MigrateError> {
+fn walk_of(namespace: &str, state: &NamespaceState) -> Result<Walk, MigrateError> {
     // Converting "back" would rewrite jobs this dueq cannot read.
     let jobs = state.jobs_layout_version();
     if jobs > crate::store::keys::JOBS_LAYOUT {
@@ -445,9 +437,12 @@ fn mode_of(namespace: &str, state: &NamespaceState) -> Result<Mode, MigrateError
         }
     }
     match &state.listing {
-        Listing::Legacy => Ok(Mode::Upgrade),
-        Listing::Current => Ok(Mode::Repair),
-        Listing::None if state.schema.is_some() || state.index_size > 0 => Ok(Mode::Repair),
+        // Schemas 1 and 2 are upgraded by the same walk that repairs schema 3: every
+        // record is listed in schema 3's listing and packed as it is visited.
+        Listing::Legacy => Ok(Walk::Set),
+        Listing::Current => Ok(Walk::Zset),
+        Listing::Tree => Ok(Walk::Tree),
+        Listing::None if state.schema.is_some() || state.index_size > 0 => Ok(Walk::Tree),
         Listing::None => Err(MigrateError::NotFound(namespace.to_owned())),
         Listing::Foreign(kind) => Err(MigrateError::Foreign {
             namespace: namespace.to_owned(),

@@ -198,10 +198,10 @@ fn ns_pattern(ns: &str) -> String {
 /// Turns a namespace written by this dueq into the pre-index layout (schema 1): the
 /// same schedules as hashes, `:ids` a SET, no `:due`, no `:meta`.
 async fn to_legacy(conn: &mut MultiplexedConnection, ns: &str) {
+    to_schema_2(conn, ns).await;
     let ids_key = format!("dueq:{{{ns}}}:ids");
     let ids: Vec<String> = cmd(conn, redis::cmd("ZRANGE").arg(&ids_key).arg(0).arg(-1)).await;
     assert!(!ids.is_empty());
-    schedule_layout(conn, ns, RecordOp::ToHash, &ids).await;
     let _: () = cmd(
         conn,
         redis::cmd("DEL")
@@ -305,7 +305,6 @@ async fn build(
             }
             h.ignore();
             if current {
-                pipe.cmd("ZADD").arg(&ids_key).arg(0).arg(&id).ignore();
                 if !paused {
                     pipe.cmd("ZADD").arg(&due_key).arg(next).arg(&id).ignore();
                 }
@@ -340,14 +339,7 @@ async fn build(
 /// Every schedule hash of the namespace agrees with the due index: active with a next
 /// run <=> indexed at exactly that next run. Returns the number of active schedules.
 async fn assert_index_consistent(conn: &mut MultiplexedConnection, ns: &str) -> usize {
-    let ids: Vec<String> = cmd(
-        conn,
-        redis::cmd("ZRANGE")
-            .arg(format!("dueq:{{{ns}}}:ids"))
-            .arg(0)
-            .arg(-1),
-    )
-    .await;
+    let ids = listed_schedule_ids(conn, ns).await;
     let due: Vec<(String, i64)> = cmd(
         conn,
         redis::cmd("ZRANGE")
@@ -464,9 +456,8 @@ async fn pre_index_namespace_is_refused_then_upgraded_idempotently() {
     assert!(!done.dry_run);
     assert!(done.longest_batch.is_some());
 
-    assert_eq!(key_type(&mut conn, "dueq:{ns}:ids").await, "zset");
-    assert_eq!(zcard(&mut conn, "dueq:{ns}:ids").await, 6);
-    assert_eq!(key_type(&mut conn, "dueq:{ns}:ids_next").await, "none");
+    assert_eq!(key_type(&mut conn, "dueq:{ns}:ids").await, "none");
+    assert_eq!(listed_schedule_ids(&mut conn, "ns").await.len(), 6);
     assert_eq!(key_type(&mut conn, "dueq:{ns}:migrate_lock").await, "none");
     let m = meta(&mut conn, "ns").await;
     assert_eq!(m.get("schema").map(String::as_str), Some("3"));
@@ -552,16 +543,9 @@ async fn a_schema_2_namespace_is_refused_then_packed_with_every_field_kept() {
         packed_bytes += used;
     }
 
-    // Into schema 2: the same fields as hashes, meta says 2.
-    schedule_layout(&mut conn, "two", RecordOp::ToHash, &ids).await;
-    let _: () = cmd(
-        &mut conn,
-        redis::cmd("HSET")
-            .arg("dueq:{two}:meta")
-            .arg("schema")
-            .arg("2"),
-    )
-    .await;
+    // Into schema 2: the same fields as hashes, one `:ids` zset, meta says 2.
+    to_schema_2(&mut conn, "two").await;
+    assert_eq!(key_type(&mut conn, "dueq:{two}:ids").await, "zset");
     let mut hash_bytes = 0i64;
     for id in &ids {
         assert_eq!(
@@ -663,6 +647,19 @@ async fn a_schema_2_namespace_is_refused_then_packed_with_every_field_kept() {
         records(&mut conn, "two").await,
         fields_before,
         "every field kept"
+    );
+    assert_eq!(key_type(&mut conn, "dueq:{two}:ids").await, "none");
+    assert_eq!(
+        listed_schedule_ids(&mut conn, "two").await,
+        ids,
+        "listed as before"
+    );
+    assert_eq!(
+        meta(&mut conn, "two")
+            .await
+            .get("listed")
+            .map(String::as_str),
+        Some("4")
     );
     assert_eq!(
         meta(&mut conn, "two")
@@ -1204,12 +1201,8 @@ async fn records(
 
 /// The namespace is fully upgraded: schema 3, every record listed and indexed.
 async fn assert_upgraded(conn: &mut MultiplexedConnection, a: &mut Admin, ns: &str, n: usize) {
-    assert_eq!(key_type(conn, &format!("dueq:{{{ns}}}:ids")).await, "zset");
-    assert_eq!(zcard(conn, &format!("dueq:{{{ns}}}:ids")).await, n as u64);
-    assert_eq!(
-        key_type(conn, &format!("dueq:{{{ns}}}:ids_next")).await,
-        "none"
-    );
+    assert_eq!(key_type(conn, &format!("dueq:{{{ns}}}:ids")).await, "none");
+    assert_eq!(listed_schedule_ids(conn, ns).await.len(), n);
     let m = meta(conn, ns).await;
     assert_eq!(m.get("schema").map(String::as_str), Some("3"));
     assert_eq!(m.get("indexed"), Some(&n.to_string()));

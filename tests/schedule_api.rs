@@ -240,6 +240,8 @@ async fn awkward_ids_never_alias() {
         "{x}",
         "x}{y",
         "s:due",
+        "lt",
+        "lk:due",
         "日本語 ✓",
         " spaced ",
     ];
@@ -259,7 +261,7 @@ async fn awkward_ids_never_alias() {
     // Internal keys are still of their own types: nothing overwrote them.
     for (key, kind) in [
         ("dueq:{ns}:due", "zset"),
-        ("dueq:{ns}:ids", "zset"),
+        ("dueq:{ns}:lt", "zset"),
         ("dueq:{ns}:meta", "hash"),
     ] {
         let t: String = deadpool_redis::redis::cmd("TYPE")
@@ -295,20 +297,20 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
     let mut conn = redis.conn().await;
     upsert(&mut c, "ns", every("real", 3600)).await;
     let _: () = redis::cmd("SET")
-        .arg("dueq:{ns}:s:garbled")
+        .arg("dueq:{ns}:s:zgarbled")
         .arg("not msgpack \u{1}")
         .query_async(&mut conn)
         .await
         .expect("SET");
     let _: () = redis::cmd("HSET")
-        .arg("dueq:{ns}:s:oldhash")
+        .arg("dueq:{ns}:s:zoldhash")
         .arg("status")
         .arg("active")
         .query_async(&mut conn)
         .await
         .expect("HSET");
     let now = redis_now(&mut conn).await;
-    for id in ["garbled", "oldhash"] {
+    for id in ["zgarbled", "zoldhash"] {
         let _: () = redis::cmd("ZADD")
             .arg("dueq:{ns}:due")
             .arg(now - 5)
@@ -316,8 +318,9 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
             .query_async(&mut conn)
             .await
             .expect("ZADD");
+        // Listed after "real", in the one leaf of the listing.
         let _: () = redis::cmd("ZADD")
-            .arg("dueq:{ns}:ids")
+            .arg("dueq:{ns}:lk:real")
             .arg(0)
             .arg(id)
             .query_async(&mut conn)
@@ -333,7 +336,7 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
             status.message()
         );
     };
-    for id in ["garbled", "oldhash"] {
+    for id in ["zgarbled", "zoldhash"] {
         let get = c
             .get_schedule(proto::GetScheduleRequest {
                 namespace: "ns".into(),
@@ -387,4 +390,79 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
     assert_eq!(list.code(), Code::Internal, "{list:?}");
     assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
     assert_eq!(get(&mut c, "ns", "real").await.id, "real");
+}
+
+/// The listing is split over small sorted sets (leaves of at most 120 ids). Creating
+/// and deleting thousands of schedules in a scattered order keeps it in id order,
+/// every id once, leaves within their bounds, and `listed` in meta exact.
+#[tokio::test]
+async fn the_listing_stays_ordered_across_leaf_splits_and_merges() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    // A scattered order (a multiplicative permutation), so leaves split everywhere,
+    // and a new lowest id arrives now and then.
+    let n = 1500u64;
+    let id_of = |k: u64| format!("id-{:05}", (k * 7919) % n);
+    for k in 0..n {
+        upsert(&mut c, "ns", every(&id_of(k), 3600)).await;
+    }
+    let mut expected: Vec<String> = (0..n).map(id_of).collect();
+    expected.sort();
+    assert_eq!(listed_schedule_ids(&mut conn, "ns").await, expected);
+    let leaves: u64 = redis::cmd("ZCARD")
+        .arg("dueq:{ns}:lt")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert!(leaves >= n / 120, "{leaves} leaves for {n} ids");
+
+    // Delete every id but one in each run of 50: leaves empty out and go.
+    for (i, id) in expected.iter().enumerate() {
+        if i % 50 != 0 {
+            c.delete_schedule(proto::DeleteScheduleRequest {
+                namespace: "ns".into(),
+                id: id.clone(),
+            })
+            .await
+            .expect("delete");
+        }
+    }
+    let kept: Vec<String> = expected.iter().step_by(50).cloned().collect();
+    assert_eq!(listed_schedule_ids(&mut conn, "ns").await, kept);
+    // A new lowest id moves the first leaf's boundary down.
+    upsert(&mut c, "ns", every("a-first", 3600)).await;
+    let mut all = vec!["a-first".to_owned()];
+    all.extend(kept);
+    assert_eq!(listed_schedule_ids(&mut conn, "ns").await, all);
+    let listed: String = redis::cmd("HGET")
+        .arg("dueq:{ns}:meta")
+        .arg("listed")
+        .query_async(&mut conn)
+        .await
+        .expect("HGET");
+    assert_eq!(listed, all.len().to_string());
+
+    // ListSchedules pages through exactly that, in order.
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = c
+            .list_schedules(proto::ListSchedulesRequest {
+                namespace: "ns".into(),
+                page_size: 7,
+                page_token: token.clone(),
+                status: 0,
+            })
+            .await
+            .expect("list")
+            .into_inner();
+        seen.extend(page.schedules.into_iter().map(|s| s.id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(seen, all);
 }

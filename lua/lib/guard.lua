@@ -6,7 +6,8 @@
 --   error reply "DUEQ_MIGRATE <found version> <meta key>" the service turns into
 --   FAILED_PRECONDITION with the Migrate command. Found version: the `schema` field of
 --   the meta hash; "1" for the pre-index layout (ids kept in a SET, no meta); "unknown"
---   when the meta hash is gone but a listing exists (deleted or evicted). Schema 2
+--   when the meta hash is gone but a listing (ids_key, or schema 3's <base>lt)
+--   exists (deleted or evicted). Schema 2
 --   without a listing holds no schedule and is recorded as current in passing.
 -- count_index(meta_key, was, is): keeps meta `indexed` = how many schedules are active
 --   with a next run, i.e. how many entries the due index must hold. Comparing it with
@@ -30,7 +31,11 @@ local function schema_guard(meta_key, ids_key)
   end
   if not found then
     local kind = redis.call('TYPE', ids_key)['ok']
-    if kind == 'none' then return nil end
+    if kind == 'none' then
+      -- Schema 3 lists ids in <base>lt and its leaves (lib/schedule.lua).
+      if redis.call('EXISTS', string.sub(ids_key, 1, -4) .. 'lt') == 0 then return nil end
+      kind = 'tree'
+    end
     if kind == 'set' then found = '1' else found = 'unknown' end
   end
   return redis.error_reply('DUEQ_MIGRATE ' .. found .. ' ' .. meta_key)

@@ -152,3 +152,96 @@ end
 local function migrate_state(r)
   return s_text(r.rev) .. '|' .. r.status .. '|' .. s_text(r.next_ms) .. '|' .. s_text(r.runs)
 end
+
+-- The id listing (schema 3): ids in lex order, split over small sorted sets so that
+-- each stays in Redis's compact listpack encoding (~10 B per id, where one big
+-- sorted set costs ~96):
+--   <base>lt               zset, all scores 0: the leaves' boundaries, lex order
+--   <base>lk:<boundary>    zset, all scores 0: the ids >= boundary and < the next
+--                          boundary, at most LEAF_MAX of them
+-- A leaf is split in two when it outgrows LEAF_MAX and dropped when it empties; the
+-- first leaf is renamed when an id lower than every boundary arrives. Scripts are
+-- handed the schema-2 listing key <base>ids (the guard still reads it) and derive
+-- these keys from it, as every one of them shares the namespace's hash tag.
+-- meta `listed` counts the ids listed.
+local LEAF_MAX = 120
+
+local function tree_base(ids_key)
+  return string.sub(ids_key, 1, -4)
+end
+
+local function leaf_of(base, id)
+  local b = redis.call('ZREVRANGEBYLEX', base .. 'lt', '[' .. id, '-', 'LIMIT', 0, 1)[1]
+  return b
+end
+
+-- Lists id (a no-op when it is listed); returns 1 when it was not.
+local function listing_add(ids_key, meta_key, id)
+  local base = tree_base(ids_key)
+  local top = base .. 'lt'
+  local b = leaf_of(base, id)
+  if b == nil then
+    local first = redis.call('ZRANGE', top, 0, 0)[1]
+    if first ~= nil then
+      -- A new lowest id: the first leaf's boundary moves down to it.
+      redis.call('RENAME', base .. 'lk:' .. first, base .. 'lk:' .. id)
+      redis.call('ZREM', top, first)
+    end
+    redis.call('ZADD', top, 0, id)
+    b = id
+  end
+  local leaf = base .. 'lk:' .. b
+  if redis.call('ZADD', leaf, 0, id) == 0 then return 0 end
+  redis.call('HINCRBY', meta_key, 'listed', 1)
+  local n = redis.call('ZCARD', leaf)
+  if n > LEAF_MAX then
+    local upper = redis.call('ZRANGE', leaf, math.floor(n / 2), -1)
+    local args = {}
+    for i = 1, #upper do
+      args[#args + 1] = 0
+      args[#args + 1] = upper[i]
+    end
+    redis.call('ZADD', base .. 'lk:' .. upper[1], unpack(args))
+    redis.call('ZREMRANGEBYRANK', leaf, math.floor(n / 2), -1)
+    redis.call('ZADD', top, 0, upper[1])
+  end
+  return 1
+end
+
+-- Unlists id; returns 1 when it was listed.
+local function listing_remove(ids_key, meta_key, id)
+  local base = tree_base(ids_key)
+  local b = leaf_of(base, id)
+  if b == nil then return 0 end
+  local leaf = base .. 'lk:' .. b
+  if redis.call('ZREM', leaf, id) == 0 then return 0 end
+  redis.call('HINCRBY', meta_key, 'listed', -1)
+  if redis.call('EXISTS', leaf) == 0 then redis.call('ZREM', base .. 'lt', b) end
+  return 1
+end
+
+-- Up to `count` listed ids after `after` ('' = from the first), in lex order. Empty
+-- leaves never stay, so each leaf visited past the first yields at least one id.
+local function listing_page(ids_key, after, count)
+  local base = tree_base(ids_key)
+  local top = base .. 'lt'
+  local out = {}
+  local b
+  if after ~= '' then b = leaf_of(base, after) end
+  if b == nil then b = redis.call('ZRANGE', top, 0, 0)[1] end
+  local from = '-'
+  if after ~= '' then from = '(' .. after end
+  while b ~= nil and #out < count do
+    local ids = redis.call('ZRANGEBYLEX', base .. 'lk:' .. b, from, '+', 'LIMIT', 0, count - #out)
+    for i = 1, #ids do out[#out + 1] = ids[i] end
+    if #out < count then
+      b = redis.call('ZRANGEBYLEX', top, '(' .. b, '+', 'LIMIT', 0, 1)[1]
+    end
+  end
+  return out
+end
+
+-- Whether the namespace lists any schedule in schema 3's listing.
+local function listing_exists(ids_key)
+  return redis.call('EXISTS', tree_base(ids_key) .. 'lt') == 1
+end

@@ -65,9 +65,10 @@ pub async fn template(env: &Env) -> Result<Template> {
     Ok(Template { record, meta })
 }
 
-/// Writes copies of a packed record with a new next run, as records (schema 3) or as
-/// the hashes of the pre-index layout. ARGV: template, schedule key prefix, next run
-/// ms, "packed" | "hash", then the ids.
+/// Writes copies of a packed record with a new next run, as records (schema 3, listed
+/// as the service lists them) or as the hashes of the pre-index layout. KEYS: the
+/// `:ids` key, meta. ARGV: template, schedule key prefix, next run ms,
+/// "packed" | "hash", then the ids.
 static WRITE_COPIES: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         include_str!("../../lua/lib/schedule.lua"),
@@ -79,6 +80,7 @@ for i = 5, #ARGV do
   local key = ARGV[2] .. ARGV[i]
   if ARGV[4] == 'packed' then
     sched_save(key, r)
+    listing_add(KEYS[1], KEYS[2], ARGV[i])
   else
     redis.call('HSET', key, unpack(sched_fields(ARGV[i], r)))
   end
@@ -132,17 +134,18 @@ pub async fn schedules(
         let end = (start + 1000).min(n);
         let ids: Vec<String> = (start..end).map(|i| format!("s{i}")).collect();
         let mut copies = WRITE_COPIES.prepare_invoke();
-        copies.arg(&tpl.record).arg(&prefix).arg(&next).arg(form);
+        copies
+            .key(format!("{b}ids"))
+            .key(format!("{b}meta"))
+            .arg(&tpl.record)
+            .arg(&prefix)
+            .arg(&next)
+            .arg(form);
         let mut pipe = redis::pipe();
         for id in &ids {
             copies.arg(id);
             match layout {
                 Layout::Current => {
-                    pipe.cmd("ZADD")
-                        .arg(format!("{b}ids"))
-                        .arg(0)
-                        .arg(id)
-                        .ignore();
                     pipe.cmd("ZADD")
                         .arg(format!("{b}due"))
                         .arg(next_ms)
@@ -162,7 +165,7 @@ pub async fn schedules(
         let mut hset = redis::cmd("HSET");
         hset.arg(format!("{b}meta"));
         for (k, v) in &tpl.meta {
-            if k != "indexed" {
+            if k != "indexed" && k != "listed" {
                 hset.arg(k).arg(v.as_slice());
             }
         }

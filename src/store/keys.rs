@@ -10,13 +10,15 @@
 //! |------------------------------|------|--------------------------------------------|
 //! | `<prefix>:{<ns>}:meta`       | hash | namespace metadata (`schema` version)      |
 //! | `<prefix>:{<ns>}:due`        | zset | schedule id -> next run (epoch ms)         |
-//! | `<prefix>:{<ns>}:ids`        | zset | schedule id -> 0, for listing in id order  |
-//! | `<prefix>:{<ns>}:s:<id>`     | hash | the schedule record (canonical)            |
+//! | `<prefix>:{<ns>}:lt`         | zset | listing: leaf boundary ids -> 0 (lex)      |
+//! | `<prefix>:{<ns>}:lk:<id>`    | zset | listing leaf: <= 120 ids from its boundary |
+//! | `<prefix>:{<ns>}:s:<id>`     | str  | the schedule record, packed (canonical)    |
 //! | `<prefix>:{<ns>}:migrate_lock` | string | Migrate's lease (token, with a TTL)      |
-//! | `<prefix>:{<ns>}:ids_next`   | zset | the listing being built while upgrading    |
 //!
-//! The pre-index layout (schema 1) had the same schedule hashes, `:ids` as a SET, no
-//! `:due` and no `:meta`; Migrate upgrades it.
+//! Schema 2 kept each schedule as a hash and listed them in `<prefix>:{<ns>}:ids`, a
+//! zset of every id; the pre-index layout (schema 1) had the same hashes, `:ids` as a
+//! SET, no `:due` and no `:meta`. Migrate upgrades both. Scripts are still handed
+//! `:ids`, to recognise those layouts and to derive the listing keys from it.
 //! | `<prefix>:{<ns>}:j:<id>`     | str  | the job record, packed (canonical)         |
 //! | `<prefix>:{<ns>}:jp:<id>`    | str  | a payload over 1 KiB, out of its record    |
 //! | `<prefix>:{<ns>}:rl:<prio>:<queue>` | list | ready job numbers of one priority, FIFO |
@@ -73,8 +75,17 @@ impl NamespaceKeys {
         format!("{}migrate_lock", self.base)
     }
 
-    pub fn ids_next(&self) -> String {
-        format!("{}ids_next", self.base)
+    /// The listing's boundaries (lua/lib/schedule.lua keeps it; tests and the bench
+    /// read it).
+    pub fn listing_top(&self) -> String {
+        format!("{}lt", self.base)
+    }
+
+    /// The listing leaf whose lowest possible id is `boundary`.
+    pub fn listing_leaf(&self, boundary: &str) -> Vec<u8> {
+        let mut key = format!("{}lk:", self.base).into_bytes();
+        key.extend_from_slice(boundary.as_bytes());
+        key
     }
 
     /// The prefix a schedule id is appended to; scripts that visit many schedules
@@ -165,10 +176,12 @@ mod tests {
                 keys.ids(),
                 keys.meta(),
                 keys.migrate_lock(),
-                keys.ids_next(),
+                keys.listing_top(),
             ] {
                 assert_ne!(key, internal.as_bytes());
             }
+            assert_ne!(key, keys.listing_leaf(id));
+            assert!(keys.listing_leaf(id).starts_with(b"dueq:{ns}:lk:"));
         }
     }
 
@@ -182,6 +195,7 @@ mod tests {
             keys.meta(),
             keys.jobs_done(),
             keys.occurrence_leases(),
+            keys.listing_top(),
         ];
         for id in ["jdone", "qr:a", "", "}{x", "s:x", "j:x"] {
             for (i, p) in prefixes.iter().enumerate() {
@@ -194,6 +208,7 @@ mod tests {
                     }
                 }
                 assert!(!key.starts_with(&keys.schedule_prefix()));
+                assert!(!key.as_bytes().starts_with(&keys.listing_leaf("")));
                 assert!(!key.starts_with(&keys.occurrence_prefix()));
             }
         }

@@ -18,8 +18,10 @@ pub enum Listing {
     None,
     /// A SET: the pre-index layout.
     Legacy,
-    /// A ZSET: the current layout.
+    /// A ZSET: schema 2.
     Current,
+    /// Schema 3's listing: sorted-set leaves under a sorted set of boundaries.
+    Tree,
     /// Anything else: not dueq's.
     Foreign(String),
 }
@@ -59,7 +61,7 @@ impl NamespaceState {
     pub fn needs_migrate(&self) -> bool {
         match (&self.schema, &self.listing) {
             (_, Listing::Legacy) | (_, Listing::Foreign(_)) => true,
-            (None, Listing::Current) => true,
+            (None, Listing::Current) | (None, Listing::Tree) => true,
             // Schema 2 without a listing holds no schedule record to convert: the
             // guard records it as current in passing.
             (Some(v), Listing::None) if v == "2" => false,
@@ -111,6 +113,15 @@ pub enum LockOp {
     Acquire,
     Renew,
     Release,
+}
+
+/// How Migrate walks a listing: the SET of schema 1 (and of an import source), the
+/// ZSET of schema 2, or schema 3's leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walk {
+    Set,
+    Zset,
+    Tree,
 }
 
 /// One record read by a scan batch.
@@ -285,6 +296,7 @@ impl Store {
             Some("none") | None => Listing::None,
             Some("set") => Listing::Legacy,
             Some("zset") => Listing::Current,
+            Some("tree") => Listing::Tree,
             Some(other) => Listing::Foreign(other.to_owned()),
         };
         let expected_index = items
@@ -340,17 +352,17 @@ impl Store {
         }
     }
 
-    /// One batch of records from the namespace's listing (`legacy`: a SET).
+    /// One batch of records from the namespace's listing.
     pub async fn migrate_scan(
         &self,
         namespace: &str,
-        legacy: bool,
+        walk: Walk,
         cursor: &str,
         batch: u32,
     ) -> Result<ScanBatch, StoreError> {
         let keys = self.keys(namespace);
         let (ids, due, prefix) = (keys.ids(), keys.due(), keys.schedule_prefix());
-        self.scan_records(&ids, Some(&due), legacy, &prefix, cursor, batch)
+        self.scan_records(&ids, Some(&due), walk, &prefix, cursor, batch)
             .await
     }
 
@@ -363,7 +375,7 @@ impl Store {
         cursor: &str,
         batch: u32,
     ) -> Result<ScanBatch, StoreError> {
-        self.scan_records(index, None, true, record_prefix, cursor, batch)
+        self.scan_records(index, None, Walk::Set, record_prefix, cursor, batch)
             .await
     }
 
@@ -374,7 +386,7 @@ impl Store {
         &self,
         listing: &str,
         due: Option<&str>,
-        legacy: bool,
+        walk: Walk,
         record_prefix: &str,
         cursor: &str,
         batch: u32,
@@ -388,7 +400,7 @@ impl Store {
                 .saturating_sub(out.records.len())
                 .clamp(1, SCAN_STEP);
             let next = self
-                .scan_step(listing, due, legacy, record_prefix, &out.cursor, step)
+                .scan_step(listing, due, walk, record_prefix, &out.cursor, step)
                 .await?;
             out.cursor = next.cursor;
             out.records.extend(next.records);
@@ -402,12 +414,16 @@ impl Store {
         &self,
         listing: &str,
         due: Option<&str>,
-        legacy: bool,
+        walk: Walk,
         record_prefix: &str,
         cursor: &str,
         batch: usize,
     ) -> Result<ScanBatch, StoreError> {
-        let kind = if legacy { "set" } else { "zset" };
+        let kind = match walk {
+            Walk::Set => "set",
+            Walk::Zset => "zset",
+            Walk::Tree => "tree",
+        };
         let batch = batch.to_string();
         let mut keys: Vec<&[u8]> = vec![listing.as_bytes()];
         keys.extend(due.map(str::as_bytes));
@@ -520,13 +536,12 @@ impl Store {
     pub async fn migrate_apply(
         &self,
         namespace: &str,
-        upgrading: bool,
         token: &str,
         decisions: &[Decision],
     ) -> Result<Option<ApplyCounts>, StoreError> {
         let mut total = ApplyCounts::default();
         for chunk in decisions.chunks(SCAN_STEP) {
-            let Some(c) = self.apply_step(namespace, upgrading, token, chunk).await? else {
+            let Some(c) = self.apply_step(namespace, token, chunk).await? else {
                 return Ok(None);
             };
             total.indexed += c.indexed;
@@ -541,16 +556,11 @@ impl Store {
     async fn apply_step(
         &self,
         namespace: &str,
-        upgrading: bool,
         token: &str,
         decisions: &[Decision],
     ) -> Result<Option<ApplyCounts>, StoreError> {
         let keys = self.keys(namespace);
-        let listing = if upgrading {
-            keys.ids_next()
-        } else {
-            keys.ids()
-        };
+        let (listing, meta) = (keys.ids(), keys.meta());
         let (due, lock, prefix) = (keys.due(), keys.migrate_lock(), keys.schedule_prefix());
         let mut args: Vec<Vec<u8>> = vec![token.as_bytes().to_vec(), prefix.into_bytes()];
         for d in decisions {
@@ -570,7 +580,12 @@ impl Store {
         let Some(items) = self
             .eval_under_lock(
                 &scripts::MIGRATE_APPLY,
-                &[due.as_bytes(), listing.as_bytes(), lock.as_bytes()],
+                &[
+                    due.as_bytes(),
+                    listing.as_bytes(),
+                    lock.as_bytes(),
+                    meta.as_bytes(),
+                ],
                 &args.iter().map(Vec::as_slice).collect::<Vec<_>>(),
                 "migrate apply reply",
             )
@@ -630,35 +645,27 @@ impl Store {
         }))
     }
 
-    /// Records the schema version and releases the lock. Returns the index size, or
-    /// `None` when the lock was lost (nothing written).
+    /// Records the schema version, drops the listing of schemas 1 and 2 and releases
+    /// the lock. Returns the index size, or `None` when the lock was lost (nothing
+    /// written).
     pub async fn migrate_finish(
         &self,
         namespace: &str,
         token: &str,
-        upgrading: bool,
     ) -> Result<Option<u64>, StoreError> {
         let keys = self.keys(namespace);
-        let (meta, ids, next, due, lock) = (
-            keys.meta(),
-            keys.ids(),
-            keys.ids_next(),
-            keys.due(),
-            keys.migrate_lock(),
-        );
+        let (meta, ids, due, lock) = (keys.meta(), keys.ids(), keys.due(), keys.migrate_lock());
         let schema = super::keys::SCHEMA_VERSION.to_string();
-        let mode = if upgrading { "upgrade" } else { "repair" };
         let Some(items) = self
             .eval_under_lock(
                 &scripts::MIGRATE_FINISH,
                 &[
                     meta.as_bytes(),
                     ids.as_bytes(),
-                    next.as_bytes(),
                     due.as_bytes(),
                     lock.as_bytes(),
                 ],
-                &[token.as_bytes(), schema.as_bytes(), mode.as_bytes()],
+                &[token.as_bytes(), schema.as_bytes()],
                 "migrate finish reply",
             )
             .await?

@@ -377,12 +377,88 @@ pub async fn edit_schedule(
     let _: i64 = invocation.invoke_async(conn).await.expect("edit schedule");
 }
 
+/// The ids of schema 3's schedule listing (`lt` boundaries, `lk:<boundary>` leaves),
+/// in listing order, with the leaves they sit in; checks the listing's shape as it
+/// goes: no leaf empty or over its bound, every id within its leaf's range.
+pub async fn listed_schedule_ids(conn: &mut MultiplexedConnection, ns: &str) -> Vec<String> {
+    let boundaries: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("dueq:{{{ns}}}:lt"))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .expect("ZRANGE lt");
+    let mut out: Vec<String> = Vec::new();
+    for (i, b) in boundaries.iter().enumerate() {
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(format!("dueq:{{{ns}}}:lk:{b}"))
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await
+            .expect("ZRANGE leaf");
+        assert!(
+            !ids.is_empty() && ids.len() <= 120,
+            "leaf {b:?}: {} ids",
+            ids.len()
+        );
+        let next = boundaries.get(i + 1);
+        for id in &ids {
+            assert!(id.as_bytes() >= b.as_bytes(), "{id:?} below its leaf {b:?}");
+            assert!(
+                next.is_none_or(|n| id.as_bytes() < n.as_bytes()),
+                "{id:?} at or past the next leaf {next:?}"
+            );
+        }
+        out.extend(ids);
+    }
+    out
+}
+
+/// Turns a namespace written by this dueq into schema 2: the same schedules as
+/// hashes, listed in one `:ids` zset, meta `schema` 2.
+pub async fn to_schema_2(conn: &mut MultiplexedConnection, ns: &str) {
+    let ids = listed_schedule_ids(conn, ns).await;
+    schedule_layout(conn, ns, RecordOp::ToHash, &ids).await;
+    let boundaries: Vec<String> = redis::cmd("ZRANGE")
+        .arg(format!("dueq:{{{ns}}}:lt"))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .expect("ZRANGE lt");
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL").arg(format!("dueq:{{{ns}}}:lt")).ignore();
+    for b in &boundaries {
+        pipe.cmd("DEL")
+            .arg(format!("dueq:{{{ns}}}:lk:{b}"))
+            .ignore();
+    }
+    for id in &ids {
+        pipe.cmd("ZADD")
+            .arg(format!("dueq:{{{ns}}}:ids"))
+            .arg(0)
+            .arg(id)
+            .ignore();
+    }
+    pipe.cmd("HSET")
+        .arg(format!("dueq:{{{ns}}}:meta"))
+        .arg("schema")
+        .arg("2")
+        .ignore();
+    pipe.cmd("HDEL")
+        .arg(format!("dueq:{{{ns}}}:meta"))
+        .arg("listed")
+        .ignore();
+    let _: () = pipe.query_async(conn).await.expect("to schema 2");
+}
+
 /// What `schedule_layout` does to each record.
 #[derive(Clone, Copy)]
 pub enum RecordOp {
     /// Rewrite a packed record (schema 3) as the hash of schemas 1 and 2.
     ToHash,
-    /// Rewrite such a hash as a packed record, as Migrate does.
+    /// Rewrite such a hash as a packed record and list it, as Migrate does.
     ToPacked,
     /// Read it, in either layout: its fields, or nothing when it is missing.
     Read,
@@ -401,20 +477,21 @@ pub async fn schedule_layout(
             include_str!("../../lua/lib/schedule.lua"),
             r#"
 local out = {}
-for i = 1, #KEYS do
-  local key, id = KEYS[i], ARGV[i + 1]
+for i = 3, #KEYS do
+  local key, id = KEYS[i], ARGV[i - 1]
   local r = sched_read(key)
   assert(not s_is_error(r), 'not a schedule record: ' .. key)
   if r == nil then
-    out[i] = {}
+    out[i - 2] = {}
   else
     if ARGV[1] == 'hash' then
       redis.call('DEL', key)
       redis.call('HSET', key, unpack(sched_fields(id, r)))
     elseif ARGV[1] == 'pack' then
       sched_save(key, r)
+      listing_add(KEYS[1], KEYS[2], id)
     end
-    out[i] = sched_fields(id, r)
+    out[i - 2] = sched_fields(id, r)
   end
 end
 return out
@@ -429,7 +506,10 @@ return out
     let mut out = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
         let mut invocation = TOOL.prepare_invoke();
-        invocation.arg(op);
+        invocation
+            .key(format!("dueq:{{{ns}}}:ids"))
+            .key(format!("dueq:{{{ns}}}:meta"))
+            .arg(op);
         for id in chunk {
             invocation.key(format!("dueq:{{{ns}}}:s:{id}")).arg(id);
         }

@@ -43,19 +43,21 @@ for i = 1, #items, step do
   out[#out + 1] = id
   out[#out + 1] = kind
   local fields, state = {}, ''
+  if kind == 'hash' then fields = redis.call('HGETALL', key) end
   if KEYS[2] then
     out[#out + 1] = redis.call('ZSCORE', KEYS[2], id) or ''
-    if kind == 'hash' or kind == 'string' then
-      local r = sched_read(key)
+    if kind == 'hash' then
+      state = migrate_state(sched_from_flat(fields))
+    elseif kind == 'string' then
+      local r = sched_load(key)
       if not s_is_error(r) then
         state = migrate_state(r)
-        if kind == 'string' then fields = sched_fields(id, r) end
+        fields = sched_fields(id, r)
       end
     end
   else
     out[#out + 1] = ''
   end
-  if kind == 'hash' then fields = redis.call('HGETALL', key) end
   out[#out + 1] = state
   out[#out + 1] = #fields
   for j = 1, #fields do out[#out + 1] = fields[j] end

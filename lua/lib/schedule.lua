@@ -18,6 +18,7 @@
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
 -- sched_read(key) -> the same, also from a schema-2 hash (Migrate only); second result
 --   true when the record is still a hash
+-- sched_from_flat(HGETALL of such a hash) -> record table
 -- sched_save(key, record)
 -- sched_fields(id, record) -> flat field/value list (all values text), the shape
 --   src/store/reply.rs decodes
@@ -76,9 +77,9 @@ local function num_or_empty(v)
   return tonumber(v) or ''
 end
 
--- A schema-2 hash's fields as a record table (Migrate converts it with sched_save).
-local function sched_from_hash(key)
-  local flat = redis.call('HGETALL', key)
+-- A schema-2 hash's fields (HGETALL's flat list) as a record table (Migrate converts
+-- it with sched_save).
+local function sched_from_flat(flat)
   local h = {}
   for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
   local follow = h.follow_ms or ''
@@ -95,7 +96,7 @@ end
 
 local function sched_read(key)
   local kind = redis.call('TYPE', key)['ok']
-  if kind == 'hash' then return sched_from_hash(key), true end
+  if kind == 'hash' then return sched_from_flat(redis.call('HGETALL', key)), true end
   if kind == 'none' then return nil, false end
   return sched_load(key), false
 end

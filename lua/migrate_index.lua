@@ -1,6 +1,7 @@
 -- migrate_index: walk one batch of the due index and drop what no record backs.
 --
 -- KEYS[1] due index <prefix>:{<ns>}:due   KEYS[2] lock <prefix>:{<ns>}:migrate_lock
+-- KEYS[3] <prefix>:{<ns>}:ids (the listing keys derive from it)   KEYS[4] meta
 -- ARGV[1] lock token ("" with dry run)   ARGV[2] cursor   ARGV[3] batch size
 -- ARGV[4] schedule key prefix <prefix>:{<ns>}:s:   ARGV[5] "1" = dry run (count only)
 -- Returns { "ok", next cursor ("0" = done), scanned, removed, repaired } | { "lost" }.
@@ -10,7 +11,9 @@
 --
 -- Invariant 1: an entry stays only if its record is active with a next run; a score
 -- the record disagrees with is corrected. The same repair a claim does, for every
--- entry. Invariant 3: one ZSCAN step per call.
+-- entry. An entry whose record is sound but unlisted (a listing leaf deleted by hand:
+-- the record pass walks the listing, so it cannot meet such a record) is listed
+-- again, and counted as repaired. Invariant 3: one ZSCAN step per call.
 
 local dry = ARGV[5] == '1'
 if not dry and redis.call('GET', KEYS[2]) ~= ARGV[1] then return { 'lost' } end
@@ -31,9 +34,13 @@ for i = 1, #items, 2 do
   elseif not sched_indexed(r) or type(r.next_ms) ~= 'number' then
     removed = removed + 1
     redis.call('ZREM', KEYS[1], id)
-  elseif r.next_ms ~= tonumber(score) then
-    repaired = repaired + 1
-    redis.call('ZADD', KEYS[1], r.next_ms, id)
+  else
+    local fixed = listing_add(KEYS[3], KEYS[4], id) == 1
+    if r.next_ms ~= tonumber(score) then
+      fixed = true
+      redis.call('ZADD', KEYS[1], r.next_ms, id)
+    end
+    if fixed then repaired = repaired + 1 end
   end
 end
 return { 'ok', scan[1], scanned, removed, repaired }

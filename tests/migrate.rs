@@ -245,6 +245,56 @@ fn assert_refused_at(status: &Status, ns: &str, found: u32) {
     }
 }
 
+/// `MEMORY USAGE` of the records of `ids`, summed.
+async fn record_bytes(conn: &mut MultiplexedConnection, ns: &str, ids: &[String]) -> i64 {
+    let mut total = 0;
+    for id in ids {
+        let used: i64 = cmd(
+            conn,
+            redis::cmd("MEMORY")
+                .arg("USAGE")
+                .arg(format!("dueq:{{{ns}}}:s:{id}")),
+        )
+        .await;
+        total += used;
+    }
+    total
+}
+
+/// Every schedule call on `ns` (schedule `id` exists) is refused for schema `found`.
+async fn assert_schedule_calls_refused(c: &mut Client, ns: &str, id: &str, found: u32) {
+    let (namespace, id) = (ns.to_owned(), id.to_owned());
+    let refusals = [
+        try_claim(c, ns).await.map(|_| ()),
+        try_upsert(c, ns, every("new", 60)).await.map(|_| ()),
+        c.get_schedule(proto::GetScheduleRequest {
+            namespace: namespace.clone(),
+            id: id.clone(),
+        })
+        .await
+        .map(|_| ()),
+        c.list_schedules(proto::ListSchedulesRequest {
+            namespace: namespace.clone(),
+            ..Default::default()
+        })
+        .await
+        .map(|_| ()),
+        c.pause_schedule(proto::PauseScheduleRequest {
+            namespace: namespace.clone(),
+            id: id.clone(),
+        })
+        .await
+        .map(|_| ()),
+        c.delete_schedule(proto::DeleteScheduleRequest { namespace, id })
+            .await
+            .map(|_| ()),
+    ];
+    for (call, result) in refusals.into_iter().enumerate() {
+        let err = result.expect_err(&format!("schedule call {call} refused"));
+        assert_refused_at(&err, ns, found);
+    }
+}
+
 /// The record of a schedule created through the API, as the fields of a schema-2 hash.
 async fn template(c: &mut Client, conn: &mut MultiplexedConnection) -> Vec<(String, Vec<u8>)> {
     upsert(c, "tmpl", every("template", 3600)).await;
@@ -531,36 +581,18 @@ async fn a_schema_2_namespace_is_refused_then_packed_with_every_field_kept() {
         api_before.push(get(&mut c, "two", id).await);
     }
     let fields_before = records(&mut conn, "two").await;
-    let mut packed_bytes = 0i64;
-    for id in &ids {
-        let used: i64 = cmd(
-            &mut conn,
-            redis::cmd("MEMORY")
-                .arg("USAGE")
-                .arg(format!("dueq:{{two}}:s:{id}")),
-        )
-        .await;
-        packed_bytes += used;
-    }
+    let packed_bytes = record_bytes(&mut conn, "two", &ids).await;
 
     // Into schema 2: the same fields as hashes, one `:ids` zset, meta says 2.
     to_schema_2(&mut conn, "two").await;
     assert_eq!(key_type(&mut conn, "dueq:{two}:ids").await, "zset");
-    let mut hash_bytes = 0i64;
     for id in &ids {
         assert_eq!(
             key_type(&mut conn, &format!("dueq:{{two}}:s:{id}")).await,
             "hash"
         );
-        let used: i64 = cmd(
-            &mut conn,
-            redis::cmd("MEMORY")
-                .arg("USAGE")
-                .arg(format!("dueq:{{two}}:s:{id}")),
-        )
-        .await;
-        hash_bytes += used;
     }
+    let hash_bytes = record_bytes(&mut conn, "two", &ids).await;
     assert!(
         packed_bytes < hash_bytes,
         "packed {packed_bytes} B vs hashes {hash_bytes} B"
@@ -568,44 +600,7 @@ async fn a_schema_2_namespace_is_refused_then_packed_with_every_field_kept() {
 
     // Refused by every schedule call, and nothing written.
     let before = snapshot(&mut conn, "*").await;
-    let err = try_claim(&mut c, "two").await.expect_err("claim refused");
-    assert_refused_at(&err, "two", 2);
-    let err = try_upsert(&mut c, "two", every("new", 60))
-        .await
-        .expect_err("upsert refused");
-    assert_refused_at(&err, "two", 2);
-    let err = c
-        .get_schedule(proto::GetScheduleRequest {
-            namespace: "two".into(),
-            id: "e".into(),
-        })
-        .await
-        .expect_err("get refused");
-    assert_refused_at(&err, "two", 2);
-    let err = c
-        .list_schedules(proto::ListSchedulesRequest {
-            namespace: "two".into(),
-            ..Default::default()
-        })
-        .await
-        .expect_err("list refused");
-    assert_refused_at(&err, "two", 2);
-    let err = c
-        .pause_schedule(proto::PauseScheduleRequest {
-            namespace: "two".into(),
-            id: "e".into(),
-        })
-        .await
-        .expect_err("pause refused");
-    assert_refused_at(&err, "two", 2);
-    let err = c
-        .delete_schedule(proto::DeleteScheduleRequest {
-            namespace: "two".into(),
-            id: "e".into(),
-        })
-        .await
-        .expect_err("delete refused");
-    assert_refused_at(&err, "two", 2);
+    assert_schedule_calls_refused(&mut c, "two", "e", 2).await;
     assert_eq!(
         snapshot(&mut conn, "*").await,
         before,
@@ -833,6 +828,17 @@ async fn damaged_index_is_reported_and_repaired() {
         try_claim(&mut c, "ns").await.expect("claim").is_none(),
         "nothing forged fires"
     );
+
+    // The listing lost (its keys deleted by hand): the record pass walks the
+    // listing and sees nothing, but the index walk lists every active schedule again.
+    let mut keys: Vec<String> = cmd(&mut conn, redis::cmd("KEYS").arg("dueq:{ns}:lk:*")).await;
+    keys.push("dueq:{ns}:lt".to_owned());
+    let _: () = cmd(&mut conn, redis::cmd("DEL").arg(&keys)).await;
+    assert!(listed_schedule_ids(&mut conn, "ns").await.is_empty());
+    let done = migrate_done(&mut a, ns_req("ns")).await;
+    assert_eq!(done.repaired, n, "{done:?}");
+    let active: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
+    assert_eq!(listed_schedule_ids(&mut conn, "ns").await, active);
 }
 
 /// Claims and upserts against `ns` until `stop`: each iteration creates a schedule,

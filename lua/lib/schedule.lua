@@ -184,8 +184,11 @@ local function listing_add(ids_key, meta_key, id)
   if b == nil then
     local first = redis.call('ZRANGE', top, 0, 0)[1]
     if first ~= nil then
-      -- A new lowest id: the first leaf's boundary moves down to it.
-      redis.call('RENAME', base .. 'lk:' .. first, base .. 'lk:' .. id)
+      -- A new lowest id: the first leaf's boundary moves down to it (a boundary
+      -- whose leaf is gone, deleted by hand, is simply dropped).
+      if redis.call('EXISTS', base .. 'lk:' .. first) == 1 then
+        redis.call('RENAME', base .. 'lk:' .. first, base .. 'lk:' .. id)
+      end
       redis.call('ZREM', top, first)
     end
     redis.call('ZADD', top, 0, id)
@@ -222,7 +225,9 @@ local function listing_remove(ids_key, meta_key, id)
 end
 
 -- Up to `count` listed ids after `after` ('' = from the first), in lex order. Empty
--- leaves never stay, so each leaf visited past the first yields at least one id.
+-- leaves never stay, so each leaf visited past the first yields at least one id; a
+-- listing damaged by hand (leaves deleted) is still read in at most count + 2 leaf
+-- visits per call.
 local function listing_page(ids_key, after, count)
   local base = tree_base(ids_key)
   local top = base .. 'lt'
@@ -232,7 +237,9 @@ local function listing_page(ids_key, after, count)
   if b == nil then b = redis.call('ZRANGE', top, 0, 0)[1] end
   local from = '-'
   if after ~= '' then from = '(' .. after end
-  while b ~= nil and #out < count do
+  local visits = 0
+  while b ~= nil and #out < count and visits < count + 2 do
+    visits = visits + 1
     local ids = redis.call('ZRANGEBYLEX', base .. 'lk:' .. b, from, '+', 'LIMIT', 0, count - #out)
     for i = 1, #ids do out[#out + 1] = ids[i] end
     if #out < count then

@@ -619,6 +619,7 @@ impl Store {
     ) -> Result<Option<IndexBatch>, StoreError> {
         let keys = self.keys(namespace);
         let (due, lock, prefix) = (keys.due(), keys.migrate_lock(), keys.schedule_prefix());
+        let (ids, meta) = (keys.ids(), keys.meta());
         // Each entry costs a record read inside the script: the same bound as the record
         // reads keeps one call well under 10 ms (a 500-entry walk measured 16 ms).
         let batch = batch.min(SCAN_STEP as u32).to_string();
@@ -626,7 +627,12 @@ impl Store {
         let Some(items) = self
             .eval_under_lock(
                 &scripts::MIGRATE_INDEX,
-                &[due.as_bytes(), lock.as_bytes()],
+                &[
+                    due.as_bytes(),
+                    lock.as_bytes(),
+                    ids.as_bytes(),
+                    meta.as_bytes(),
+                ],
                 &[
                     token.as_bytes(),
                     cursor.as_bytes(),

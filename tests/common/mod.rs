@@ -377,17 +377,22 @@ pub async fn edit_schedule(
     let _: i64 = invocation.invoke_async(conn).await.expect("edit schedule");
 }
 
-/// The ids of schema 3's schedule listing (`lt` boundaries, `lk:<boundary>` leaves),
-/// in listing order, with the leaves they sit in; checks the listing's shape as it
-/// goes: no leaf empty or over its bound, every id within its leaf's range.
-pub async fn listed_schedule_ids(conn: &mut MultiplexedConnection, ns: &str) -> Vec<String> {
-    let boundaries: Vec<String> = redis::cmd("ZRANGE")
+/// The leaf boundaries of schema 3's schedule listing, in order.
+async fn listing_boundaries(conn: &mut MultiplexedConnection, ns: &str) -> Vec<String> {
+    redis::cmd("ZRANGE")
         .arg(format!("dueq:{{{ns}}}:lt"))
         .arg(0)
         .arg(-1)
         .query_async(conn)
         .await
-        .expect("ZRANGE lt");
+        .expect("ZRANGE lt")
+}
+
+/// The ids of schema 3's schedule listing (`lt` boundaries, `lk:<boundary>` leaves),
+/// in listing order, with the leaves they sit in; checks the listing's shape as it
+/// goes: no leaf empty or over its bound, every id within its leaf's range.
+pub async fn listed_schedule_ids(conn: &mut MultiplexedConnection, ns: &str) -> Vec<String> {
+    let boundaries = listing_boundaries(conn, ns).await;
     let mut out: Vec<String> = Vec::new();
     for (i, b) in boundaries.iter().enumerate() {
         let ids: Vec<String> = redis::cmd("ZRANGE")
@@ -420,13 +425,7 @@ pub async fn listed_schedule_ids(conn: &mut MultiplexedConnection, ns: &str) -> 
 pub async fn to_schema_2(conn: &mut MultiplexedConnection, ns: &str) {
     let ids = listed_schedule_ids(conn, ns).await;
     schedule_layout(conn, ns, RecordOp::ToHash, &ids).await;
-    let boundaries: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("dueq:{{{ns}}}:lt"))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await
-        .expect("ZRANGE lt");
+    let boundaries = listing_boundaries(conn, ns).await;
     let mut pipe = redis::pipe();
     pipe.cmd("DEL").arg(format!("dueq:{{{ns}}}:lt")).ignore();
     for b in &boundaries {

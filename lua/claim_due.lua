@@ -55,8 +55,7 @@
 local refused = schema_guard(KEYS[4], KEYS[3])
 if refused then return refused end
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local now = now_ms()
 local due_key = KEYS[1]
 local prefix = ARGV[1]
 local max_candidates = tonumber(ARGV[2])

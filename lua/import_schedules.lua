@@ -17,8 +17,7 @@
 local refused = schema_guard(KEYS[3], KEYS[2])
 if refused then return refused end
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return { 'lost' } end
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local now = now_ms()
 redis.call('HSETNX', KEYS[3], 'schema', ARGV[3])
 local imported, present, indexed_n = 0, 0, 0
 for i = 4, #ARGV, 16 do

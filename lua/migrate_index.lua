@@ -31,7 +31,7 @@ for i = 1, #items, 2 do
   if s_is_error(r) then r = nil end -- not a record: nothing backs the entry
   if dry then
     if r == nil then removed = removed + 1 end
-  elseif not sched_indexed(r) or type(r.next_ms) ~= 'number' then
+  elseif not sched_indexed(r) then
     removed = removed + 1
     redis.call('ZREM', KEYS[1], id)
   else

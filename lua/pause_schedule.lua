@@ -16,9 +16,8 @@ if s_is_error(r) then return r end
 if r == nil then return {} end
 count_index(KEYS[4], sched_indexed(r), false)
 if r.status ~= 'paused' then
-  local now_t = redis.call('TIME')
   r.status, r.next_ms, r.follow_ms = 'paused', '', ''
-  r.updated_ms = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+  r.updated_ms = now_ms()
   sched_save(KEYS[2], r)
 end
 redis.call('ZREM', KEYS[1], ARGV[1])

@@ -19,8 +19,7 @@ if s_is_error(r) then return r end
 if r == nil then return {} end
 if string.format('%d', r.rev) ~= ARGV[2] then return { 'moved' } end
 if r.status == 'paused' then
-  local now_t = redis.call('TIME')
-  r.updated_ms = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+  r.updated_ms = now_ms()
   if ARGV[3] == '' or (r.limit > 0 and r.runs >= r.limit) then
     r.status, r.next_ms, r.follow_ms = 'completed', '', ''
     redis.call('ZREM', KEYS[1], ARGV[1])

@@ -37,8 +37,7 @@ local id, key = ARGV[1], KEYS[3]
 local r = sched_load(key)
 if s_is_error(r) then return r end
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local now = now_ms()
 local kind, cron, every = ARGV[2], ARGV[3], tonumber(ARGV[4]) or ''
 local tz, start_ms, end_ms = ARGV[5], tonumber(ARGV[6]) or '', tonumber(ARGV[7]) or ''
 local limit = tonumber(ARGV[8]) or 0

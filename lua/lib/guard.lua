@@ -12,7 +12,7 @@
 -- count_index(meta_key, was, is): keeps meta `indexed` = how many schedules are active
 --   with a next run, i.e. how many entries the due index must hold. Comparing it with
 --   ZCARD of the index (O(1)) reveals an index that was deleted or evicted.
--- indexed(status, next_ms): whether a schedule in that state belongs in the due index.
+-- now_ms(): Redis TIME in epoch ms, the one clock (invariant 7).
 --
 -- Invariant 5 (migration never silent): a namespace that needs Migrate is refused with
 -- a clear error by every script that would otherwise answer "nothing due" forever.
@@ -41,8 +41,9 @@ local function schema_guard(meta_key, ids_key)
   return redis.error_reply('DUEQ_MIGRATE ' .. found .. ' ' .. meta_key)
 end
 
-local function indexed(status, next_ms)
-  return status == 'active' and next_ms ~= nil and next_ms ~= false and next_ms ~= ''
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 local function count_index(meta_key, was, is)

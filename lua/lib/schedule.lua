@@ -171,9 +171,9 @@ local function tree_base(ids_key)
   return string.sub(ids_key, 1, -4)
 end
 
+-- The boundary of the leaf id belongs in (nil when id is below every boundary).
 local function leaf_of(base, id)
-  local b = redis.call('ZREVRANGEBYLEX', base .. 'lt', '[' .. id, '-', 'LIMIT', 0, 1)[1]
-  return b
+  return redis.call('ZREVRANGEBYLEX', base .. 'lt', '[' .. id, '-', 'LIMIT', 0, 1)[1]
 end
 
 -- Lists id (a no-op when it is listed); returns 1 when it was not.
@@ -247,9 +247,4 @@ local function listing_page(ids_key, after, count)
     end
   end
   return out
-end
-
--- Whether the namespace lists any schedule in schema 3's listing.
-local function listing_exists(ids_key)
-  return redis.call('EXISTS', tree_base(ids_key) .. 'lt') == 1
 end

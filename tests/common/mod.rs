@@ -337,44 +337,27 @@ pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
 /// clock jump would. Tests use it instead of sleeping for minutes.
 pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, next_ms: i64) {
     // Clearing follow_ms makes a cron claim take the compute-in-Rust path.
-    edit_schedule(
-        conn,
-        ns,
-        id,
-        "r.next_ms, r.follow_ms = tonumber(ARGV[1]), ''",
-        &[next_ms.to_string().as_str()],
-    )
-    .await;
-    let _: () = redis::cmd("ZADD")
-        .arg(format!("dueq:{{{ns}}}:due"))
+    static FORCE_DUE: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+        redis::Script::new(concat!(
+            include_str!("../../lua/lib/schedule.lua"),
+            r#"
+local r = sched_load(KEYS[1])
+assert(r and not s_is_error(r), 'no schedule record at ' .. KEYS[1])
+r.next_ms, r.follow_ms = tonumber(ARGV[1]), ''
+sched_save(KEYS[1], r)
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"#
+        ))
+    });
+    let _: i64 = FORCE_DUE
+        .key(format!("dueq:{{{ns}}}:s:{id}"))
+        .key(format!("dueq:{{{ns}}}:due"))
         .arg(next_ms)
         .arg(id)
-        .query_async(conn)
+        .invoke_async(conn)
         .await
-        .expect("ZADD");
-}
-
-/// Rewrites a stored schedule record in place: `edit` is Lua run on the unpacked
-/// record `r` (lib/schedule.lua), with `args` as ARGV. Nothing else is touched, the
-/// way a tampering operator or a bug elsewhere would leave it.
-pub async fn edit_schedule(
-    conn: &mut MultiplexedConnection,
-    ns: &str,
-    id: &str,
-    edit: &str,
-    args: &[&str],
-) {
-    let body = format!(
-        "{}\nlocal r = sched_load(KEYS[1])\nassert(r and not s_is_error(r), 'no record')\n{edit}\nsched_save(KEYS[1], r)\nreturn 1",
-        include_str!("../../lua/lib/schedule.lua")
-    );
-    let script = redis::Script::new(&body);
-    let mut invocation = script.prepare_invoke();
-    invocation.key(format!("dueq:{{{ns}}}:s:{id}"));
-    for a in args {
-        invocation.arg(*a);
-    }
-    let _: i64 = invocation.invoke_async(conn).await.expect("edit schedule");
+        .expect("force due");
 }
 
 /// The leaf boundaries of schema 3's schedule listing, in order.

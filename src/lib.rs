@@ -19,6 +19,7 @@ pub mod domain;
 pub mod jobs;
 pub mod migrate;
 pub mod monitor;
+pub mod probe;
 pub mod schedules;
 pub mod server;
 pub mod store;

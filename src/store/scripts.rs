@@ -64,6 +64,42 @@ script!(GET_JOB, "get_job.lua", JOB);
 script!(MIGRATE_JOBS, "migrate_jobs.lua", JOB);
 script!(ACK_OCCURRENCE, "ack_occurrence.lua");
 
+/// Every script with its name (its file's stem), for tools that attribute SLOWLOG
+/// entries.
+pub fn named() -> [(&'static str, &'static Script); 29] {
+    [
+        ("upsert_schedule", &UPSERT_SCHEDULE),
+        ("claim_due", &CLAIM_DUE),
+        ("set_follow", &SET_FOLLOW),
+        ("get_schedule", &GET_SCHEDULE),
+        ("pause_schedule", &PAUSE_SCHEDULE),
+        ("resume_schedule", &RESUME_SCHEDULE),
+        ("delete_schedule", &DELETE_SCHEDULE),
+        ("list_schedules", &LIST_SCHEDULES),
+        ("peek_due", &PEEK_DUE),
+        ("migrate_lock", &MIGRATE_LOCK),
+        ("migrate_scan", &MIGRATE_SCAN),
+        ("migrate_apply", &MIGRATE_APPLY),
+        ("migrate_index", &MIGRATE_INDEX),
+        ("migrate_finish", &MIGRATE_FINISH),
+        ("namespace_status", &NAMESPACE_STATUS),
+        ("import_schedules", &IMPORT_SCHEDULES),
+        ("enqueue_jobs", &ENQUEUE_JOBS),
+        ("claim_jobs", &CLAIM_JOBS),
+        ("ack_job", &ACK_JOB),
+        ("fail_job", &FAIL_JOB),
+        ("extend_lease", &EXTEND_LEASE),
+        ("cancel_job", &CANCEL_JOB),
+        ("retry_job", &RETRY_JOB),
+        ("list_jobs", &LIST_JOBS),
+        ("prune_jobs", &PRUNE_JOBS),
+        ("peek_jobs", &PEEK_JOBS),
+        ("get_job", &GET_JOB),
+        ("migrate_jobs", &MIGRATE_JOBS),
+        ("ack_occurrence", &ACK_OCCURRENCE),
+    ]
+}
+
 /// Every script, for loading at startup.
 pub fn all() -> [&'static Script; 29] {
     [

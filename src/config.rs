@@ -19,8 +19,6 @@ pub struct Cli {
 pub enum Command {
     /// Run the gRPC service (the default).
     Serve(ServeConfig),
-    /// Measure throughput, latency, scaling, memory and migration (see README).
-    Bench(crate::bench::BenchArgs),
 }
 
 /// Log output format.

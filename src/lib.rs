@@ -12,7 +12,6 @@ pub mod proto {
 }
 
 pub mod api;
-pub mod bench;
 pub mod clock;
 pub mod config;
 pub mod domain;

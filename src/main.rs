@@ -9,7 +9,6 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let config = match cli.command {
         Some(Command::Serve(config)) => config,
-        Some(Command::Bench(args)) => return bench(args).await,
         None => cli.serve,
     };
     let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
@@ -31,22 +30,6 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "dueq failed");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-/// `dueq bench`: logs only warnings (DUEQ_LOG overrides), prints the table.
-async fn bench(args: dueq::bench::BenchArgs) -> std::process::ExitCode {
-    let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
-    match dueq::bench::run(args).await {
-        Ok(_) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("dueq bench failed: {error}");
             std::process::ExitCode::FAILURE
         }
     }

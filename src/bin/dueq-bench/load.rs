@@ -7,21 +7,21 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::Result;
+use crate::{BenchError, Result};
 
 #[derive(Debug, Clone, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Items done (jobs for a batch call, 1 per call otherwise).
-    pub items: u64,
-    pub calls: u64,
-    pub secs: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub p999_ms: f64,
+    pub(crate) items: u64,
+    pub(crate) calls: u64,
+    pub(crate) secs: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) p999_ms: f64,
 }
 
 impl Stats {
-    pub fn ops_s(&self) -> f64 {
+    pub(crate) fn ops_s(&self) -> f64 {
         if self.secs > 0.0 {
             self.items as f64 / self.secs
         } else {
@@ -30,7 +30,7 @@ impl Stats {
     }
 
     /// From latencies in nanoseconds.
-    pub fn from_latencies(mut lat: Vec<u64>, items: u64, secs: f64) -> Stats {
+    pub(crate) fn from_latencies(mut lat: Vec<u64>, items: u64, secs: f64) -> Stats {
         lat.sort_unstable();
         Stats {
             items,
@@ -44,7 +44,7 @@ impl Stats {
 }
 
 /// The `q` quantile of sorted nanosecond samples, in ms.
-pub fn percentile(sorted: &[u64], q: f64) -> f64 {
+fn percentile(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -54,7 +54,11 @@ pub fn percentile(sorted: &[u64], q: f64) -> f64 {
 
 /// Runs `concurrency` workers for `duration`. `make(i)` builds worker i's operation;
 /// each call returns how many items it did (0 = nothing left: the worker stops).
-pub async fn drive<M, W, F>(concurrency: usize, duration: Duration, mut make: M) -> Result<Stats>
+pub(crate) async fn drive<M, W, F>(
+    concurrency: usize,
+    duration: Duration,
+    mut make: M,
+) -> Result<Stats>
 where
     M: FnMut(usize) -> W,
     W: FnMut() -> F + Send + 'static,
@@ -77,7 +81,7 @@ where
                 lat.push(t.elapsed().as_nanos() as u64);
                 items += n;
             }
-            Ok::<_, super::BenchError>((lat, items))
+            Ok::<_, BenchError>((lat, items))
         }));
     }
     let mut all = Vec::new();
@@ -89,24 +93,4 @@ where
     }
     let secs = started.elapsed().as_secs_f64();
     Ok(Stats::from_latencies(all, items, secs))
-}
-
-/// Times `n` sequential calls of `op` (for latency points, not throughput).
-pub async fn sequential<W, F>(n: usize, mut op: W) -> Result<Stats>
-where
-    W: FnMut() -> F,
-    F: Future<Output = Result<()>>,
-{
-    let started = Instant::now();
-    let mut lat = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        op().await?;
-        lat.push(t.elapsed().as_nanos() as u64);
-    }
-    Ok(Stats::from_latencies(
-        lat,
-        n as u64,
-        started.elapsed().as_secs_f64(),
-    ))
 }

@@ -5,18 +5,22 @@
 use std::sync::LazyLock;
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection, Script};
+use dueq::{probe::SCHEDULE_SCHEMA, proto};
 
-use super::{
+use crate::{
     env::{Client, Env, PREFIX},
     Result,
 };
-use crate::proto;
 
-pub fn base(ns: &str) -> String {
-    format!("{PREFIX}:{{{ns}}}:")
+/// The Redis key `suffix` of namespace `ns` (`s:<id>`, `due`, `meta`, ...): the one
+/// place the bench spells dueq's key layout, for the seeding and inspecting it does
+/// straight on Redis. Everything else goes through the service or `dueq::probe`.
+pub(crate) fn key(ns: &str, suffix: &str) -> String {
+    format!("{PREFIX}:{{{ns}}}:{suffix}")
 }
 
-pub fn every_1h(id: &str) -> proto::Schedule {
+/// The bench's schedule: every hour, the same small payload everywhere.
+pub(crate) fn every_1h(id: &str) -> proto::Schedule {
     proto::Schedule {
         id: id.into(),
         timing: Some(proto::schedule::Timing::Every(prost_types::Duration {
@@ -30,7 +34,7 @@ pub fn every_1h(id: &str) -> proto::Schedule {
 }
 
 /// Makes `ns` exist (schema recorded) with one schedule that is not due for an hour.
-pub async fn ensure_namespace(client: &mut Client, ns: &str) -> Result<()> {
+pub(crate) async fn ensure_namespace(client: &mut Client, ns: &str) -> Result<()> {
     client
         .upsert_schedule(proto::UpsertScheduleRequest {
             namespace: ns.into(),
@@ -41,29 +45,34 @@ pub async fn ensure_namespace(client: &mut Client, ns: &str) -> Result<()> {
 }
 
 /// A schedule record as the API stores it, and the namespace meta next to it.
-pub struct Template {
+pub(crate) struct Template {
     /// The packed record (lib/schedule.lua).
-    pub record: Vec<u8>,
-    pub meta: Vec<(String, Vec<u8>)>,
+    pub(crate) record: Vec<u8>,
+    pub(crate) meta: Vec<(String, Vec<u8>)>,
 }
 
 /// Creates one schedule through gRPC in a scratch namespace and copies its record.
-pub async fn template(env: &Env) -> Result<Template> {
+pub(crate) async fn template(env: &Env) -> Result<Template> {
     let mut client = env.client().await?;
     let ns = "benchtemplate";
     ensure_namespace(&mut client, ns).await?;
     let mut conn = env.conn().await?;
     let record: Option<Vec<u8>> = redis::cmd("GET")
-        .arg(format!("{}s:anchor", base(ns)))
+        .arg(key(ns, "s:anchor"))
         .query_async(&mut conn)
         .await?;
     let meta: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
-        .arg(format!("{}meta", base(ns)))
+        .arg(key(ns, "meta"))
         .query_async(&mut conn)
         .await?;
     let record = record.ok_or("the template schedule's record is missing")?;
     Ok(Template { record, meta })
 }
+
+// Both scripts run the service's own record code (lua/lib/schedule.lua), so a seeded
+// record is byte for byte what the API writes; the price is that they name its
+// functions (sched_unpacked, sched_load, sched_save, sched_fields, listing_add,
+// s_is_error), which the smoke run exercises.
 
 /// Writes copies of a packed record with a new next run, as records (schema 3, listed
 /// as the service lists them) or as the hashes of the pre-index layout. KEYS: the
@@ -71,7 +80,7 @@ pub async fn template(env: &Env) -> Result<Template> {
 /// "packed" | "hash", then the ids.
 static WRITE_COPIES: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
-        include_str!("../../lua/lib/schedule.lua"),
+        include_str!("../../../lua/lib/schedule.lua"),
         r#"
 local r = sched_unpacked('template', ARGV[1])
 if s_is_error(r) then return r end
@@ -94,7 +103,7 @@ return #ARGV - 4
 /// computes in Rust). ARGV: next run ms.
 static SET_NEXT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
-        include_str!("../../lua/lib/schedule.lua"),
+        include_str!("../../../lua/lib/schedule.lua"),
         r#"
 local r = sched_load(KEYS[1])
 if r == nil or s_is_error(r) then return redis.error_reply('no record at ' .. KEYS[1]) end
@@ -106,7 +115,7 @@ return 1
 });
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub(crate) enum Layout {
     /// This dueq's schema: packed records, `:ids` and `:due` zsets, `:meta` with
     /// schema and indexed.
     Current,
@@ -115,7 +124,7 @@ pub enum Layout {
 }
 
 /// Writes `n` schedules `s{i}` into `ns`, all due at `next_ms`, in pipelines.
-pub async fn schedules(
+pub(crate) async fn schedules(
     conn: &mut MultiplexedConnection,
     tpl: &Template,
     ns: &str,
@@ -123,8 +132,7 @@ pub async fn schedules(
     next_ms: i64,
     layout: Layout,
 ) -> Result<()> {
-    let b = base(ns);
-    let (prefix, next) = (format!("{b}s:"), next_ms.to_string());
+    let (prefix, next) = (key(ns, "s:"), next_ms.to_string());
     let form = match layout {
         Layout::Current => "packed",
         Layout::PreIndex => "hash",
@@ -135,8 +143,8 @@ pub async fn schedules(
         let ids: Vec<String> = (start..end).map(|i| format!("s{i}")).collect();
         let mut copies = WRITE_COPIES.prepare_invoke();
         copies
-            .key(format!("{b}ids"))
-            .key(format!("{b}meta"))
+            .key(key(ns, "ids"))
+            .key(key(ns, "meta"))
             .arg(&tpl.record)
             .arg(&prefix)
             .arg(&next)
@@ -147,13 +155,13 @@ pub async fn schedules(
             match layout {
                 Layout::Current => {
                     pipe.cmd("ZADD")
-                        .arg(format!("{b}due"))
+                        .arg(key(ns, "due"))
                         .arg(next_ms)
                         .arg(id)
                         .ignore();
                 }
                 Layout::PreIndex => {
-                    pipe.cmd("SADD").arg(format!("{b}ids")).arg(id).ignore();
+                    pipe.cmd("SADD").arg(key(ns, "ids")).arg(id).ignore();
                 }
             }
         }
@@ -163,14 +171,14 @@ pub async fn schedules(
     }
     if layout == Layout::Current {
         let mut hset = redis::cmd("HSET");
-        hset.arg(format!("{b}meta"));
+        hset.arg(key(ns, "meta"));
         for (k, v) in &tpl.meta {
             if k != "indexed" && k != "listed" {
                 hset.arg(k).arg(v.as_slice());
             }
         }
         hset.arg("schema")
-            .arg(crate::store::keys::SCHEMA_VERSION)
+            .arg(SCHEDULE_SCHEMA)
             .arg("indexed")
             .arg(n);
         hset.query_async::<()>(conn).await?;
@@ -180,20 +188,19 @@ pub async fn schedules(
 
 /// Makes schedule `id` of `ns` due at `due_ms` (record and index), as a clock jump
 /// would.
-pub async fn force_due(
+pub(crate) async fn force_due(
     conn: &mut MultiplexedConnection,
     ns: &str,
     id: &str,
     due_ms: i64,
 ) -> Result<()> {
-    let b = base(ns);
     SET_NEXT
-        .key(format!("{b}s:{id}"))
+        .key(key(ns, &format!("s:{id}")))
         .arg(due_ms)
         .invoke_async::<i64>(conn)
         .await?;
     redis::cmd("ZADD")
-        .arg(format!("{b}due"))
+        .arg(key(ns, "due"))
         .arg(due_ms)
         .arg(id)
         .query_async::<()>(conn)

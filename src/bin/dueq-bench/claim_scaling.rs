@@ -3,17 +3,21 @@
 
 use std::time::Instant;
 
-use super::{
-    env::{redis_now, Client, Env},
+use dueq::proto;
+
+use crate::{
+    env::{Client, Env},
     load::Stats,
+    plan::Plan,
+    redis_info::redis_now,
     report::{Report, Row},
-    seed, Plan, Result,
+    seed, Result,
 };
-use crate::proto;
 
 const S: &str = "claim_scaling";
 
-pub async fn claim(client: &mut Client, ns: &str) -> Result<Option<proto::Occurrence>> {
+/// One ClaimDueSchedule without a wait: the occurrence, if one was due.
+pub(crate) async fn claim(client: &mut Client, ns: &str) -> Result<Option<proto::Occurrence>> {
     Ok(client
         .claim_due_schedule(proto::ClaimDueScheduleRequest {
             namespace: ns.into(),
@@ -26,7 +30,7 @@ pub async fn claim(client: &mut Client, ns: &str) -> Result<Option<proto::Occurr
         .occurrence)
 }
 
-pub async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
+pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     let tpl = seed::template(env).await?;
     let mut conn = env.conn().await?;
     let mut client = env.client().await?;

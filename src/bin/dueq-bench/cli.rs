@@ -1,0 +1,82 @@
+//! The command line of `dueq-bench`.
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::Parser;
+
+/// dueq-bench: measures throughput, latency, scaling, memory and migration of the
+/// dueq service on this machine (see README "Performance").
+#[derive(Debug, Clone, Parser)]
+#[command(name = "dueq-bench", version, long_about = None)]
+pub(crate) struct BenchArgs {
+    /// Tiny sizes and short phases: a few seconds in total (CI).
+    #[arg(long)]
+    pub(crate) smoke: bool,
+    /// How long each throughput phase runs (default 5s; 300ms with --smoke).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Concurrent callers in each throughput phase (default 32; 4 with --smoke).
+    #[arg(long)]
+    pub(crate) concurrency: Option<usize>,
+    /// Stored-schedule counts for claim scaling, e.g. "1k,10k,100k,1m".
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub(crate) sizes: Vec<u64>,
+    /// Schedule counts for the @boringnode/queue claim peer (default 1k,10k,100k).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    pub(crate) peer_sizes: Vec<u64>,
+    /// Also run the Node peers (BullMQ, @boringnode/queue 0.6); needs node and npm.
+    #[arg(long)]
+    pub(crate) peers: bool,
+    /// Idle long-poll waiters (default 10000; 50 with --smoke).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) waiters: Option<u64>,
+    /// Records for the memory measurement (default 100k; 1k with --smoke).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) records: Option<u64>,
+    /// Pre-index schedules to migrate (default 1m, the size; 1k with --smoke).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) migrate: Option<u64>,
+    /// Use this Redis instead of starting a redis-server (its data is NOT flushed;
+    /// the bench writes under the key prefix "dueqbench").
+    #[arg(long)]
+    pub(crate) redis_url: Option<String>,
+    /// Run only these families (comma-separated); `grpc` brings `ceiling` along,
+    /// since its ratios divide by it. Default: all.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub(crate) only: Vec<Family>,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// The dueq binary to start as `dueq serve` (default: the `dueq` next to this
+    /// executable, where cargo builds both).
+    #[arg(long, env = "DUEQ_BIN")]
+    pub(crate) dueq_bin: Option<PathBuf>,
+}
+
+/// A group of measurements that `--only` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Family {
+    Ceiling,
+    Grpc,
+    ClaimScaling,
+    Memory,
+    Migrate,
+    Longpoll,
+    Peers,
+}
+
+/// `1000`, `1k`, `10k`, `1m` -> a count.
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let (digits, mult) = match t.strip_suffix('k') {
+        Some(d) => (d, 1_000),
+        None => match t.strip_suffix('m') {
+            Some(d) => (d, 1_000_000),
+            None => (t.as_str(), 1),
+        },
+    };
+    digits
+        .parse::<u64>()
+        .map(|n| n * mult)
+        .map_err(|e| format!("bad size {text:?}: {e}"))
+}

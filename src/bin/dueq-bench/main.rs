@@ -1,0 +1,125 @@
+//! `dueq-bench`: measures dueq against the Redis ceiling of its own scripts, and
+//! against peers, in one run on one machine. See README "Performance".
+//!
+//! A tool beside the service, not a mode of it: it starts a `redis-server` and the
+//! `dueq` binary (`dueq serve`) as child processes and drives the service over gRPC.
+//! Of the library it uses only `dueq::proto` (the gRPC clients) and `dueq::probe`
+//! (the scripts' exact calls and names); where it seeds or inspects Redis directly,
+//! every key comes from `seed::key`.
+//!
+//! Every family lives in its own file and adds one section to the report:
+//! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`.
+
+mod binaries;
+mod ceiling;
+mod claim_scaling;
+mod cli;
+mod cpu;
+mod env;
+mod grpc;
+mod load;
+mod longpoll;
+mod memory;
+mod migrate;
+mod own_redis;
+mod peers;
+mod plan;
+mod procfs;
+mod redis_info;
+mod report;
+mod seed;
+mod service;
+
+use std::{process::ExitCode, time::Instant};
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use cli::{BenchArgs, Family};
+use env::Env;
+use plan::Plan;
+use report::Report;
+
+/// Errors of the bench: anything, with a message (the bench is a tool, not a server).
+pub(crate) type BenchError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Result<T> = std::result::Result<T, BenchError>;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = BenchArgs::parse();
+    // Warnings only by default: stdout is the table, stderr the progress.
+    let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("dueq-bench failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the families asked for and prints the table; writes JSON when asked.
+async fn run(args: BenchArgs) -> Result<()> {
+    let plan = Plan::from_args(&args);
+    // Before any child process starts: a missing service binary is the likeliest
+    // mistake (`cargo run --bin dueq-bench` does not build it).
+    let dueq = binaries::dueq(args.dueq_bin.as_deref())?;
+    let started = Instant::now();
+    let env = Env::start(args.redis_url.as_deref(), &dueq).await?;
+    let mut report = Report::new(&plan, &env, std::env::args().collect());
+    let result = run_families(&plan, &env, &mut report).await;
+    let wall = started.elapsed();
+    env.stop();
+    result?;
+    report.set_wall(wall);
+    print!("{}", report.table());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.json_text()?)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
+    let step = |name: &str| eprintln!("bench: {name} ...");
+    if plan.runs(Family::Ceiling) {
+        step("ceiling");
+        let ceiling = ceiling::run(plan, env, report).await?;
+        env.reset().await?;
+        if plan.runs(Family::Grpc) {
+            step("grpc");
+            grpc::run(plan, env, &ceiling, report).await?;
+            env.reset().await?;
+        }
+    }
+    if plan.runs(Family::ClaimScaling) {
+        step("claim scaling");
+        claim_scaling::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Memory) {
+        step("memory");
+        memory::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Migrate) {
+        step("migrate");
+        migrate::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Longpoll) {
+        step("long-poll");
+        longpoll::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Peers) {
+        step("peers");
+        peers::run(plan, env, report).await?;
+    }
+    report.check_targets();
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! The issue's targets, checked against a report's rows. A target whose rows this
+//! run did not measure is "n/a", neither met nor missed.
+
+use serde_json::Value;
+
+use super::Report;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(super) what: String,
+    /// None: not measured in this run.
+    pub(super) met: Option<bool>,
+    pub(super) detail: String,
+}
+
+/// Whether a target was met, and the figures that say so.
+type Check = Option<(bool, String)>;
+
+impl Report {
+    /// Compares the results with the issue's targets.
+    pub(crate) fn check_targets(&mut self) {
+        self.check_enqueue();
+        self.check_claim_scaling();
+        self.check_longpoll();
+        self.check_memory();
+        self.check_migrate();
+    }
+
+    fn target(&mut self, what: &str, check: Check) {
+        let (met, detail) = match check {
+            Some((met, detail)) => (Some(met), detail),
+            None => (None, "not measured in this run".into()),
+        };
+        self.targets.push(Target {
+            what: what.into(),
+            met,
+            detail,
+        });
+    }
+
+    fn extra(&self, section: &str, name: &str, key: &str) -> Option<f64> {
+        self.row(section, name)
+            .and_then(|r| r.extra.get(key))
+            .and_then(Value::as_f64)
+    }
+
+    fn ratio(&self, name: &str) -> Option<f64> {
+        self.row("grpc", name).and_then(|x| x.ratio)
+    }
+
+    fn ops(&self, section: &str, name: &str) -> Option<f64> {
+        self.row(section, name).and_then(|x| x.ops_s)
+    }
+
+    /// gRPC against the ceiling and against BullMQ.
+    fn check_enqueue(&mut self) {
+        let at_least = |x: Option<f64>, min: f64| x.map(|x| (x >= min, format!("{x:.2}x")));
+        let over = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
+        let t = at_least(self.ratio("Enqueue"), 0.5);
+        self.target("Enqueue >= 0.5x unpipelined ceiling", t);
+        let t = at_least(
+            over(
+                self.ops("grpc", "Enqueue"),
+                self.ops("peers", "bullmq Queue.add"),
+            ),
+            3.0,
+        );
+        self.target("Enqueue >= 3x BullMQ add", t);
+        let t = at_least(self.ratio("EnqueueBatch"), 0.8);
+        self.target("EnqueueBatch >= 0.8x pipelined ceiling", t);
+        let t = at_least(
+            over(
+                self.ops("grpc", "EnqueueBatch"),
+                self.ops("peers", "bullmq Queue.addBulk"),
+            ),
+            10.0,
+        );
+        self.target("EnqueueBatch >= 10x BullMQ addBulk", t);
+    }
+
+    /// Claim latency flat in the number of schedules stored.
+    fn check_claim_scaling(&mut self) {
+        let p50 = |n: u64| {
+            self.row("claim_scaling", &format!("nothing due, {n} stored"))
+                .and_then(|r| r.p50_ms)
+        };
+        let (lo, hi) = (self.sizes.iter().min(), self.sizes.iter().max());
+        let t = lo.zip(hi).and_then(|(&lo, &hi)| {
+            p50(lo).zip(p50(hi)).map(|(a, b)| {
+                (
+                    b <= 1.5 * a,
+                    format!("p50 {b:.3} ms at {hi} vs {a:.3} ms at {lo}: {:.2}x", b / a),
+                )
+            })
+        });
+        self.target(
+            "ClaimDueSchedule p50 at largest size <= 1.5x p50 at smallest (issue: 1M vs 1k)",
+            t,
+        );
+    }
+
+    /// Idle waiters cost no Redis commands and little memory; wakes are prompt.
+    fn check_longpoll(&mut self) {
+        let waiters = self.waiters;
+        let t = self
+            .extra("longpoll", "idle Redis commands", "with_waiters_per_s")
+            .zip(self.extra("longpoll", "idle Redis commands", "baseline_per_s"))
+            .map(|(w, b)| {
+                // Per-waiter polling would be at least one command per waiter per
+                // wait (30 s); allow far less than one per waiter per minute.
+                let allowed = (waiters as f64 / 60.0).max(5.0);
+                (
+                    w - b <= allowed,
+                    format!(
+                        "{w:.1}/s with {waiters} waiters vs {b:.1}/s with none (allowed +{allowed:.0}/s)"
+                    ),
+                )
+            });
+        self.target("idle waiters: no per-waiter Redis commands", t);
+        let rss = self.extra("longpoll", "service RSS", "with_waiters_mb");
+        if waiters < 10_000 && rss.is_some() {
+            // 150 MB is a budget for 10,000 waiters; a smaller run cannot meet or miss it.
+            self.targets.push(Target {
+                what: "service RSS with 10k waiters <= 150 MB".into(),
+                met: None,
+                detail: format!("needs 10000 waiters, this run had {waiters}"),
+            });
+        } else {
+            let t = rss.map(|mb| (mb <= 150.0, format!("{mb:.1} MB with {waiters} waiters")));
+            self.target("service RSS with 10k waiters <= 150 MB", t);
+        }
+        let t = self
+            .row("longpoll", "wake delay")
+            .and_then(|r| r.p99_ms)
+            .map(|p| (p <= 10.0, format!("p99 {p:.2} ms")));
+        self.target("wake delay p99 <= 10 ms", t);
+    }
+
+    /// Redis bytes per schedule and per job.
+    fn check_memory(&mut self) {
+        let t = self
+            .extra("memory", "per schedule", "bytes")
+            .map(|b| (b <= 300.0, format!("{b:.0} B")));
+        self.target("Redis <= 300 B/schedule", t);
+        for name in ["per job", "per job, 200 B payload"] {
+            let t = self
+                .extra("memory", name, "bytes")
+                .zip(self.extra("memory", name, "payload_bytes"))
+                .map(|(b, p)| {
+                    (
+                        b - p <= 250.0,
+                        format!("{:.0} B beyond a {p:.0} B payload", b - p),
+                    )
+                });
+            self.target(
+                &format!("Redis <= 250 B/job beyond the payload ({name})"),
+                t,
+            );
+        }
+    }
+
+    /// No Migrate script long enough to stall Redis.
+    fn check_migrate(&mut self) {
+        let t = self
+            .extra("migrate", "longest script (SLOWLOG)", "ms")
+            .map(|ms| (ms <= 10.0, format!("{ms:.2} ms")));
+        self.target("migration: no script over 10 ms", t);
+    }
+}

@@ -2,11 +2,12 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7] job id   ARGV[8] lease token
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] job id   ARGV[10] lease token
 -- Returns { "ok", now } | { "missing" } | { "stale", state } | { "expired" }
 --
--- Invariants kept:
+-- Invariants kept (numbered in docs/DESIGN.md):
 -- * 4 (a lease is the only authority): only the current token of an active job whose
 --   lease has not expired (deadline > Redis TIME) may complete it; anything else
 --   changes nothing, so a job is never completed twice and a re-handed job is never
@@ -18,17 +19,17 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_LEASED = ARGV[1], ARGV[4]
-local id, token = ARGV[7], ARGV[8]
-local key = P_JOB .. id
+local K = job_keys(ARGV, 1)
+local id, token = ARGV[9], ARGV[10]
+local key = K.job .. id
 local r = job_load(key)
 if r == nil then return { 'missing' } end
 if is_error(r) then return r end
-if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
-if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
+local refusal = lease_check(r, token, now)
+if refusal then return refusal end
 
 r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
 job_save(key, r)
-redis.call('ZREM', P_LEASED .. r.queue, id)
+redis.call('ZREM', K.leased .. r.queue, id)
 redis.call('ZADD', KEYS[1], now, id)
 return { 'ok', now }

@@ -6,13 +6,12 @@
 -- ARGV[4] how long an acked record is kept (ms), so a repeated ack is told "acked"
 -- Returns { "ok" } | { "missing" } | { "stale", state } | { "expired" }
 --
--- Invariant 4 (a lease is the only authority): only the current token of an unexpired
+-- Invariant 4 (docs/DESIGN.md: a lease is the only authority): only the current token of an unexpired
 -- lease may ack; a stale or expired one changes nothing (the occurrence is, or will
 -- be, re-handed to the next leased ClaimDueSchedule). The record leaves the lease
 -- index in the same script that marks it acked. O(log N).
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local now = now_ms()
 local id, token = ARGV[2], ARGV[3]
 local key = ARGV[1] .. id
 local h = redis.call('HMGET', key, 'state', 'token', 'lease_until')

@@ -2,11 +2,12 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7] job id
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] job id
 -- Returns { "ok", fields... } | { "missing" } | { "state", state }
 --
--- Invariant 1: the job leaves its delayed set and enters the finished set in the
+-- Invariant 1 (docs/DESIGN.md): the job leaves its delayed set and enters the finished set in the
 -- same script that marks it cancelled. A pending job's ready-list entry stays and is
 -- dropped by the claim that meets it (the record says cancelled): removing it here
 -- would be an O(N) LREM. An active job (leased to a worker) is refused, so
@@ -16,14 +17,14 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_DELAYED = ARGV[1], ARGV[3]
-local id = ARGV[7]
-local key = P_JOB .. id
+local K = job_keys(ARGV, 1)
+local id = ARGV[9]
+local key = K.job .. id
 local r = job_load(key)
 if r == nil then return { 'missing' } end
 if is_error(r) then return r end
 if r.state == 'delayed' then
-  redis.call('ZREM', P_DELAYED .. r.queue, id)
+  redis.call('ZREM', K.delayed .. r.queue, id)
 elseif r.state ~= 'pending' then
   return { 'state', r.state }
 end
@@ -31,5 +32,5 @@ r.state, r.finished, r.updated = 'cancelled', now, now
 job_save(key, r)
 redis.call('ZADD', KEYS[1], now, id)
 local out = { 'ok' }
-for _, v in ipairs(job_fields(P_JOB, id, r)) do out[#out + 1] = v end
+for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
 return out

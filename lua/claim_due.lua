@@ -1,17 +1,18 @@
 -- claim_due: hand the earliest due occurrence of a namespace to one caller.
 --
--- KEYS[1] due index (zset id -> next run ms)   <prefix>:{<ns>}:due
--- KEYS[2] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases
--- KEYS[3] id listing <prefix>:{<ns>}:ids       KEYS[4] namespace meta <prefix>:{<ns>}:meta
--- ARGV[1] schedule key prefix <prefix>:{<ns>}:s: (packed records, lib/schedule.lua)
--- ARGV[2] how many due candidates to examine at most (bounds the work per call)
--- ARGV[3..8] optional hint for a cron schedule the caller was asked to compute:
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index (zset id -> next run ms) <prefix>:{<ns>}:due
+-- KEYS[5] occurrence leases (zset occurrence id -> lease deadline ms) <prefix>:{<ns>}:oleases
+-- ARGV[3] how many due candidates to examine at most (bounds the work per call)
+-- ARGV[4..9] optional hint for a cron schedule the caller was asked to compute:
 --   id, rev, expected next ms, new next ms ("" = none), new follow ms ("" | "end"),
---   skipped count. Empty ARGV[3] = no hint.
--- ARGV[9]  lease ms for the claimed occurrence ("" = no lease: at-most-once)
--- ARGV[10] lease token (minted by the caller)
--- ARGV[11] the namespace (for the occurrence id)
--- ARGV[12] occurrence lease record prefix       <prefix>:{<ns>}:o:
+--   skipped count. Empty ARGV[4] = no hint.
+-- ARGV[10] lease ms for the claimed occurrence ("" = no lease: at-most-once)
+-- ARGV[11] lease token (minted by the caller)
+-- ARGV[12] the namespace (for the occurrence id)
+-- ARGV[13] occurrence lease record prefix <prefix>:{<ns>}:o:
 -- Returns one of:
 --   { "claimed", now, due_ms, skipped, earliest, token, lease_until, attempt, fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
@@ -24,13 +25,13 @@
 --   earliest = lowest score left in the index or the occurrence leases ("" when both are
 --   empty), for the wake-up timer.
 --
--- Invariants kept:
+-- Invariants kept (numbered in docs/DESIGN.md):
 -- * 1 (derived index): every candidate is re-validated against its record (exists, active,
 --   next run <= now, run limit not reached, not past end) and each stale entry met is
 --   repaired: dangling, paused, completed ones removed; ones whose record says later
 --   re-scored. The claim itself (run count +1, last run = now, next run advanced) and
 --   the index update happen in this one script.
--- * 3 (no O(N)): at most ARGV[2] candidates are read, by ZRANGEBYSCORE ... LIMIT.
+-- * 3 (no O(N)): at most ARGV[3] candidates are read, by ZRANGEBYSCORE ... LIMIT.
 -- * 4 (a crash never stalls): cron slots are computed in Rust, but this script only
 --   ever moves a schedule from one valid next run to another. A hint is applied only
 --   if rev and next_ms are still what the caller read, so a hint computed from old
@@ -40,42 +41,29 @@
 --   call; when it is missing or already past, the script asks instead of guessing.
 -- * 4 (at-least-once with a lease): a leased claim writes, in this same script, an
 --   occurrence record <prefix>:{<ns>}:o:<occurrence id> (the schedule's fields at the
---   claim, the token, the deadline, the attempt) and indexes it in KEYS[2] by deadline.
+--   claim, the token, the deadline, the attempt) and indexes it in KEYS[5] by deadline.
 --   The schedule itself advances exactly once, here; the record lives until acked
 --   (ack_occurrence). A leased claim first re-hands the earliest expired occurrence
---   lease (found by ZRANGEBYSCORE on KEYS[2], O(log N)) with attempt + 1 and a new
---   token. The occurrence id is the UUIDv5 of domain::occurrence_id, computed here
---   with redis.sha1hex so the record and the id handed to the worker agree.
+--   lease (found by ZRANGEBYSCORE on KEYS[5], O(log N)) with attempt + 1 and a new
+--   token. The occurrence id is lib/rules.lua occurrence_id, the same UUIDv5 as
+--   domain::occurrence_id, so the record and the id handed to the worker agree.
+-- * every schedules advance here with lib/rules.lua every_advance, which a library
+--   test pins to timing::Timing::advance.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
 -- * 8 (bad data changes nothing more): a candidate key holding something other than
 --   a schedule record ends the call with DUEQ_CORRUPT naming the key.
 
-local refused = schema_guard(KEYS[4], KEYS[3])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
 
 local now = now_ms()
-local due_key = KEYS[1]
+local meta, due_key, leases_key = KEYS[1], KEYS[4], KEYS[5]
 local prefix = ARGV[1]
-local max_candidates = tonumber(ARGV[2])
-local MAX_SKIP = 100000
-local leases_key = KEYS[2]
-local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
--- Bytes of the fixed UUID namespace of occurrence ids (domain::OCCURRENCE_NAMESPACE).
-local OCC_NS = string.char(0x64, 0x75, 0x65, 0x71, 0x00, 0x00, 0x40, 0x00,
-  0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01)
+local max_candidates = tonumber(ARGV[3])
+local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13]
 local MAX_REHAND_PROBES = 8
-
--- UUIDv5 (SHA-1) of domain::occurrence_id's name; lowercase, hyphenated.
-local function occurrence_id(schedule_id, due_ms, rev)
-  local name = string.format('%d:%s|%d:%s|%d|%d', #namespace, namespace, #schedule_id,
-    schedule_id, due_ms, rev)
-  local h = redis.sha1hex(OCC_NS .. name)
-  local variant = string.format('%x', tonumber(string.sub(h, 17, 17), 16) % 4 + 8)
-  return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16)
-    .. '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
-end
 
 -- A leased claim: re-hand the earliest expired occurrence lease, if any.
 local function rehand()
@@ -111,7 +99,7 @@ end
 
 local function earliest()
   local best = nil
-  for _, key in ipairs({ due_key, KEYS[2] }) do
+  for _, key in ipairs({ due_key, leases_key }) do
     local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
     if #first > 0 and (best == nil or tonumber(first[2]) < best) then best = tonumber(first[2]) end
   end
@@ -121,7 +109,7 @@ end
 local function complete(r)
   -- Only ever called on an active schedule with a next run: it leaves the index.
   r.status, r.next_ms, r.follow_ms = 'completed', '', ''
-  count_index(KEYS[4], true, false)
+  count_index(meta, true, false)
 end
 
 -- Record the claim; new_next nil means there is no later slot.
@@ -142,7 +130,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped)
   local lease_token, deadline, attempt = '', '', ''
   if lease_ms then
     lease_token, deadline, attempt = token, now + lease_ms, 1
-    local occ = occurrence_id(id, due_ms, r.rev)
+    local occ = occurrence_id(namespace, id, due_ms, r.rev)
     local okey = occ_prefix .. occ
     local record = { 'state', 'leased', 'token', token, 'lease_until', deadline,
       'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now }
@@ -165,7 +153,7 @@ end
 local function validate(id, score)
   local key = prefix .. id
   local r = sched_load(key)
-  if s_is_error(r) then return r end
+  if is_error(r) then return r end
   if r == nil then
     redis.call('ZREM', due_key, id) -- dangling id
     return nil
@@ -201,12 +189,12 @@ if lease_ms then
 end
 
 -- 1. A hint from a previous "compute" answer: re-check that nothing moved.
-if ARGV[3] and ARGV[3] ~= '' then
-  local c = validate(ARGV[3], redis.call('ZSCORE', due_key, ARGV[3]) or -1)
-  if s_is_error(c) then return c end
-  if c and c.r.kind == 'cron' and string.format('%d', c.r.rev) == ARGV[4]
-      and c.r.next_ms == tonumber(ARGV[5]) then
-    return claim(c, c.r.next_ms, tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]) or 0)
+if ARGV[4] ~= '' then
+  local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
+  if is_error(c) then return c end
+  if c and c.r.kind == 'cron' and string.format('%d', c.r.rev) == ARGV[5]
+      and c.r.next_ms == tonumber(ARGV[6]) then
+    return claim(c, c.r.next_ms, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0)
   end
 end
 
@@ -214,14 +202,12 @@ end
 local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max_candidates)
 for i = 1, #cands, 2 do
   local c = validate(cands[i], cands[i + 1])
-  if s_is_error(c) then return c end
+  if is_error(c) then return c end
   if c then
     local r = c.r
     if r.kind == 'every' then
-      local missed = math.floor((now - r.next_ms) / r.every_ms)
-      local new_next = r.next_ms + (missed + 1) * r.every_ms
-      if r.end_ms ~= '' and new_next > r.end_ms then new_next = nil end
-      return claim(c, r.next_ms, new_next, '', math.min(missed, MAX_SKIP))
+      local new_next, skipped = every_advance(r.next_ms, r.every_ms, now, r.end_ms)
+      return claim(c, r.next_ms, new_next, '', skipped)
     end
     if r.follow_ms == 'end' then
       return claim(c, r.next_ms, nil, '', 0)
@@ -229,10 +215,8 @@ for i = 1, #cands, 2 do
     if r.follow_ms ~= '' and r.follow_ms > now then
       return claim(c, r.next_ms, r.follow_ms, '', 0)
     end
-    local out = { 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms }
-    local fields = sched_fields(c.id, r)
-    for j = 1, #fields do out[#out + 1] = fields[j] end
-    return out
+    return push_fields({ 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms },
+      c.id, r)
   end
 end
 

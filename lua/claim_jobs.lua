@@ -2,25 +2,26 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7]  lease token base (random, minted by the caller; token = base .. "." .. i)
--- ARGV[8]  lease ms for these claims ("" = each job's own default lease)
--- ARGV[9]  max jobs to claim
--- ARGV[10] worker id
--- ARGV[11] budget: most expired leases re-handed, most delayed jobs promoted per
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9]  lease token base (random, minted by the caller; token = base .. "." .. i)
+-- ARGV[10]  lease ms for these claims ("" = each job's own default lease)
+-- ARGV[11]  max jobs to claim
+-- ARGV[12] worker id
+-- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
--- ARGV[12..] queue names
+-- ARGV[14..] queue names
 -- Returns { now, next_ms, more, n, then per claimed job: field count, fields... }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
 --
--- Invariants kept:
+-- Invariants kept (numbered in docs/DESIGN.md):
 -- * 1 (derived indexes): each index entry met is re-validated against the job record
 --   (state, queue, priority, lease deadline); dangling or stale entries are dropped.
 -- * 3 (no O(N)): expired leases are found by ZRANGEBYSCORE on the per-queue lease set
 --   (scored by deadline) and delayed jobs by ZRANGEBYSCORE on the delayed set, each
---   bounded by ARGV[11]; a claim reads the best priority of each queue (ZRANGE 0 0),
+--   bounded by ARGV[13]; a claim reads the best priority of each queue (ZRANGE 0 0),
 --   the head of its list (LINDEX 0), pops it (LPOP) and resolves the job number to
 --   its id in a listing bucket of at most 64 (HGET).
 -- * 4 (a crash never loses work): a claimed job is in the lease set until acked,
@@ -32,22 +33,21 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_READY, P_DELAYED, P_LEASED = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local P_LISTING = ARGV[5]
+local K = job_keys(ARGV, 1)
 local done = KEYS[1]
-local token_base, lease_override = ARGV[7], tonumber(ARGV[8])
-local max_jobs, worker, budget = tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
+local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local queues = {}
-for i = 12, #ARGV do queues[#queues + 1] = ARGV[i] end
+for i = 14, #ARGV do queues[#queues + 1] = ARGV[i] end
 
 -- 1. Expired leases: pending again (at the head of their list), or dead when out of
 -- attempts.
 local function reclaim(queue)
-  local lkey = P_LEASED .. queue
+  local lkey = K.leased .. queue
   local ids = redis.call('ZRANGEBYSCORE', lkey, '-inf', now, 'LIMIT', 0, budget)
   for _, id in ipairs(ids) do
     redis.call('ZREM', lkey, id)
-    local key = P_JOB .. id
+    local key = K.job .. id
     local r = job_load(key)
     if r and not is_error(r) and r.state == 'active' and r.queue == queue
         and r.lease_until ~= '' then
@@ -61,7 +61,7 @@ local function reclaim(queue)
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
-          ready_push(P_READY, queue, r.priority, r.n, true)
+          ready_push(K, queue, r.priority, r.n, true)
         end
       else
         redis.call('ZADD', lkey, r.lease_until, id) -- stale score: the record says later
@@ -72,11 +72,11 @@ end
 
 -- 2. Delayed jobs whose time has come: pending, at the tail of their list.
 local function promote(queue)
-  local dkey = P_DELAYED .. queue
+  local dkey = K.delayed .. queue
   local ids = redis.call('ZRANGEBYSCORE', dkey, '-inf', now, 'LIMIT', 0, budget)
   for _, id in ipairs(ids) do
     redis.call('ZREM', dkey, id)
-    local key = P_JOB .. id
+    local key = K.job .. id
     local r = job_load(key)
     if r and not is_error(r) and r.state == 'delayed' and r.queue == queue then
       if r.run_at > now then
@@ -84,7 +84,7 @@ local function promote(queue)
       else
         r.state = 'pending'
         job_save(key, r)
-        ready_push(P_READY, queue, r.priority, r.n, false)
+        ready_push(K, queue, r.priority, r.n, false)
       end
     end
   end
@@ -98,11 +98,11 @@ end
 -- 3. The head of a queue's best ready list: { list, score, n, queue } or nil. A
 -- registered priority whose list is gone is dropped on the way.
 local function head(q)
-  local pkey = P_READY .. 'p:' .. q
+  local pkey = K.prio .. q
   while true do
     local top = redis.call('ZRANGE', pkey, 0, 0, 'WITHSCORES')
     if #top == 0 then return nil end
-    local list = P_READY .. 'l:' .. top[1] .. ':' .. q
+    local list = ready_list(K, q, top[1])
     local n = redis.call('LINDEX', list, 0)
     if n then
       return { list = list, score = tonumber(top[2]), n = tonumber(n), queue = q }
@@ -115,9 +115,9 @@ end
 -- id and record. (A cancelled job's entry stays behind; a pruned job's number no
 -- longer resolves.)
 local function head_job(h)
-  local id = listing_id(P_LISTING, h.queue, h.n)
+  local id = listing_id(K, h.queue, h.n)
   if not id then return nil end
-  local r = job_load(P_JOB .. id)
+  local r = job_load(K.job .. id)
   if r and not is_error(r) and r.state == 'pending' and r.queue == h.queue
       and r.n == h.n and -r.priority == h.score then
     return id, r
@@ -159,13 +159,13 @@ while #claimed < max_jobs and skips < budget do
   redis.call('LPOP', h.list)
   local id, r = head_job(h)
   if r then
-    local key = P_JOB .. id
+    local key = K.job .. id
     local lease = lease_override or r.lease_ms
     local until_ms = now + lease
     r.state, r.token, r.lease_until = 'active', token_base .. '.' .. (#claimed + 1), until_ms
     r.worker, r.attempts, r.updated = worker, r.attempts + 1, now
     job_save(key, r)
-    redis.call('ZADD', P_LEASED .. h.queue, until_ms, id)
+    redis.call('ZADD', K.leased .. h.queue, until_ms, id)
     claimed[#claimed + 1] = { id, r }
   else
     skips = skips + 1 -- dangling or stale ready entry (cancelled, pruned), dropped
@@ -174,8 +174,8 @@ end
 
 local next_ms, more = nil, 0
 for _, q in ipairs(queues) do
-  if more == 0 and redis.call('ZCARD', P_READY .. 'p:' .. q) > 0 then more = 1 end
-  for _, k in ipairs({ P_DELAYED .. q, P_LEASED .. q }) do
+  if more == 0 and redis.call('ZCARD', K.prio .. q) > 0 then more = 1 end
+  for _, k in ipairs({ K.delayed .. q, K.leased .. q }) do
     local top = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #top > 0 then
       local s = tonumber(top[2])
@@ -189,5 +189,5 @@ for _, q in ipairs(queues) do
 end
 
 local out = { now, next_ms or '', more, #claimed }
-for _, c in ipairs(claimed) do push_record(out, P_JOB, c[1], c[2]) end
+for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
 return out

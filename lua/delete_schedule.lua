@@ -1,21 +1,23 @@
 -- delete_schedule: remove a schedule, its due index entry and its listing entry.
 --
--- KEYS[1] due index <prefix>:{<ns>}:due   KEYS[2] id listing <prefix>:{<ns>}:ids
--- KEYS[3] schedule record <prefix>:{<ns>}:s:<id>   KEYS[4] namespace meta <prefix>:{<ns>}:meta
--- ARGV[1] id
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
+-- ARGV[3] id
 -- Returns 1 if the schedule existed, else 0.
 --
--- Invariant 1: the record and both derived entries go together; a claim that still
+-- Invariant 1 (docs/DESIGN.md): the record and both derived entries go together; a claim that still
 -- met a dangling id would remove it anyway. Invariant 5: refused in a namespace that
 -- needs Migrate; keeps the meta `indexed` count. A key holding something other than a
 -- schedule record is reported (DUEQ_CORRUPT) and left, not deleted.
 
-local refused = schema_guard(KEYS[4], KEYS[2])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-local r = sched_load(KEYS[3])
-if s_is_error(r) then return r end
-count_index(KEYS[4], sched_indexed(r), false)
-local existed = redis.call('DEL', KEYS[3])
-redis.call('ZREM', KEYS[1], ARGV[1])
-listing_remove(KEYS[2], KEYS[4], ARGV[1])
+local r = sched_load(KEYS[5])
+if is_error(r) then return r end
+count_index(KEYS[1], sched_indexed(r), false)
+local existed = redis.call('DEL', KEYS[5])
+redis.call('ZREM', KEYS[4], ARGV[3])
+listing_remove(listing_of(KEYS[3], ARGV[2], KEYS[1]), ARGV[3])
 return existed

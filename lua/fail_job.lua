@@ -3,15 +3,16 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7] job id   ARGV[8] lease token   ARGV[9] error text
--- ARGV[10] retry after ms ("" = use the job's backoff)
--- ARGV[11] "1" = non-retryable
--- ARGV[12] a uniform random number in [0, 1) from the caller, for jitter
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] job id   ARGV[10] lease token   ARGV[11] error text
+-- ARGV[12] retry after ms ("" = use the job's backoff)
+-- ARGV[13] "1" = non-retryable
+-- ARGV[14] a uniform random number in [0, 1) from the caller, for jitter
 -- Returns { "ok", now, new state, run_at ms ("" when dead) }
 --       | { "missing" } | { "stale", state } | { "expired" }
 --
--- Invariants kept:
+-- Invariants kept (numbered in docs/DESIGN.md):
 -- * 4 (a lease is the only authority): as ack_job, a stale token or an expired lease
 --   changes nothing.
 -- * 1: state, error history and the lease/delayed/ready/finished entries change
@@ -21,27 +22,27 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_READY, P_DELAYED, P_LEASED = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local id, token = ARGV[7], ARGV[8]
-local key = P_JOB .. id
+local K = job_keys(ARGV, 1)
+local id, token = ARGV[9], ARGV[10]
+local key = K.job .. id
 local r = job_load(key)
 if r == nil then return { 'missing' } end
 if is_error(r) then return r end
-if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
-if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
+local refusal = lease_check(r, token, now)
+if refusal then return refusal end
 
-push_error(r, r.attempts, ARGV[9], now)
+push_error(r, r.attempts, ARGV[11], now)
 r.lease_until, r.updated = '', now
-redis.call('ZREM', P_LEASED .. r.queue, id)
+redis.call('ZREM', K.leased .. r.queue, id)
 
-if ARGV[11] == '1' or r.attempts >= r.max_attempts then
+if ARGV[13] == '1' or r.attempts >= r.max_attempts then
   r.state, r.finished = 'dead', now
   job_save(key, r)
   redis.call('ZADD', KEYS[1], now, id)
   return { 'ok', now, 'dead', '' }
 end
 
-local delay = tonumber(ARGV[10])
+local delay = tonumber(ARGV[12])
 if delay == nil then
   if r.backoff == 'f' then
     delay = r.base
@@ -49,17 +50,17 @@ if delay == nil then
     -- base * 2^(attempts-1), capped; the exponent is bounded so it cannot overflow.
     delay = math.min(r.cap, r.base * math.pow(2, math.min(r.attempts - 1, 60)))
   end
-  delay = math.floor(delay * (1 - (tonumber(r.jitter) or 0) * tonumber(ARGV[12])))
+  delay = math.floor(delay * (1 - (tonumber(r.jitter) or 0) * tonumber(ARGV[14])))
 end
 
 if delay <= 0 then
   r.state, r.run_at = 'pending', now
   job_save(key, r)
-  ready_push(P_READY, r.queue, r.priority, r.n, true)
+  ready_push(K, r.queue, r.priority, r.n, true)
   return { 'ok', now, 'pending', now }
 end
 local run_at = now + delay
 r.state, r.run_at = 'delayed', run_at
 job_save(key, r)
-redis.call('ZADD', P_DELAYED .. r.queue, run_at, id)
+redis.call('ZADD', K.delayed .. r.queue, run_at, id)
 return { 'ok', now, 'delayed', run_at }

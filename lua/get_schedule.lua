@@ -1,16 +1,18 @@
 -- get_schedule: read one schedule.
 --
--- KEYS[1] schedule record <prefix>:{<ns>}:s:<id>   KEYS[2] namespace meta
--- KEYS[3] id listing
--- ARGV[1] id
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] the schedule record <prefix>:{<ns>}:s:<id>
+-- ARGV[3] id
 -- Returns {} when missing, else the schedule's fields.
 --
--- Read-only. Invariant 5: refused in a namespace that needs Migrate, rather than
+-- Read-only. Invariant 5 (docs/DESIGN.md): refused in a namespace that needs Migrate, rather than
 -- answering NOT_FOUND for a record kept in an older layout.
 
-local refused = schema_guard(KEYS[2], KEYS[3])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-local r = sched_load(KEYS[1])
-if s_is_error(r) then return r end
+local r = sched_load(KEYS[4])
+if is_error(r) then return r end
 if r == nil then return {} end
-return sched_fields(ARGV[1], r)
+return sched_fields(ARGV[3], r)

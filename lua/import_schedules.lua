@@ -1,28 +1,30 @@
 -- import_schedules: write one batch of schedules imported from another queue's layout.
 --
--- KEYS[1] due index <prefix>:{<ns>}:due   KEYS[2] listing <prefix>:{<ns>}:ids
--- KEYS[3] meta <prefix>:{<ns>}:meta      KEYS[4] lock <prefix>:{<ns>}:migrate_lock
--- ARGV[1] lock token   ARGV[2] schedule key prefix <prefix>:{<ns>}:s:
--- ARGV[3] schema version (written to a new namespace's meta)
--- ARGV[4..] groups of 16, one per schedule, already validated and converted in Rust:
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
+-- ARGV[3] lock token   ARGV[4] schema version (written to a new namespace's meta)
+-- ARGV[5..] groups of 16, one per schedule, already validated and converted in Rust:
 --   id, kind, cron, every_ms, tz, start_ms, end_ms, limit, job_name, payload,
 --   headers, status, runs, last_ms, next_ms, created_ms
 -- Returns { "ok", imported, already present, indexed } | { "lost" }.
 --
 -- Idempotent: a schedule whose id the namespace already holds is left alone, so
 -- importing twice gives the same store. Each record is written whole (record, listing,
--- index entry, meta count) in this one script: never half a record. Invariant 5:
+-- index entry, meta count) in this one script: never half a record. Invariant 5 (docs/DESIGN.md):
 -- refused in a namespace that itself needs Migrate; nothing written without the lease.
 
-local refused = schema_guard(KEYS[3], KEYS[2])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return { 'lost' } end
+if redis.call('GET', KEYS[5]) ~= ARGV[3] then return { 'lost' } end
+local L = listing_of(KEYS[3], ARGV[2], KEYS[1])
 local now = now_ms()
-redis.call('HSETNX', KEYS[3], 'schema', ARGV[3])
+redis.call('HSETNX', KEYS[1], 'schema', ARGV[4])
 local imported, present, indexed_n = 0, 0, 0
-for i = 4, #ARGV, 16 do
+for i = 5, #ARGV, 16 do
   local id = ARGV[i]
-  local key = ARGV[2] .. id
+  local key = ARGV[1] .. id
   if redis.call('EXISTS', key) == 1 then
     present = present + 1
   else
@@ -34,10 +36,10 @@ for i = 4, #ARGV, 16 do
       last_ms = tonumber(ARGV[i + 13]) or '', next_ms = tonumber(ARGV[i + 14]) or '',
       follow_ms = '', created_ms = tonumber(ARGV[i + 15]) or now, updated_ms = now }
     sched_save(key, r)
-    listing_add(KEYS[2], KEYS[3], id)
+    listing_add(L, id)
     if sched_indexed(r) then
-      redis.call('ZADD', KEYS[1], r.next_ms, id)
-      count_index(KEYS[3], false, true)
+      redis.call('ZADD', KEYS[4], r.next_ms, id)
+      count_index(KEYS[1], false, true)
       indexed_n = indexed_n + 1
     end
     imported = imported + 1

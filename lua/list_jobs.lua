@@ -2,14 +2,14 @@
 --
 -- KEYS[1] namespace meta (its `n:<queue>` is the queue's last job number)
 --         <prefix>:{<ns>}:meta
--- ARGV[1] job key prefix       <prefix>:{<ns>}:j:
--- ARGV[2] listing prefix       <prefix>:{<ns>}:lb:  (buckets <n div 64>:<queue>)
--- ARGV[3] queue   ARGV[4] exclusive lower bound job number ("" = from the start)
--- ARGV[5] page size   ARGV[6] state filter ("" = any)
--- ARGV[7] most jobs to examine in this call (bounds the work when filtering)
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] queue   ARGV[10] exclusive lower bound job number ("" = from the start)
+-- ARGV[11] page size   ARGV[12] state filter ("" = any)
+-- ARGV[13] most jobs to examine in this call (bounds the work when filtering)
 -- Returns { next_after ("" = done), n, then per job: field count, fields... }
 --
--- Invariant 3: bounded by ARGV[7] jobs and MAX_BUCKETS listing buckets per call
+-- Invariant 3 (docs/DESIGN.md): bounded by ARGV[13] jobs and MAX_BUCKETS listing buckets per call
 -- (buckets emptied by pruning cost one HGETALL each), never a scan of the queue; a
 -- page cut short by a bound still returns where to continue. Entries whose record
 -- vanished (pruned) or was replaced by a later job of the same id are dropped
@@ -17,9 +17,9 @@
 
 local refused = jobs_guard(KEYS[1])
 if refused then return refused end
-local P_JOB, P_LISTING, queue = ARGV[1], ARGV[2], ARGV[3]
-local after = tonumber(ARGV[4]) or 0
-local page, filter, budget = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local K, queue = job_keys(ARGV, 1), ARGV[9]
+local after = tonumber(ARGV[10]) or 0
+local page, filter, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local MAX_BUCKETS = 256
 local last = tonumber(redis.call('HGET', KEYS[1], 'n:' .. queue)) or 0
 
@@ -27,7 +27,7 @@ local out, count, examined, buckets = {}, 0, 0, 0
 local cursor = after
 while cursor < last and count < page and examined < budget and buckets < MAX_BUCKETS do
   local bucket = math.floor((cursor + 1) / LISTING_BUCKET)
-  local bkey = listing_bucket(P_LISTING, queue, cursor + 1)
+  local bkey = listing_bucket(K, queue, cursor + 1)
   local fields = redis.call('HGETALL', bkey)
   local entries = {}
   for i = 1, #fields, 2 do
@@ -37,13 +37,13 @@ while cursor < last and count < page and examined < budget and buckets < MAX_BUC
   table.sort(entries, function(a, b) return a[1] < b[1] end)
   local cut = false
   for _, e in ipairs(entries) do
-    local r = job_load(P_JOB .. e[2])
+    local r = job_load(K.job .. e[2])
     examined = examined + 1
     cursor = e[1]
     if r == nil or (not is_error(r) and (r.n ~= e[1] or r.queue ~= queue)) then
       redis.call('HDEL', bkey, e[3])
     elseif not is_error(r) and (filter == '' or r.state == filter) then
-      push_record(out, P_JOB, e[2], r)
+      push_record(out, K, e[2], r)
       count = count + 1
     end
     if count >= page or examined >= budget then

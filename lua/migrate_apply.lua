@@ -1,12 +1,11 @@
 -- migrate_apply: write one batch of Migrate's decisions.
 --
--- KEYS[1] due index <prefix>:{<ns>}:due
--- KEYS[2] <prefix>:{<ns>}:ids, from which schema 3's listing keys are derived
---         (lib/schedule.lua listing_add; the record pass lists every record it
---         keeps, and migrate_finish drops the listing of schemas 1 and 2)
--- KEYS[3] lock <prefix>:{<ns>}:migrate_lock   KEYS[4] meta <prefix>:{<ns>}:meta
--- ARGV[1] lock token   ARGV[2] schedule key prefix <prefix>:{<ns>}:s:
--- ARGV[3..] groups of four: id, state read by migrate_scan ("rev|status|next_ms|runs"),
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
+-- ARGV[3] lock token
+-- ARGV[4..] groups of 4: id, state read by migrate_scan ("rev|status|next_ms|runs"),
 --   action, ms
 --   action "index"    : active with next run = ms: listed, indexed at ms
 --   action "schedule" : active, next run was missing or unusable: next_ms := ms
@@ -14,7 +13,7 @@
 --   action "unindex"  : paused or completed: listed, not indexed
 -- Returns { "ok", indexed, repaired, removed, skipped, converted } | { "lost" }.
 --
--- Invariant 1: the record stays canonical. A decision is applied only if the record's
+-- Invariant 1 (docs/DESIGN.md): the record stays canonical. A decision is applied only if the record's
 -- state (revision, status, next run, run count) is still the one scanned, and only
 -- its index entries (and, for "schedule" / "complete", next_ms and status) are
 -- touched. A record still kept as a hash (schema 1 and 2) is rewritten packed
@@ -22,18 +21,19 @@
 -- Invariant 3: bounded by the batch. Invariant 5: nothing is written once the lease
 -- is lost.
 
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then return { 'lost' } end
+if redis.call('GET', KEYS[5]) ~= ARGV[3] then return { 'lost' } end
+local L = listing_of(KEYS[3], ARGV[2], KEYS[1])
 local indexed, repaired, removed, skipped, converted = 0, 0, 0, 0, 0
-for i = 3, #ARGV, 4 do
+for i = 4, #ARGV, 4 do
   local id, seen, action, ms = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local key = ARGV[2] .. id
+  local key = ARGV[1] .. id
   local r, is_hash = sched_read(key)
-  if r == nil or s_is_error(r) or migrate_state(r) ~= seen then
+  if r == nil or is_error(r) or migrate_state(r) ~= seen then
     skipped = skipped + 1 -- changed since the scan; its own script kept the index
   else
     local changed = is_hash
-    listing_add(KEYS[2], KEYS[4], id)
-    local score = redis.call('ZSCORE', KEYS[1], id)
+    listing_add(L, id)
+    local score = redis.call('ZSCORE', KEYS[4], id)
     if action == 'index' or action == 'schedule' then
       if action == 'schedule' then
         r.next_ms, r.follow_ms = tonumber(ms), ''
@@ -45,7 +45,7 @@ for i = 3, #ARGV, 4 do
       elseif tonumber(score) ~= tonumber(ms) and action == 'index' then
         repaired = repaired + 1
       end
-      redis.call('ZADD', KEYS[1], ms, id)
+      redis.call('ZADD', KEYS[4], ms, id)
     else
       if action == 'complete' then
         r.status, r.next_ms, r.follow_ms = 'completed', '', ''
@@ -53,7 +53,7 @@ for i = 3, #ARGV, 4 do
         repaired = repaired + 1
       end
       if score then
-        redis.call('ZREM', KEYS[1], id)
+        redis.call('ZREM', KEYS[4], id)
         removed = removed + 1
       end
     end

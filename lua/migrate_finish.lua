@@ -6,7 +6,7 @@
 -- ARGV[1] lock token   ARGV[2] schema version to record
 -- Returns { "ok", entries in the due index } | { "lost" }.
 --
--- Invariant 5: the version is bumped only here, after every batch succeeded, so a
+-- Invariant 5 (docs/DESIGN.md): the version is bumped only here, after every batch succeeded, so a
 -- Migrate killed earlier leaves the namespace refused (never half-served) and the next
 -- Migrate redoes the idempotent batches. The old listing, which the record pass has
 -- copied into schema 3's (lib/schedule.lua), goes with UNLINK: O(1) on the main

@@ -2,12 +2,13 @@
 -- and listing indexes) to layout 2 (lib/job.lua), under Migrate's lock.
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] lock <prefix>:{<ns>}:migrate_lock
--- KEYS[3] (mode "ready") a layout-1 ready set <prefix>:{<ns>}:qr:<queue>
---         (mode "drop") layout-1 keys to unlink (listing sets, emptied ready sets)
+-- KEYS[3..] (mode "ready") a layout-1 ready set <prefix>:{<ns>}:qr:<queue>;
+--         (mode "drop") the layout-1 keys to unlink (listing sets, emptied ready sets)
 -- ARGV[1] lock token   ARGV[2] "1" = dry run (write nothing)   ARGV[3] mode
--- ARGV[4..9] job key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[10] mode "ready": most members to take (not used by dry runs, which count in
---          mode "records"); mode "records": job ids follow
+-- ARGV[4..11] job key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[12..] mode "ready": one value, the most members to take (not used by dry runs,
+--          which count in mode "records"); mode "records": the job ids; other modes: none
 -- Modes:
 --   "ready"   take the first members of the ready set in claim order (priority, then
 --             enqueue sequence), convert their jobs and append the pending ones to
@@ -21,12 +22,12 @@
 --       | { "lost" }
 --   remaining: members left in the ready set (mode "ready"), else 0
 --
--- Invariants kept:
+-- Invariants kept (numbered in docs/DESIGN.md):
 -- * 5 (explicit migration): job scripts refuse the namespace until "finish" runs,
 --   which Migrate calls last, so a Migrate killed half-way leaves jobs refused, never
 --   half-read; every step is idempotent (a converted job is a string and is skipped),
 --   so the next Migrate completes it.
--- * 3: at most ARGV[10] members or the given ids per call (Migrate sends 50).
+-- * 3: at most ARGV[12] members or the given ids per call (Migrate sends 50).
 -- * 1: a job's record, listing entry and ready entry are written in one script.
 -- Records that cannot be converted (unknown state, missing fields) are reported and
 -- left exactly as they were.
@@ -35,7 +36,7 @@ local dry, mode = ARGV[2] == '1', ARGV[3]
 -- A dry run takes no lock (it writes nothing).
 if not dry and redis.call('GET', KEYS[2]) ~= ARGV[1] then return { 'lost' } end
 local meta = KEYS[1]
-local P_JOB, P_READY, P_LISTING = ARGV[4], ARGV[5], ARGV[8]
+local K = job_keys(ARGV, 4)
 local converted, pushed, problems = 0, 0, {}
 
 local function text_or(v, default)
@@ -46,7 +47,7 @@ end
 -- Converts job `id` if it is still a layout-1 hash. Returns the layout-2 record (nil
 -- when absent or already converted) and whether it was converted just now.
 local function convert(id)
-  local key = P_JOB .. id
+  local key = K.job .. id
   local kind = redis.call('TYPE', key)['ok']
   if kind == 'none' or kind == 'string' then return nil end
   if kind ~= 'hash' then
@@ -91,11 +92,11 @@ local function convert(id)
   if r.updated == '' then r.updated = created end
   converted = converted + 1
   if not dry then
-    set_payload(P_JOB, id, r, text_or(h.payload, ''))
+    set_payload(K, id, r, text_or(h.payload, ''))
     job_save(key, r)
     -- Layout-1 sequences are namespace-wide, so they serve as job numbers within the
     -- queue too; the queue's counter moves past the highest one seen.
-    listing_add(P_LISTING, r.queue, seq, id)
+    listing_add(K, r.queue, seq, id)
     local field = 'n:' .. r.queue
     if (tonumber(redis.call('HGET', meta, field)) or 0) < seq then
       redis.call('HSET', meta, field, seq)
@@ -106,23 +107,23 @@ end
 
 local remaining = 0
 if mode == 'ready' then
-  local members = redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[10]) - 1)
+  local members = redis.call('ZRANGE', KEYS[3], 0, tonumber(ARGV[12]) - 1)
   for _, member in ipairs(members) do
     local id = string.sub(member, 17)
     local r, rmember = convert(id)
     if r and r.state == 'pending' and rmember == member then
       pushed = pushed + 1
-      if not dry then ready_push(P_READY, r.queue, r.priority, r.n, false) end
+      if not dry then ready_push(K, r.queue, r.priority, r.n, false) end
     end
   end
   if not dry and #members > 0 then redis.call('ZREM', KEYS[3], unpack(members)) end
   remaining = redis.call('ZCARD', KEYS[3])
 elseif mode == 'records' then
-  for i = 10, #ARGV do
+  for i = 12, #ARGV do
     local r = convert(ARGV[i])
     if r and r.state == 'pending' then
       pushed = pushed + 1
-      if not dry then ready_push(P_READY, r.queue, r.priority, r.n, false) end
+      if not dry then ready_push(K, r.queue, r.priority, r.n, false) end
     end
   end
 elseif mode == 'drop' then

@@ -5,7 +5,7 @@
 -- Returns { "ok" } | { "held", remaining ttl ms } (acquire) | { "lost" } (renew/release
 -- of a lock that is no longer ours).
 --
--- Invariant 5 (safe to run from two places at once): the lock is a lease. A holder that
+-- Invariant 5 (docs/DESIGN.md: safe to run from two places at once): the lock is a lease. A holder that
 -- dies stops renewing and the lock expires; every Migrate batch script re-checks the
 -- token, so a holder whose lease lapsed cannot write after another took over.
 

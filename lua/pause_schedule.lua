@@ -1,24 +1,26 @@
 -- pause_schedule: stop a schedule from firing until it is resumed.
 --
--- KEYS[1] due index   <prefix>:{<ns>}:due      KEYS[2] schedule record <prefix>:{<ns>}:s:<id>
--- KEYS[3] id listing  <prefix>:{<ns>}:ids      KEYS[4] namespace meta <prefix>:{<ns>}:meta
--- ARGV[1] id
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
+-- ARGV[3] id
 -- Returns: {} when the schedule does not exist, else the fields of the paused schedule.
 --
--- Invariant 1: the status change and the removal from the due index happen together,
+-- Invariant 1 (docs/DESIGN.md): the status change and the removal from the due index happen together,
 -- so a paused schedule can never be claimed. Pausing twice is a no-op. Invariant 5:
 -- refused in a namespace that needs Migrate; keeps the meta `indexed` count.
 
-local refused = schema_guard(KEYS[4], KEYS[3])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-local r = sched_load(KEYS[2])
-if s_is_error(r) then return r end
+local r = sched_load(KEYS[5])
+if is_error(r) then return r end
 if r == nil then return {} end
-count_index(KEYS[4], sched_indexed(r), false)
+count_index(KEYS[1], sched_indexed(r), false)
 if r.status ~= 'paused' then
   r.status, r.next_ms, r.follow_ms = 'paused', '', ''
   r.updated_ms = now_ms()
-  sched_save(KEYS[2], r)
+  sched_save(KEYS[5], r)
 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-return sched_fields(ARGV[1], r)
+redis.call('ZREM', KEYS[4], ARGV[3])
+return sched_fields(ARGV[3], r)

@@ -5,11 +5,10 @@
 -- Returns { now ms, how many entries are due now (due schedules + expired occurrence
 -- leases), earliest score of either ("" when both are empty) }.
 --
--- Read-only. O(log N): ZCOUNT and ZRANGE 0 0 on two sorted sets. Invariant 7: now is
+-- Read-only. O(log N): ZCOUNT and ZRANGE 0 0 on two sorted sets. Invariant 7 (docs/DESIGN.md): now is
 -- Redis TIME, so every replica's timer agrees on what is due.
 
-local now_t = redis.call('TIME')
-local now = tonumber(now_t[1]) * 1000 + math.floor(tonumber(now_t[2]) / 1000)
+local now = now_ms()
 local due = redis.call('ZCOUNT', KEYS[1], '-inf', now) + redis.call('ZCOUNT', KEYS[2], '-inf', now)
 local earliest = nil
 for _, key in ipairs({ KEYS[1], KEYS[2] }) do

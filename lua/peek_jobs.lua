@@ -2,8 +2,9 @@
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)
 -- KEYS[2] namespace meta   <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7..] queue names
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9..] queue names
 -- Returns { now ms, earliest future delayed run or lease deadline ("" none),
 --           then per queue: about how many jobs are claimable now (ready-list
 --           lengths of its best 16 priorities + due delayed + expired leases) }
@@ -11,23 +12,23 @@
 -- Read-only. O(Q log N): per queue ZRANGE of at most 16 priorities, an LLEN each,
 -- ZCOUNT and ZRANGEBYSCORE LIMIT 1. The count wakes that many waiters; it may include
 -- stale ready entries (their claims drop them) and ignores priorities past the
--- 16th (the claims that follow report `more`). Invariant 7: now is Redis TIME, so
+-- 16th (the claims that follow report `more`). Invariant 7 (docs/DESIGN.md): now is Redis TIME, so
 -- every replica's timer agrees on what is claimable. Invariant 5: refused while the
 -- namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_READY, P_DELAYED, P_LEASED = ARGV[2], ARGV[3], ARGV[4]
+local K = job_keys(ARGV, 1)
 local earliest = nil
 local counts = {}
-for i = 7, #ARGV do
+for i = 9, #ARGV do
   local q = ARGV[i]
   local n = 0
-  for _, priority in ipairs(redis.call('ZRANGE', P_READY .. 'p:' .. q, 0, 15)) do
-    n = n + redis.call('LLEN', P_READY .. 'l:' .. priority .. ':' .. q)
+  for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 15)) do
+    n = n + redis.call('LLEN', ready_list(K, q, priority))
   end
-  for _, k in ipairs({ P_DELAYED .. q, P_LEASED .. q }) do
+  for _, k in ipairs({ K.delayed .. q, K.leased .. q }) do
     n = n + redis.call('ZCOUNT', k, '-inf', now)
     local later = redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if #later > 0 then

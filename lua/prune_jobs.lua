@@ -3,11 +3,12 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7] retention age ms   ARGV[8] retention count   ARGV[9] batch size
--- Returns { deleted, more (1 if another call would delete more) }
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] retention age ms   ARGV[10] retention count   ARGV[11] batch size
+-- Returns { deleted, more (1 if another call would delete more), finished jobs kept }
 --
--- Invariant 3: O(batch log N) per call; the caller (a background task, off the
+-- Invariant 3 (docs/DESIGN.md): O(batch log N) per call; the caller (a background task, off the
 -- request path) calls again while `more`. Only jobs in the finished set are ever
 -- deleted, and a job is in it only while completed, dead or cancelled (retry_job
 -- removes it), so no live job is pruned. The job's listing entry and its dedup key
@@ -17,12 +18,12 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_LISTING, P_DEDUP = ARGV[1], ARGV[5], ARGV[6]
+local K = job_keys(ARGV, 1)
 local done = KEYS[1]
-local age, keep, batch = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local age, keep, batch = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 
 local function delete(id)
-  local key = P_JOB .. id
+  local key = K.job .. id
   redis.call('ZREM', done, id)
   local r = job_load(key)
   if r == nil or is_error(r) then return end
@@ -30,10 +31,10 @@ local function delete(id)
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
-  drop_payload(P_JOB, id, r)
-  listing_remove(P_LISTING, r.queue, r.n)
-  if r.dedup ~= '' and redis.call('GET', P_DEDUP .. r.dedup) == id then
-    redis.call('DEL', P_DEDUP .. r.dedup)
+  drop_payload(K, id, r)
+  listing_remove(K, r.queue, r.n)
+  if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
+    redis.call('DEL', K.dedup .. r.dedup)
   end
 end
 
@@ -53,4 +54,4 @@ if excess > 0 and deleted < batch then
 end
 local more = 0
 if deleted >= batch then more = 1 end
-return { deleted, more }
+return { deleted, more, redis.call('ZCARD', done) }

@@ -1,38 +1,37 @@
 -- resume_schedule: make a paused schedule active again, next run computed from now.
 --
--- KEYS[1] due index   <prefix>:{<ns>}:due      KEYS[2] schedule record <prefix>:{<ns>}:s:<id>
--- KEYS[3] id listing  <prefix>:{<ns>}:ids      KEYS[4] namespace meta <prefix>:{<ns>}:meta
--- ARGV[1] id   ARGV[2] rev the caller computed from
--- ARGV[3] next run ms computed from now ("" = never)   ARGV[4] follow ms ("" | "end")
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
+-- ARGV[3] id   ARGV[4] rev the caller computed from
+-- ARGV[5] next run ms computed from now ("" = never)   ARGV[6] follow ms ("" | "end")
 -- Returns: {} when missing; { "moved" } when rev changed since the caller read it (the
 -- caller re-reads and retries); else { "ok", fields... }.
 --
--- Invariant 2: optimistic compare-and-set on rev, so a next run computed from a stale
+-- Invariant 2 (docs/DESIGN.md): optimistic compare-and-set on rev, so a next run computed from a stale
 -- timing is never written. Invariant 1: status and index change together.
 -- Resuming a schedule that is not paused changes nothing. Invariant 5: refused in a
 -- namespace that needs Migrate; keeps the meta `indexed` count.
 
-local refused = schema_guard(KEYS[4], KEYS[3])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-local r = sched_load(KEYS[2])
-if s_is_error(r) then return r end
+local r = sched_load(KEYS[5])
+if is_error(r) then return r end
 if r == nil then return {} end
-if string.format('%d', r.rev) ~= ARGV[2] then return { 'moved' } end
+if string.format('%d', r.rev) ~= ARGV[4] then return { 'moved' } end
 if r.status == 'paused' then
   r.updated_ms = now_ms()
-  if ARGV[3] == '' or (r.limit > 0 and r.runs >= r.limit) then
+  if ARGV[5] == '' or (r.limit > 0 and r.runs >= r.limit) then
     r.status, r.next_ms, r.follow_ms = 'completed', '', ''
-    redis.call('ZREM', KEYS[1], ARGV[1])
+    redis.call('ZREM', KEYS[4], ARGV[3])
   else
-    local follow = ARGV[4]
+    local follow = ARGV[6]
     if follow ~= 'end' then follow = tonumber(follow) or '' end
-    r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[3]), follow
-    redis.call('ZADD', KEYS[1], r.next_ms, ARGV[1])
-    count_index(KEYS[4], false, true)
+    r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[5]), follow
+    redis.call('ZADD', KEYS[4], r.next_ms, ARGV[3])
+    count_index(KEYS[1], false, true)
   end
-  sched_save(KEYS[2], r)
+  sched_save(KEYS[5], r)
 end
-local out = { 'ok' }
-local fields = sched_fields(ARGV[1], r)
-for i = 1, #fields do out[#out + 1] = fields[i] end
-return out
+return push_fields({ 'ok' }, ARGV[3], r)

@@ -2,11 +2,12 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..6] key prefixes: job, ready, delayed, leased, listing, dedup
--- ARGV[7] job id
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] job id
 -- Returns { "ok", fields... } | { "missing" } | { "state", state }
 --
--- Invariant 1: the job leaves the finished set (so retention no longer prunes it) and
+-- Invariant 1 (docs/DESIGN.md): the job leaves the finished set (so retention no longer prunes it) and
 -- enters the head of its ready list in the same script that marks it pending. Its
 -- error history is kept. O(log N). Invariant 5: refused while the namespace's jobs
 -- are in an older layout.
@@ -14,9 +15,9 @@
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
-local P_JOB, P_READY = ARGV[1], ARGV[2]
-local id = ARGV[7]
-local key = P_JOB .. id
+local K = job_keys(ARGV, 1)
+local id = ARGV[9]
+local key = K.job .. id
 local r = job_load(key)
 if r == nil then return { 'missing' } end
 if is_error(r) then return r end
@@ -25,7 +26,7 @@ redis.call('ZREM', KEYS[1], id)
 r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
 r.finished, r.run_at, r.updated = '', now, now
 job_save(key, r)
-ready_push(P_READY, r.queue, r.priority, r.n, true)
+ready_push(K, r.queue, r.priority, r.n, true)
 local out = { 'ok' }
-for _, v in ipairs(job_fields(P_JOB, id, r)) do out[#out + 1] = v end
+for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
 return out

@@ -1,26 +1,26 @@
 -- upsert_schedule: create a schedule or replace its definition.
 --
--- KEYS[1] due index   (zset id -> next run ms)    <prefix>:{<ns>}:due
--- KEYS[2] id listing  <prefix>:{<ns>}:ids (schema 3 lists in keys derived from it:
---         lib/schedule.lua listing_add)
--- KEYS[3] schedule    (packed record, lib/schedule.lua) <prefix>:{<ns>}:s:<id>
--- KEYS[4] namespace meta (hash)                    <prefix>:{<ns>}:meta
--- ARGV[1]  id
--- ARGV[2]  kind: "cron" | "every"
--- ARGV[3]  cron expression ("" for every)
--- ARGV[4]  every in ms ("" for cron)
--- ARGV[5]  timezone
--- ARGV[6]  start ms ("" none)      ARGV[7] end ms ("" none)
--- ARGV[8]  run limit (0 = none)
--- ARGV[9]  job name                ARGV[10] payload (bytes)
--- ARGV[11] headers (JSON object)
--- ARGV[12] "1" to create paused
--- ARGV[13] next run ms computed by the caller from the new timing ("" = never)
--- ARGV[14] follow ms: the cron slot after ARGV[13] ("" unknown, "end" none)
--- ARGV[15] schema version of this layout (written to a new namespace's meta)
+-- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
+--         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
+-- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- KEYS[4] due index (zset id -> next run ms) <prefix>:{<ns>}:due
+-- KEYS[5] the schedule record (packed, lib/schedule.lua) <prefix>:{<ns>}:s:<id>
+-- ARGV[3]  id
+-- ARGV[4]  kind: "cron" | "every"
+-- ARGV[5]  cron expression ("" for every)
+-- ARGV[6]  every in ms ("" for cron)
+-- ARGV[7]  timezone
+-- ARGV[8]  start ms ("" none)      ARGV[9] end ms ("" none)
+-- ARGV[10] run limit (0 = none)
+-- ARGV[11] job name                ARGV[12] payload (bytes)
+-- ARGV[13] headers (JSON object)
+-- ARGV[14] "1" to create paused
+-- ARGV[15] next run ms computed by the caller from the new timing ("" = never)
+-- ARGV[16] follow ms: the cron slot after ARGV[15] ("" unknown, "end" none)
+-- ARGV[17] schema version of this layout (written to a new namespace's meta)
 -- Returns: { created (0|1), fields of the stored schedule... }
 --
--- Invariant 1 (canonical record, derived index): the status/next run written to the
+-- Invariant 1 (docs/DESIGN.md: canonical record, derived index): the status/next run written to the
 -- record and the due index entry are written together, here. The caller's next run
 -- is used only when the timing changed (or on create); otherwise runtime state
 -- (status, run count, last run, next run, create time) is kept. A timing change bumps
@@ -30,38 +30,33 @@
 -- keeps the meta `indexed` count. Invariant 8: a key holding something other than a
 -- schedule record is reported (DUEQ_CORRUPT) and left as it is.
 
-local refused = schema_guard(KEYS[4], KEYS[2])
+local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
-
-local id, key = ARGV[1], KEYS[3]
+local id, key = ARGV[3], KEYS[5]
 local r = sched_load(key)
-if s_is_error(r) then return r end
-
+if is_error(r) then return r end
 local now = now_ms()
-local kind, cron, every = ARGV[2], ARGV[3], tonumber(ARGV[4]) or ''
-local tz, start_ms, end_ms = ARGV[5], tonumber(ARGV[6]) or '', tonumber(ARGV[7]) or ''
-local limit = tonumber(ARGV[8]) or 0
+local kind, cron, every = ARGV[4], ARGV[5], tonumber(ARGV[6]) or ''
+local tz, start_ms, end_ms = ARGV[7], tonumber(ARGV[8]) or '', tonumber(ARGV[9]) or ''
+local limit = tonumber(ARGV[10]) or 0
 local was = sched_indexed(r)
-
 -- Status and next run from the caller's next run and the run count.
 local function schedule_from_timing()
-  if ARGV[13] == '' or (limit > 0 and r.runs >= limit) then
+  if ARGV[15] == '' or (limit > 0 and r.runs >= limit) then
     r.status, r.next_ms, r.follow_ms = 'completed', '', ''
   else
-    local follow = ARGV[14]
+    local follow = ARGV[16]
     if follow ~= 'end' then follow = tonumber(follow) or '' end
-    r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[13]), follow
+    r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[15]), follow
   end
 end
-
-redis.call('HSETNX', KEYS[4], 'schema', ARGV[15])
-
+redis.call('HSETNX', KEYS[1], 'schema', ARGV[17])
 local created = 0
 local timing_changed = true
 if r == nil then
   created = 1
   r = { rev = 1, runs = 0, last_ms = '', created_ms = now }
-  if ARGV[12] == '1' then
+  if ARGV[14] == '1' then
     r.status, r.next_ms, r.follow_ms = 'paused', '', ''
   end
 else
@@ -70,20 +65,15 @@ else
 end
 r.kind, r.cron, r.every_ms, r.tz, r.start_ms, r.end_ms, r.limit = kind, cron, every, tz,
   start_ms, end_ms, limit
-r.job_name, r.payload, r.headers, r.updated_ms = ARGV[9], ARGV[10], ARGV[11], now
+r.job_name, r.payload, r.headers, r.updated_ms = ARGV[11], ARGV[12], ARGV[13], now
 if timing_changed and r.status ~= 'paused' then schedule_from_timing() end
 sched_save(key, r)
-
 local is = sched_indexed(r)
 if is then
-  redis.call('ZADD', KEYS[1], r.next_ms, id)
+  redis.call('ZADD', KEYS[4], r.next_ms, id)
 else
-  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[4], id)
 end
-listing_add(KEYS[2], KEYS[4], id)
-count_index(KEYS[4], was, is)
-
-local out = { created }
-local fields = sched_fields(id, r)
-for i = 1, #fields do out[#out + 1] = fields[i] end
-return out
+listing_add(listing_of(KEYS[3], ARGV[2], KEYS[1]), id)
+count_index(KEYS[1], was, is)
+return push_fields({ created }, id, r)

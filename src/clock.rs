@@ -12,29 +12,29 @@ use std::{
 };
 
 #[derive(Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     /// Redis time minus local time, in ms.
     offset_ms: AtomicI64,
 }
 
 impl Clock {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Best estimate of Redis's current time in epoch ms.
-    pub fn now_ms(&self) -> i64 {
+    pub(crate) fn now_ms(&self) -> i64 {
         local_ms() + self.offset_ms.load(Ordering::Relaxed)
     }
 
     /// Records a Redis `TIME` reading that took `rtt` to arrive.
-    pub fn observe(&self, redis_ms: i64, rtt: Duration) {
+    pub(crate) fn observe(&self, redis_ms: i64, rtt: Duration) {
         let half_rtt = i64::try_from(rtt.as_millis() / 2).unwrap_or(0);
         let offset = redis_ms + half_rtt - local_ms();
         self.offset_ms.store(offset, Ordering::Relaxed);
     }
 
-    pub fn offset_ms(&self) -> i64 {
+    pub(crate) fn offset_ms(&self) -> i64 {
         self.offset_ms.load(Ordering::Relaxed)
     }
 }

@@ -1,9 +1,16 @@
 //! dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
+//!
+//! The library's surface is deliberate and small: the generated protocol (`proto`),
+//! the service's configuration and entry point (`config`, `server`), and `probe`, the
+//! one door for the tools beside the service (`dueq-bench`). Everything else is
+//! private to the crate; `docs/DESIGN.md` describes the layers and the invariants the
+//! code cites by number.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod proto {
     //! Generated protobuf and gRPC code for `dueq.v1`.
-    #![allow(clippy::all, missing_docs)]
+    #![allow(clippy::all, missing_docs, unreachable_pub)]
     tonic::include_proto!("dueq.v1");
 
     /// Encoded `FileDescriptorSet` served by gRPC reflection.
@@ -11,16 +18,25 @@ pub mod proto {
         include_bytes!(concat!(env!("OUT_DIR"), "/dueq_descriptor.bin"));
 }
 
-pub mod api;
-pub mod clock;
 pub mod config;
-pub mod domain;
-pub mod jobs;
-pub mod migrate;
-pub mod monitor;
 pub mod probe;
-pub mod schedules;
 pub mod server;
-pub mod store;
-pub mod timing;
-pub mod wake;
+
+mod api;
+mod clock;
+mod domain;
+mod error;
+mod health;
+mod jobs;
+mod layers;
+mod longpoll;
+mod migrate;
+mod monitor;
+mod namespaces;
+mod schedules;
+mod store;
+mod sync;
+mod timing;
+
+#[cfg(test)]
+mod testing;

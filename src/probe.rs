@@ -1,85 +1,68 @@
 //! The one library surface for tools that run beside the service (the `dueq-bench`
-//! binary): the exact script calls the service makes, so a benchmark can measure what
-//! Redis alone costs for them, and the names of the scripts, so SLOWLOG entries can be
-//! attributed. Nothing here is a stable API; it exists so that no tool builds a key or
-//! an argument list of its own.
+//! binary): the exact script calls the service makes, built by the same operations
+//! the service runs, so a benchmark can measure what Redis alone costs for them; the
+//! names of the scripts, so SLOWLOG entries can be attributed; the key layout and the
+//! record code, so a benchmark can seed a million schedules straight into Redis and
+//! measure what each key costs. Nothing here is a stable API; it exists so that no
+//! tool builds a key, an argument list or a record of its own.
+
+use std::sync::LazyLock;
 
 use deadpool_redis::redis::{self, Cmd, Script};
 
-use crate::store::{keys::NamespaceKeys, scripts};
+use crate::{
+    domain::{Backoff, JobSpec, RunAt},
+    store::{
+        keys::NamespaceKeys,
+        ops::{claim_due::ClaimDue, enqueue_jobs::EnqueueJobs, SCRIPTS},
+        Operation, Prelude, Store,
+    },
+};
 
 /// The schedule store schema this build writes (meta field `schema`).
-pub const SCHEDULE_SCHEMA: u32 = crate::store::keys::SCHEMA_VERSION;
+pub const SCHEDULE_SCHEMA: u32 = crate::domain::SCHEDULE_SCHEMA;
 
-fn evalsha(script: &Script, keys: &[Vec<u8>], args: &[Vec<u8>]) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(keys.len());
-    for key in keys {
-        cmd.arg(key.as_slice());
-    }
-    for arg in args {
-        cmd.arg(arg.as_slice());
-    }
-    cmd
+fn command<O: Operation>(prefix: &str, namespace: &str, op: &O) -> Cmd {
+    Store::command_for(prefix, namespace, op)
 }
 
 /// The `enqueue_jobs` call of an Enqueue(Batch) of `jobs` plain jobs (fresh ids, a
 /// 7-byte payload, default retry policy) into `queue` of `namespace`.
 pub fn enqueue_jobs(prefix: &str, namespace: &str, queue: &str, jobs: usize) -> Cmd {
-    let keys = NamespaceKeys::new(prefix, namespace);
-    let mut args: Vec<Vec<u8>> = keys.job_prefixes().args().map(<[u8]>::to_vec).collect();
-    args.push(SCHEDULE_SCHEMA.to_string().into_bytes());
-    args.push(jobs.to_string().into_bytes());
-    for _ in 0..jobs {
-        let id = uuid::Uuid::new_v4().to_string();
-        for v in [
-            id.as_str(),
-            queue,
-            "bench",
-            "{\"n\":1}",
-            "{}",
-            "0",
-            "",
-            "",
-            "3",
-            "exp",
-            "1000",
-            "300000",
-            "0",
-            "30000",
-            "",
-            "",
-            "",
-        ] {
-            args.push(v.as_bytes().to_vec());
-        }
-    }
-    evalsha(&scripts::ENQUEUE_JOBS, &[keys.meta().into_bytes()], &args)
+    let specs: Vec<JobSpec> = (0..jobs)
+        .map(|_| JobSpec {
+            id: uuid::Uuid::new_v4().to_string(),
+            queue: queue.to_owned(),
+            name: "bench".to_owned(),
+            payload: b"{\"n\":1}".to_vec(),
+            headers: Default::default(),
+            priority: 0,
+            run_at: RunAt::Now,
+            max_attempts: 3,
+            backoff: Backoff::default(),
+            lease_ms: 30_000,
+            dedup: None,
+        })
+        .collect();
+    command(prefix, namespace, &EnqueueJobs { jobs: &specs })
 }
 
 /// The `claim_due` call of a ClaimDueSchedule without a lease (first round, no hint).
 pub fn claim_due(prefix: &str, namespace: &str) -> Cmd {
-    let keys = NamespaceKeys::new(prefix, namespace);
-    let script_keys = [
-        keys.due(),
-        keys.occurrence_leases(),
-        keys.ids(),
-        keys.meta(),
-    ]
-    .map(String::into_bytes);
-    let mut args = vec![keys.schedule_prefix().into_bytes(), b"32".to_vec()];
-    args.extend(std::iter::repeat_n(Vec::new(), 8));
-    args.push(namespace.as_bytes().to_vec());
-    args.push(keys.occurrence_prefix().into_bytes());
-    evalsha(&scripts::CLAIM_DUE, &script_keys, &args)
+    let claim = ClaimDue {
+        namespace,
+        hint: None,
+        lease: None,
+    };
+    command(prefix, namespace, &claim)
 }
 
 /// Loads every script (`SCRIPT LOAD`), so that the first EVALSHA of each is a hit.
 pub async fn load_scripts(
     conn: &mut (impl redis::aio::ConnectionLike + Send),
 ) -> redis::RedisResult<()> {
-    for (_, script) in scripts::named() {
-        script.prepare_invoke().load_async(conn).await?;
+    for def in SCRIPTS {
+        def.script().prepare_invoke().load_async(conn).await?;
     }
     Ok(())
 }
@@ -87,8 +70,235 @@ pub async fn load_scripts(
 /// The name of the script with this SHA1 (an EVALSHA's first argument), if it is one
 /// of dueq's: `claim_due`, `migrate_apply`, ...
 pub fn script_name(sha1: &str) -> Option<&'static str> {
-    scripts::named()
+    SCRIPTS
         .iter()
-        .find(|(_, script)| script.get_hash() == sha1)
-        .map(|(name, _)| *name)
+        .find(|def| def.script().get_hash() == sha1)
+        .map(|def| def.name)
+}
+
+/// The keys of one namespace (`src/store/keys.rs`), for tools that seed or inspect
+/// the store directly.
+pub struct Keys(NamespaceKeys);
+
+impl Keys {
+    pub fn new(prefix: &str, namespace: &str) -> Self {
+        Keys(NamespaceKeys::new(prefix, namespace))
+    }
+
+    pub fn meta(&self) -> String {
+        self.0.meta()
+    }
+
+    pub fn due(&self) -> String {
+        self.0.due()
+    }
+
+    /// The listing of the pre-index layout (a SET of ids).
+    pub fn legacy_listing(&self) -> String {
+        self.0.ids()
+    }
+
+    pub fn listing_top(&self) -> String {
+        self.0.listing_top()
+    }
+
+    /// The listing leaf whose lowest id is `boundary`.
+    pub fn listing_leaf(&self, boundary: &[u8]) -> Vec<u8> {
+        [self.0.listing_leaf_prefix().as_bytes(), boundary].concat()
+    }
+
+    pub fn schedule(&self, id: &str) -> Vec<u8> {
+        self.0.schedule(id)
+    }
+
+    /// The SCAN pattern of every schedule record.
+    pub fn schedules_pattern(&self) -> String {
+        format!("{}*", self.0.schedule_prefix())
+    }
+
+    pub fn job(&self, id: &str) -> Vec<u8> {
+        self.0.job(id)
+    }
+
+    pub fn ready_list(&self, queue: &str, priority: i32) -> String {
+        self.0.ready_list(queue, priority)
+    }
+
+    pub fn listing_bucket(&self, queue: &str, n: u64) -> String {
+        self.0.listing_bucket(queue, n)
+    }
+}
+
+/// A script over the schedule record code the service runs (lua/lib/*), so a seeded
+/// record is byte for byte what the API writes.
+fn schedule_script(body: &str) -> Script {
+    Script::new(&format!("{}{body}", Prelude::Schedule.parts().concat()))
+}
+
+/// KEYS: meta, listing top. ARGV: template record, record prefix, leaf prefix, next
+/// run ms, "packed" | "hash", then the ids.
+static WRITE_COPIES: LazyLock<Script> = LazyLock::new(|| {
+    schedule_script(
+        r#"
+local r = sched_unpacked('template', ARGV[1])
+if is_error(r) then return r end
+r.next_ms, r.follow_ms = tonumber(ARGV[4]), ''
+local L = listing_of(KEYS[2], ARGV[3], KEYS[1])
+for i = 6, #ARGV do
+  local key = ARGV[2] .. ARGV[i]
+  if ARGV[5] == 'packed' then
+    sched_save(key, r)
+    listing_add(L, ARGV[i])
+  else
+    redis.call('HSET', key, unpack(sched_fields(ARGV[i], r)))
+  end
+end
+return #ARGV - 5
+"#,
+    )
+});
+
+/// KEYS: the record, the due index. ARGV: id, next run ms.
+static SET_NEXT: LazyLock<Script> = LazyLock::new(|| {
+    schedule_script(
+        r#"
+local r = sched_load(KEYS[1])
+if r == nil or is_error(r) then return redis.error_reply('no record at ' .. KEYS[1]) end
+r.next_ms, r.follow_ms = tonumber(ARGV[2]), ''
+sched_save(KEYS[1], r)
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+"#,
+    )
+});
+
+/// How seeded schedules are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeedLayout {
+    /// This build's: packed records, listed like the service lists them (the caller
+    /// indexes them and records meta).
+    Current,
+    /// The pre-index layout (schema 1): one hash per schedule (the caller adds the
+    /// ids to the legacy listing).
+    PreIndex,
+}
+
+/// Writes a copy of `template` (a packed record read from the store) per id, with
+/// next run `next_ms`; returns how many.
+pub async fn copy_schedules(
+    conn: &mut (impl redis::aio::ConnectionLike + Send),
+    keys: &Keys,
+    template: &[u8],
+    ids: &[String],
+    next_ms: i64,
+    layout: SeedLayout,
+) -> redis::RedisResult<i64> {
+    let mut copies = WRITE_COPIES.prepare_invoke();
+    copies
+        .key(keys.meta())
+        .key(keys.listing_top())
+        .arg(template)
+        .arg(keys.0.schedule_prefix())
+        .arg(keys.0.listing_leaf_prefix())
+        .arg(next_ms)
+        .arg(match layout {
+            SeedLayout::Current => "packed",
+            SeedLayout::PreIndex => "hash",
+        });
+    for id in ids {
+        copies.arg(id);
+    }
+    copies.invoke_async(conn).await
+}
+
+/// Makes schedule `id` due at `next_ms` (record and index), as a clock jump would;
+/// its follow slot is cleared, so a cron claim computes in Rust.
+pub async fn set_next_run(
+    conn: &mut (impl redis::aio::ConnectionLike + Send),
+    keys: &Keys,
+    id: &str,
+    next_ms: i64,
+) -> redis::RedisResult<()> {
+    SET_NEXT
+        .key(keys.schedule(id))
+        .key(keys.due())
+        .arg(id)
+        .arg(next_ms)
+        .invoke_async::<i64>(conn)
+        .await
+        .map(drop)
+}
+
+/// What [`schedule_records`] does to each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOp {
+    /// Rewrite a packed record (schema 3) as the hash of schemas 1 and 2.
+    ToHash,
+    /// Rewrite such a hash as a packed record and list it, as Migrate does.
+    ToPacked,
+    /// Read it, in either layout.
+    Read,
+}
+
+/// KEYS: meta, listing top, then one record key per id. ARGV: op, leaf prefix, then
+/// the ids.
+static RECORD_TOOL: LazyLock<Script> = LazyLock::new(|| {
+    schedule_script(
+        r#"
+local L = listing_of(KEYS[2], ARGV[2], KEYS[1])
+local out = {}
+for i = 3, #KEYS do
+  local key, id = KEYS[i], ARGV[i]
+  local r = sched_read(key)
+  if is_error(r) then return r end
+  if r == nil then
+    out[i - 2] = {}
+  else
+    if ARGV[1] == 'hash' then
+      redis.call('DEL', key)
+      redis.call('HSET', key, unpack(sched_fields(id, r)))
+    elseif ARGV[1] == 'pack' then
+      sched_save(key, r)
+      listing_add(L, id)
+    end
+    out[i - 2] = sched_fields(id, r)
+  end
+end
+return out
+"#,
+    )
+});
+
+/// Runs `op` on the schedule records of `ids` (one script call per 100), through the
+/// service's own record code, for tests that need a namespace in an older layout;
+/// returns each record's fields as text after the op (none for a missing record).
+pub async fn schedule_records(
+    conn: &mut (impl redis::aio::ConnectionLike + Send),
+    keys: &Keys,
+    op: RecordOp,
+    ids: &[String],
+) -> redis::RedisResult<Vec<Vec<(String, String)>>> {
+    let op = match op {
+        RecordOp::ToHash => "hash",
+        RecordOp::ToPacked => "pack",
+        RecordOp::Read => "read",
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(100) {
+        let mut call = RECORD_TOOL.prepare_invoke();
+        call.key(keys.meta())
+            .key(keys.listing_top())
+            .arg(op)
+            .arg(keys.0.listing_leaf_prefix());
+        for id in chunk {
+            call.key(keys.schedule(id)).arg(id);
+        }
+        let rows: Vec<Vec<String>> = call.invoke_async(conn).await?;
+        out.extend(rows.into_iter().map(|flat| {
+            flat.chunks_exact(2)
+                .map(|pair| (pair[0].clone(), pair[1].clone()))
+                .collect()
+        }));
+    }
+    Ok(out)
 }

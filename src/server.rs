@@ -1,30 +1,32 @@
-//! Assembles and runs the gRPC server: the queue service, health, reflection, and
-//! the background tasks (Redis health and clock offset, finished-job pruning).
+//! Assembles and runs the service: the use cases over one store, the gRPC services
+//! (queue, admin, health, reflection) behind the tower layers, and the background
+//! tasks (Redis health and clock, the namespace monitor, finished-job pruning).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{server::TcpIncoming, Server};
-use tonic_health::{server::HealthReporter, ServingStatus};
+use tonic_health::ServingStatus;
 
 use crate::{
-    api::{admin::AdminApi, validate, Limits, QueueApi},
+    api::{AdminApi, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
-    jobs::{Jobs, Retention},
+    health,
+    jobs::{Jobs, Pruner, Retention},
+    layers::TraceLayer,
+    longpoll::Wakers,
     migrate::Migrator,
-    monitor::NamespaceMonitor,
+    monitor::Monitor,
+    namespaces::Namespaces,
     proto::{
         self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
     },
     schedules::Schedules,
-    store::{Store, StoreError},
-    wake::Wakers,
+    store::{keys::check_prefix, Store, StoreError},
 };
 
-/// Health names reported; all of them need Redis.
-const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
 /// Idle time before TCP probes a silent peer (a long-poll client that vanished).
 const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 
@@ -32,14 +34,28 @@ const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 pub enum ServeError {
     #[error("invalid configuration: {0}")]
     Config(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    #[error("redis: {0}")]
+    Store(String),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<StoreError> for ServeError {
+    fn from(error: StoreError) -> Self {
+        ServeError::Store(error.to_string())
+    }
+}
+
+/// The parts every service shares.
+struct Core {
+    store: Arc<Store>,
+    clock: Arc<Clock>,
+    namespaces: Arc<Namespaces>,
+    cancel: CancellationToken,
 }
 
 /// Runs the service on `listener` until `shutdown` resolves, then drains: pending
@@ -49,78 +65,43 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    validate::key_prefix(&config.key_prefix).map_err(ServeError::Config)?;
-    let store = Arc::new(Store::new(
-        &config.redis_url,
-        &config.key_prefix,
-        usize::from(config.pool_size),
-        config.redis_timeout,
-    )?);
-    let clock = Arc::new(Clock::new());
+    check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
-    let wakers = Wakers::new(
-        store.clone(),
-        clock.clone(),
-        config.recheck_interval,
-        cancel.clone(),
+    let core = Core {
+        store: Arc::new(Store::new(
+            &config.redis_url,
+            &config.key_prefix,
+            usize::from(config.pool_size),
+            config.redis_timeout,
+        )?),
+        clock: Arc::new(Clock::new()),
+        namespaces: Namespaces::new(cancel.clone()),
+        cancel: cancel.clone(),
+    };
+    let address = advertised(listener.local_addr()?);
+    let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
+    let queue = queue_api(&core, &config, rescue.clone());
+    let admin = AdminApi::new(
+        Arc::new(Migrator::new(
+            core.store.clone(),
+            core.clock.clone(),
+            config.migrate_lock_ttl,
+        )),
+        rescue,
+        address,
     );
-    let schedules = Arc::new(Schedules::new(store.clone(), clock.clone()));
-    let admin = AdminServiceServer::new(AdminApi::new(Arc::new(Migrator::new(
-        store.clone(),
-        clock.clone(),
-        config.migrate_lock_ttl,
-    ))));
-    let jobs = Arc::new(Jobs::new(
-        store.clone(),
-        Retention {
-            max_age: config.job_retention,
-            max_count: config.job_retention_count,
-            interval: config.job_prune_interval,
-        },
-    ));
-    tokio::spawn(jobs.clone().run_pruner(cancel.clone()));
-    let monitor = NamespaceMonitor::new(store.clone());
-    let api = QueueApi::new(
-        schedules,
-        jobs,
-        wakers,
-        Limits {
-            max_payload_size: config.max_payload_size,
-            max_wait: config.max_wait,
-            address: advertised(listener.local_addr()?),
-            max_batch: config.max_batch,
-            max_lease: config.max_lease,
-        },
-        cancel.clone(),
-        monitor.clone(),
-    );
-    tokio::spawn(monitor.run(config.check_interval, cancel.clone()));
-
+    spawn_background(&core, &config);
     let (reporter, health_service) = tonic_health::server::health_reporter();
-    set_status(&reporter, ServingStatus::NotServing).await;
-    tokio::spawn(watch_redis(
-        store.clone(),
-        clock,
+    health::set_status(&reporter, ServingStatus::NotServing).await;
+    tokio::spawn(health::watch_redis(
+        core.store.clone(),
+        core.clock.clone(),
         reporter,
         config.health_interval,
         cancel.clone(),
     ));
-
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
-
-    let queue = QueueServiceServer::new(api)
-        .max_decoding_message_size(config.max_message_size)
-        .max_encoding_message_size(config.max_message_size);
-
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, redis = %store.display_url(), prefix = %config.key_prefix, "dueq listening");
+    tracing::info!(%addr, redis = %core.store.display_url(), prefix = %config.key_prefix, "dueq listening");
 
     // On shutdown: wake every long-poll (they answer empty), then let tonic drain.
     let drain = cancel.clone();
@@ -135,24 +116,113 @@ pub async fn run(
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(TCP_KEEPALIVE));
+    let (reflection_v1, reflection_v1alpha) = reflection()?;
     let server = Server::builder()
+        .layer(TraceLayer)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(queue)
-        .add_service(admin)
+        .add_service(
+            QueueServiceServer::new(queue)
+                .max_decoding_message_size(config.max_message_size)
+                .max_encoding_message_size(config.max_message_size),
+        )
+        .add_service(AdminServiceServer::new(admin))
         .serve_with_incoming_shutdown(incoming, signal);
+    drain_within(server, &cancel, config.shutdown_grace).await?;
+    tracing::info!("dueq stopped");
+    Ok(())
+}
+
+fn queue_api(core: &Core, config: &ServeConfig, rescue: Arc<Rescue>) -> QueueApi {
+    let wakers = Wakers::new(
+        core.store.clone(),
+        core.clock.clone(),
+        config.recheck_interval,
+    );
+    let schedules = Schedules::new(
+        core.store.clone(),
+        core.clock.clone(),
+        core.namespaces.clone(),
+        wakers.clone(),
+        core.cancel.clone(),
+    );
+    let jobs = Jobs::new(
+        core.store.clone(),
+        core.clock.clone(),
+        core.namespaces.clone(),
+        wakers,
+        core.cancel.clone(),
+        config.max_lease,
+    );
+    QueueApi::new(
+        Arc::new(schedules),
+        Arc::new(jobs),
+        Limits {
+            max_payload_size: config.max_payload_size,
+            max_wait: config.max_wait,
+            max_batch: config.max_batch,
+            max_lease: config.max_lease,
+        },
+        rescue,
+    )
+}
+
+/// The namespace monitor (which also sweeps the registry) and the pruner.
+fn spawn_background(core: &Core, config: &ServeConfig) {
+    let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
+    tokio::spawn(monitor.run(config.check_interval, core.cancel.clone()));
+    let pruner = Pruner::new(
+        core.store.clone(),
+        core.namespaces.clone(),
+        Retention {
+            max_age: config.job_retention,
+            max_count: config.job_retention_count,
+            interval: config.job_prune_interval,
+        },
+    );
+    tokio::spawn(pruner.run(core.cancel.clone()));
+}
+
+type Reflection<T> = tonic_reflection::server::v1::ServerReflectionServer<T>;
+
+/// gRPC reflection, v1 and v1alpha, of dueq's services and health.
+fn reflection() -> Result<
+    (
+        Reflection<impl tonic_reflection::server::v1::ServerReflection>,
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+    ),
+    ServeError,
+> {
+    let v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    Ok((v1, v1alpha))
+}
+
+/// Runs the server until it stops, or until `grace` after shutdown began.
+async fn drain_within(
+    server: impl Future<Output = Result<(), tonic::transport::Error>>,
+    cancel: &CancellationToken,
+    grace: Duration,
+) -> Result<(), ServeError> {
     tokio::pin!(server);
     tokio::select! {
         result = &mut server => result?,
         _ = async {
             cancel.cancelled().await;
-            tokio::time::sleep(config.shutdown_grace).await;
+            tokio::time::sleep(grace).await;
         } => {
-            tracing::warn!(grace = ?config.shutdown_grace, "in-flight calls did not finish in time; exiting");
+            tracing::warn!(?grace, "in-flight calls did not finish in time; exiting");
         }
     }
-    tracing::info!("dueq stopped");
     Ok(())
 }
 
@@ -162,82 +232,5 @@ fn advertised(addr: std::net::SocketAddr) -> String {
         format!("localhost:{}", addr.port())
     } else {
         addr.to_string()
-    }
-}
-
-async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
-    for name in SERVICE_NAMES {
-        reporter.set_service_status(name, status).await;
-    }
-}
-
-/// Warns about Redis settings that lose work or waste memory. Best effort: managed
-/// Redis services often refuse CONFIG, and then there is nothing to check.
-async fn check_redis_settings(store: &Store) {
-    match store.config_value("maxmemory-policy").await {
-        Ok(Some(policy)) if policy != "noeviction" => tracing::warn!(
-            maxmemory_policy = %policy,
-            "Redis may evict keys under memory pressure, and an evicted job or schedule \
-             is lost silently; set maxmemory-policy noeviction"
-        ),
-        Ok(_) => {}
-        Err(error) => {
-            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)")
-        }
-    }
-}
-
-/// Pings Redis (with `TIME`, which also calibrates the clock) every `interval`, keeps
-/// the health status current, and reloads the scripts whenever Redis comes back.
-async fn watch_redis(
-    store: Arc<Store>,
-    clock: Arc<Clock>,
-    reporter: HealthReporter,
-    interval: Duration,
-    cancel: CancellationToken,
-) {
-    let mut serving = false;
-    loop {
-        let healthy = match store.time().await {
-            Ok((redis_ms, rtt)) => {
-                clock.observe(redis_ms, rtt);
-                if serving {
-                    true
-                } else {
-                    match store.load_scripts().await {
-                        Ok(()) => true,
-                        Err(error) => {
-                            tracing::warn!(%error, "redis answers but scripts could not be loaded");
-                            false
-                        }
-                    }
-                }
-            }
-            Err(error) => {
-                if serving {
-                    tracing::error!(%error, "redis is unavailable; reporting NOT_SERVING");
-                } else {
-                    tracing::debug!(%error, "redis still unavailable");
-                }
-                false
-            }
-        };
-        if healthy != serving {
-            serving = healthy;
-            if serving {
-                tracing::info!(redis = %store.display_url(), offset_ms = clock.offset_ms(), "redis is available; SERVING");
-                check_redis_settings(&store).await;
-                set_status(&reporter, ServingStatus::Serving).await;
-            } else {
-                set_status(&reporter, ServingStatus::NotServing).await;
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = cancel.cancelled() => {
-                set_status(&reporter, ServingStatus::NotServing).await;
-                return;
-            }
-        }
     }
 }

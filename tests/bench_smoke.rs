@@ -1,26 +1,37 @@
-//! `dueq bench --smoke` runs end to end (its own redis-server, `dueq serve` as a
+//! `dueq-bench --smoke` runs end to end (its own redis-server, `dueq serve` as a
 //! child process) and its JSON report has every section. Needs redis-server on PATH.
 
 use std::process::Command;
+
+/// Every section of the bench's report, in print order.
+const SECTIONS: [&str; 7] = [
+    "ceiling",
+    "grpc",
+    "claim_scaling",
+    "peers",
+    "longpoll",
+    "memory",
+    "migrate",
+];
 
 #[test]
 fn bench_smoke_writes_every_section() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("bench.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
-        .args(["bench", "--smoke", "--json"])
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq-bench"))
+        .args(["--smoke", "--json"])
         .arg(&json)
         .output()
-        .expect("run dueq bench");
+        .expect("run dueq-bench");
     assert!(
         out.status.success(),
-        "dueq bench --smoke failed:\n{}",
+        "dueq-bench --smoke failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let table = String::from_utf8_lossy(&out.stdout);
     let text = std::fs::read_to_string(&json).expect("json written");
     let report: serde_json::Value = serde_json::from_str(&text).expect("valid json");
-    for section in dueq::bench::report::SECTIONS {
+    for section in SECTIONS {
         assert!(
             report["sections"][section].is_object(),
             "section {section} missing from {text}"
@@ -69,14 +80,14 @@ fn bench_smoke_writes_every_section() {
 fn only_runs_the_families_asked_for() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("bench.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
-        .args(["bench", "--smoke", "--only", "memory", "--json"])
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq-bench"))
+        .args(["--smoke", "--only", "memory", "--json"])
         .arg(&json)
         .output()
-        .expect("run dueq bench");
+        .expect("run dueq-bench");
     assert!(
         out.status.success(),
-        "dueq bench --only memory failed:\n{}",
+        "dueq-bench --only memory failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value =

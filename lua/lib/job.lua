@@ -1,6 +1,6 @@
--- job: prelude prepended to every job script (src/store/scripts.rs concatenates it):
--- the job layout guard, the packed job record, and the ready lists and listing
--- buckets that index it.
+-- job: prelude prepended (after core.lua) to every job script (src/store/script.rs
+-- concatenates them): the job layout guard, the packed job record, and the ready
+-- lists and listing buckets that index it.
 --
 -- Layout 2 (this file). Per job, one string key holds the record, packed with
 -- cmsgpack as a positional array (positions below); the job id is the key's last part
@@ -10,14 +10,19 @@
 -- empty trailing fields are left off. A string
 -- is stored the same way whatever Redis's hash-max-listpack-* settings are, so a
 -- large payload never flips the record into a bigger encoding.
---   ready:    list  <ready>l:<priority>:<queue>   job numbers n (see listing), FIFO
+--   ready:    list  K.ready .. <priority>:<queue>  job numbers n (see listing), FIFO
 --             (pushed at the tail; a job coming back from a lease or a retry goes to
 --             the head); a number is a few bytes where an id is tens
---             zset  <ready>p:<queue>              priority -> -priority, one member per
+--             zset  K.prio .. <queue>              priority -> -priority, one member per
 --             ready list that may exist (a member whose list is gone is dropped when met)
---   listing:  hash  <listing><n div 64>:<queue>   field n mod 64 -> job id, where n is
---             the job's number within its queue (meta field `n:<queue>`), so a queue's
---             jobs are listed in enqueue order, 64 to a bucket
+--   listing:  hash  K.listing .. <n div 64>:<queue> field n mod 64 -> job id, where n
+--             is the job's number within its queue (meta field `n:<queue>`), so a
+--             queue's jobs are listed in enqueue order, 64 to a bucket
+-- K is the table job_keys(ARGV, 1) reads from the eight key prefixes every job script
+-- takes first (src/store/keys.rs JobPrefixes, in this order): job record, payload,
+-- ready list, ready priorities, delayed, leased, listing bucket, dedup. ready_list and
+-- listing_bucket are the only places a key is composed of two variable parts; a
+-- library test pins both to keys.rs.
 --
 -- jobs_guard(meta) -> nil, recorded layout (nil when none) when the namespace's jobs
 --   use layout 2 (meta `jobs`) or it never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
@@ -26,21 +31,19 @@
 --   `job_seq` counter it kept in meta.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record)
--- job_fields(job prefix, id, record) -> flat field/value list, the shape
---   src/store/jobs.rs decodes (a payload kept in its own key is read back here)
+-- job_fields(K, id, record) -> flat field/value list, the shape src/store/records.rs
+--   decodes (a payload kept in its own key is read back here)
 -- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives
---   in <prefix>:{<ns>}:jp:<id> instead of the record
+--   in K.payload .. id instead of the record
+-- lease_check(r, token, now) -> nil when token is the current lease of the active job
+--   r and that lease has not expired, else the refusal to return: { "stale", state }
+--   or { "expired" } (invariant 4: the lease is the only authority)
 --
--- Invariant 5 (migration explicit, never silent): job scripts refuse a namespace
+-- Invariant 5 (docs/DESIGN.md) (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
 
 local JOBS_LAYOUT = '2'
 local LISTING_BUCKET = 64
-
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function jobs_guard(meta)
   local found = redis.call('HGET', meta, 'jobs')
@@ -49,7 +52,7 @@ local function jobs_guard(meta)
     if redis.call('HEXISTS', meta, 'job_seq') == 0 then return nil, nil end
     found = '1'
   end
-  return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found .. ' ' .. meta)
+  return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found)
 end
 
 -- Positions of the packed array (never reorder: stored records depend on them):
@@ -66,29 +69,6 @@ local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead =
   cancelled = 6 }
 local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
 
--- A time stored as milliseconds after `created`, '' when unset.
-local function time_in(v, created)
-  if v == nil or v == '' then return '' end
-  return created + v
-end
-
-local function time_out(v, created)
-  if v == '' then return '' end
-  return v - created
-end
-
--- Durations that are whole seconds (backoff base and cap, lease: nearly all of them)
--- are kept as -seconds, one to three bytes where milliseconds take three to five.
-local function duration_in(v)
-  if v < 0 then return -v * 1000 end
-  return v
-end
-
-local function duration_out(ms)
-  if ms > 0 and ms % 1000 == 0 then return -(ms / 1000) end
-  return ms
-end
-
 local function job_load(key)
   local raw = redis.pcall('GET', key)
   if raw == false then return nil end
@@ -104,11 +84,11 @@ local function job_load(key)
   return {
     queue = p[1], name = p[2], payload = p[3], priority = p[4], gseq = p[5], n = p[6],
     state = STATE_NAME[p[7]], attempts = p[8], max_attempts = p[9],
-    backoff = (p[10] == 1) and 'f' or 'e', base = duration_in(p[11]),
-    cap = duration_in(p[12]), jitter = jitter, lease_ms = duration_in(p[14]),
-    created = created, run_at = time_in(p[16], created), updated = time_in(p[17], created),
-    worker = p[18] or '', token = p[19] or '', finished = time_in(p[20], created),
-    lease_until = time_in(p[21], created), headers = p[22] or '', dedup = p[23] or '',
+    backoff = (p[10] == 1) and 'f' or 'e', base = secs_in(p[11]),
+    cap = secs_in(p[12]), jitter = jitter, lease_ms = secs_in(p[14]),
+    created = created, run_at = rel_in(p[16], created), updated = rel_in(p[17], created),
+    worker = p[18] or '', token = p[19] or '', finished = rel_in(p[20], created),
+    lease_until = rel_in(p[21], created), headers = p[22] or '', dedup = p[23] or '',
     errors = p[24] or '', px = p[25] or '' }
 end
 
@@ -117,10 +97,10 @@ local function job_save(key, r)
   local jitter = (tonumber(r.jitter) or 0) * 1000
   if jitter ~= math.floor(jitter) then jitter = r.jitter end
   local p = { r.queue, r.name, r.payload, r.priority, r.gseq, r.n, STATE_CODE[r.state],
-    r.attempts, r.max_attempts, (r.backoff == 'f') and 1 or 0, duration_out(r.base),
-    duration_out(r.cap), jitter, duration_out(r.lease_ms), created,
-    time_out(r.run_at, created), time_out(r.updated, created),
-    r.worker, r.token, time_out(r.finished, created), time_out(r.lease_until, created),
+    r.attempts, r.max_attempts, (r.backoff == 'f') and 1 or 0, secs_out(r.base),
+    secs_out(r.cap), jitter, secs_out(r.lease_ms), created,
+    rel_out(r.run_at, created), rel_out(r.updated, created),
+    r.worker, r.token, rel_out(r.finished, created), rel_out(r.lease_until, created),
     r.headers, r.dedup, r.errors, r.px }
   local last = FIELDS
   while last > REQUIRED and (p[last] == '' or p[last] == nil) do
@@ -135,35 +115,29 @@ end
 -- it, and the extra key's ~100 B are under a tenth of what it holds.
 local INLINE_PAYLOAD = 1024
 
--- <prefix>:{<ns>}:jp:<id>, from the job prefix <prefix>:{<ns>}:j: (the `jp:` infix
--- differs from `j:` before any id starts, so no record key can equal it).
-local function payload_key(p_job, id)
-  return string.sub(p_job, 1, -3) .. 'jp:' .. id
-end
-
-local function set_payload(p_job, id, r, payload)
+local function set_payload(K, id, r, payload)
   if #payload > INLINE_PAYLOAD then
-    redis.call('SET', payload_key(p_job, id), payload)
+    redis.call('SET', K.payload .. id, payload)
     r.payload, r.px = '', 1
   else
-    if r.px == 1 then redis.call('DEL', payload_key(p_job, id)) end
+    if r.px == 1 then redis.call('DEL', K.payload .. id) end
     r.payload, r.px = payload, ''
   end
 end
 
-local function payload_of(p_job, id, r)
-  if r.px == 1 then return redis.call('GET', payload_key(p_job, id)) or '' end
+local function payload_of(K, id, r)
+  if r.px == 1 then return redis.call('GET', K.payload .. id) or '' end
   return r.payload
 end
 
-local function drop_payload(p_job, id, r)
-  if r.px == 1 then redis.call('DEL', payload_key(p_job, id)) end
+local function drop_payload(K, id, r)
+  if r.px == 1 then redis.call('DEL', K.payload .. id) end
 end
 
-local function job_fields(p_job, id, r)
+local function job_fields(K, id, r)
   local errors = r.errors
   if errors == '' then errors = '[]' end
-  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', payload_of(p_job, id, r),
+  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', payload_of(K, id, r),
     'headers', r.headers, 'priority', r.priority, 'seq', r.n, 'state', r.state,
     'attempts', r.attempts, 'max_attempts', r.max_attempts,
     'backoff', r.backoff == 'f' and 'fixed' or 'exp', 'backoff_base_ms', r.base,
@@ -174,21 +148,27 @@ local function job_fields(p_job, id, r)
 end
 
 -- Appends a reply's record: field count, then the fields.
-local function push_record(out, p_job, id, r)
-  local fields = job_fields(p_job, id, r)
+local function push_record(out, K, id, r)
+  local fields = job_fields(K, id, r)
   out[#out + 1] = #fields
   for i = 1, #fields do out[#out + 1] = fields[i] end
 end
 
-local function ready_list(p_ready, queue, priority)
-  return p_ready .. 'l:' .. string.format('%d', priority) .. ':' .. queue
+local function job_keys(argv, first)
+  return { job = argv[first], payload = argv[first + 1], ready = argv[first + 2],
+    prio = argv[first + 3], delayed = argv[first + 4], leased = argv[first + 5],
+    listing = argv[first + 6], dedup = argv[first + 7] }
+end
+
+local function ready_list(K, queue, priority)
+  return K.ready .. string.format('%d', priority) .. ':' .. queue
 end
 
 -- Makes job number n of the queue claimable: at the tail of its priority's list, or at
 -- the head for a job coming back (expired lease, retry), which is older than
 -- everything behind it.
-local function ready_push(p_ready, queue, priority, n, at_head)
-  local list = ready_list(p_ready, queue, priority)
+local function ready_push(K, queue, priority, n, at_head)
+  local list = ready_list(K, queue, priority)
   local entry = string.format('%d', n)
   local len
   if at_head then
@@ -199,25 +179,25 @@ local function ready_push(p_ready, queue, priority, n, at_head)
   -- A list that existed is already registered (a member is only dropped once its
   -- list is gone), so only a new list costs the ZADD.
   if len == 1 then
-    redis.call('ZADD', p_ready .. 'p:' .. queue, -priority, string.format('%d', priority))
+    redis.call('ZADD', K.prio .. queue, -priority, string.format('%d', priority))
   end
 end
 
-local function listing_bucket(p_listing, queue, n)
-  return p_listing .. string.format('%d', math.floor(n / LISTING_BUCKET)) .. ':' .. queue
+local function listing_bucket(K, queue, n)
+  return K.listing .. string.format('%d', math.floor(n / LISTING_BUCKET)) .. ':' .. queue
 end
 
-local function listing_add(p_listing, queue, n, id)
-  redis.call('HSET', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET, id)
+local function listing_add(K, queue, n, id)
+  redis.call('HSET', listing_bucket(K, queue, n), n % LISTING_BUCKET, id)
 end
 
 -- The id of job number n of the queue, or nil once it is pruned.
-local function listing_id(p_listing, queue, n)
-  return redis.call('HGET', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET)
+local function listing_id(K, queue, n)
+  return redis.call('HGET', listing_bucket(K, queue, n), n % LISTING_BUCKET)
 end
 
-local function listing_remove(p_listing, queue, n)
-  redis.call('HDEL', listing_bucket(p_listing, queue, n), n % LISTING_BUCKET)
+local function listing_remove(K, queue, n)
+  redis.call('HDEL', listing_bucket(K, queue, n), n % LISTING_BUCKET)
 end
 
 local MAX_ERRORS = 50
@@ -234,6 +214,8 @@ local function push_error(r, attempt, message, at)
   r.errors = cjson.encode(errors)
 end
 
-local function is_error(x)
-  return type(x) == 'table' and x.err ~= nil
+local function lease_check(r, token, now)
+  if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
+  if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
+  return nil
 end

@@ -1,5 +1,6 @@
--- schedule: the packed schedule record, prepended (after guard.lua) to every script
--- that reads or writes schedules (src/store/scripts.rs concatenates them).
+-- schedule: the packed schedule record and the id listing, prepended (after core.lua,
+-- rules.lua and guard.lua) to every script that reads or writes schedules
+-- (src/store/script.rs concatenates them).
 --
 -- Schema 3 (this file). Per schedule, one string key <prefix>:{<ns>}:s:<id> holds the
 -- record, packed with cmsgpack as a positional array; the id is the key's last part
@@ -21,9 +22,12 @@
 -- sched_from_flat(HGETALL of such a hash) -> record table
 -- sched_save(key, record)
 -- sched_fields(id, record) -> flat field/value list (all values text), the shape
---   src/store/reply.rs decodes
+--   src/store/records.rs decodes
 -- sched_new_timing(r, kind, cron, every, tz, start, end, limit) -> whether those
 --   timing fields differ from the record's (what decides fire times)
+-- sched_indexed(r) -> whether the record belongs in the due index
+-- push_fields(out, id, r): appends sched_fields to a reply
+-- listing_of / listing_add / listing_remove / listing_page: the id listing, below
 --
 -- Record tables use schema 2's field names: kind, cron, every_ms, tz, start_ms, end_ms,
 -- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
@@ -33,16 +37,6 @@ local SCHED_FIELDS = 16
 local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
 local STATUS_NAME = { 'active', 'paused', 'completed' }
 
-local function s_time_in(v, created)
-  if v == nil or v == '' then return '' end
-  return created + v
-end
-
-local function s_time_out(v, created)
-  if v == '' or v == nil then return '' end
-  return v - created
-end
-
 local function sched_unpacked(key, raw)
   local ok, p = pcall(cmsgpack.unpack, raw)
   if not ok or type(p) ~= 'table' or #p ~= SCHED_FIELDS or STATUS_NAME[p[9]] == nil
@@ -51,16 +45,15 @@ local function sched_unpacked(key, raw)
   end
   local created, timing, follow = p[12], p[1], p[16]
   local r = {
-    tz = p[2], start_ms = s_time_in(p[3], created), end_ms = s_time_in(p[4], created),
+    tz = p[2], start_ms = rel_in(p[3], created), end_ms = rel_in(p[4], created),
     limit = p[5], job_name = p[6], payload = p[7], headers = p[8],
     status = STATUS_NAME[p[9]], rev = p[10], runs = p[11], created_ms = created,
-    updated_ms = s_time_in(p[13], created), last_ms = s_time_in(p[14], created),
-    next_ms = s_time_in(p[15], created), follow_ms = follow }
+    updated_ms = rel_in(p[13], created), last_ms = rel_in(p[14], created),
+    next_ms = rel_in(p[15], created), follow_ms = follow }
   if type(timing) == 'string' then
     r.kind, r.cron, r.every_ms = 'cron', timing, ''
   else
-    if timing < 0 then timing = -timing * 1000 end
-    r.kind, r.cron, r.every_ms = 'every', '', timing
+    r.kind, r.cron, r.every_ms = 'every', '', secs_in(timing)
   end
   if type(follow) == 'number' then r.follow_ms = created + follow end
   return r
@@ -104,33 +97,31 @@ end
 local function sched_save(key, r)
   local created = r.created_ms
   local timing = r.cron
-  if r.kind == 'every' then
-    timing = r.every_ms
-    if timing > 0 and timing % 1000 == 0 then timing = -(timing / 1000) end
-  end
+  if r.kind == 'every' then timing = secs_out(r.every_ms) end
   local headers = r.headers
   if headers == '{}' then headers = '' end
   local follow = r.follow_ms
   if type(follow) == 'number' then follow = follow - created end
-  redis.call('SET', key, cmsgpack.pack({ timing, r.tz, s_time_out(r.start_ms, created),
-    s_time_out(r.end_ms, created), r.limit, r.job_name, r.payload, headers,
-    STATUS_CODE[r.status], r.rev, r.runs, created, s_time_out(r.updated_ms, created),
-    s_time_out(r.last_ms, created), s_time_out(r.next_ms, created), follow }))
-end
-
-local function s_text(v)
-  if type(v) == 'number' then return string.format('%d', v) end
-  return v
+  redis.call('SET', key, cmsgpack.pack({ timing, r.tz, rel_out(r.start_ms, created),
+    rel_out(r.end_ms, created), r.limit, r.job_name, r.payload, headers,
+    STATUS_CODE[r.status], r.rev, r.runs, created, rel_out(r.updated_ms, created),
+    rel_out(r.last_ms, created), rel_out(r.next_ms, created), follow }))
 end
 
 local function sched_fields(id, r)
-  return { 'id', id, 'kind', r.kind, 'cron', r.cron, 'every_ms', s_text(r.every_ms),
-    'tz', r.tz, 'start_ms', s_text(r.start_ms), 'end_ms', s_text(r.end_ms),
-    'limit', s_text(r.limit), 'job_name', r.job_name, 'payload', r.payload,
-    'headers', r.headers, 'status', r.status, 'rev', s_text(r.rev), 'runs', s_text(r.runs),
-    'created_ms', s_text(r.created_ms), 'updated_ms', s_text(r.updated_ms),
-    'last_ms', s_text(r.last_ms), 'next_ms', s_text(r.next_ms),
-    'follow_ms', s_text(r.follow_ms) }
+  return { 'id', id, 'kind', r.kind, 'cron', r.cron, 'every_ms', int_text(r.every_ms),
+    'tz', r.tz, 'start_ms', int_text(r.start_ms), 'end_ms', int_text(r.end_ms),
+    'limit', int_text(r.limit), 'job_name', r.job_name, 'payload', r.payload,
+    'headers', r.headers, 'status', r.status, 'rev', int_text(r.rev), 'runs', int_text(r.runs),
+    'created_ms', int_text(r.created_ms), 'updated_ms', int_text(r.updated_ms),
+    'last_ms', int_text(r.last_ms), 'next_ms', int_text(r.next_ms),
+    'follow_ms', int_text(r.follow_ms) }
+end
+
+local function push_fields(out, id, r)
+  local fields = sched_fields(id, r)
+  for i = 1, #fields do out[#out + 1] = fields[i] end
+  return out
 end
 
 local function sched_new_timing(r, kind, cron, every, tz, start_ms, end_ms, limit)
@@ -143,84 +134,79 @@ local function sched_indexed(r)
   return r ~= nil and r.status == 'active' and r.next_ms ~= ''
 end
 
-local function s_is_error(x)
-  return type(x) == 'table' and x.err ~= nil
-end
-
 -- What Migrate's decision about a record was made from (migrate_scan, migrate_apply):
 -- the revision alone is not enough, because claims, pause and resume change status
 -- and next run without bumping it.
 local function migrate_state(r)
-  return s_text(r.rev) .. '|' .. r.status .. '|' .. s_text(r.next_ms) .. '|' .. s_text(r.runs)
+  return int_text(r.rev) .. '|' .. r.status .. '|' .. int_text(r.next_ms) .. '|' .. int_text(r.runs)
 end
 
 -- The id listing (schema 3): ids in lex order, split over small sorted sets so that
--- each stays in Redis's compact listpack encoding (~10 B per id, where one big
+-- each stays in Redis's compact listpack encoding (~13 B per id, where one big
 -- sorted set costs ~96):
---   <base>lt               zset, all scores 0: the leaves' boundaries, lex order
---   <base>lk:<boundary>    zset, all scores 0: the ids >= boundary and < the next
+--   L.top                  zset, all scores 0: the leaves' boundaries, lex order
+--   L.leaf .. <boundary>   zset, all scores 0: the ids >= boundary and < the next
 --                          boundary, at most LEAF_MAX of them
 -- A leaf is split in two when it outgrows LEAF_MAX and dropped when it empties; the
 -- first leaf is renamed when an id lower than every boundary arrives. Scripts are
--- handed the schema-2 listing key <base>ids (the guard still reads it) and derive
--- these keys from it, as every one of them shares the namespace's hash tag.
--- meta `listed` counts the ids listed.
+-- handed the top key (KEYS) and the leaf prefix (ARGV) by src/store/keys.rs and build
+-- L with listing_of; meta `listed` counts the ids listed.
 local LEAF_MAX = 120
 
-local function tree_base(ids_key)
-  return string.sub(ids_key, 1, -4)
+local function listing_of(top, leaf_prefix, meta)
+  return { top = top, leaf = leaf_prefix, meta = meta }
 end
 
 -- The boundary of the leaf id belongs in (nil when id is below every boundary).
-local function leaf_of(base, id)
-  return redis.call('ZREVRANGEBYLEX', base .. 'lt', '[' .. id, '-', 'LIMIT', 0, 1)[1]
+local function leaf_of(L, id)
+  return redis.call('ZREVRANGEBYLEX', L.top, '[' .. id, '-', 'LIMIT', 0, 1)[1]
+end
+
+-- Splits a leaf that outgrew LEAF_MAX: its upper half becomes a leaf of its own.
+local function split_leaf(L, leaf, n)
+  local upper = redis.call('ZRANGE', leaf, math.floor(n / 2), -1)
+  local args = {}
+  for i = 1, #upper do
+    args[#args + 1] = 0
+    args[#args + 1] = upper[i]
+  end
+  redis.call('ZADD', L.leaf .. upper[1], unpack(args))
+  redis.call('ZREMRANGEBYRANK', leaf, math.floor(n / 2), -1)
+  redis.call('ZADD', L.top, 0, upper[1])
 end
 
 -- Lists id (a no-op when it is listed); returns 1 when it was not.
-local function listing_add(ids_key, meta_key, id)
-  local base = tree_base(ids_key)
-  local top = base .. 'lt'
-  local b = leaf_of(base, id)
+local function listing_add(L, id)
+  local b = leaf_of(L, id)
   if b == nil then
-    local first = redis.call('ZRANGE', top, 0, 0)[1]
+    local first = redis.call('ZRANGE', L.top, 0, 0)[1]
     if first ~= nil then
       -- A new lowest id: the first leaf's boundary moves down to it (a boundary
       -- whose leaf is gone, deleted by hand, is simply dropped).
-      if redis.call('EXISTS', base .. 'lk:' .. first) == 1 then
-        redis.call('RENAME', base .. 'lk:' .. first, base .. 'lk:' .. id)
+      if redis.call('EXISTS', L.leaf .. first) == 1 then
+        redis.call('RENAME', L.leaf .. first, L.leaf .. id)
       end
-      redis.call('ZREM', top, first)
+      redis.call('ZREM', L.top, first)
     end
-    redis.call('ZADD', top, 0, id)
+    redis.call('ZADD', L.top, 0, id)
     b = id
   end
-  local leaf = base .. 'lk:' .. b
+  local leaf = L.leaf .. b
   if redis.call('ZADD', leaf, 0, id) == 0 then return 0 end
-  redis.call('HINCRBY', meta_key, 'listed', 1)
+  redis.call('HINCRBY', L.meta, 'listed', 1)
   local n = redis.call('ZCARD', leaf)
-  if n > LEAF_MAX then
-    local upper = redis.call('ZRANGE', leaf, math.floor(n / 2), -1)
-    local args = {}
-    for i = 1, #upper do
-      args[#args + 1] = 0
-      args[#args + 1] = upper[i]
-    end
-    redis.call('ZADD', base .. 'lk:' .. upper[1], unpack(args))
-    redis.call('ZREMRANGEBYRANK', leaf, math.floor(n / 2), -1)
-    redis.call('ZADD', top, 0, upper[1])
-  end
+  if n > LEAF_MAX then split_leaf(L, leaf, n) end
   return 1
 end
 
 -- Unlists id; returns 1 when it was listed.
-local function listing_remove(ids_key, meta_key, id)
-  local base = tree_base(ids_key)
-  local b = leaf_of(base, id)
+local function listing_remove(L, id)
+  local b = leaf_of(L, id)
   if b == nil then return 0 end
-  local leaf = base .. 'lk:' .. b
+  local leaf = L.leaf .. b
   if redis.call('ZREM', leaf, id) == 0 then return 0 end
-  redis.call('HINCRBY', meta_key, 'listed', -1)
-  if redis.call('EXISTS', leaf) == 0 then redis.call('ZREM', base .. 'lt', b) end
+  redis.call('HINCRBY', L.meta, 'listed', -1)
+  if redis.call('EXISTS', leaf) == 0 then redis.call('ZREM', L.top, b) end
   return 1
 end
 
@@ -228,22 +214,20 @@ end
 -- leaves never stay, so each leaf visited past the first yields at least one id; a
 -- listing damaged by hand (leaves deleted) is still read in at most count + 2 leaf
 -- visits per call.
-local function listing_page(ids_key, after, count)
-  local base = tree_base(ids_key)
-  local top = base .. 'lt'
+local function listing_page(L, after, count)
   local out = {}
   local b
-  if after ~= '' then b = leaf_of(base, after) end
-  if b == nil then b = redis.call('ZRANGE', top, 0, 0)[1] end
+  if after ~= '' then b = leaf_of(L, after) end
+  if b == nil then b = redis.call('ZRANGE', L.top, 0, 0)[1] end
   local from = '-'
   if after ~= '' then from = '(' .. after end
   local visits = 0
   while b ~= nil and #out < count and visits < count + 2 do
     visits = visits + 1
-    local ids = redis.call('ZRANGEBYLEX', base .. 'lk:' .. b, from, '+', 'LIMIT', 0, count - #out)
+    local ids = redis.call('ZRANGEBYLEX', L.leaf .. b, from, '+', 'LIMIT', 0, count - #out)
     for i = 1, #ids do out[#out + 1] = ids[i] end
     if #out < count then
-      b = redis.call('ZRANGEBYLEX', top, '(' .. b, '+', 'LIMIT', 0, 1)[1]
+      b = redis.call('ZRANGEBYLEX', L.top, '(' .. b, '+', 'LIMIT', 0, 1)[1]
     end
   end
   return out

@@ -1,44 +1,53 @@
-//! `dueq.v1.AdminService`: Migrate and the namespace status, for operators.
+//! Handlers of `dueq.v1.AdminService`: Migrate and the namespace status, for
+//! operators.
 
 use std::{pin::Pin, sync::Arc};
 
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Status};
 
-use super::{convert, validate, ApiError};
+use super::{convert, rescue::migrate_command, validate, AdminApi, ApiError, Rescue};
 use crate::{
-    migrate::{self, MigrateError, Migrator, Options, Phase, Progress},
-    proto::{self, admin_service_server::AdminService},
-    store::keys::{JOBS_LAYOUT, SCHEMA_VERSION},
+    domain::{NamespaceHealth, JOB_LAYOUT, SCHEDULE_SCHEMA},
+    migrate::{self, Options, Phase, Plan, Progress},
+    proto,
 };
 
 /// Default source prefix of `@boringnode/queue`.
-pub const BORINGNODE_DEFAULT_PREFIX: &str = "boringnode::queue::";
+const BORINGNODE_DEFAULT_PREFIX: &str = "boringnode::queue::";
 
-pub struct AdminApi {
-    migrator: Arc<Migrator>,
+pub(super) type ProgressStream =
+    Pin<Box<dyn Stream<Item = Result<proto::MigrateProgress, Status>> + Send>>;
+
+/// Starts a Migrate and streams its progress; errors that stop it end the stream
+/// with their status (through the same rescue point as every RPC).
+pub(super) fn migrate(
+    api: &AdminApi,
+    request: Request<proto::MigrateRequest>,
+) -> Result<ProgressStream, ApiError> {
+    let req = request.into_inner();
+    let (plan, options) = plan(&req)?;
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(api.migrator.clone().execute(plan, options, tx));
+    let rescue: Arc<Rescue> = api.rescue.clone();
+    let stream = ReceiverStream::new(rx).map(move |item| {
+        item.map(progress_to_proto)
+            .map_err(|e| rescue.status(ApiError::App(e)))
+    });
+    Ok(Box::pin(stream))
 }
 
-impl AdminApi {
-    pub fn new(migrator: Arc<Migrator>) -> Self {
-        Self { migrator }
-    }
+pub(super) async fn status(
+    api: &AdminApi,
+    request: Request<proto::GetNamespaceStatusRequest>,
+) -> Result<proto::NamespaceStatus, ApiError> {
+    let namespace = validate::namespace(&request.get_ref().namespace)?;
+    let health = api.migrator.status(namespace).await?;
+    Ok(describe(namespace, &health, &api.address))
 }
-
-type ProgressStream = Pin<Box<dyn Stream<Item = Result<proto::MigrateProgress, Status>> + Send>>;
 
 /// What to migrate, validated.
-enum Plan {
-    Namespaces(Vec<String>),
-    All,
-    Import {
-        namespace: String,
-        source_prefix: String,
-        delete_source: bool,
-    },
-}
-
 fn plan(req: &proto::MigrateRequest) -> Result<(Plan, Options), ApiError> {
     let batch = match req.batch_size {
         None => migrate::DEFAULT_BATCH,
@@ -57,66 +66,63 @@ fn plan(req: &proto::MigrateRequest) -> Result<(Plan, Options), ApiError> {
     let source = proto::MigrateSource::try_from(req.source)
         .map_err(|_| ApiError::invalid("source", format!("unknown source {}", req.source)))?;
     match (req.namespace.is_empty(), req.all_namespaces) {
-        (true, false) => {
-            return Err(ApiError::invalid(
-                "namespace",
-                "set a namespace, or all_namespaces: true",
-            ))
-        }
-        (false, true) => {
-            return Err(ApiError::invalid(
-                "all_namespaces",
-                "set either namespace or all_namespaces, not both",
-            ))
-        }
-        _ => {}
-    }
-    if !req.namespace.is_empty() {
-        validate::namespace(&req.namespace)?;
-    }
-    match source {
-        proto::MigrateSource::Dueq => {
-            if !req.source_prefix.is_empty() {
-                return Err(ApiError::invalid(
-                    "source_prefix",
-                    "only applies to source BORINGNODE_QUEUE",
-                ));
+        (true, false) => Err(ApiError::invalid(
+            "namespace",
+            "set a namespace, or all_namespaces: true",
+        )),
+        (false, true) => Err(ApiError::invalid(
+            "all_namespaces",
+            "set either namespace or all_namespaces, not both",
+        )),
+        _ => {
+            if !req.namespace.is_empty() {
+                validate::namespace(&req.namespace)?;
             }
-            if req.delete_source {
-                return Err(ApiError::invalid(
-                    "delete_source",
-                    "only applies to source BORINGNODE_QUEUE",
-                ));
-            }
-            let plan = if req.all_namespaces {
-                Plan::All
-            } else {
-                Plan::Namespaces(vec![req.namespace.clone()])
+            let plan = match source {
+                proto::MigrateSource::Dueq => dueq_plan(req)?,
+                proto::MigrateSource::BoringnodeQueue => import_plan(req)?,
             };
             Ok((plan, options))
         }
-        proto::MigrateSource::BoringnodeQueue => {
-            if req.all_namespaces {
-                return Err(ApiError::invalid(
-                    "all_namespaces",
-                    "an import goes into one namespace: set namespace",
-                ));
-            }
-            let source_prefix = if req.source_prefix.is_empty() {
-                BORINGNODE_DEFAULT_PREFIX.to_owned()
-            } else {
-                validate::max_len("source_prefix", &req.source_prefix, 256)?.to_owned()
-            };
-            Ok((
-                Plan::Import {
-                    namespace: req.namespace.clone(),
-                    source_prefix,
-                    delete_source: req.delete_source,
-                },
-                options,
-            ))
+    }
+}
+
+fn dueq_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
+    for (field, set) in [
+        ("source_prefix", !req.source_prefix.is_empty()),
+        ("delete_source", req.delete_source),
+    ] {
+        if set {
+            return Err(ApiError::invalid(
+                field,
+                "only applies to source BORINGNODE_QUEUE",
+            ));
         }
     }
+    Ok(if req.all_namespaces {
+        Plan::All
+    } else {
+        Plan::Namespaces(vec![req.namespace.clone()])
+    })
+}
+
+fn import_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
+    if req.all_namespaces {
+        return Err(ApiError::invalid(
+            "all_namespaces",
+            "an import goes into one namespace: set namespace",
+        ));
+    }
+    let source_prefix = if req.source_prefix.is_empty() {
+        BORINGNODE_DEFAULT_PREFIX.to_owned()
+    } else {
+        validate::max_len("source_prefix", &req.source_prefix, 256)?.to_owned()
+    };
+    Ok(Plan::Import {
+        namespace: req.namespace.clone(),
+        source_prefix,
+        delete_source: req.delete_source,
+    })
 }
 
 fn phase_to_proto(phase: Phase) -> proto::MigratePhase {
@@ -163,158 +169,47 @@ fn progress_to_proto(p: Progress) -> proto::MigrateProgress {
     }
 }
 
-/// Runs the plan, sending progress and the final summary of each namespace, or the
-/// error that stopped it, into `tx`. Stops when the client goes away.
-async fn execute(
-    migrator: Arc<Migrator>,
-    plan: Plan,
-    options: Options,
-    tx: mpsc::Sender<Result<Progress, MigrateError>>,
-) {
-    let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(16);
-    // Progress of the running step is forwarded as it comes; the step's result goes
-    // after it, in order, because the forwarder is drained before the result is sent.
-    let forward_tx = tx.clone();
-    let forwarder = tokio::spawn(async move {
-        while let Some(progress) = progress_rx.recv().await {
-            if forward_tx.send(Ok(progress)).await.is_err() {
-                return;
-            }
-        }
-    });
-    let result: Result<Vec<Progress>, MigrateError> = async {
-        let namespaces = match &plan {
-            Plan::Namespaces(list) => list.clone(),
-            Plan::All => migrator.namespaces(options.batch).await?,
-            Plan::Import { namespace, .. } => vec![namespace.clone()],
-        };
-        let mut done = Vec::new();
-        for namespace in namespaces {
-            let summary = match &plan {
-                Plan::Import {
-                    source_prefix,
-                    delete_source,
-                    ..
-                } => {
-                    migrate::boringnode::import(
-                        &migrator,
-                        &namespace,
-                        source_prefix,
-                        *delete_source,
-                        options,
-                        &progress_tx,
-                    )
-                    .await?
-                }
-                _ => migrator.run(&namespace, options, &progress_tx).await?,
-            };
-            done.push(summary);
-        }
-        Ok(done)
-    }
-    .await;
-    drop(progress_tx);
-    let _ = forwarder.await;
-    match result {
-        Ok(summaries) => {
-            for summary in summaries {
-                if tx.send(Ok(summary)).await.is_err() {
-                    return;
-                }
-            }
-        }
-        Err(MigrateError::Cancelled) => {}
-        Err(error) => {
-            tracing::warn!(%error, "migrate stopped");
-            let _ = tx.send(Err(error)).await;
-        }
+fn describe(namespace: &str, health: &NamespaceHealth, address: &str) -> proto::NamespaceStatus {
+    proto::NamespaceStatus {
+        namespace: namespace.to_owned(),
+        schema_version: health.schema_version(),
+        current_schema_version: SCHEDULE_SCHEMA,
+        needs_migrate: health.needs_migrate(),
+        expected_index_size: health.expected_index.unwrap_or(0),
+        index_size: health.index_size,
+        index_damaged: health.index_damaged(),
+        migration_running: health.lock_ttl_ms.is_some(),
+        message: message(namespace, health, address),
+        jobs_layout: health.jobs_layout_version(),
+        current_jobs_layout: JOB_LAYOUT,
+        jobs_need_migrate: health.jobs_need_migrate(),
     }
 }
 
-fn describe(namespace: &str, s: &crate::store::migrate::NamespaceState) -> proto::NamespaceStatus {
-    let schema_version = s.schema_version();
-    let needs_migrate = s.needs_migrate();
-    let expected = s.expected_index.unwrap_or(0);
-    let damaged = !needs_migrate && expected > s.index_size;
-    let command = format!(
-        "grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' <dueq-address> dueq.v1.AdminService/Migrate"
-    );
+/// The status in one sentence, with the command that fixes what is wrong.
+fn message(namespace: &str, health: &NamespaceHealth, address: &str) -> String {
+    let command = migrate_command(namespace, address);
     // A namespace written before both layout changes needs both: say so in one line.
-    let mut refused = Vec::new();
-    if needs_migrate {
-        refused.push(format!(
-            "store schema {schema_version}, this dueq uses {SCHEMA_VERSION}: schedule calls are refused"
-        ));
-    }
-    if s.jobs_need_migrate() {
-        refused.push(format!(
-            "jobs are stored in job layout {}, this dueq uses {JOBS_LAYOUT}: job calls are refused",
-            s.jobs_layout_version()
-        ));
-    }
-    let message = if s.lock_ttl_ms.is_some() {
+    let refused: Vec<String> = health
+        .refusals()
+        .iter()
+        .map(|needs| format!("{needs}: {} calls are refused", needs.layout_calls()))
+        .collect();
+    if health.lock_ttl_ms.is_some() {
         "a Migrate is running".to_owned()
     } else if !refused.is_empty() {
         format!("{} until you run {command}", refused.join("; "))
-    } else if damaged {
+    } else if health.index_damaged() {
+        let expected = health.expected_index.unwrap_or(0);
         format!(
             "the due index holds {} entries but {expected} schedules are active: {} would never \
              fire; run {command}",
-            s.index_size,
-            expected - s.index_size
+            health.index_size,
+            expected - health.index_size
         )
-    } else if schema_version == 0 {
+    } else if health.schema_version() == 0 {
         "no data".to_owned()
     } else {
         "ok".to_owned()
-    };
-    proto::NamespaceStatus {
-        namespace: namespace.to_owned(),
-        schema_version,
-        current_schema_version: SCHEMA_VERSION,
-        needs_migrate,
-        expected_index_size: expected,
-        index_size: s.index_size,
-        index_damaged: damaged,
-        migration_running: s.lock_ttl_ms.is_some(),
-        message,
-        jobs_layout: s.jobs_layout_version(),
-        current_jobs_layout: JOBS_LAYOUT,
-        jobs_need_migrate: s.jobs_need_migrate(),
-    }
-}
-
-#[tonic::async_trait]
-impl AdminService for AdminApi {
-    type MigrateStream = ProgressStream;
-
-    #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace, dry_run = request.get_ref().dry_run))]
-    async fn migrate(
-        &self,
-        request: Request<proto::MigrateRequest>,
-    ) -> Result<Response<Self::MigrateStream>, Status> {
-        let (plan, options) = plan(request.get_ref())?;
-        let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(execute(self.migrator.clone(), plan, options, tx));
-        let stream = ReceiverStream::new(rx).map(|item| {
-            item.map(progress_to_proto)
-                .map_err(|e| Status::from(ApiError::from(e)))
-        });
-        Ok(Response::new(Box::pin(stream)))
-    }
-
-    #[tracing::instrument(skip_all, fields(namespace = %request.get_ref().namespace))]
-    async fn get_namespace_status(
-        &self,
-        request: Request<proto::GetNamespaceStatusRequest>,
-    ) -> Result<Response<proto::NamespaceStatus>, Status> {
-        let namespace = validate::namespace(&request.get_ref().namespace)?;
-        let state = self
-            .migrator
-            .store()
-            .namespace_status(namespace)
-            .await
-            .map_err(|e| Status::from(ApiError::from(MigrateError::from(e))))?;
-        Ok(Response::new(describe(namespace, &state)))
     }
 }

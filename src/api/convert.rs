@@ -9,21 +9,21 @@ use crate::{
 
 use super::{validate, ApiError};
 
-pub fn timestamp(ms: i64) -> prost_types::Timestamp {
+pub(super) fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: ms.div_euclid(1000),
         nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
     }
 }
 
-pub fn duration(ms: i64) -> prost_types::Duration {
+pub(super) fn duration(ms: i64) -> prost_types::Duration {
     prost_types::Duration {
         seconds: ms.div_euclid(1000),
         nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
     }
 }
 
-pub fn status_to_proto(status: ScheduleStatus) -> proto::ScheduleStatus {
+pub(super) fn status_to_proto(status: ScheduleStatus) -> proto::ScheduleStatus {
     match status {
         ScheduleStatus::Active => proto::ScheduleStatus::Active,
         ScheduleStatus::Paused => proto::ScheduleStatus::Paused,
@@ -32,7 +32,7 @@ pub fn status_to_proto(status: ScheduleStatus) -> proto::ScheduleStatus {
 }
 
 /// A status filter: UNSPECIFIED = any; unknown numbers are refused.
-pub fn status_filter(field: &str, value: i32) -> Result<Option<ScheduleStatus>, ApiError> {
+pub(super) fn status_filter(field: &str, value: i32) -> Result<Option<ScheduleStatus>, ApiError> {
     match proto::ScheduleStatus::try_from(value) {
         Ok(proto::ScheduleStatus::Unspecified) => Ok(None),
         Ok(proto::ScheduleStatus::Active) => Ok(Some(ScheduleStatus::Active)),
@@ -43,14 +43,14 @@ pub fn status_filter(field: &str, value: i32) -> Result<Option<ScheduleStatus>, 
 }
 
 /// The timing part of a proto schedule, before parsing by `timing`.
-pub struct RawTiming {
-    pub cron: Option<String>,
-    pub every_ms: Option<i64>,
-    pub start_ms: Option<i64>,
-    pub end_ms: Option<i64>,
+pub(super) struct RawTiming {
+    pub(super) cron: Option<String>,
+    pub(super) every_ms: Option<i64>,
+    pub(super) start_ms: Option<i64>,
+    pub(super) end_ms: Option<i64>,
 }
 
-pub fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
+pub(super) fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
     let (cron, every_ms) = match &s.timing {
         Some(proto::schedule::Timing::Cron(expr)) => (Some(expr.clone()), None),
         Some(proto::schedule::Timing::Every(d)) => {
@@ -85,7 +85,7 @@ pub fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiErro
 }
 
 /// Builds the definition from a validated proto schedule and its parsed timing.
-pub fn schedule_def(
+pub(super) fn schedule_def(
     s: proto::Schedule,
     id: String,
     timing: TimingDef,
@@ -106,7 +106,7 @@ pub fn schedule_def(
     }
 }
 
-pub fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
+pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
     let timing = match r.def.timing {
         TimingDef::Cron(expr) => proto::schedule::Timing::Cron(expr),
         TimingDef::EveryMs(ms) => proto::schedule::Timing::Every(duration(ms)),
@@ -132,7 +132,7 @@ pub fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
     }
 }
 
-pub fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
+pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
     let run_number = o.schedule.run_count;
     let (lease_token, lease_deadline, attempt) = match o.lease {
         Some(l) => (l.token, Some(timestamp(l.deadline_ms)), l.attempt),
@@ -151,12 +151,22 @@ pub fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
     }
 }
 
+pub(super) fn fire_time_to_proto(item: crate::timing::PreviewItem) -> proto::FireTime {
+    proto::FireTime {
+        time: Some(timestamp(item.utc_ms)),
+        local_time: item.local,
+        utc_offset_seconds: item.utc_offset_seconds,
+        dst_adjusted: item.dst_adjusted,
+        note: item.note,
+    }
+}
+
 /// Page tokens are the hex of the last id returned: opaque, and safe for any id bytes.
-pub fn page_token(after_id: &str) -> String {
+pub(super) fn page_token(after_id: &str) -> String {
     after_id.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn parse_page_token(token: &str) -> Result<String, ApiError> {
+pub(super) fn parse_page_token(token: &str) -> Result<String, ApiError> {
     let bad = || ApiError::invalid("page_token", "is not a token returned by this RPC");
     if token.len() % 2 != 0 || token.len() > 2 * validate::MAX_ID_LEN {
         return Err(bad());

@@ -11,7 +11,7 @@ use tonic::metadata::MetadataMap;
 const DEADLINE_MARGIN: Duration = Duration::from_millis(50);
 
 /// The client's `grpc-timeout`, if it sent one (e.g. "1500m", "30S", "2H").
-pub fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
+fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
     let value = metadata.get("grpc-timeout")?.to_str().ok()?;
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
     let amount: u64 = digits.parse().ok()?;
@@ -27,7 +27,11 @@ pub fn client_timeout(metadata: &MetadataMap) -> Option<Duration> {
 }
 
 /// The wait to honour: the request's, capped by the server and the client deadline.
-pub fn effective_wait(requested: Duration, cap: Duration, metadata: &MetadataMap) -> Duration {
+pub(super) fn effective_wait(
+    requested: Duration,
+    cap: Duration,
+    metadata: &MetadataMap,
+) -> Duration {
     let mut wait = requested.min(cap);
     if let Some(timeout) = client_timeout(metadata) {
         let margin = DEADLINE_MARGIN.min(timeout / 10);

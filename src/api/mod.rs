@@ -1,127 +1,75 @@
-//! The gRPC edge: validates requests, calls the use cases, maps errors to statuses.
+//! The gRPC edge. Each handler validates its request, calls one use case and
+//! converts the answer (`schedules`, `jobs`, `admin`); `service` wires them into the
+//! tonic service traits, one line per RPC, through `rescue`, the one place an error
+//! becomes a status. Cross-cutting concerns (the per-RPC span) are tower layers
+//! (`crate::layers`), not lines in handlers.
 
-pub mod admin;
+mod admin;
 mod convert;
 mod deadline;
 mod error;
-mod job_convert;
 mod jobs;
+mod rescue;
 mod schedules;
-pub mod validate;
+mod service;
+mod validate;
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
-use tokio_util::sync::CancellationToken;
-use tonic::Status;
+pub(crate) use error::ApiError;
+pub(crate) use rescue::Rescue;
 
-pub use error::ApiError;
-
-use crate::{jobs::Jobs, monitor::NamespaceMonitor, schedules::Schedules, wake::Wakers};
+use crate::{jobs::Jobs, migrate::Migrator, schedules::Schedules};
 
 /// Limits the API enforces, from the service configuration.
 #[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_payload_size: usize,
-    pub max_wait: Duration,
-    /// Where operators reach this service, for the Migrate command in errors.
-    pub address: String,
+pub(crate) struct Limits {
+    pub(crate) max_payload_size: usize,
+    pub(crate) max_wait: Duration,
     /// Most jobs per EnqueueBatch.
-    pub max_batch: u32,
+    pub(crate) max_batch: u32,
     /// Longest lease a claim or an Enqueue may ask for.
-    pub max_lease: Duration,
+    pub(crate) max_lease: Duration,
 }
 
-/// A namespace that needs Migrate is logged at most this often.
-const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
-
 /// Implements `dueq.v1.QueueService`.
-pub struct QueueApi {
+pub(crate) struct QueueApi {
     schedules: Arc<Schedules>,
     jobs: Arc<Jobs>,
-    wakers: Arc<Wakers>,
     limits: Limits,
-    shutdown: CancellationToken,
-    migrate_notices: Mutex<HashMap<String, Instant>>,
-    monitor: Arc<NamespaceMonitor>,
+    rescue: Arc<Rescue>,
 }
 
 impl QueueApi {
-    pub fn new(
+    pub(crate) fn new(
         schedules: Arc<Schedules>,
         jobs: Arc<Jobs>,
-        wakers: Arc<Wakers>,
         limits: Limits,
-        shutdown: CancellationToken,
-        monitor: Arc<NamespaceMonitor>,
+        rescue: Arc<Rescue>,
     ) -> Self {
         Self {
             schedules,
             jobs,
-            wakers,
             limits,
-            shutdown,
-            migrate_notices: Mutex::new(HashMap::new()),
-            monitor,
+            rescue,
         }
-    }
-
-    /// The status for an error, with the Migrate command attached to a needs-migrate
-    /// refusal, which is also logged (rate-limited per namespace).
-    fn status(&self, error: impl Into<ApiError>) -> Status {
-        let error = error.into().with_migrate_address(&self.limits.address);
-        if let ApiError::NeedsMigrate { namespace, .. }
-        | ApiError::JobsNeedMigrate { namespace, .. } = &error
-        {
-            let mut seen = match self.migrate_notices.lock() {
-                Ok(seen) => seen,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            let due = seen
-                .get(namespace)
-                .is_none_or(|at| at.elapsed() >= MIGRATE_NOTICE_EVERY);
-            if due {
-                seen.insert(namespace.clone(), Instant::now());
-                tracing::warn!(%namespace, %error, "namespace refused until it is migrated");
-            }
-        }
-        error.into()
     }
 }
 
-/// A QueueApi over a Redis that is never contacted (constructing one connects to
-/// nothing), for tests of the API layer's own properties.
-#[cfg(test)]
-pub(crate) fn offline_api() -> QueueApi {
-    use crate::{clock::Clock, jobs::Retention, store::Store};
-    let store = Arc::new(
-        Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
-            .unwrap_or_else(|e| panic!("store: {e}")),
-    );
-    let clock = Arc::new(Clock::new());
-    let cancel = CancellationToken::new();
-    QueueApi::new(
-        Arc::new(Schedules::new(store.clone(), clock.clone())),
-        Arc::new(Jobs::new(
-            store.clone(),
-            Retention {
-                max_age: Duration::from_secs(60),
-                max_count: 10,
-                interval: Duration::from_secs(60),
-            },
-        )),
-        Wakers::new(store.clone(), clock, Duration::from_secs(1), cancel.clone()),
-        Limits {
-            max_payload_size: 1024,
-            max_wait: Duration::from_secs(60),
-            address: "127.0.0.1:50051".into(),
-            max_batch: 10,
-            max_lease: Duration::from_secs(60),
-        },
-        cancel,
-        NamespaceMonitor::new(store),
-    )
+/// Implements `dueq.v1.AdminService`.
+pub(crate) struct AdminApi {
+    migrator: Arc<Migrator>,
+    rescue: Arc<Rescue>,
+    /// Where operators reach this service, for the Migrate command in status messages.
+    address: String,
+}
+
+impl AdminApi {
+    pub(crate) fn new(migrator: Arc<Migrator>, rescue: Arc<Rescue>, address: String) -> Self {
+        Self {
+            migrator,
+            rescue,
+            address,
+        }
+    }
 }

@@ -1,68 +1,40 @@
-//! Request validation. Runs before anything is written (invariant 8); every error
-//! names the field.
+//! Request validation. Runs before anything is written (invariant 8 in
+//! docs/DESIGN.md); every error names the field.
 
 use super::ApiError;
+use crate::domain::limits::{self, MAX_HEADERS, MAX_HEADER_KEY_LEN, MAX_HEADER_VALUE_LEN};
 
-pub const MAX_NAMESPACE_LEN: usize = 64;
-pub const MAX_ID_LEN: usize = 256;
-pub const MAX_NAME_LEN: usize = 256;
-pub const MAX_HEADERS: usize = 64;
-pub const MAX_HEADER_KEY_LEN: usize = 256;
-pub const MAX_HEADER_VALUE_LEN: usize = 8192;
-/// Lua numbers are doubles: counts above 2^53 would silently lose precision.
-pub const MAX_RUN_LIMIT: u64 = 1 << 53;
-/// 9999-12-31T23:59:59Z: the last instant RFC 3339 (and every client library) can show.
-pub const MAX_TIMESTAMP_SECS: i64 = 253_402_300_799;
+pub(super) use limits::{MAX_ID_LEN, MAX_NAME_LEN, MAX_RUN_LIMIT};
 
-/// Namespaces become part of Redis keys and the Cluster hash tag, so they are limited
-/// to characters that cannot move the tag or collide with the key separators' meaning.
-pub fn namespace(value: &str) -> Result<&str, ApiError> {
+/// A namespace (it becomes part of keys and the Cluster hash tag). Also names the
+/// namespace on the RPC's tracing span, so every log line of the call carries it.
+pub(super) fn namespace(value: &str) -> Result<&str, ApiError> {
     if value.is_empty() {
         return Err(ApiError::invalid("namespace", "must not be empty"));
     }
-    if value.len() > MAX_NAMESPACE_LEN {
+    if value.len() > limits::MAX_NAMESPACE_LEN {
         return Err(ApiError::invalid(
             "namespace",
-            format!("must be at most {MAX_NAMESPACE_LEN} characters"),
+            format!("must be at most {} characters", limits::MAX_NAMESPACE_LEN),
         ));
     }
-    if !value
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-    {
+    if !limits::is_namespace(value) {
         return Err(ApiError::invalid(
             "namespace",
             format!("{value:?} may only contain A-Z a-z 0-9 _ - ."),
         ));
     }
+    tracing::Span::current().record("namespace", value);
     Ok(value)
 }
 
-/// Key prefixes follow the namespace rules, plus `:` for nesting (`app:dueq`).
-pub fn key_prefix(value: &str) -> Result<&str, String> {
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
-    if ok {
-        Ok(value)
-    } else {
-        Err(format!(
-            "key prefix {value:?} must be 1-64 characters of A-Z a-z 0-9 _ - . :"
-        ))
-    }
+/// A record id: any UTF-8, 1-256 bytes.
+pub(super) fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, ApiError> {
+    limits::check_id(value).map_err(|problem| ApiError::invalid(field, problem.to_string()))?;
+    Ok(value)
 }
 
-/// A record id: any UTF-8, 1-256 bytes. Ids come last in their key, so none aliases.
-pub fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, ApiError> {
-    if value.is_empty() {
-        return Err(ApiError::invalid(field, "must not be empty"));
-    }
-    max_len(field, value, MAX_ID_LEN)
-}
-
-pub fn max_len<'a>(field: &str, value: &'a str, max: usize) -> Result<&'a str, ApiError> {
+pub(super) fn max_len<'a>(field: &str, value: &'a str, max: usize) -> Result<&'a str, ApiError> {
     if value.len() > max {
         return Err(ApiError::invalid(
             field,
@@ -72,8 +44,20 @@ pub fn max_len<'a>(field: &str, value: &'a str, max: usize) -> Result<&'a str, A
     Ok(value)
 }
 
+/// A payload within the configured limit.
+pub(super) fn payload(field: &str, payload: &[u8], limit: usize) -> Result<(), ApiError> {
+    if payload.len() > limit {
+        return Err(ApiError::TooLarge {
+            field: field.to_owned(),
+            size: payload.len(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// String metadata: at most MAX_HEADERS entries, non-empty bounded keys, bounded values.
-pub fn headers<'a>(
+pub(super) fn headers<'a>(
     field: &str,
     headers: impl ExactSizeIterator<Item = (&'a String, &'a String)>,
 ) -> Result<(), ApiError> {
@@ -94,8 +78,10 @@ pub fn headers<'a>(
 }
 
 /// A protobuf Timestamp as epoch ms, within 1970..=9999.
-pub fn timestamp_ms(field: &str, ts: &prost_types::Timestamp) -> Result<i64, ApiError> {
-    if !(0..=MAX_TIMESTAMP_SECS).contains(&ts.seconds) || !(0..1_000_000_000).contains(&ts.nanos) {
+pub(super) fn timestamp_ms(field: &str, ts: &prost_types::Timestamp) -> Result<i64, ApiError> {
+    if !(0..=limits::MAX_TIMESTAMP_SECS).contains(&ts.seconds)
+        || !(0..1_000_000_000).contains(&ts.nanos)
+    {
         return Err(ApiError::invalid(
             field,
             "must be between 1970-01-01 and 9999-12-31 with nanos in 0..1e9",
@@ -105,7 +91,7 @@ pub fn timestamp_ms(field: &str, ts: &prost_types::Timestamp) -> Result<i64, Api
 }
 
 /// A protobuf Duration as ms; negative durations are refused.
-pub fn duration_ms(field: &str, d: &prost_types::Duration) -> Result<i64, ApiError> {
+pub(super) fn duration_ms(field: &str, d: &prost_types::Duration) -> Result<i64, ApiError> {
     if d.seconds < 0 || d.nanos < 0 {
         return Err(ApiError::invalid(field, "must not be negative"));
     }
@@ -113,6 +99,26 @@ pub fn duration_ms(field: &str, d: &prost_types::Duration) -> Result<i64, ApiErr
         return Err(ApiError::invalid(field, "is out of range"));
     }
     Ok(d.seconds.saturating_mul(1000) + i64::from(d.nanos) / 1_000_000)
+}
+
+/// An optional Duration as ms.
+pub(super) fn optional_ms(
+    field: &str,
+    d: &Option<prost_types::Duration>,
+) -> Result<Option<i64>, ApiError> {
+    d.as_ref().map(|d| duration_ms(field, d)).transpose()
+}
+
+/// A page size: 0 means `default`, above `max` is refused.
+pub(super) fn page_size(value: u32, default: u32, max: u32) -> Result<usize, ApiError> {
+    match value {
+        0 => Ok(default as usize),
+        n if n > max => Err(ApiError::invalid(
+            "page_size",
+            format!("must be at most {max}"),
+        )),
+        n => Ok(n as usize),
+    }
 }
 
 #[cfg(test)]
@@ -127,14 +133,6 @@ mod tests {
         for good in ["a", "tenant-1", "prod.eu_west", &"x".repeat(64)] {
             assert!(namespace(good).is_ok(), "{good:?} refused");
         }
-    }
-
-    #[test]
-    fn prefixes_cannot_hold_hash_tags() {
-        assert!(key_prefix("dueq").is_ok());
-        assert!(key_prefix("app:dueq").is_ok());
-        assert!(key_prefix("a{b}").is_err());
-        assert!(key_prefix("").is_err());
     }
 
     #[test]

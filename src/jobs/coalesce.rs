@@ -26,16 +26,17 @@
 //! deadline passed, it disconnected) cannot strand the jobs of the callers grouped
 //! with it.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard},
-};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::model::{Enqueued, JobSpec};
-use crate::store::{Store, StoreError};
+use crate::{
+    domain::{Enqueued, JobSpec},
+    namespaces::Entry,
+    store::{ops::enqueue_jobs::EnqueueJobs, Store, StoreError},
+    sync::lock,
+};
 
 /// Script calls per namespace in flight at once: two keep Redis busy while the
 /// next group is being encoded and sent.
@@ -46,10 +47,18 @@ const MAX_JOBS_PER_CALL: usize = 64;
 
 type Reply = oneshot::Sender<Result<Enqueued, StoreError>>;
 
+/// One namespace's queue of single Enqueues waiting for a script call.
 #[derive(Default)]
-struct Lane {
+pub(crate) struct Lane {
     waiting: Vec<(JobSpec, Reply)>,
     flushing: usize,
+}
+
+impl Lane {
+    /// Nothing waits and nothing is in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.flushing == 0
+    }
 }
 
 /// A lane's flush slot, given back when a flush task ends without releasing it
@@ -69,136 +78,83 @@ impl Drop for FlushSlot {
     }
 }
 
-pub struct EnqueueCoalescer {
-    store: Arc<Store>,
-    lanes: Mutex<HashMap<String, Arc<Mutex<Lane>>>>,
+/// Enqueues one job, grouped with concurrent calls for the entry's namespace.
+pub(crate) async fn enqueue(
+    store: &Arc<Store>,
+    entry: &Arc<Entry>,
+    spec: JobSpec,
+) -> Result<Enqueued, StoreError> {
+    let (reply, answer) = oneshot::channel();
+    let start_flush = {
+        let mut lane = lock(&entry.lane);
+        lane.waiting.push((spec, reply));
+        let start = lane.flushing < MAX_IN_FLIGHT;
+        if start {
+            lane.flushing += 1;
+        }
+        start
+    };
+    if start_flush {
+        tokio::spawn(flush(store.clone(), entry.clone()));
+    }
+    answer.await.unwrap_or_else(|_| {
+        // Only a panicking flush task drops a reply unanswered.
+        Err(StoreError::corrupt(
+            "enqueue",
+            "the grouped call ended without an answer",
+        ))
+    })
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding these locks cannot leave them half-updated (every
-    // critical section is a push, a drain or a counter step), so poisoning is moot.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Sends the lane's waiting jobs in groups until none are left.
+async fn flush(store: Arc<Store>, entry: Arc<Entry>) {
+    let mut slot = FlushSlot {
+        lane: entry.lane.clone(),
+        released: false,
+    };
+    loop {
+        let group: Vec<(JobSpec, Reply)> = {
+            let mut state = lock(&entry.lane);
+            if state.waiting.is_empty() {
+                state.flushing = state.flushing.saturating_sub(1);
+                slot.released = true;
+                return;
+            }
+            let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
+            state.waiting.drain(..take).collect()
+        };
+        // A caller that gave up while its job waited here (deadline passed, client
+        // gone) was told it failed: sending its job now would create a job it will
+        // enqueue again when it retries.
+        let (specs, replies): (Vec<JobSpec>, Vec<Reply>) = group
+            .into_iter()
+            .filter(|(_, reply)| !reply.is_closed())
+            .unzip();
+        if specs.is_empty() {
+            continue;
+        }
+        let namespace = entry.name();
+        let span = tracing::debug_span!("enqueue_group", %namespace, jobs = specs.len());
+        let result = store
+            .run(namespace, &EnqueueJobs { jobs: &specs })
+            .instrument(span)
+            .await;
+        answer(replies, result);
+    }
 }
 
-impl EnqueueCoalescer {
-    pub fn new(store: Arc<Store>) -> Arc<Self> {
-        Arc::new(Self {
-            store,
-            lanes: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// Enqueues one validated job, grouped with concurrent calls for `namespace`.
-    pub async fn enqueue(
-        self: &Arc<Self>,
-        namespace: &str,
-        spec: JobSpec,
-    ) -> Result<Enqueued, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let lane = self.lane(namespace);
-        let start_flush = {
-            let mut lane = lock(&lane);
-            lane.waiting.push((spec, reply));
-            let start = lane.flushing < MAX_IN_FLIGHT;
-            if start {
-                lane.flushing += 1;
-            }
-            start
-        };
-        if start_flush {
-            tokio::spawn(self.clone().flush(namespace.to_owned(), lane));
-        }
-        answer.await.unwrap_or_else(|_| {
-            // Only a panicking flush task drops a reply unanswered.
-            Err(StoreError::corrupt(
-                "enqueue",
-                "the grouped call ended without an answer",
-            ))
-        })
-    }
-
-    fn lane(&self, namespace: &str) -> Arc<Mutex<Lane>> {
-        let mut lanes = lock(&self.lanes);
-        // Look up before inserting: the key is allocated only for a new lane.
-        if let Some(lane) = lanes.get(namespace) {
-            return lane.clone();
-        }
-        let lane = Arc::new(Mutex::new(Lane::default()));
-        lanes.insert(namespace.to_owned(), lane.clone());
-        lane
-    }
-
-    /// Sends the lane's waiting jobs in groups until none are left.
-    async fn flush(self: Arc<Self>, namespace: String, lane: Arc<Mutex<Lane>>) {
-        let mut slot = FlushSlot {
-            lane: lane.clone(),
-            released: false,
-        };
-        loop {
-            let group: Vec<(JobSpec, Reply)> = {
-                let mut state = lock(&lane);
-                if state.waiting.is_empty() {
-                    state.flushing = state.flushing.saturating_sub(1);
-                    slot.released = true;
-                    break;
-                }
-                let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
-                state.waiting.drain(..take).collect()
-            };
-            // A caller that gave up while its job waited here (deadline passed,
-            // client gone) was told it failed: sending its job now would create a
-            // job it will enqueue again when it retries.
-            let group: Vec<(JobSpec, Reply)> = group
-                .into_iter()
-                .filter(|(_, reply)| !reply.is_closed())
-                .collect();
-            if group.is_empty() {
-                continue;
-            }
-            let (specs, replies): (Vec<JobSpec>, Vec<Reply>) = group.into_iter().unzip();
-            let span =
-                tracing::debug_span!("enqueue_group", namespace = %namespace, jobs = specs.len());
-            let result = self
-                .store
-                .enqueue_jobs(&namespace, &specs)
-                .instrument(span)
-                .await;
-            match result {
-                Ok(results) if results.len() == replies.len() => {
-                    for (reply, result) in replies.into_iter().zip(results) {
-                        let _ = reply.send(Ok(result));
-                    }
-                }
-                Ok(_) => {
-                    for reply in replies {
-                        let _ = reply.send(Err(StoreError::corrupt(
-                            "enqueue reply",
-                            "one result per job expected",
-                        )));
-                    }
-                }
-                Err(error) => {
-                    for reply in replies {
-                        let _ = reply.send(Err(error.clone()));
-                    }
-                }
+/// Hands each grouped caller its result (or the call's error).
+fn answer(replies: Vec<Reply>, result: Result<Vec<Enqueued>, StoreError>) {
+    match result {
+        Ok(results) => {
+            for (reply, result) in replies.into_iter().zip(results) {
+                let _ = reply.send(Ok(result));
             }
         }
-        self.forget_if_idle(&namespace, &lane);
-    }
-
-    /// Drops an idle lane so namespaces that stopped enqueueing cost nothing. A caller
-    /// that fetched the lane just before still works: it restarts a flush on it.
-    fn forget_if_idle(&self, namespace: &str, lane: &Arc<Mutex<Lane>>) {
-        let mut lanes = lock(&self.lanes);
-        let idle = {
-            let state = lock(lane);
-            state.waiting.is_empty() && state.flushing == 0
-        };
-        if idle && lanes.get(namespace).is_some_and(|l| Arc::ptr_eq(l, lane)) {
-            lanes.remove(namespace);
+        Err(error) => {
+            for reply in replies {
+                let _ = reply.send(Err(error.clone()));
+            }
         }
     }
 }

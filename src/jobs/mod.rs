@@ -1,70 +1,61 @@
-//! Job use cases: enqueue, claim under a lease, ack / fail / extend, inspection,
-//! and retention pruning. The API layer validates and translates; the store runs one
-//! script per transition; this module mints tokens, supplies randomness (jitter) and
-//! turns script answers into outcomes and errors.
+//! Job use cases: enqueue, claim under a lease (long-polled), ack / fail / extend,
+//! inspection. The API layer validates and translates; the store runs one script per
+//! transition; this module fills in defaults, mints ids and tokens, supplies
+//! randomness (jitter) and turns script answers into outcomes and errors. Retention
+//! pruning is `retention`; grouping of concurrent Enqueues is `coalesce`.
 
 mod coalesce;
-pub mod model;
+mod retention;
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use coalesce::EnqueueCoalescer;
+pub(crate) use coalesce::Lane;
+pub(crate) use retention::{Pruner, Retention};
 
-use crate::store::{
-    jobs::{ClaimArgs, ClaimedBatch},
-    Store, StoreError,
-};
-use model::{Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck, StateCheck};
-
-/// Most expired leases re-handed and delayed jobs promoted per queue per claim call.
-const CLAIM_BUDGET: u32 = 64;
-/// Finished jobs deleted per prune script call.
-const PRUNE_BATCH: u32 = 500;
-/// Prune calls per namespace per tick (so one namespace cannot starve the others).
-const PRUNE_ROUNDS: usize = 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("job {0:?} not found")]
-    NotFound(String),
-    /// The caller's lease is not (or no longer) the job's: its token is stale, or
-    /// its lease expired. Nothing was changed.
-    #[error(
-        "job {id:?}: {reason}; the job was or will be handed to another worker, drop this attempt"
-    )]
-    LeaseLost { id: String, reason: String },
-    /// The job is not in a state this operation applies to.
-    #[error("job {id:?} is {state}; {action} needs {needed}")]
-    WrongState {
-        id: String,
-        state: &'static str,
-        action: &'static str,
-        needed: &'static str,
+use crate::{
+    clock::Clock,
+    domain::{
+        EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
+        NewJob, StateCheck,
     },
-}
+    error::{Error, JobAction, LostLease, Missing},
+    longpoll::{long_poll, Attempt, Wakers, Work},
+    namespaces::{Entry, Namespaces},
+    store::{
+        ops::{
+            ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs,
+            enqueue_jobs::EnqueueJobs, extend_lease::ExtendLease, fail_job::FailJob,
+            get_job::GetJob, list_jobs::ListJobs, retry_job::RetryJob,
+        },
+        Store,
+    },
+};
 
-/// Retention of finished jobs.
+/// A page of jobs, and the job number to continue after.
+pub(crate) type JobPage = (Vec<JobRecord>, Option<i64>);
+
+/// What a claim asks for.
 #[derive(Debug, Clone)]
-pub struct Retention {
-    pub max_age: Duration,
-    pub max_count: u64,
-    pub interval: Duration,
+pub(crate) struct ClaimRequest<'a> {
+    /// Sorted, without duplicates.
+    pub(crate) queues: &'a [String],
+    pub(crate) worker: &'a str,
+    pub(crate) lease_ms: Option<i64>,
+    pub(crate) max_jobs: u32,
+    pub(crate) wait: Duration,
 }
 
-pub struct Jobs {
+pub(crate) struct Jobs {
     store: Arc<Store>,
-    coalescer: Arc<EnqueueCoalescer>,
-    retention: Retention,
-    /// Namespaces this instance has served job calls for: the pruner visits them.
-    namespaces: Mutex<HashSet<String>>,
+    clock: Arc<Clock>,
+    namespaces: Arc<Namespaces>,
+    wakers: Arc<Wakers>,
+    shutdown: CancellationToken,
+    /// Longest lease, which caps a job's default lease.
+    max_lease_ms: i64,
 }
 
 fn random_unit() -> f64 {
@@ -73,208 +64,227 @@ fn random_unit() -> f64 {
     bits as f64 / (1u64 << 53) as f64
 }
 
-fn lease_result<T>(id: &str, check: LeaseCheck<T>) -> Result<T, JobError> {
+fn lease_result<T>(id: &str, check: LeaseCheck<T>) -> Result<T, Error> {
     match check {
         LeaseCheck::Done(value) => Ok(value),
-        LeaseCheck::Missing => Err(JobError::NotFound(id.to_owned())),
-        LeaseCheck::Expired => Err(JobError::LeaseLost {
+        LeaseCheck::Missing => Err(Error::NotFound(Missing::Job(id.to_owned()))),
+        LeaseCheck::Lost(why) => Err(Error::LeaseLost(LostLease::Job {
             id: id.to_owned(),
-            reason: "the lease expired".into(),
-        }),
-        LeaseCheck::Stale(state) => Err(JobError::LeaseLost {
-            id: id.to_owned(),
-            reason: format!(
-                "the lease token is not the current one (the job is {})",
-                state.as_str()
-            ),
-        }),
+            why,
+        })),
     }
 }
 
-fn state_result(
-    id: &str,
-    check: StateCheck,
-    action: &'static str,
-    needed: &'static str,
-) -> Result<JobRecord, JobError> {
+fn state_result(id: &str, check: StateCheck, action: JobAction) -> Result<JobRecord, Error> {
     match check {
         StateCheck::Done(record) => Ok(*record),
-        StateCheck::Missing => Err(JobError::NotFound(id.to_owned())),
-        StateCheck::WrongState(state) => Err(JobError::WrongState {
+        StateCheck::Missing => Err(Error::NotFound(Missing::Job(id.to_owned()))),
+        StateCheck::WrongState(state) => Err(Error::WrongState {
             id: id.to_owned(),
-            state: state.as_str(),
+            state,
             action,
-            needed,
         }),
     }
 }
 
 impl Jobs {
-    pub fn new(store: Arc<Store>, retention: Retention) -> Self {
+    pub(crate) fn new(
+        store: Arc<Store>,
+        clock: Arc<Clock>,
+        namespaces: Arc<Namespaces>,
+        wakers: Arc<Wakers>,
+        shutdown: CancellationToken,
+        max_lease: Duration,
+    ) -> Self {
         Self {
-            coalescer: EnqueueCoalescer::new(store.clone()),
             store,
-            retention,
-            namespaces: Mutex::new(HashSet::new()),
+            clock,
+            namespaces,
+            wakers,
+            shutdown,
+            max_lease_ms: i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX),
         }
     }
 
-    fn touch(&self, namespace: &str) {
-        let mut set = match self.namespaces.lock() {
-            Ok(set) => set,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if !set.contains(namespace) {
-            set.insert(namespace.to_owned());
+    /// The namespace's entry, marked as serving jobs (the pruner visits it).
+    fn entry(&self, namespace: &str) -> Arc<Entry> {
+        let entry = self.namespaces.entry(namespace);
+        entry.serves_jobs();
+        entry
+    }
+
+    /// Enqueues jobs in one script call; results in input order.
+    pub(crate) async fn enqueue(
+        &self,
+        namespace: &str,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<Enqueued>, Error> {
+        let entry = self.entry(namespace);
+        let specs: Vec<JobSpec> = jobs
+            .into_iter()
+            .map(|job| job.into_spec(self.max_lease_ms))
+            .collect();
+        if specs.is_empty() {
+            return Ok(Vec::new());
         }
-    }
-
-    /// Enqueues validated jobs in one script call; results in input order.
-    pub async fn enqueue(
-        &self,
-        namespace: &str,
-        specs: &[JobSpec],
-    ) -> Result<Vec<Enqueued>, JobError> {
-        self.touch(namespace);
-        Ok(self.store.enqueue_jobs(namespace, specs).await?)
-    }
-
-    /// Enqueues one validated job; concurrent calls for a namespace share script
-    /// calls (see `coalesce`).
-    pub async fn enqueue_one(&self, namespace: &str, spec: JobSpec) -> Result<Enqueued, JobError> {
-        self.touch(namespace);
-        Ok(self.coalescer.enqueue(namespace, spec).await?)
-    }
-
-    /// One claim attempt, without waiting.
-    pub async fn claim_once(
-        &self,
-        namespace: &str,
-        queues: &[String],
-        worker: &str,
-        lease_ms: Option<i64>,
-        max_jobs: u32,
-    ) -> Result<ClaimedBatch, JobError> {
-        self.touch(namespace);
-        let token_base = uuid::Uuid::new_v4().simple().to_string();
-        Ok(self
+        let results = self
             .store
-            .claim_jobs(
-                namespace,
-                &ClaimArgs {
-                    queues,
-                    worker,
-                    lease_ms,
-                    max_jobs,
-                    token_base: &token_base,
-                    budget: CLAIM_BUDGET,
-                },
-            )
-            .await?)
+            .run(namespace, &EnqueueJobs { jobs: &specs })
+            .await?;
+        self.observe_enqueued(&entry, &results);
+        Ok(results)
     }
 
-    pub async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), JobError> {
-        lease_result(id, self.store.ack_job(namespace, id, token).await?).map(|_| ())
+    /// Enqueues one job; concurrent calls for a namespace share script calls (see
+    /// `coalesce`).
+    pub(crate) async fn enqueue_one(
+        &self,
+        namespace: &str,
+        job: NewJob,
+    ) -> Result<Enqueued, Error> {
+        let entry = self.entry(namespace);
+        let spec = job.into_spec(self.max_lease_ms);
+        let result = coalesce::enqueue(&self.store, &entry, spec).await?;
+        self.observe_enqueued(&entry, std::slice::from_ref(&result));
+        Ok(result)
     }
 
-    pub async fn fail(
+    /// Tells this instance's job timer that work became claimable.
+    fn observe_enqueued(&self, entry: &Entry, results: &[Enqueued]) {
+        let claimable = results.iter().any(|e| {
+            e.outcome == EnqueueOutcome::Created
+                && matches!(e.state, JobState::Pending | JobState::Delayed)
+        });
+        if claimable {
+            self.wakers
+                .observe(entry, Work::Jobs, Some(self.clock.now_ms()));
+        }
+    }
+
+    /// Claims up to `max_jobs` jobs, waiting up to `wait` for one.
+    pub(crate) async fn claim(
+        &self,
+        namespace: &str,
+        claim: &ClaimRequest<'_>,
+    ) -> Result<Vec<JobRecord>, Error> {
+        let entry = self.entry(namespace);
+        let waiter = (!claim.wait.is_zero()).then(|| self.wakers.job_waiter(&entry, claim.queues));
+        let found = long_poll(waiter, Instant::now() + claim.wait, &self.shutdown, || {
+            self.attempt(&entry, claim)
+        })
+        .await?;
+        Ok(found.unwrap_or_default())
+    }
+
+    async fn attempt(
+        &self,
+        entry: &Entry,
+        claim: &ClaimRequest<'_>,
+    ) -> Result<Attempt<Vec<JobRecord>>, Error> {
+        let token_base = uuid::Uuid::new_v4().simple().to_string();
+        let op = ClaimJobs {
+            queues: claim.queues,
+            worker: claim.worker,
+            lease_ms: claim.lease_ms,
+            max_jobs: claim.max_jobs,
+            token_base: &token_base,
+        };
+        let batch = self.store.run(entry.name(), &op).await?;
+        self.wakers.observe(entry, Work::Jobs, batch.next_ms);
+        Ok(Attempt {
+            found: (!batch.jobs.is_empty()).then_some(batch.jobs),
+            more: batch.more,
+        })
+    }
+
+    pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
+        let check = self.store.run(namespace, &AckJob { id, token }).await?;
+        lease_result(id, check).map(|_| ())
+    }
+
+    pub(crate) async fn fail(
         &self,
         namespace: &str,
         id: &str,
         token: &str,
         failure: &Failure,
-    ) -> Result<Failed, JobError> {
-        let check = self
-            .store
-            .fail_job(namespace, id, token, failure, random_unit())
-            .await?;
-        lease_result(id, check)
+    ) -> Result<Failed, Error> {
+        let fail = FailJob {
+            id,
+            token,
+            failure,
+            random: random_unit(),
+        };
+        let failed = lease_result(id, self.store.run(namespace, &fail).await?)?;
+        if failed.state != JobState::Dead {
+            let entry = self.namespaces.entry(namespace);
+            self.wakers.observe(&entry, Work::Jobs, failed.run_at_ms);
+        }
+        Ok(failed)
     }
 
     /// Returns the new lease deadline.
-    pub async fn extend(
+    pub(crate) async fn extend(
         &self,
         namespace: &str,
         id: &str,
         token: &str,
         lease_ms: i64,
-    ) -> Result<i64, JobError> {
-        lease_result(
+    ) -> Result<i64, Error> {
+        let extend = ExtendLease {
             id,
-            self.store
-                .extend_lease(namespace, id, token, lease_ms)
-                .await?,
-        )
+            token,
+            lease_ms,
+        };
+        lease_result(id, self.store.run(namespace, &extend).await?)
     }
 
-    pub async fn get(&self, namespace: &str, id: &str) -> Result<JobRecord, JobError> {
+    pub(crate) async fn get(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
         self.store
-            .get_job(namespace, id)
+            .run(namespace, &GetJob { id })
             .await?
-            .ok_or_else(|| JobError::NotFound(id.to_owned()))
+            .ok_or_else(|| Error::NotFound(Missing::Job(id.to_owned())))
     }
 
-    pub async fn list(
+    pub(crate) async fn list(
         &self,
         namespace: &str,
         queue: &str,
         after: Option<i64>,
         page_size: usize,
         state: Option<JobState>,
-    ) -> Result<(Vec<JobRecord>, Option<i64>), JobError> {
-        Ok(self
-            .store
-            .list_jobs(namespace, queue, after, page_size, state)
-            .await?)
+    ) -> Result<JobPage, Error> {
+        let list = ListJobs {
+            queue,
+            after,
+            page_size,
+            state,
+        };
+        Ok(self.store.run(namespace, &list).await?)
     }
 
-    pub async fn cancel(&self, namespace: &str, id: &str) -> Result<JobRecord, JobError> {
-        let check = self.store.cancel_job(namespace, id).await?;
-        state_result(id, check, "CancelJob", "pending or delayed")
+    pub(crate) async fn cancel(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
+        let check = self.store.run(namespace, &CancelJob { id }).await?;
+        state_result(id, check, JobAction::Cancel)
     }
 
-    pub async fn retry(&self, namespace: &str, id: &str) -> Result<JobRecord, JobError> {
-        let check = self.store.retry_job(namespace, id).await?;
-        state_result(id, check, "RetryJob", "dead")
+    pub(crate) async fn retry(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
+        let check = self.store.run(namespace, &RetryJob { id }).await?;
+        let record = state_result(id, check, JobAction::Retry)?;
+        let entry = self.entry(namespace);
+        self.wakers
+            .observe(&entry, Work::Jobs, Some(self.clock.now_ms()));
+        Ok(record)
     }
+}
 
-    /// Prunes one namespace's finished jobs in bounded batches; returns how many.
-    pub async fn prune(&self, namespace: &str) -> Result<u64, JobError> {
-        let age_ms = i64::try_from(self.retention.max_age.as_millis()).unwrap_or(i64::MAX);
-        let mut total = 0;
-        for _ in 0..PRUNE_ROUNDS {
-            let (deleted, more) = self
-                .store
-                .prune_jobs(namespace, age_ms, self.retention.max_count, PRUNE_BATCH)
-                .await?;
-            total += deleted;
-            if !more {
-                break;
-            }
-        }
-        Ok(total)
-    }
-
-    /// The retention task: every interval, prunes each namespace this instance has
-    /// served, off the request path. Every replica runs one; the script is atomic,
-    /// so two replicas pruning one namespace only share the work.
-    pub async fn run_pruner(self: Arc<Self>, shutdown: CancellationToken) {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(self.retention.interval) => {}
-                _ = shutdown.cancelled() => return,
-            }
-            let namespaces: Vec<String> = match self.namespaces.lock() {
-                Ok(set) => set.iter().cloned().collect(),
-                Err(poisoned) => poisoned.into_inner().iter().cloned().collect(),
-            };
-            for namespace in namespaces {
-                match self.prune(&namespace).await {
-                    Ok(0) => {}
-                    Ok(deleted) => tracing::debug!(%namespace, deleted, "pruned finished jobs"),
-                    Err(error) => tracing::debug!(%namespace, %error, "job pruning failed"),
-                }
-            }
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn random_units_stay_in_range() {
+        for _ in 0..1000 {
+            let r = super::random_unit();
+            assert!((0.0..1.0).contains(&r), "{r}");
         }
     }
 }

@@ -11,114 +11,218 @@
 
 use std::collections::HashMap;
 
-use super::{send, MigrateError, Migrator, Options, Phase, Progress, ProgressTx};
+use tokio::time::Instant;
+
+use super::{
+    lock::Lease,
+    progress::{send, Phase, Progress, ProgressTx},
+    Migrator, Options,
+};
 use crate::{
-    domain::{ScheduleDef, TimingDef},
-    schedules::timing_of,
-    store::migrate::{ImportRecord, ScannedRecord},
+    domain::{
+        limits::check_id, Follow, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
+        SCHEDULE_SCHEMA,
+    },
+    error::{Error, ForeignData},
+    store::{
+        keys::BoringnodeKeys,
+        ops::{
+            import_schedules::ImportSchedules,
+            migrate_scan::{Cursor, ScanSource, Scanned, ScannedRecord},
+        },
+    },
 };
 
-pub async fn import(
-    migrator: &Migrator,
-    namespace: &str,
-    source_prefix: &str,
+/// Where an import reads, and whether it deletes what it imported.
+pub(super) struct Source {
+    keys: BoringnodeKeys,
     delete_source: bool,
-    options: Options,
-    tx: &ProgressTx,
-) -> Result<Progress, MigrateError> {
-    let store = migrator.store();
-    let index = format!("{source_prefix}schedules::index");
-    let record_prefix = format!("{source_prefix}schedules::");
-    let total = store.set_size(&index).await?;
-    let state = store.namespace_status(namespace).await?;
-    if total == 0 {
-        return Err(MigrateError::Foreign {
-            namespace: namespace.to_owned(),
-            detail: format!("the source {index:?} holds no schedules (check source_prefix)"),
-        });
+}
+
+impl Source {
+    pub(super) fn new(prefix: &str, delete_source: bool) -> Self {
+        Source {
+            keys: BoringnodeKeys::new(prefix),
+            delete_source,
+        }
     }
-    let mut lease = migrator.lease(namespace, options.dry_run).await?;
-    let mut progress = Progress::new(namespace, options.dry_run);
-    progress.estimated_total = total;
-    progress.from_schema = state.schema_version();
-    progress.phase = Phase::Import;
-    let result: Result<(), MigrateError> = async {
-        send(tx, &progress).await?;
-        let mut cursor = "0".to_owned();
+}
+
+impl Migrator {
+    pub(super) async fn import(
+        &self,
+        namespace: &str,
+        source: &Source,
+        options: Options,
+        tx: &ProgressTx,
+    ) -> Result<Progress, Error> {
+        let total = self.store.source_size(&source.keys).await?;
+        let state = self.status(namespace).await?;
+        if total == 0 {
+            return Err(Error::Foreign {
+                namespace: namespace.to_owned(),
+                problem: ForeignData::EmptySource(source.keys.index.clone()),
+            });
+        }
+        let mut lease =
+            Lease::acquire(&self.store, namespace, self.lock_ttl, options.dry_run).await?;
+        let mut progress = Progress::new(namespace, options.dry_run);
+        progress.estimated_total = total;
+        progress.from_schema = state.schema_version();
+        progress.phase = Phase::Import;
+        let result = self
+            .import_batches(namespace, source, options, tx, &mut progress, &mut lease)
+            .await;
+        lease.release().await;
+        result?;
+        progress.phase = Phase::Done;
+        progress.to_schema = if options.dry_run {
+            progress.from_schema
+        } else {
+            SCHEDULE_SCHEMA
+        };
+        tracing::info!(
+            %namespace,
+            source = %source.keys.index,
+            imported = progress.imported,
+            already_present = progress.already_present,
+            problems = progress.problems.len(),
+            "import finished"
+        );
+        Ok(progress)
+    }
+
+    async fn import_batches(
+        &self,
+        namespace: &str,
+        source: &Source,
+        options: Options,
+        tx: &ProgressTx,
+        progress: &mut Progress,
+        lease: &mut Lease<'_>,
+    ) -> Result<(), Error> {
+        send(tx, progress).await?;
+        let mut cursor = Cursor::start();
         loop {
             lease.keep().await?;
-            let started = tokio::time::Instant::now();
-            let batch = store
-                .import_scan(&index, &record_prefix, &cursor, options.batch)
+            let started = Instant::now();
+            let (scanned, next) = self
+                .scan(
+                    namespace,
+                    ScanSource::Import(&source.keys),
+                    cursor,
+                    options.batch,
+                )
                 .await?;
-            let mut records = Vec::with_capacity(batch.records.len());
-            for scanned in &batch.records {
+            let mut records = Vec::with_capacity(scanned.len());
+            for found in &scanned {
                 progress.scanned += 1;
-                match convert(scanned) {
+                match convert(found) {
                     Ok(Some(record)) => records.push(record),
                     Ok(None) => {}
-                    Err(reason) => progress.problems.push((scanned.id.clone(), reason)),
+                    Err(reason) => progress.problems.push((found.id.clone(), reason)),
                 }
             }
             if options.dry_run {
                 progress.imported += records.len() as u64;
             } else if !records.is_empty() {
-                let counts = store
-                    .import_schedules(namespace, &lease.token, &records)
-                    .await?
-                    .ok_or_else(|| MigrateError::LockLost(namespace.to_owned()))?;
-                progress.imported += counts.imported;
-                progress.already_present += counts.already_present;
-                progress.indexed += counts.indexed;
-                if delete_source {
-                    let ids: Vec<String> = records.into_iter().map(|r| r.id).collect();
-                    store.delete_source(&index, &record_prefix, &ids).await?;
-                }
+                self.write_imported(namespace, source, &records, progress, lease)
+                    .await?;
             }
             progress.timed(started);
-            send(tx, &progress).await?;
-            cursor = batch.cursor;
-            if cursor == "0" {
+            send(tx, progress).await?;
+            if next.is_done() {
                 return Ok(());
             }
+            cursor = next;
         }
     }
-    .await;
-    lease.release().await;
-    result?;
-    progress.phase = Phase::Done;
-    progress.to_schema = if options.dry_run {
-        progress.from_schema
-    } else {
-        crate::store::keys::SCHEMA_VERSION
-    };
-    tracing::info!(
-        %namespace,
-        source = %index,
-        imported = progress.imported,
-        already_present = progress.already_present,
-        problems = progress.problems.len(),
-        "import finished"
-    );
-    Ok(progress)
+
+    async fn write_imported(
+        &self,
+        namespace: &str,
+        source: &Source,
+        records: &[ScheduleRecord],
+        progress: &mut Progress,
+        lease: &Lease<'_>,
+    ) -> Result<(), Error> {
+        let import = ImportSchedules {
+            token: &lease.token,
+            records,
+        };
+        let counts = self
+            .store
+            .run(namespace, &import)
+            .await?
+            .ok_or_else(|| lease.lost())?;
+        progress.imported += counts.imported;
+        progress.already_present += counts.already_present;
+        progress.indexed += counts.indexed;
+        if source.delete_source {
+            let ids: Vec<String> = records.iter().map(|r| r.def.id.clone()).collect();
+            self.store.delete_source(&source.keys, &ids).await?;
+        }
+        Ok(())
+    }
 }
 
-/// A source record in dueq's fields; `Ok(None)` for an id whose hash is gone.
-fn convert(scanned: &ScannedRecord) -> Result<Option<ImportRecord>, String> {
-    match scanned.key_type.as_str() {
-        "hash" => {}
-        "none" => return Ok(None),
-        other => return Err(format!("wrong type: {other}, expected a hash")),
-    }
-    let f = Fields(&scanned.fields);
-    let id = f.text("id")?.unwrap_or_else(|| scanned.id.clone());
-    if id != scanned.id {
+/// A source record as a dueq schedule; `Ok(None)` for an id whose hash is gone.
+fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
+    let fields = match &scanned.found {
+        Scanned::Foreign(fields) => Fields(fields),
+        Scanned::Missing => return Ok(None),
+        Scanned::Unusable(reason) => return Err(reason.clone()),
+        Scanned::Record { .. } => return Err("not an import source record".to_owned()),
+    };
+    let def = definition(&fields, &scanned.id)?;
+    // The same validation as UpsertSchedule: a cron dueq cannot parse is reported.
+    let timing = def.timing().map_err(|e| e.to_string())?;
+    let paused = match fields.text("status")?.as_deref() {
+        Some("active") | None => false,
+        Some("paused") => true,
+        Some(other) => return Err(format!("unknown status {other:?}")),
+    };
+    let runs = u64::try_from(fields.number("run_count")?.unwrap_or(0).max(0)).unwrap_or(0);
+    let exhausted = def.run_limit > 0 && runs >= def.run_limit;
+    // The source marks a finished schedule with an empty next_run_at; a missing one
+    // (never computed) is computed here, from the source's own start.
+    let next = match fields.0.get("next_run_at") {
+        Some(v) if v.is_empty() => None,
+        Some(_) => fields.number("next_run_at")?,
+        None => timing.first_at_or_after(def.start_ms.unwrap_or(0)),
+    };
+    let next = next.filter(|n| def.end_ms.is_none_or(|end| *n <= end));
+    let (status, next_run_ms) = match (paused, exhausted, next) {
+        (true, false, _) => (ScheduleStatus::Paused, None),
+        (false, false, Some(n)) => (ScheduleStatus::Active, Some(n)),
+        _ => (ScheduleStatus::Completed, None),
+    };
+    Ok(Some(ScheduleRecord {
+        def: ScheduleDef {
+            timezone: timing.timezone_name().to_owned(),
+            paused: status == ScheduleStatus::Paused,
+            ..def
+        },
+        status,
+        run_count: runs,
+        last_run_ms: fields.number("last_run_at")?,
+        next_run_ms,
+        create_ms: fields.number("created_at")?.unwrap_or(0),
+        update_ms: 0,
+        revision: 1,
+        follow: Follow::Unknown,
+    }))
+}
+
+/// The definition a source hash describes.
+fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
+    let id = f.text("id")?.unwrap_or_else(|| listed_id.to_owned());
+    if id != listed_id {
         return Err(format!(
-            "field id is {id:?}, but the index lists {:?}",
-            scanned.id
+            "field id is {id:?}, but the index lists {listed_id:?}"
         ));
     }
-    crate::api::validate::id("id", &id).map_err(|e| e.to_string())?;
+    check_id(&id).map_err(|problem| format!("id: {problem}"))?;
     let timing = match (f.text("cron_expression")?, f.number("every_ms")?) {
         (Some(cron), None) => TimingDef::Cron(cron),
         (None, Some(every)) => TimingDef::EveryMs(every),
@@ -129,63 +233,18 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ImportRecord>, String> {
         None => 0,
         Some(n) => u64::try_from(n).map_err(|_| format!("run_limit {n} is negative"))?,
     };
-    let runs = f.number("run_count")?.unwrap_or(0).max(0);
-    let def = ScheduleDef {
-        id: id.clone(),
+    Ok(ScheduleDef {
+        id,
         timing,
         timezone: f.text("timezone")?.unwrap_or_else(|| "UTC".to_owned()),
         start_ms: f.number("from_date")?,
         end_ms: f.number("to_date")?,
         run_limit,
         job_name: f.text("name")?.unwrap_or_default(),
-        payload: scanned.fields.get("payload").cloned().unwrap_or_default(),
+        payload: f.0.get("payload").cloned().unwrap_or_default(),
         headers: Default::default(),
         paused: false,
-    };
-    // The same validation as UpsertSchedule: a cron dueq cannot parse is reported.
-    let parsed = timing_of(&def).map_err(|e| e.to_string())?;
-    let paused = match f.text("status")?.as_deref() {
-        Some("active") | None => false,
-        Some("paused") => true,
-        Some(other) => return Err(format!("unknown status {other:?}")),
-    };
-    let exhausted = run_limit > 0 && u64::try_from(runs).unwrap_or(0) >= run_limit;
-    // The source marks a finished schedule with an empty next_run_at; a missing one
-    // (never computed) is computed here, from the source's own start.
-    let next = match scanned.fields.get("next_run_at") {
-        Some(v) if v.is_empty() => None,
-        Some(_) => f.number("next_run_at")?,
-        None => parsed.first_at_or_after(def.start_ms.unwrap_or(0)),
-    };
-    let next = next.filter(|n| def.end_ms.is_none_or(|end| *n <= end));
-    let (status, next_ms) = match (paused, exhausted, next) {
-        (true, false, _) => ("paused", None),
-        (false, false, Some(n)) => ("active", Some(n)),
-        _ => ("completed", None),
-    };
-    let (kind, cron, every_ms) = match &def.timing {
-        TimingDef::Cron(c) => ("cron", c.clone(), String::new()),
-        TimingDef::EveryMs(ms) => ("every", String::new(), ms.to_string()),
-    };
-    let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    Ok(Some(ImportRecord {
-        kind,
-        cron,
-        every_ms,
-        tz: parsed.timezone_name().to_owned(),
-        start_ms: opt(def.start_ms),
-        end_ms: opt(def.end_ms),
-        limit: run_limit.to_string(),
-        job_name: def.job_name.clone(),
-        payload: def.payload.clone(),
-        headers: "{}".to_owned(),
-        status,
-        runs: runs.to_string(),
-        last_ms: opt(f.number("last_run_at")?),
-        next_ms: opt(next_ms),
-        created_ms: f.number("created_at")?.unwrap_or(0).to_string(),
-        id,
-    }))
+    })
 }
 
 /// Typed reads of a source hash; absent and empty both mean "none".

@@ -9,10 +9,19 @@
 
 use tokio::time::Instant;
 
-use super::{send, Lease, MigrateError, Migrator, Options, Phase, Progress, ProgressTx};
-use crate::store::{
-    keys::JOBS_LAYOUT,
-    migrate_jobs::{JobStep, JobStepCounts, LegacyKeys, LegacyWalk, JOBS_PER_CALL},
+use super::{
+    lock::Lease,
+    progress::{send, Phase, Progress, ProgressTx},
+    Migrator, Options,
+};
+use crate::{
+    domain::JOB_LAYOUT,
+    error::Error,
+    store::{
+        keys::LegacyJobKeys,
+        ops::migrate_jobs::{JobStep, JobStepCounts, MigrateJobs, JOBS_PER_CALL},
+        LegacyJobWalk,
+    },
 };
 
 impl Migrator {
@@ -23,21 +32,52 @@ impl Migrator {
         tx: &ProgressTx,
         progress: &mut Progress,
         lease: &mut Lease<'_>,
-    ) -> Result<(), MigrateError> {
+    ) -> Result<(), Error> {
         progress.phase = Phase::Jobs;
         send(tx, progress).await?;
-
         // 1. Ready sets, in claim order. A dry run skips this pass: the record pass
         // below counts every job it would convert.
         if !options.dry_run {
             self.move_ready_sets(namespace, options, tx, progress, lease)
                 .await?;
         }
-
         // 2. Every job record still in layout 1 (not ready, or ready without an entry).
-        let mut walk = LegacyWalk::new(LegacyKeys::JobHashes);
+        self.convert_records(namespace, options, tx, progress, lease)
+            .await?;
+        if options.dry_run {
+            return Ok(());
+        }
+        // 3. The layout-1 listings (UNLINK: O(1) on the main thread).
+        let mut walk = LegacyJobWalk::new(LegacyJobKeys::Listings);
         while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
-            let ids = self.store().job_ids_of(namespace, &found);
+            for chunk in found.chunks(JOBS_PER_CALL) {
+                let started = Instant::now();
+                let counts = self
+                    .step(namespace, lease, false, JobStep::Drop(chunk))
+                    .await?;
+                progress.absorb(counts, started);
+            }
+        }
+        // 4. The layout, last.
+        let started = Instant::now();
+        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
+        progress.absorb(counts, started);
+        progress.to_jobs_layout = JOB_LAYOUT;
+        send(tx, progress).await?;
+        Ok(())
+    }
+
+    async fn convert_records(
+        &self,
+        namespace: &str,
+        options: Options,
+        tx: &ProgressTx,
+        progress: &mut Progress,
+        lease: &mut Lease<'_>,
+    ) -> Result<(), Error> {
+        let mut walk = LegacyJobWalk::new(LegacyJobKeys::JobHashes);
+        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
+            let ids = LegacyJobWalk::job_ids(&self.store, namespace, &found);
             for chunk in ids.chunks(JOBS_PER_CALL) {
                 lease.keep().await?;
                 let started = Instant::now();
@@ -48,28 +88,6 @@ impl Migrator {
             }
             send(tx, progress).await?;
         }
-        if options.dry_run {
-            return Ok(());
-        }
-
-        // 3. The layout-1 listings (UNLINK: O(1) on the main thread).
-        let mut walk = LegacyWalk::new(LegacyKeys::Listings);
-        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
-            for chunk in found.chunks(JOBS_PER_CALL) {
-                let started = Instant::now();
-                let counts = self
-                    .step(namespace, lease, false, JobStep::Drop(chunk))
-                    .await?;
-                progress.absorb(counts, started);
-            }
-        }
-
-        // 4. The layout, last.
-        let started = Instant::now();
-        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
-        progress.absorb(counts, started);
-        progress.to_jobs_layout = JOBS_LAYOUT;
-        send(tx, progress).await?;
         Ok(())
     }
 
@@ -81,8 +99,8 @@ impl Migrator {
         tx: &ProgressTx,
         progress: &mut Progress,
         lease: &mut Lease<'_>,
-    ) -> Result<(), MigrateError> {
-        let mut walk = LegacyWalk::new(LegacyKeys::ReadySets);
+    ) -> Result<(), Error> {
+        let mut walk = LegacyJobWalk::new(LegacyJobKeys::ReadySets);
         while let Some(sets) = self.walk_step(&mut walk, namespace, options, lease).await? {
             for set in &sets {
                 loop {
@@ -108,13 +126,13 @@ impl Migrator {
     /// The next SCAN step of a walk, with the lock renewed first if it is due.
     async fn walk_step(
         &self,
-        walk: &mut LegacyWalk,
+        walk: &mut LegacyJobWalk,
         namespace: &str,
         options: Options,
         lease: &mut Lease<'_>,
-    ) -> Result<Option<Vec<Vec<u8>>>, MigrateError> {
+    ) -> Result<Option<Vec<Vec<u8>>>, Error> {
         lease.keep().await?;
-        Ok(walk.next(self.store(), namespace, options.batch).await?)
+        Ok(walk.next(&self.store, namespace, options.batch).await?)
     }
 
     async fn step(
@@ -123,11 +141,16 @@ impl Migrator {
         lease: &Lease<'_>,
         dry_run: bool,
         step: JobStep<'_>,
-    ) -> Result<JobStepCounts, MigrateError> {
-        self.store()
-            .migrate_jobs(namespace, &lease.token, dry_run, step)
+    ) -> Result<JobStepCounts, Error> {
+        let op = MigrateJobs {
+            token: &lease.token,
+            dry_run,
+            step,
+        };
+        self.store
+            .run(namespace, &op)
             .await?
-            .ok_or_else(|| MigrateError::LockLost(namespace.to_owned()))
+            .ok_or_else(|| lease.lost())
     }
 }
 

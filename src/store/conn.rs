@@ -21,8 +21,9 @@ use deadpool_redis::{
 };
 
 use super::StoreError;
+use crate::sync::lock;
 
-pub struct Connections {
+pub(super) struct Connections {
     pool: Pool,
     slots: Vec<Mutex<Option<MultiplexedConnection>>>,
     next: AtomicUsize,
@@ -33,7 +34,7 @@ pub struct Connections {
 }
 
 impl Connections {
-    pub fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
+    pub(super) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
         let display_url = redact(url);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -62,12 +63,12 @@ impl Connections {
         })
     }
 
-    pub fn display_url(&self) -> &str {
+    pub(super) fn display_url(&self) -> &str {
         &self.display_url
     }
 
     /// A connection handle (cheap clone of a multiplexed connection) and its slot.
-    pub async fn get(&self) -> Result<(usize, MultiplexedConnection), StoreError> {
+    pub(super) async fn get(&self) -> Result<(usize, MultiplexedConnection), StoreError> {
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         if let Some(conn) = self.cached(slot) {
             return Ok((slot, conn));
@@ -81,28 +82,24 @@ impl Connections {
             reason: e.to_string(),
         })?;
         let conn = deadpool_redis::Connection::take(conn);
-        if let Ok(mut guard) = self.slots[slot].lock() {
-            *guard = Some(conn.clone());
-        }
+        *lock(&self.slots[slot]) = Some(conn.clone());
         Ok((slot, conn))
     }
 
     /// Forget a slot's connection after it failed, so the next use reconnects.
-    pub fn discard(&self, slot: usize) {
-        if let Some(lock) = self.slots.get(slot) {
-            if let Ok(mut guard) = lock.lock() {
-                *guard = None;
-            }
+    pub(super) fn discard(&self, slot: usize) {
+        if let Some(slot) = self.slots.get(slot) {
+            *lock(slot) = None;
         }
     }
 
     fn cached(&self, slot: usize) -> Option<MultiplexedConnection> {
-        self.slots[slot].lock().ok().and_then(|guard| guard.clone())
+        lock(&self.slots[slot]).clone()
     }
 }
 
 /// `redis://user:secret@host` -> `redis://user:***@host`.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut parsed) if parsed.password().is_some() => {
             let _ = parsed.set_password(Some("***"));

@@ -1,7 +1,7 @@
 //! The Redis key layout. Nothing outside this module builds a key.
 //!
 //! Every key of a namespace carries the hash tag `{<namespace>}` so that Redis Cluster
-//! puts all of them in one slot and every script touches a single slot (invariant 6).
+//! puts all of them in one slot and every script touches a single slot (invariant 6 in docs/DESIGN.md).
 //! The prefix and the namespace are validated to hold no `{`, `}` or other characters
 //! that could move the tag; ids come last, after a fixed per-kind infix, so no id can
 //! produce another record's key or an internal key:
@@ -17,8 +17,8 @@
 //!
 //! Schema 2 kept each schedule as a hash and listed them in `<prefix>:{<ns>}:ids`, a
 //! zset of every id; the pre-index layout (schema 1) had the same hashes, `:ids` as a
-//! SET, no `:due` and no `:meta`. Migrate upgrades both. Scripts are still handed
-//! `:ids`, to recognise those layouts and to derive the listing keys from it.
+//! SET, no `:due` and no `:meta`. Migrate upgrades both. Schedule scripts are still
+//! handed `:ids`, so the guard can recognise those layouts.
 //! | `<prefix>:{<ns>}:j:<id>`     | str  | the job record, packed (canonical)         |
 //! | `<prefix>:{<ns>}:jp:<id>`    | str  | a payload over 1 KiB, out of its record    |
 //! | `<prefix>:{<ns>}:rl:<prio>:<queue>` | list | ready job numbers of one priority, FIFO |
@@ -37,85 +37,107 @@
 //! `:`, so the first `:` after it ends it. `lua/lib/job.lua` describes the job layout
 //! (layout 2); layout 1 kept a hash per job and the sorted sets `qr:<queue>` (ready)
 //! and `qj:<queue>` (listing), which Migrate converts.
+//!
+//! Scripts get every key and key prefix from here: a script only appends an id (or,
+//! in `ready_list` and `listing_bucket` of lua/lib/job.lua, a number and a queue, the
+//! two compositions a library test pins to [`NamespaceKeys::ready_list`] and
+//! [`NamespaceKeys::listing_bucket`]).
 
-/// Schema version of the layout above (the pre-index layout is version 1).
-pub const SCHEMA_VERSION: u32 = 3;
-
-/// Version of the job layout (meta field `jobs`); layout 1 had no such field and kept
-/// `job_seq` in meta instead.
-pub const JOBS_LAYOUT: u32 = 2;
+/// Checks a key prefix: the namespace rules plus `:` for nesting (`app:dueq`), so it
+/// can hold no hash tag and no glob character.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), String> {
+    let ok = !prefix.is_empty()
+        && prefix.len() <= 64
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "key prefix {prefix:?} must be 1-64 characters of A-Z a-z 0-9 _ - . :"
+        ))
+    }
+}
 
 /// Keys of one namespace.
 #[derive(Debug, Clone)]
-pub struct NamespaceKeys {
+pub(crate) struct NamespaceKeys {
     base: String,
 }
 
 impl NamespaceKeys {
-    /// `prefix` and `namespace` must already be validated (see `api::validate`).
-    pub fn new(prefix: &str, namespace: &str) -> Self {
+    /// `prefix` and `namespace` must already be validated (the namespace rules in
+    /// `domain::limits`; the prefix in `config`).
+    pub(crate) fn new(prefix: &str, namespace: &str) -> Self {
         Self {
             base: format!("{prefix}:{{{namespace}}}:"),
         }
     }
 
-    pub fn meta(&self) -> String {
+    pub(crate) fn meta(&self) -> String {
         format!("{}meta", self.base)
     }
 
-    pub fn due(&self) -> String {
+    pub(crate) fn due(&self) -> String {
         format!("{}due", self.base)
     }
 
-    pub fn ids(&self) -> String {
+    pub(crate) fn ids(&self) -> String {
         format!("{}ids", self.base)
     }
 
-    pub fn migrate_lock(&self) -> String {
+    pub(crate) fn migrate_lock(&self) -> String {
         format!("{}migrate_lock", self.base)
     }
 
-    /// The listing's boundaries (lua/lib/schedule.lua keeps it; tests and the bench
-    /// read it).
-    pub fn listing_top(&self) -> String {
+    /// The listing's boundaries (lua/lib/schedule.lua keeps it).
+    pub(crate) fn listing_top(&self) -> String {
         format!("{}lt", self.base)
     }
 
+    /// The prefix a listing leaf's boundary id is appended to.
+    pub(crate) fn listing_leaf_prefix(&self) -> String {
+        format!("{}lk:", self.base)
+    }
+
     /// The listing leaf whose lowest possible id is `boundary`.
-    pub fn listing_leaf(&self, boundary: &str) -> Vec<u8> {
-        let mut key = format!("{}lk:", self.base).into_bytes();
+    #[cfg(test)]
+    pub(crate) fn listing_leaf(&self, boundary: &str) -> Vec<u8> {
+        let mut key = self.listing_leaf_prefix().into_bytes();
         key.extend_from_slice(boundary.as_bytes());
         key
     }
 
     /// The prefix a schedule id is appended to; scripts that visit many schedules
     /// build their keys from it.
-    pub fn schedule_prefix(&self) -> String {
+    pub(crate) fn schedule_prefix(&self) -> String {
         format!("{}s:", self.base)
     }
 
     /// Leased schedule occurrences scored by lease deadline.
-    pub fn occurrence_leases(&self) -> String {
+    pub(crate) fn occurrence_leases(&self) -> String {
         format!("{}oleases", self.base)
     }
 
     /// The prefix an occurrence id is appended to for its lease record.
-    pub fn occurrence_prefix(&self) -> String {
+    pub(crate) fn occurrence_prefix(&self) -> String {
         format!("{}o:", self.base)
     }
 
     /// Finished (completed, dead, cancelled) job ids scored by finish time.
-    pub fn jobs_done(&self) -> String {
+    pub(crate) fn jobs_done(&self) -> String {
         format!("{}jdone", self.base)
     }
 
     /// The key prefixes job scripts append ids, queue names and dedup keys to, in
-    /// the order every job script expects them as ARGV[1..=6].
-    pub fn job_prefixes(&self) -> JobPrefixes {
+    /// the order every job script takes them first (lua/lib/job.lua `job_keys`).
+    pub(crate) fn job_prefixes(&self) -> JobPrefixes {
         JobPrefixes([
             self.job_prefix(),
-            // Ready lists are `rl:<priority>:<queue>`, their priorities `rp:<queue>`.
-            format!("{}r", self.base),
+            format!("{}jp:", self.base),
+            format!("{}rl:", self.base),
+            format!("{}rp:", self.base),
             format!("{}qd:", self.base),
             format!("{}ql:", self.base),
             format!("{}lb:", self.base),
@@ -123,39 +145,137 @@ impl NamespaceKeys {
         ])
     }
 
+    /// The ready list of one priority of a queue (`rl:<priority>:<queue>`).
+    pub(crate) fn ready_list(&self, queue: &str, priority: i32) -> String {
+        format!("{}rl:{priority}:{queue}", self.base)
+    }
+
+    /// The listing bucket of job number `n` of a queue (`lb:<n div 64>:<queue>`).
+    pub(crate) fn listing_bucket(&self, queue: &str, n: u64) -> String {
+        format!("{}lb:{}:{queue}", self.base, n / 64)
+    }
+
     /// The prefix a job id is appended to for its record.
-    pub fn job_prefix(&self) -> String {
+    pub(crate) fn job_prefix(&self) -> String {
         format!("{}j:", self.base)
     }
 
     /// The key of one job, as raw bytes.
-    pub fn job(&self, id: &str) -> Vec<u8> {
+    pub(crate) fn job(&self, id: &str) -> Vec<u8> {
         let mut key = self.job_prefix().into_bytes();
         key.extend_from_slice(id.as_bytes());
         key
     }
 
-    /// The prefixes of the layout-1 job indexes Migrate converts: ready sets
-    /// (`qr:<queue>`) and listings (`qj:<queue>`).
-    pub fn legacy_job_index_prefixes(&self) -> (String, String) {
-        (format!("{}qr:", self.base), format!("{}qj:", self.base))
+    /// The SCAN pattern of a namespace's layout-1 keys of one kind: ready sets
+    /// (`qr:<queue>`), job records (`j:<id>`, still hashes) or listings (`qj:<queue>`).
+    /// Prefixes and namespaces hold no glob characters (both are validated).
+    pub(crate) fn legacy_job_pattern(&self, kind: LegacyJobKeys) -> String {
+        match kind {
+            LegacyJobKeys::ReadySets => format!("{}qr:*", self.base),
+            LegacyJobKeys::JobHashes => format!("{}j:*", self.base),
+            LegacyJobKeys::Listings => format!("{}qj:*", self.base),
+        }
+    }
+
+    /// The job id of a job key (`j:<id>`), if it is one of this namespace's.
+    pub(crate) fn job_id_of<'k>(&self, key: &'k [u8]) -> Option<&'k str> {
+        let id = key.strip_prefix(self.job_prefix().as_bytes())?;
+        std::str::from_utf8(id).ok()
     }
 
     /// The key of one schedule, as raw bytes (ids are arbitrary UTF-8).
-    pub fn schedule(&self, id: &str) -> Vec<u8> {
+    pub(crate) fn schedule(&self, id: &str) -> Vec<u8> {
         let mut key = self.schedule_prefix().into_bytes();
         key.extend_from_slice(id.as_bytes());
         key
     }
 }
 
-/// Job key prefixes: job, ready, delayed, leased, listing, dedup.
+/// Job key prefixes: job record, payload, ready list, ready priorities, delayed,
+/// leased, listing bucket, dedup.
 #[derive(Debug, Clone)]
-pub struct JobPrefixes(pub [String; 6]);
+pub(crate) struct JobPrefixes(pub(crate) [String; 8]);
 
-impl JobPrefixes {
-    pub fn args(&self) -> impl Iterator<Item = &[u8]> {
-        self.0.iter().map(|p| p.as_bytes())
+/// Which layout-1 job keys a SCAN looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LegacyJobKeys {
+    /// Ready sets `qr:<queue>` (zsets).
+    ReadySets,
+    /// Job records `j:<id>` still stored as hashes.
+    JobHashes,
+    /// Listing sets `qj:<queue>` (zsets).
+    Listings,
+}
+
+/// Keys of the whole keyspace under the prefix, not of one namespace.
+#[derive(Debug, Clone)]
+pub(crate) struct PrefixKeys {
+    prefix: String,
+}
+
+impl PrefixKeys {
+    pub(crate) fn new(prefix: &str) -> Self {
+        PrefixKeys {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    /// The SCAN pattern of every namespace's key named `marker` (a namespace holds
+    /// `meta` once it has data, `ids` in the pre-index layout). The prefix holds no
+    /// glob characters (validated at startup).
+    pub(crate) fn namespaces_pattern(&self, marker: NamespaceMarker) -> String {
+        format!("{}:{{*}}:{}", self.prefix, marker.as_str())
+    }
+
+    /// The namespace a key found with [`PrefixKeys::namespaces_pattern`] belongs to.
+    pub(crate) fn namespace_of<'k>(
+        &self,
+        key: &'k str,
+        marker: NamespaceMarker,
+    ) -> Option<&'k str> {
+        key.strip_prefix(self.prefix.as_str())?
+            .strip_prefix(":{")?
+            .strip_suffix(marker.as_str())?
+            .strip_suffix("}:")
+    }
+}
+
+/// A key every namespace with data has one of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NamespaceMarker {
+    Meta,
+    LegacyListing,
+}
+
+impl NamespaceMarker {
+    fn as_str(self) -> &'static str {
+        match self {
+            NamespaceMarker::Meta => "meta",
+            NamespaceMarker::LegacyListing => "ids",
+        }
+    }
+}
+
+/// The keys of an `@boringnode/queue` store (up to 0.7) that Migrate imports from: a
+/// SET `<source prefix>schedules::index` of ids and a HASH per schedule at
+/// `<source prefix>schedules::<id>`.
+#[derive(Debug, Clone)]
+pub(crate) struct BoringnodeKeys {
+    pub(crate) index: String,
+    pub(crate) record_prefix: String,
+}
+
+impl BoringnodeKeys {
+    pub(crate) fn new(source_prefix: &str) -> Self {
+        BoringnodeKeys {
+            index: format!("{source_prefix}schedules::index"),
+            record_prefix: format!("{source_prefix}schedules::"),
+        }
+    }
+
+    pub(crate) fn record(&self, id: &str) -> String {
+        format!("{}{id}", self.record_prefix)
     }
 }
 
@@ -213,6 +333,37 @@ mod tests {
             }
         }
         assert_eq!(keys.job("x"), b"dueq:{ns}:j:x");
+    }
+
+    #[test]
+    fn prefixes_cannot_hold_hash_tags() {
+        assert!(check_prefix("dueq").is_ok());
+        assert!(check_prefix("app:dueq").is_ok());
+        assert!(check_prefix("a{b}").is_err());
+        assert!(check_prefix("a*").is_err());
+        assert!(check_prefix("").is_err());
+    }
+
+    #[test]
+    fn namespaces_and_job_ids_are_read_back_from_their_keys() {
+        let keys = PrefixKeys::new("app:dueq");
+        let pattern = keys.namespaces_pattern(NamespaceMarker::Meta);
+        assert_eq!(pattern, "app:dueq:{*}:meta");
+        assert_eq!(
+            keys.namespace_of("app:dueq:{billing.eu}:meta", NamespaceMarker::Meta),
+            Some("billing.eu")
+        );
+        assert_eq!(
+            keys.namespace_of("other:{x}:meta", NamespaceMarker::Meta),
+            None
+        );
+        assert_eq!(
+            keys.namespace_of("app:dueq:{x}:ids", NamespaceMarker::Meta),
+            None
+        );
+        let ns = NamespaceKeys::new("dueq", "ns");
+        assert_eq!(ns.job_id_of(b"dueq:{ns}:j:a:b"), Some("a:b"));
+        assert_eq!(ns.job_id_of(b"dueq:{ns}:jp:a"), None);
     }
 
     #[test]

@@ -1,36 +1,41 @@
 //! The store layer: owns the Redis key layout, the scripts and the connections.
-//! Everything above it speaks in domain types.
+//! Everything above it speaks in domain types and typed operations (`ops`): a use
+//! case builds an operation and [`Store::run`]s it; nothing above this module sees a
+//! Redis value, a key or a SCAN cursor.
 
 mod conn;
 mod error;
-pub mod jobs;
-pub mod keys;
-pub mod migrate;
-pub mod migrate_jobs;
+pub(crate) mod keys;
+pub(crate) mod ops;
+mod records;
 mod reply;
-pub mod schedules;
-pub mod scripts;
+mod script;
+mod walk;
+
+#[cfg(test)]
+mod pins;
 
 use std::time::{Duration, Instant};
 
-use deadpool_redis::redis::{self, Script, Value};
+use deadpool_redis::redis::{self, Value};
 
-pub use conn::redact;
-pub use error::StoreError;
-pub use keys::NamespaceKeys;
-pub use reply::schedule as decode_schedule;
+pub(crate) use error::StoreError;
+pub(crate) use script::{Call, Operation, Prelude};
+pub(crate) use walk::{LegacyJobWalk, NamespaceWalk};
 
 use conn::Connections;
+use keys::NamespaceKeys;
+use reply::Reply;
 
 /// Handle to the Redis store. Cheap to share behind an `Arc`.
-pub struct Store {
+pub(crate) struct Store {
     conns: Connections,
     prefix: String,
 }
 
 impl Store {
     /// Builds the store; does not connect yet (the service must start without Redis).
-    pub fn new(
+    pub(crate) fn new(
         url: &str,
         prefix: &str,
         pool_size: usize,
@@ -42,111 +47,96 @@ impl Store {
         })
     }
 
-    pub fn keys(&self, namespace: &str) -> NamespaceKeys {
+    fn keys(&self, namespace: &str) -> NamespaceKeys {
         NamespaceKeys::new(&self.prefix, namespace)
     }
 
-    pub fn display_url(&self) -> &str {
+    pub(crate) fn display_url(&self) -> &str {
         self.conns.display_url()
     }
 
-    /// Loads every script (SCRIPT LOAD), so the first call of each is an EVALSHA hit.
-    pub async fn load_scripts(&self) -> Result<(), StoreError> {
+    /// Runs one operation's script for `namespace` with EVALSHA (loading it on
+    /// NOSCRIPT) and decodes its reply.
+    pub(crate) async fn run<O: Operation>(
+        &self,
+        namespace: &str,
+        op: &O,
+    ) -> Result<O::Output, StoreError> {
+        let def = op.script();
+        let cmd = self.command(namespace, op);
         let (slot, mut conn) = self.conns.get().await?;
-        for script in scripts::all() {
-            if let Err(e) = script.prepare_invoke().load_async(&mut conn).await {
-                return Err(self.fail(slot, e));
+        let value = match cmd.query_async::<Value>(&mut conn).await {
+            // Redis restarted or its script cache was flushed: load and run again.
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                def.script()
+                    .prepare_invoke()
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(|e| self.fail(slot, namespace, e))?;
+                cmd.query_async::<Value>(&mut conn).await
+            }
+            other => other,
+        }
+        .map_err(|e| self.fail(slot, namespace, e))?;
+        op.decode(Reply::new(value, def.name))
+    }
+
+    /// The EVALSHA command that runs `op` for `namespace`.
+    fn command<O: Operation>(&self, namespace: &str, op: &O) -> redis::Cmd {
+        Self::command_for(&self.prefix, namespace, op)
+    }
+
+    /// The EVALSHA command that runs `op` for `namespace` under `prefix`.
+    pub(crate) fn command_for<O: Operation>(prefix: &str, namespace: &str, op: &O) -> redis::Cmd {
+        let def = op.script();
+        let mut call = Call::default();
+        op.encode(&NamespaceKeys::new(prefix, namespace), &mut call);
+        // Every call a test makes is checked against the script's declared arity
+        // (which a library test checks against the script's header).
+        let (keys, args) = call.counts();
+        debug_assert!(
+            def.keys.admits(keys) && def.argv.admits(args),
+            "{}: {keys} keys and {args} args do not fit its declaration",
+            def.name
+        );
+        call.evalsha(def.script().get_hash())
+    }
+
+    /// Loads every script (SCRIPT LOAD), so the first call of each is an EVALSHA hit.
+    pub(crate) async fn load_scripts(&self) -> Result<(), StoreError> {
+        let (slot, mut conn) = self.conns.get().await?;
+        for def in ops::SCRIPTS {
+            if let Err(e) = def.script().prepare_invoke().load_async(&mut conn).await {
+                return Err(self.fail(slot, "", e));
             }
         }
         Ok(())
     }
 
     /// Redis's clock in epoch ms, and the round trip it took.
-    pub async fn time(&self) -> Result<(i64, Duration), StoreError> {
+    pub(crate) async fn time(&self) -> Result<(i64, Duration), StoreError> {
         let started = Instant::now();
         let (secs, micros): (i64, i64) = self.query(redis::cmd("TIME")).await?;
         Ok((secs * 1000 + micros / 1000, started.elapsed()))
     }
 
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        let _: String = self.query(redis::cmd("PING")).await?;
-        Ok(())
-    }
-
-    pub(crate) async fn query<T: redis::FromRedisValue>(
-        &self,
-        cmd: redis::Cmd,
-    ) -> Result<T, StoreError> {
-        let (slot, mut conn) = self.conns.get().await?;
-        cmd.query_async(&mut conn)
-            .await
-            .map_err(|e| self.fail(slot, e))
-    }
-
-    /// One `SCAN cursor MATCH pattern COUNT count [TYPE kind]` step: the next cursor
-    /// (0 when done) and the keys found.
-    pub(crate) async fn scan_keys<T: redis::FromRedisValue>(
-        &self,
-        cursor: u64,
-        pattern: &str,
-        count: u32,
-        kind: Option<&str>,
-    ) -> Result<(u64, Vec<T>), StoreError> {
-        let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(count);
-        if let Some(kind) = kind {
-            cmd.arg("TYPE").arg(kind);
-        }
-        self.query(cmd).await
-    }
-
-    pub(crate) async fn query_pipe(&self, pipe: &redis::Pipeline) -> Result<(), StoreError> {
-        let (slot, mut conn) = self.conns.get().await?;
-        pipe.query_async::<()>(&mut conn)
-            .await
-            .map_err(|e| self.fail(slot, e))
-    }
-
     /// A Redis setting (CONFIG GET); `None` when Redis does not report it.
-    pub async fn config_value(&self, name: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn config_value(&self, name: &str) -> Result<Option<String>, StoreError> {
         let pairs: Vec<String> = self
             .query(redis::cmd("CONFIG").arg("GET").arg(name).to_owned())
             .await?;
         Ok(pairs.into_iter().nth(1))
     }
 
-    /// The SCARD of a set (an import source's index).
-    pub async fn set_size(&self, key: &str) -> Result<u64, StoreError> {
-        self.query(redis::cmd("SCARD").arg(key).to_owned()).await
-    }
-
-    /// Runs one script with EVALSHA (reloading it on NOSCRIPT).
-    pub(crate) async fn eval(
-        &self,
-        script: &Script,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-    ) -> Result<Value, StoreError> {
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(*key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
+    async fn query<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, StoreError> {
         let (slot, mut conn) = self.conns.get().await?;
-        invocation
-            .invoke_async(&mut conn)
+        cmd.query_async(&mut conn)
             .await
-            .map_err(|e| self.fail(slot, e))
+            .map_err(|e| self.fail(slot, "", e))
     }
 
-    fn fail(&self, slot: usize, err: redis::RedisError) -> StoreError {
-        let err = StoreError::from_redis(self.conns.display_url(), err);
+    fn fail(&self, slot: usize, namespace: &str, err: redis::RedisError) -> StoreError {
+        let err = StoreError::from_redis(self.conns.display_url(), namespace, err);
         if err.is_unavailable() {
             self.conns.discard(slot);
         }

@@ -42,15 +42,14 @@ const GUARD_RETRIES: usize = 4;
 pub(super) struct CronRule {
     cron: Cron,
     fixed: bool,
-    expr: String,
 }
 
 /// One fire time and the wall-clock reading the pattern matched for it.
 /// They differ only when a fixed-time reading fell in a DST gap.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Fire {
-    pub at_ms: i64,
-    pub nominal: NaiveDateTime,
+    pub(crate) at_ms: i64,
+    pub(crate) nominal: NaiveDateTime,
 }
 
 impl CronRule {
@@ -85,15 +84,7 @@ impl CronRule {
         let fixed = [&p.seconds, &p.minutes, &p.hours]
             .iter()
             .all(|c| !c.from_wildcard && c.step == 1);
-        Ok(CronRule {
-            cron,
-            fixed,
-            expr: expr.to_string(),
-        })
-    }
-
-    pub(super) fn expr(&self) -> &str {
-        &self.expr
+        Ok(CronRule { cron, fixed })
     }
 
     pub(super) fn is_fixed_time(&self) -> bool {

@@ -7,7 +7,7 @@
 /// client verbatim; [`TimingError::field`] returns the same name for
 /// structured error details.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum TimingError {
+pub(crate) enum TimingError {
     /// Neither or both of `cron` and `every` were given.
     #[error("exactly one of cron or every must be set")]
     CronXorEvery,
@@ -55,7 +55,7 @@ pub enum TimingError {
 
 impl TimingError {
     /// The API field the error is about.
-    pub fn field(&self) -> &'static str {
+    pub(crate) fn field(&self) -> &'static str {
         match self {
             TimingError::CronXorEvery
             | TimingError::CronFieldCount { .. }

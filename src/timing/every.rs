@@ -15,8 +15,8 @@ pub(super) const MAX_EVERY_MS: i64 = 366 * 86_400_000;
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Every {
-    pub every_ms: i64,
-    pub anchor_ms: i64,
+    pub(super) every_ms: i64,
+    pub(super) anchor_ms: i64,
 }
 
 impl Every {

@@ -20,28 +20,28 @@ use chrono_tz::Tz;
 use cron::{CronRule, Fire};
 use every::Every;
 
-pub use error::TimingError;
-pub use preview::PreviewItem;
+pub(crate) use error::TimingError;
+pub(crate) use preview::PreviewItem;
 
 /// Missed slots are counted up to this many, then the count saturates: a cron
 /// count costs one search per slot, and past this the exact number tells an
 /// operator nothing more than "a lot".
-pub const MAX_SKIP_COUNT: u64 = 100_000;
+pub(crate) const MAX_SKIP_COUNT: u64 = 100_000;
 
 /// Most fire times one preview returns; matches the API's `count` limit.
-pub const MAX_PREVIEW_COUNT: usize = 1000;
+pub(crate) const MAX_PREVIEW_COUNT: usize = 1000;
 
 /// A timing as received from the API.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TimingSpec<'a> {
+pub(crate) struct TimingSpec<'a> {
     /// A cron expression; `Some("")` counts as absent so that an API message
     /// with an unset string field does not conflict with `every`.
-    pub cron: Option<&'a str>,
-    pub every_ms: Option<i64>,
+    pub(crate) cron: Option<&'a str>,
+    pub(crate) every_ms: Option<i64>,
     /// An IANA zone name; "" means UTC.
-    pub timezone: &'a str,
-    pub start_ms: Option<i64>,
-    pub end_ms: Option<i64>,
+    pub(crate) timezone: &'a str,
+    pub(crate) start_ms: Option<i64>,
+    pub(crate) end_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ enum Rule {
 
 /// A parsed, validated timing.
 #[derive(Debug, Clone)]
-pub struct Timing {
+pub(crate) struct Timing {
     rule: Rule,
     tz: Tz,
     start_ms: Option<i64>,
@@ -62,17 +62,17 @@ pub struct Timing {
 
 /// Result of claiming slot `due_ms` at `now_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Advance {
+pub(crate) struct Advance {
     /// Slots in `(due, now]` that were missed, saturating at [`MAX_SKIP_COUNT`].
-    pub skipped: u64,
+    pub(crate) skipped: u64,
     /// The first slot after both `due` and `now`; `None` once the schedule
     /// has ended.
-    pub next_ms: Option<i64>,
+    pub(crate) next_ms: Option<i64>,
 }
 
 impl Timing {
     /// Validates a spec. `every` is anchored at `start_ms`, else the epoch.
-    pub fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
+    pub(crate) fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
         let cron = spec.cron.filter(|c| !c.is_empty());
         let tz = if spec.timezone.is_empty() {
             Tz::UTC
@@ -103,32 +103,17 @@ impl Timing {
         })
     }
 
-    pub fn is_cron(&self) -> bool {
+    pub(crate) fn is_cron(&self) -> bool {
         matches!(self.rule, Rule::Cron(_))
     }
 
-    pub fn every_ms(&self) -> Option<i64> {
-        match &self.rule {
-            Rule::Every(every) => Some(every.every_ms),
-            Rule::Cron(_) => None,
-        }
-    }
-
-    /// The expression trimmed, as it is evaluated.
-    pub fn cron_expr(&self) -> Option<&str> {
-        match &self.rule {
-            Rule::Cron(rule) => Some(rule.expr()),
-            Rule::Every(_) => None,
-        }
-    }
-
     /// The zone as the client named it (links such as `US/Eastern` are kept).
-    pub fn timezone_name(&self) -> &str {
+    pub(crate) fn timezone_name(&self) -> &str {
         self.tz.name()
     }
 
     /// The first fire time `>= at_ms`.
-    pub fn first_at_or_after(&self, at_ms: i64) -> Option<i64> {
+    pub(crate) fn first_at_or_after(&self, at_ms: i64) -> Option<i64> {
         match &self.rule {
             Rule::Cron(rule) => self
                 .cron_fire_after(rule, at_ms.saturating_sub(1))
@@ -143,7 +128,7 @@ impl Timing {
     }
 
     /// The first fire time `> after_ms`.
-    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+    pub(crate) fn next_after(&self, after_ms: i64) -> Option<i64> {
         match &self.rule {
             Rule::Cron(rule) => self.cron_fire_after(rule, after_ms).map(|fire| fire.at_ms),
             Rule::Every(every) => every
@@ -155,7 +140,7 @@ impl Timing {
     /// Claiming slot `due_ms` at `now_ms`: how many later slots were missed,
     /// and the next one to run. An early claim (`now < due`) skips nothing
     /// and never hands `due` out again.
-    pub fn advance(&self, due_ms: i64, now_ms: i64) -> Advance {
+    pub(crate) fn advance(&self, due_ms: i64, now_ms: i64) -> Advance {
         if now_ms <= due_ms {
             return Advance {
                 skipped: 0,
@@ -208,7 +193,7 @@ impl Timing {
     /// Up to `count` (at most [`MAX_PREVIEW_COUNT`]) fire times from
     /// `from_ms` inclusive, each with its wall-clock reading and what DST did
     /// to it. Stops early at a fire time RFC 3339 cannot render.
-    pub fn preview(&self, from_ms: i64, count: usize) -> Vec<PreviewItem> {
+    pub(crate) fn preview(&self, from_ms: i64, count: usize) -> Vec<PreviewItem> {
         let count = count.min(MAX_PREVIEW_COUNT);
         let mut items = Vec::with_capacity(count.min(64));
         match &self.rule {

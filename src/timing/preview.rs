@@ -12,16 +12,16 @@ use super::zone;
 
 /// One fire time as a user wants to check it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreviewItem {
-    pub utc_ms: i64,
+pub(crate) struct PreviewItem {
+    pub(crate) utc_ms: i64,
     /// RFC 3339 wall-clock time in the schedule's zone, with its offset.
-    pub local: String,
-    pub utc_offset_seconds: i32,
+    pub(crate) local: String,
+    pub(crate) utc_offset_seconds: i32,
     /// A DST transition moved this fire time out of a gap, or its wall-clock
     /// reading happens twice that day.
-    pub dst_adjusted: bool,
+    pub(crate) dst_adjusted: bool,
     /// Human-readable explanation when DST shaped this fire; empty otherwise.
-    pub note: String,
+    pub(crate) note: String,
 }
 
 /// 9999-12-31T23:59:59.999Z. RFC 3339 (and protobuf's Timestamp) stop here.

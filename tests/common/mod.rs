@@ -336,26 +336,7 @@ pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
 /// Makes a stored schedule due now by rewriting its record and its index score, as a
 /// clock jump would. Tests use it instead of sleeping for minutes.
 pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, next_ms: i64) {
-    // Clearing follow_ms makes a cron claim take the compute-in-Rust path.
-    static FORCE_DUE: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
-        redis::Script::new(concat!(
-            include_str!("../../lua/lib/schedule.lua"),
-            r#"
-local r = sched_load(KEYS[1])
-assert(r and not s_is_error(r), 'no schedule record at ' .. KEYS[1])
-r.next_ms, r.follow_ms = tonumber(ARGV[1]), ''
-sched_save(KEYS[1], r)
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
-return 1
-"#
-        ))
-    });
-    let _: i64 = FORCE_DUE
-        .key(format!("dueq:{{{ns}}}:s:{id}"))
-        .key(format!("dueq:{{{ns}}}:due"))
-        .arg(next_ms)
-        .arg(id)
-        .invoke_async(conn)
+    dueq::probe::set_next_run(conn, &dueq::probe::Keys::new("dueq", ns), id, next_ms)
         .await
         .expect("force due");
 }
@@ -435,77 +416,22 @@ pub async fn to_schema_2(conn: &mut MultiplexedConnection, ns: &str) {
     let _: () = pipe.query_async(conn).await.expect("to schema 2");
 }
 
-/// What `schedule_layout` does to each record.
-#[derive(Clone, Copy)]
-pub enum RecordOp {
-    /// Rewrite a packed record (schema 3) as the hash of schemas 1 and 2.
-    ToHash,
-    /// Rewrite such a hash as a packed record and list it, as Migrate does.
-    ToPacked,
-    /// Read it, in either layout: its fields, or nothing when it is missing.
-    Read,
-}
+pub use dueq::probe::RecordOp;
 
-/// Runs `op` on the records of `ids` in `ns`, in one script per 500 ids; returns
-/// each record's fields as text (after the op).
+/// Runs `op` on the records of `ids` in `ns`; returns each record's fields as text
+/// (after the op).
 pub async fn schedule_layout(
     conn: &mut MultiplexedConnection,
     ns: &str,
     op: RecordOp,
     ids: &[String],
 ) -> Vec<std::collections::HashMap<String, String>> {
-    static TOOL: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
-        redis::Script::new(concat!(
-            include_str!("../../lua/lib/schedule.lua"),
-            r#"
-local out = {}
-for i = 3, #KEYS do
-  local key, id = KEYS[i], ARGV[i - 1]
-  local r = sched_read(key)
-  assert(not s_is_error(r), 'not a schedule record: ' .. key)
-  if r == nil then
-    out[i - 2] = {}
-  else
-    if ARGV[1] == 'hash' then
-      redis.call('DEL', key)
-      redis.call('HSET', key, unpack(sched_fields(id, r)))
-    elseif ARGV[1] == 'pack' then
-      sched_save(key, r)
-      listing_add(KEYS[1], KEYS[2], id)
-    end
-    out[i - 2] = sched_fields(id, r)
-  end
-end
-return out
-"#
-        ))
-    });
-    let op = match op {
-        RecordOp::ToHash => "hash",
-        RecordOp::ToPacked => "pack",
-        RecordOp::Read => "read",
-    };
-    let mut out = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        let mut invocation = TOOL.prepare_invoke();
-        invocation
-            .key(format!("dueq:{{{ns}}}:ids"))
-            .key(format!("dueq:{{{ns}}}:meta"))
-            .arg(op);
-        for id in chunk {
-            invocation.key(format!("dueq:{{{ns}}}:s:{id}")).arg(id);
-        }
-        let rows: Vec<Vec<String>> = invocation
-            .invoke_async(conn)
-            .await
-            .expect("schedule layout tool");
-        out.extend(rows.into_iter().map(|flat| {
-            flat.chunks_exact(2)
-                .map(|p| (p[0].clone(), p[1].clone()))
-                .collect()
-        }));
-    }
-    out
+    dueq::probe::schedule_records(conn, &dueq::probe::Keys::new("dueq", ns), op, ids)
+        .await
+        .expect("schedule layout tool")
+        .into_iter()
+        .map(|fields| fields.into_iter().collect())
+        .collect()
 }
 
 // ---- fault-injection helpers (tests/faults.rs) ----

@@ -5,7 +5,7 @@
 //! `dueq` binary (`dueq serve`) as child processes and drives the service over gRPC.
 //! Of the library it uses only `dueq::proto` (the gRPC clients) and `dueq::probe`
 //! (the scripts' exact calls and names); where it seeds or inspects Redis directly,
-//! every key comes from `seed::key`.
+//! every key comes from `dueq::probe::Keys`.
 //!
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`.

@@ -13,7 +13,7 @@ use crate::{
     plan::Plan,
     redis_info::{info, info_field, redis_now},
     report::{Report, Row},
-    seed::{self, key},
+    seed::{self, keys},
     Result,
 };
 
@@ -98,7 +98,7 @@ async fn per_entry(conn: &mut MultiplexedConnection, key: &str, n: u64) -> Resul
 
 /// Bytes per listed id of schema 3's listing: every leaf plus the boundaries.
 async fn listing_per_entry(conn: &mut MultiplexedConnection, n: u64) -> Result<f64> {
-    let top = key(NS, "lt");
+    let top = keys(NS).listing_top();
     let boundaries: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg(&top)
         .arg(0)
@@ -106,10 +106,8 @@ async fn listing_per_entry(conn: &mut MultiplexedConnection, n: u64) -> Result<f
         .query_async(conn)
         .await?;
     let mut total = usage(conn, &top).await?;
-    // Boundaries are ids, arbitrary bytes: the leaf key is built as bytes.
-    let leaf_prefix = key(NS, "lk:").into_bytes();
     for b in &boundaries {
-        total += usage(conn, [leaf_prefix.as_slice(), b].concat()).await?;
+        total += usage(conn, keys(NS).listing_leaf(b)).await?;
     }
     Ok(total / n.max(1) as f64)
 }
@@ -133,9 +131,9 @@ async fn per_schedule(
     let now = redis_now(conn).await?;
     seed::schedules(conn, &tpl, NS, n, now + 3_600_000, seed::Layout::Current).await?;
     let per = (used(conn).await? - before) / n as f64;
-    let record = mean_record(conn, &key(NS, "s:*")).await?;
+    let record = mean_record(conn, &keys(NS).schedules_pattern()).await?;
     let ids = listing_per_entry(conn, n).await?;
-    let due = per_entry(conn, &key(NS, "due"), n).await?;
+    let due = per_entry(conn, &keys(NS).due(), n).await?;
     report.push(
         Row::new(S, "per schedule")
             .with("bytes", per)
@@ -167,15 +165,15 @@ async fn per_job(
     let per = (used(conn).await? - before) / n as f64;
     // A listing bucket from the middle of the queue names 64 typical jobs (the
     // first ones have smaller job numbers, which pack into fewer bytes).
-    let bucket = key(NS, &format!("lb:{}:{queue}", n / 2 / BUCKET));
+    let bucket = keys(NS).listing_bucket(queue, n / 2);
     let listed: Vec<(String, String)> =
         redis::cmd("HGETALL").arg(&bucket).query_async(conn).await?;
     let mut total = 0.0;
     for (_, id) in listed.iter().take(50) {
-        total += usage(conn, key(NS, &format!("j:{id}"))).await?;
+        total += usage(conn, keys(NS).job(id)).await?;
     }
     let record = total / listed.len().clamp(1, 50) as f64;
-    let ready = per_entry(conn, &key(NS, &format!("rl:0:{queue}")), n).await?;
+    let ready = per_entry(conn, &keys(NS).ready_list(queue, 0), n).await?;
     let listing = usage(conn, &bucket).await? / BUCKET as f64;
     report.push(
         Row::new(S, name)

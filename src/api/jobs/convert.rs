@@ -1,15 +1,15 @@
 //! Translation between the job protobuf messages and the job domain types.
 
-use super::{
-    convert::{duration, timestamp},
-    ApiError,
-};
 use crate::{
-    jobs::model::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobState},
+    api::{
+        convert::{duration, timestamp},
+        ApiError,
+    },
+    domain::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobState},
     proto,
 };
 
-pub fn state_to_proto(state: JobState) -> proto::JobState {
+pub(super) fn state_to_proto(state: JobState) -> proto::JobState {
     match state {
         JobState::Pending => proto::JobState::Pending,
         JobState::Delayed => proto::JobState::Delayed,
@@ -21,7 +21,7 @@ pub fn state_to_proto(state: JobState) -> proto::JobState {
 }
 
 /// A state filter: UNSPECIFIED = any; unknown numbers are refused.
-pub fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, ApiError> {
+pub(super) fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, ApiError> {
     Ok(Some(match proto::JobState::try_from(value) {
         Ok(proto::JobState::Unspecified) => return Ok(None),
         Ok(proto::JobState::Pending) => JobState::Pending,
@@ -34,7 +34,7 @@ pub fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, ApiErro
     }))
 }
 
-pub fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
+pub(super) fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
     let outcome = match e.outcome {
         EnqueueOutcome::Created => proto::EnqueueOutcome::Created,
         EnqueueOutcome::Duplicate => proto::EnqueueOutcome::Duplicate,
@@ -61,7 +61,7 @@ fn backoff_to_proto(b: Backoff) -> proto::Backoff {
     }
 }
 
-pub fn job_to_proto(r: JobRecord) -> proto::Job {
+pub(super) fn job_to_proto(r: JobRecord) -> proto::Job {
     let active = r.state == JobState::Active;
     proto::Job {
         job_id: r.id,
@@ -94,7 +94,7 @@ pub fn job_to_proto(r: JobRecord) -> proto::Job {
     }
 }
 
-pub fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
+pub(super) fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
     proto::ClaimedJob {
         job_id: r.id,
         lease_token: r.lease_token,
@@ -112,11 +112,11 @@ pub fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
 
 /// Job page tokens are the decimal job number (within its queue) listing stopped at,
 /// prefixed so they are not mistaken for (or accepted as) schedule tokens.
-pub fn page_token(after_seq: i64) -> String {
+pub(super) fn page_token(after_seq: i64) -> String {
     format!("j{after_seq}")
 }
 
-pub fn parse_page_token(token: &str) -> Result<Option<i64>, ApiError> {
+pub(super) fn parse_page_token(token: &str) -> Result<Option<i64>, ApiError> {
     if token.is_empty() {
         return Ok(None);
     }

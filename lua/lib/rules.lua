@@ -1,0 +1,38 @@
+-- rules: schedule rules that Rust implements too. They live here once, and a library
+-- test (src/store/rules_pin.rs) runs them through a real Redis against the Rust
+-- functions over thousands of generated inputs, failing on any difference.
+--
+-- every_advance(due, every, now, end_ms) -> next slot after now (nil past end_ms),
+--   slots missed in (due, min(now, end_ms)] capped at MAX_SKIP. Rust:
+--   timing::Timing::advance for an `every` timing (slots are due + k * every, since
+--   `due` is itself a slot).
+-- MAX_SKIP: timing::MAX_SKIP_COUNT.
+-- occurrence_id(namespace, schedule id, due ms, rev) -> the UUIDv5 of
+--   domain::occurrence_id (lowercase, hyphenated), so the occurrence record a leased
+--   claim writes and the id handed to the worker agree.
+
+local MAX_SKIP = 100000
+
+local function every_advance(due, every, now, end_ms)
+  local hi = now
+  if end_ms ~= '' and end_ms < hi then hi = end_ms end
+  local skipped = 0
+  if hi > due then skipped = math.floor((hi - due) / every) end
+  local next_ms = due + (math.floor((now - due) / every) + 1) * every
+  if end_ms ~= '' and next_ms > end_ms then next_ms = nil end
+  return next_ms, math.min(skipped, MAX_SKIP)
+end
+
+-- Bytes of the fixed UUID namespace of occurrence ids (domain::OCCURRENCE_NAMESPACE).
+local OCC_NS = string.char(0x64, 0x75, 0x65, 0x71, 0x00, 0x00, 0x40, 0x00,
+  0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01)
+
+local function occurrence_id(namespace, schedule_id, due_ms, rev)
+  local name = string.format('%d:%s|%d:%s|%d|%d', #namespace, namespace, #schedule_id,
+    schedule_id, due_ms, rev)
+  local h = redis.sha1hex(OCC_NS .. name)
+  local variant = string.format('%x', tonumber(string.sub(h, 17, 17), 16) % 4 + 8)
+  return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16)
+    .. '-' .. variant .. string.sub(h, 18, 20) .. '-' .. string.sub(h, 21, 32)
+end
+

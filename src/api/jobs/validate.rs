@@ -1,0 +1,142 @@
+//! An Enqueue request, validated into a [`NewJob`] (what it leaves unset the use case
+//! fills in). Every error names its field, with the item's position in a batch.
+
+use crate::{
+    api::{schedules::lease_ms, validate, ApiError, QueueApi},
+    domain::{Backoff, BackoffKind, Dedup, DedupMode, NewJob, RunAt},
+    proto,
+};
+
+const MAX_ATTEMPTS: u32 = 1000;
+const MAX_DEDUP_TTL_MS: i64 = 365 * 24 * 3_600_000;
+
+/// Validates one EnqueueRequest; `at` prefixes every field name ("jobs[3].").
+pub(super) fn new_job(
+    api: &QueueApi,
+    at: &str,
+    req: proto::EnqueueRequest,
+) -> Result<NewJob, ApiError> {
+    let f = |name: &str| format!("{at}{name}");
+    validate::id(&f("queue"), &req.queue)?;
+    validate::id(&f("name"), &req.name)?;
+    validate::payload(&f("payload"), &req.payload, api.limits.max_payload_size)?;
+    validate::headers(&f("headers"), req.headers.iter())?;
+    let run_at = match &req.when {
+        None => RunAt::Now,
+        Some(proto::enqueue_request::When::RunAt(t)) => {
+            RunAt::AtMs(validate::timestamp_ms(&f("run_at"), t)?)
+        }
+        Some(proto::enqueue_request::When::Delay(d)) => {
+            RunAt::DelayMs(validate::duration_ms(&f("delay"), d)?)
+        }
+    };
+    if let Some(n) = req.max_attempts.filter(|n| !(1..=MAX_ATTEMPTS).contains(n)) {
+        return Err(ApiError::invalid(
+            f("max_attempts"),
+            format!("must be 1-{MAX_ATTEMPTS}, got {n}"),
+        ));
+    }
+    let backoff = req.backoff.as_ref().map(|b| backoff(at, b)).transpose()?;
+    let lease_ms = req
+        .lease
+        .as_ref()
+        .map(|d| lease_ms(api, &f("lease"), d))
+        .transpose()?;
+    let id = if req.job_id.is_empty() {
+        None
+    } else {
+        Some(validate::id(&f("job_id"), &req.job_id)?.to_owned())
+    };
+    let dedup = dedup(at, &req)?;
+    Ok(NewJob {
+        id,
+        queue: req.queue,
+        name: req.name,
+        payload: req.payload,
+        headers: req.headers.into_iter().collect(),
+        priority: req.priority,
+        run_at,
+        max_attempts: req.max_attempts,
+        backoff,
+        lease_ms,
+        dedup,
+    })
+}
+
+fn dedup(at: &str, req: &proto::EnqueueRequest) -> Result<Option<Dedup>, ApiError> {
+    let f = |name: &str| format!("{at}{name}");
+    if req.dedup_key.is_empty() {
+        if req.dedup_ttl.is_some() {
+            return Err(ApiError::invalid(
+                f("dedup_ttl"),
+                "is set without dedup_key",
+            ));
+        }
+        return Ok(None);
+    }
+    validate::max_len(&f("dedup_key"), &req.dedup_key, validate::MAX_ID_LEN)?;
+    let ttl_ms = match validate::optional_ms(&f("dedup_ttl"), &req.dedup_ttl)? {
+        None => {
+            return Err(ApiError::invalid(
+                f("dedup_ttl"),
+                "is required with dedup_key",
+            ))
+        }
+        Some(ms) if ms <= 0 || ms > MAX_DEDUP_TTL_MS => {
+            return Err(ApiError::invalid(
+                f("dedup_ttl"),
+                "must be between 1 ms and 365 days",
+            ))
+        }
+        Some(ms) => ms,
+    };
+    let mode = match proto::DedupMode::try_from(req.dedup_mode) {
+        Ok(proto::DedupMode::Unspecified | proto::DedupMode::Skip) => DedupMode::Skip,
+        Ok(proto::DedupMode::Replace) => DedupMode::Replace,
+        Ok(proto::DedupMode::Extend) => DedupMode::Extend,
+        Err(_) => {
+            return Err(ApiError::invalid(
+                f("dedup_mode"),
+                format!("unknown mode {}", req.dedup_mode),
+            ))
+        }
+    };
+    Ok(Some(Dedup {
+        key: req.dedup_key.clone(),
+        ttl_ms,
+        mode,
+    }))
+}
+
+fn backoff(at: &str, b: &proto::Backoff) -> Result<Backoff, ApiError> {
+    let f = |name: &str| format!("{at}backoff.{name}");
+    let kind = match proto::BackoffKind::try_from(b.kind) {
+        Ok(proto::BackoffKind::Fixed) => BackoffKind::Fixed,
+        Ok(proto::BackoffKind::Exponential) => BackoffKind::Exponential,
+        _ => {
+            return Err(ApiError::invalid(
+                f("kind"),
+                format!(
+                    "unknown backoff {}: use BACKOFF_KIND_FIXED or BACKOFF_KIND_EXPONENTIAL",
+                    b.kind
+                ),
+            ))
+        }
+    };
+    let base_ms = validate::optional_ms(&f("base"), &b.base)?
+        .ok_or_else(|| ApiError::invalid(f("base"), "is required"))?;
+    let cap_ms =
+        validate::optional_ms(&f("cap"), &b.cap)?.unwrap_or(Backoff::DEFAULT_CAP_MS.max(base_ms));
+    if kind == BackoffKind::Exponential && cap_ms < base_ms {
+        return Err(ApiError::invalid(f("cap"), "must not be less than base"));
+    }
+    if !(0.0..=1.0).contains(&b.jitter) {
+        return Err(ApiError::invalid(f("jitter"), "must be between 0 and 1"));
+    }
+    Ok(Backoff {
+        kind,
+        base_ms,
+        cap_ms,
+        jitter: b.jitter,
+    })
+}

@@ -1,0 +1,167 @@
+//! The one place an error becomes a gRPC status (in the spirit of linkerd2-proxy's
+//! `errors/respond.rs`). Handlers return [`ApiError`] and cannot build a `Status`;
+//! every RPC goes through [`Rescue::respond`] (see `service.rs`), so no handler can
+//! skip the mapping, the operator hint, the needs-Migrate notice or the bound on the
+//! message.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::time::Instant;
+use tonic::{Code, Response, Status};
+
+use super::ApiError;
+use crate::{error::Error, namespaces::Namespaces, store::StoreError, sync::lock};
+
+/// A namespace that needs Migrate is logged at most this often.
+const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
+
+/// Longest status message sent. It travels in an HTTP/2 header (`grpc-message`,
+/// percent-encoded) and messages echo request values, which can be megabytes: an
+/// oversized header breaks the response and the client sees an h2 protocol error
+/// instead of the real status.
+const MAX_MESSAGE_LEN: usize = 1024;
+
+pub(crate) struct Rescue {
+    /// Where operators reach this service, for the Migrate command in hints.
+    address: String,
+    namespaces: Arc<Namespaces>,
+}
+
+/// The operator's command that migrates `namespace`: the one wording of the hint.
+pub(crate) fn migrate_command(namespace: &str, address: &str) -> String {
+    format!(
+        "grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' {address} dueq.v1.AdminService/Migrate"
+    )
+}
+
+impl Rescue {
+    pub(crate) fn new(address: String, namespaces: Arc<Namespaces>) -> Self {
+        Self {
+            address,
+            namespaces,
+        }
+    }
+
+    /// The answer to an RPC: its message, or the status for its error.
+    pub(crate) fn respond<T>(&self, result: Result<T, ApiError>) -> Result<Response<T>, Status> {
+        result
+            .map(Response::new)
+            .map_err(|error| self.status(error))
+    }
+
+    /// The status for an error.
+    pub(crate) fn status(&self, error: ApiError) -> Status {
+        let code = code(&error);
+        let mut message = error.to_string();
+        if let ApiError::App(Error::Store(StoreError::NeedsMigrate { namespace, .. })) = &error {
+            self.notice(namespace, &message);
+            message.push_str(&format!(
+                ". Nothing was changed. Run: {}",
+                migrate_command(namespace, &self.address)
+            ));
+        }
+        if code == Code::Internal {
+            tracing::error!(%error, "internal error");
+        }
+        Status::new(code, bounded(message))
+    }
+
+    /// Logs that a namespace is refused until it is migrated, at most once a minute.
+    fn notice(&self, namespace: &str, message: &str) {
+        let entry = self.namespaces.entry(namespace);
+        let mut last = lock(&entry.migrate_notice);
+        if last.is_none_or(|at| at.elapsed() >= MIGRATE_NOTICE_EVERY) {
+            *last = Some(Instant::now());
+            tracing::warn!(%namespace, error = %message, "namespace refused until it is migrated");
+        }
+    }
+}
+
+/// Each error's kind of status.
+fn code(error: &ApiError) -> Code {
+    match error {
+        ApiError::Invalid { .. } => Code::InvalidArgument,
+        ApiError::TooLarge { .. } => Code::ResourceExhausted,
+        ApiError::App(error) => app_code(error),
+    }
+}
+
+fn app_code(error: &Error) -> Code {
+    match error {
+        Error::Store(store) => store_code(store),
+        Error::Timing(_) => Code::InvalidArgument,
+        Error::NotFound(_) => Code::NotFound,
+        // The caller lost the work (stale token, expired lease, another Migrate took
+        // over): it should drop this attempt and start again, a retry at a higher level.
+        Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
+            Code::Aborted
+        }
+        Error::WrongState { .. } | Error::Newer { .. } | Error::Foreign { .. } => {
+            Code::FailedPrecondition
+        }
+        Error::Cancelled => Code::Cancelled,
+    }
+}
+
+fn store_code(error: &StoreError) -> Code {
+    match error {
+        StoreError::Unavailable { .. } => Code::Unavailable,
+        StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
+        StoreError::OutOfMemory { .. } => Code::ResourceExhausted,
+        StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+    }
+}
+
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_LEN {
+        let mut end = MAX_MESSAGE_LEN;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("... (truncated)");
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Found, Layout, NeedsMigrate};
+
+    fn rescue() -> Rescue {
+        Rescue::new(
+            "localhost:50051".into(),
+            Namespaces::new(tokio_util::sync::CancellationToken::new()),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_needs_migrate_refusal_carries_the_command_whatever_the_rpc() {
+        for layout in [Layout::Schedules, Layout::Jobs] {
+            let error = ApiError::from(StoreError::NeedsMigrate {
+                namespace: "billing".into(),
+                needs: NeedsMigrate {
+                    layout,
+                    found: Found::Version(1),
+                },
+            });
+            let status = rescue().status(error);
+            assert_eq!(status.code(), Code::FailedPrecondition);
+            assert!(
+                status.message().ends_with(
+                    "Run: grpcurl -plaintext -d '{\"namespace\": \"billing\"}' localhost:50051 dueq.v1.AdminService/Migrate"
+                ),
+                "{}",
+                status.message()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn messages_are_bounded() {
+        let status = rescue().status(ApiError::invalid("id", "x".repeat(100_000)));
+        assert!(status.message().len() < 2 * MAX_MESSAGE_LEN);
+        assert!(status.message().ends_with("(truncated)"));
+    }
+}

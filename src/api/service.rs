@@ -1,0 +1,67 @@
+//! The tonic service traits, one line per RPC: each calls its handler and answers
+//! through [`Rescue::respond`](super::Rescue::respond). Handlers return
+//! `Result<Message, ApiError>` and never build a status, so none can bypass the
+//! mapping.
+
+use tonic::{Request, Response, Status};
+
+use super::{admin, jobs, schedules, AdminApi, QueueApi};
+use crate::proto::{self, admin_service_server::AdminService, queue_service_server::QueueService};
+
+/// `rpc!(method, Request, Response, handler)` for each unary RPC of a service.
+macro_rules! rpcs {
+    ($api:ty: $service:ident { $($method:ident($req:ident) -> $resp:ident = $handler:path;)* }) => {
+        #[tonic::async_trait]
+        impl $service for $api {
+            $(
+                async fn $method(
+                    &self,
+                    request: Request<proto::$req>,
+                ) -> Result<Response<proto::$resp>, Status> {
+                    self.rescue.respond($handler(self, request).await)
+                }
+            )*
+        }
+    };
+}
+
+rpcs!(QueueApi: QueueService {
+    upsert_schedule(UpsertScheduleRequest) -> UpsertScheduleResponse = schedules::upsert;
+    get_schedule(GetScheduleRequest) -> GetScheduleResponse = schedules::get;
+    list_schedules(ListSchedulesRequest) -> ListSchedulesResponse = schedules::list;
+    delete_schedule(DeleteScheduleRequest) -> DeleteScheduleResponse = schedules::delete;
+    pause_schedule(PauseScheduleRequest) -> PauseScheduleResponse = schedules::pause;
+    resume_schedule(ResumeScheduleRequest) -> ResumeScheduleResponse = schedules::resume;
+    claim_due_schedule(ClaimDueScheduleRequest) -> ClaimDueScheduleResponse = schedules::claim;
+    ack_occurrence(AckOccurrenceRequest) -> AckOccurrenceResponse = schedules::ack_occurrence;
+    preview_schedule(PreviewScheduleRequest) -> PreviewScheduleResponse = schedules::preview;
+    enqueue(EnqueueRequest) -> EnqueueResponse = jobs::enqueue;
+    enqueue_batch(EnqueueBatchRequest) -> EnqueueBatchResponse = jobs::enqueue_batch;
+    claim_job(ClaimJobRequest) -> ClaimJobResponse = jobs::claim;
+    ack_job(AckJobRequest) -> AckJobResponse = jobs::ack;
+    fail_job(FailJobRequest) -> FailJobResponse = jobs::fail;
+    extend_lease(ExtendLeaseRequest) -> ExtendLeaseResponse = jobs::extend_lease;
+    get_job(GetJobRequest) -> GetJobResponse = jobs::get;
+    list_jobs(ListJobsRequest) -> ListJobsResponse = jobs::list;
+    cancel_job(CancelJobRequest) -> CancelJobResponse = jobs::cancel;
+    retry_job(RetryJobRequest) -> RetryJobResponse = jobs::retry;
+});
+
+#[tonic::async_trait]
+impl AdminService for AdminApi {
+    type MigrateStream = admin::ProgressStream;
+
+    async fn migrate(
+        &self,
+        request: Request<proto::MigrateRequest>,
+    ) -> Result<Response<Self::MigrateStream>, Status> {
+        self.rescue.respond(admin::migrate(self, request))
+    }
+
+    async fn get_namespace_status(
+        &self,
+        request: Request<proto::GetNamespaceStatusRequest>,
+    ) -> Result<Response<proto::NamespaceStatus>, Status> {
+        self.rescue.respond(admin::status(self, request).await)
+    }
+}

@@ -1,0 +1,266 @@
+//! Jobs: what a caller enqueues, what is stored, and what the transitions report.
+
+use std::collections::BTreeMap;
+
+/// Where a job is in its lifecycle, as stored in its hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobState {
+    Pending,
+    Delayed,
+    Active,
+    Completed,
+    Dead,
+    Cancelled,
+}
+
+impl JobState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Delayed => "delayed",
+            JobState::Active => "active",
+            JobState::Completed => "completed",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "pending" => JobState::Pending,
+            "delayed" => JobState::Delayed,
+            "active" => JobState::Active,
+            "completed" => JobState::Completed,
+            "dead" => JobState::Dead,
+            "cancelled" => JobState::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackoffKind {
+    Fixed,
+    Exponential,
+}
+
+impl BackoffKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            BackoffKind::Fixed => "fixed",
+            BackoffKind::Exponential => "exp",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        match text {
+            "fixed" => Some(BackoffKind::Fixed),
+            "exp" => Some(BackoffKind::Exponential),
+            _ => None,
+        }
+    }
+}
+
+/// The wait before a retry: fixed `base_ms`, or `base_ms * 2^(attempt-1)` up to
+/// `cap_ms`; each wait shortened by a random fraction of up to `jitter`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Backoff {
+    pub(crate) kind: BackoffKind,
+    pub(crate) base_ms: i64,
+    pub(crate) cap_ms: i64,
+    pub(crate) jitter: f64,
+}
+
+impl Backoff {
+    /// The cap of an exponential backoff that names none (at least its base).
+    pub(crate) const DEFAULT_CAP_MS: i64 = 3_600_000;
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            kind: BackoffKind::Exponential,
+            base_ms: 1_000,
+            cap_ms: Backoff::DEFAULT_CAP_MS,
+            jitter: 0.0,
+        }
+    }
+}
+
+/// When a new job first becomes claimable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunAt {
+    Now,
+    AtMs(i64),
+    DelayMs(i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DedupMode {
+    Skip,
+    Replace,
+    Extend,
+}
+
+impl DedupMode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DedupMode::Skip => "skip",
+            DedupMode::Replace => "replace",
+            DedupMode::Extend => "extend",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dedup {
+    pub(crate) key: String,
+    pub(crate) ttl_ms: i64,
+    pub(crate) mode: DedupMode,
+}
+
+/// A validated job as the caller asked for it: what it left unset takes the defaults
+/// ([`NewJob::into_spec`]).
+#[derive(Debug, Clone)]
+pub(crate) struct NewJob {
+    /// `None`: a new UUID.
+    pub(crate) id: Option<String>,
+    pub(crate) queue: String,
+    pub(crate) name: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) priority: i32,
+    pub(crate) run_at: RunAt,
+    pub(crate) max_attempts: Option<u32>,
+    pub(crate) backoff: Option<Backoff>,
+    pub(crate) lease_ms: Option<i64>,
+    pub(crate) dedup: Option<Dedup>,
+}
+
+impl NewJob {
+    /// Attempts a job gets unless it says otherwise.
+    pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+    /// The lease a job's claims get unless it (or the claim) says otherwise, capped by
+    /// the service's longest lease.
+    pub(crate) const DEFAULT_LEASE_MS: i64 = 30_000;
+
+    /// The job with an id and every default filled in.
+    pub(crate) fn into_spec(self, max_lease_ms: i64) -> JobSpec {
+        JobSpec {
+            id: self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            queue: self.queue,
+            name: self.name,
+            payload: self.payload,
+            headers: self.headers,
+            priority: self.priority,
+            run_at: self.run_at,
+            max_attempts: self.max_attempts.unwrap_or(Self::DEFAULT_MAX_ATTEMPTS),
+            backoff: self.backoff.unwrap_or_default(),
+            lease_ms: self
+                .lease_ms
+                .unwrap_or(Self::DEFAULT_LEASE_MS.min(max_lease_ms)),
+            dedup: self.dedup,
+        }
+    }
+}
+
+/// A job ready to store.
+#[derive(Debug, Clone)]
+pub(crate) struct JobSpec {
+    pub(crate) id: String,
+    pub(crate) queue: String,
+    pub(crate) name: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) priority: i32,
+    pub(crate) run_at: RunAt,
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) lease_ms: i64,
+    pub(crate) dedup: Option<Dedup>,
+}
+
+/// What an enqueue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EnqueueOutcome {
+    Created,
+    Duplicate,
+    Replaced,
+    Extended,
+}
+
+impl EnqueueOutcome {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "created" => EnqueueOutcome::Created,
+            "duplicate" => EnqueueOutcome::Duplicate,
+            "replaced" => EnqueueOutcome::Replaced,
+            "extended" => EnqueueOutcome::Extended,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Enqueued {
+    pub(crate) id: String,
+    pub(crate) outcome: EnqueueOutcome,
+    pub(crate) state: JobState,
+}
+
+/// One failed attempt in a job's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobErrorEntry {
+    pub(crate) attempt: u32,
+    pub(crate) message: String,
+    pub(crate) at_ms: i64,
+}
+
+/// A stored job.
+#[derive(Debug, Clone)]
+pub(crate) struct JobRecord {
+    pub(crate) id: String,
+    pub(crate) queue: String,
+    pub(crate) name: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) priority: i32,
+    pub(crate) state: JobState,
+    pub(crate) attempts: u32,
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: Backoff,
+    pub(crate) lease_ms: i64,
+    pub(crate) errors: Vec<JobErrorEntry>,
+    pub(crate) create_ms: i64,
+    pub(crate) update_ms: i64,
+    pub(crate) run_at_ms: Option<i64>,
+    pub(crate) lease_until_ms: Option<i64>,
+    pub(crate) lease_token: String,
+    pub(crate) worker: String,
+    pub(crate) finish_ms: Option<i64>,
+    pub(crate) dedup_key: String,
+}
+
+/// What a worker reports with FailJob.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) error: String,
+    /// Overrides the backoff.
+    pub(crate) retry_after_ms: Option<i64>,
+    pub(crate) non_retryable: bool,
+}
+
+/// Outcome of a successful FailJob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failed {
+    pub(crate) state: JobState,
+    pub(crate) run_at_ms: Option<i64>,
+}
+
+/// What a state-guarded transition (cancel, retry) found.
+#[derive(Debug, Clone)]
+pub(crate) enum StateCheck {
+    Done(Box<JobRecord>),
+    Missing,
+    WrongState(JobState),
+}

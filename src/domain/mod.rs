@@ -1,0 +1,23 @@
+//! dueq's vocabulary: schedules, occurrences, jobs, leases and namespace health, with
+//! the rules that belong to them. No tonic and no redis: the store and the API each
+//! translate to and from these types.
+
+mod job;
+mod lease;
+pub(crate) mod limits;
+mod namespace;
+mod occurrence;
+mod schedule;
+
+pub(crate) use job::{
+    Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
+    JobErrorEntry, JobRecord, JobSpec, JobState, NewJob, RunAt, StateCheck,
+};
+pub(crate) use lease::{LeaseCheck, LeaseLoss};
+pub(crate) use namespace::{
+    Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
+};
+pub(crate) use occurrence::{occurrence_id, Occurrence, OccurrenceLease};
+pub(crate) use schedule::{
+    Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
+};

@@ -1,0 +1,133 @@
+//! Schedules: what a caller defines, what is stored, and the next-run arithmetic the
+//! store is handed (the slot after the next one, for cron).
+
+use std::collections::BTreeMap;
+
+use crate::timing::{Timing, TimingError, TimingSpec};
+
+/// Lifecycle state of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScheduleStatus {
+    Active,
+    Paused,
+    Completed,
+}
+
+impl ScheduleStatus {
+    /// The name the store and its scripts use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ScheduleStatus::Active => "active",
+            ScheduleStatus::Paused => "paused",
+            ScheduleStatus::Completed => "completed",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        match text {
+            "active" => Some(ScheduleStatus::Active),
+            "paused" => Some(ScheduleStatus::Paused),
+            "completed" => Some(ScheduleStatus::Completed),
+            _ => None,
+        }
+    }
+}
+
+/// When a schedule fires: a cron expression or a fixed interval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TimingDef {
+    Cron(String),
+    EveryMs(i64),
+}
+
+/// A schedule's definition: what a caller writes with UpsertSchedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScheduleDef {
+    pub(crate) id: String,
+    pub(crate) timing: TimingDef,
+    /// Canonical IANA zone name ("UTC" by default).
+    pub(crate) timezone: String,
+    pub(crate) start_ms: Option<i64>,
+    pub(crate) end_ms: Option<i64>,
+    /// 0 = unlimited.
+    pub(crate) run_limit: u64,
+    pub(crate) job_name: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) headers: BTreeMap<String, String>,
+    /// Only read on create.
+    pub(crate) paused: bool,
+}
+
+impl ScheduleDef {
+    /// Parses the definition's timing (validated on write; stored ones are re-checked,
+    /// since a record may have been imported or edited by hand).
+    pub(crate) fn timing(&self) -> Result<Timing, TimingError> {
+        let (cron, every_ms) = match &self.timing {
+            TimingDef::Cron(expr) => (Some(expr.as_str()), None),
+            TimingDef::EveryMs(ms) => (None, Some(*ms)),
+        };
+        Timing::parse(&TimingSpec {
+            cron,
+            every_ms,
+            timezone: &self.timezone,
+            start_ms: self.start_ms,
+            end_ms: self.end_ms,
+        })
+    }
+}
+
+/// A stored schedule: its definition plus runtime state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScheduleRecord {
+    pub(crate) def: ScheduleDef,
+    pub(crate) status: ScheduleStatus,
+    pub(crate) run_count: u64,
+    pub(crate) last_run_ms: Option<i64>,
+    pub(crate) next_run_ms: Option<i64>,
+    pub(crate) create_ms: i64,
+    pub(crate) update_ms: i64,
+    pub(crate) revision: u64,
+    /// The precomputed cron slot after `next_run_ms`.
+    pub(crate) follow: Follow,
+}
+
+impl ScheduleRecord {
+    /// True when the run limit is used up.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.def.run_limit > 0 && self.run_count >= self.def.run_limit
+    }
+}
+
+/// The slot after `next`: known, known to be none, or not computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Follow {
+    At(i64),
+    End,
+    Unknown,
+}
+
+impl Follow {
+    pub(crate) fn from_next(next: Option<i64>) -> Self {
+        next.map_or(Follow::End, Follow::At)
+    }
+}
+
+/// A next run computed by the caller for a write, with its follow-up slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NextRun {
+    pub(crate) next_ms: Option<i64>,
+    pub(crate) follow: Follow,
+}
+
+impl NextRun {
+    /// The first slot at or after `from_ms`, with the slot after it for cron timings
+    /// (so the claim of that slot needs no second round trip).
+    pub(crate) fn from(timing: &Timing, from_ms: i64) -> Self {
+        let next_ms = timing.first_at_or_after(from_ms);
+        let follow = match (timing.is_cron(), next_ms) {
+            (true, Some(next)) => Follow::from_next(timing.next_after(next)),
+            _ => Follow::Unknown,
+        };
+        NextRun { next_ms, follow }
+    }
+}

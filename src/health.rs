@@ -1,0 +1,92 @@
+//! Keeps the health status current: pings Redis (with `TIME`, which also calibrates
+//! the clock) every interval, reloads the scripts whenever Redis comes back, and warns
+//! about Redis settings that lose work.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio_util::sync::CancellationToken;
+use tonic_health::{server::HealthReporter, ServingStatus};
+
+use crate::{clock::Clock, store::Store};
+
+/// Health names reported; all of them need Redis.
+const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
+
+pub(crate) async fn set_status(reporter: &HealthReporter, status: ServingStatus) {
+    for name in SERVICE_NAMES {
+        reporter.set_service_status(name, status).await;
+    }
+}
+
+/// Warns about Redis settings that lose work or waste memory. Best effort: managed
+/// Redis services often refuse CONFIG, and then there is nothing to check.
+async fn check_redis_settings(store: &Store) {
+    match store.config_value("maxmemory-policy").await {
+        Ok(Some(policy)) if policy != "noeviction" => tracing::warn!(
+            maxmemory_policy = %policy,
+            "Redis may evict keys under memory pressure, and an evicted job or schedule \
+             is lost silently; set maxmemory-policy noeviction"
+        ),
+        Ok(_) => {}
+        Err(error) => {
+            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)")
+        }
+    }
+}
+
+/// Whether Redis answers (and, when it just came back, took the scripts).
+async fn probe(store: &Store, clock: &Clock, serving: bool) -> bool {
+    match store.time().await {
+        Ok((redis_ms, rtt)) => {
+            clock.observe(redis_ms, rtt);
+            if serving {
+                return true;
+            }
+            match store.load_scripts().await {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::warn!(%error, "redis answers but scripts could not be loaded");
+                    false
+                }
+            }
+        }
+        Err(error) => {
+            if serving {
+                tracing::error!(%error, "redis is unavailable; reporting NOT_SERVING");
+            } else {
+                tracing::debug!(%error, "redis still unavailable");
+            }
+            false
+        }
+    }
+}
+
+pub(crate) async fn watch_redis(
+    store: Arc<Store>,
+    clock: Arc<Clock>,
+    reporter: HealthReporter,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
+    let mut serving = false;
+    loop {
+        let healthy = probe(&store, &clock, serving).await;
+        if healthy != serving {
+            serving = healthy;
+            if serving {
+                tracing::info!(redis = %store.display_url(), offset_ms = clock.offset_ms(), "redis is available; SERVING");
+                check_redis_settings(&store).await;
+                set_status(&reporter, ServingStatus::Serving).await;
+            } else {
+                set_status(&reporter, ServingStatus::NotServing).await;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = cancel.cancelled() => {
+                set_status(&reporter, ServingStatus::NotServing).await;
+                return;
+            }
+        }
+    }
+}

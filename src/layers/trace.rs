@@ -1,0 +1,101 @@
+//! One tracing span per RPC, named after the gRPC service and method, so every log
+//! line a call produces carries them; handlers add the namespace to it when they have
+//! validated one (`api::validate::namespace`). When the call ends, one debug event
+//! says how long it took and, for calls answered with an error status in the headers
+//! (tonic's trailers-only responses), which.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Instant,
+};
+
+use tonic::codegen::http;
+use tower_layer::Layer;
+use tower_service::Service;
+use tracing::Instrument;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TraceLayer;
+
+impl<S> Layer<S> for TraceLayer {
+    type Service = Trace<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Trace { inner }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Trace<S> {
+    inner: S,
+}
+
+/// `/dueq.v1.QueueService/Enqueue` -> (`dueq.v1.QueueService`, `Enqueue`).
+fn rpc_of(path: &str) -> (&str, &str) {
+    path.trim_start_matches('/')
+        .split_once('/')
+        .unwrap_or(("", path))
+}
+
+impl<S, B, R> Service<http::Request<B>> for Trace<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let (service, method) = rpc_of(request.uri().path());
+        let span = tracing::info_span!(
+            "rpc",
+            service = %service,
+            method = %method,
+            namespace = tracing::field::Empty,
+        );
+        // The clone that was polled ready serves this call; the fresh one waits.
+        let mut inner = self.inner.clone();
+        std::mem::swap(&mut self.inner, &mut inner);
+        let call = span.in_scope(|| inner.call(request));
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let result = call.await;
+                let status = result.as_ref().ok().and_then(|response| {
+                    response
+                        .headers()
+                        .get("grpc-status")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned)
+                });
+                tracing::debug!(
+                    elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+                    grpc_status = status.as_deref().unwrap_or("0 or in trailers"),
+                    "rpc finished"
+                );
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_the_service_and_method() {
+        assert_eq!(
+            super::rpc_of("/dueq.v1.QueueService/Enqueue"),
+            ("dueq.v1.QueueService", "Enqueue")
+        );
+        assert_eq!(super::rpc_of("/odd"), ("", "/odd"));
+    }
+}

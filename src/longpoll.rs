@@ -1,0 +1,377 @@
+//! Long-polls: one loop serves both claim RPCs, and one timer per namespace (per
+//! kind of work) wakes their waiters — never one Redis poll per waiter.
+//!
+//! Waiters park on a `Notify`. A namespace's timer task sleeps until the earliest
+//! known due time (or a bounded re-check, so writes through other replicas are seen),
+//! then asks Redis once how much is claimable and wakes that many waiters — no more.
+//! A waiter that claims something while more is claimable passes the baton to one
+//! more waiter. Writes and claims on this instance report the earliest due time they
+//! saw, which re-arms the timer without a Redis call. An idle namespace costs one peek
+//! per re-check interval, however many workers wait on it.
+//!
+//! Schedules and jobs of a namespace have a timer each (they peek different indexes).
+//! Job waiters are grouped by the set of queues they claim from: the job timer peeks
+//! every queue any waiter is interested in with one script call, and wakes in each
+//! group as many waiters as jobs are claimable in that group's queues. Timers live in
+//! the namespace's registry entry and stop when it is evicted.
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    future::Future,
+    sync::{
+        atomic::{AtomicI64, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use tokio::{sync::Notify, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    clock::Clock,
+    namespaces::Entry,
+    store::{
+        ops::{peek_due::PeekDue, peek_jobs::PeekJobs},
+        Store,
+    },
+    sync::lock,
+};
+
+/// Most distinct queues one job timer peeks per call (bounds the script's work).
+const MAX_PEEK_QUEUES: usize = 256;
+/// Attempts in a row that find claimable work but claim none (all heads stale)
+/// before a long-poll parks instead of trying again at once.
+const MAX_EMPTY_RETRIES: usize = 8;
+
+/// What a timer watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    Schedules,
+    Jobs,
+}
+
+/// Starts timers and hands out waiters.
+pub(crate) struct Wakers {
+    store: Arc<Store>,
+    clock: Arc<Clock>,
+    recheck: Duration,
+}
+
+/// Waiters of one group: the same queue set (schedules have a single group).
+struct Group {
+    queues: Vec<String>,
+    waiting: AtomicUsize,
+    wake: Notify,
+}
+
+/// One namespace's timer for one kind of work.
+pub(crate) struct Timer {
+    work: Work,
+    /// Waiters of all groups.
+    waiting: AtomicUsize,
+    groups: Mutex<HashMap<Vec<String>, Arc<Group>>>,
+    /// Re-arms the timer: a new earliest due time, or the first waiter arrived.
+    poke: Notify,
+    /// Earliest due time known to this instance, epoch ms (i64::MAX: none known).
+    earliest_ms: AtomicI64,
+}
+
+/// A handle to park on: one timer and one group of it. It holds the namespace's
+/// registry entry, so a namespace with a waiter is never evicted.
+pub(crate) struct Waiter {
+    _entry: Arc<Entry>,
+    timer: Arc<Timer>,
+    group: Arc<Group>,
+}
+
+/// Why a wait ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Woken {
+    Notified,
+    Deadline,
+    Shutdown,
+}
+
+impl Wakers {
+    pub(crate) fn new(store: Arc<Store>, clock: Arc<Clock>, recheck: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            clock,
+            recheck,
+        })
+    }
+
+    /// The namespace's timer for `work`, started on first use.
+    fn timer(self: &Arc<Self>, entry: &Arc<Entry>, work: Work) -> Arc<Timer> {
+        let slot = match work {
+            Work::Schedules => &entry.schedule_timer,
+            Work::Jobs => &entry.job_timer,
+        };
+        slot.get_or_init(|| {
+            let timer = Arc::new(Timer {
+                work,
+                waiting: AtomicUsize::new(0),
+                groups: Mutex::new(HashMap::new()),
+                poke: Notify::new(),
+                earliest_ms: AtomicI64::new(i64::MAX),
+            });
+            tokio::spawn(self.clone().run_timer(
+                entry.name().to_owned(),
+                timer.clone(),
+                entry.retired().clone(),
+            ));
+            timer
+        })
+        .clone()
+    }
+
+    /// A waiter for the namespace's due schedules.
+    pub(crate) fn schedule_waiter(self: &Arc<Self>, entry: &Arc<Entry>) -> Waiter {
+        self.waiter(entry, Work::Schedules, Vec::new())
+    }
+
+    /// A waiter for jobs of `queues` (sorted, without duplicates) in the namespace.
+    pub(crate) fn job_waiter(self: &Arc<Self>, entry: &Arc<Entry>, queues: &[String]) -> Waiter {
+        self.waiter(entry, Work::Jobs, queues.to_vec())
+    }
+
+    fn waiter(self: &Arc<Self>, entry: &Arc<Entry>, work: Work, queues: Vec<String>) -> Waiter {
+        let timer = self.timer(entry, work);
+        let group = lock(&timer.groups)
+            .entry(queues.clone())
+            .or_insert_with(|| {
+                Arc::new(Group {
+                    queues,
+                    waiting: AtomicUsize::new(0),
+                    wake: Notify::new(),
+                })
+            })
+            .clone();
+        Waiter {
+            _entry: entry.clone(),
+            timer,
+            group,
+        }
+    }
+
+    /// Reports when work of a namespace becomes claimable (an upsert's next run, an
+    /// enqueued job, a claim's earliest), as seen on this instance.
+    pub(crate) fn observe(&self, entry: &Entry, work: Work, earliest_ms: Option<i64>) {
+        let Some(earliest) = earliest_ms else { return };
+        let slot = match work {
+            Work::Schedules => &entry.schedule_timer,
+            Work::Jobs => &entry.job_timer,
+        };
+        if let Some(timer) = slot.get() {
+            if timer.earliest_ms.fetch_min(earliest, Ordering::AcqRel) > earliest {
+                timer.poke.notify_one();
+            }
+        }
+    }
+
+    /// Asks Redis what is claimable and wakes that many waiters; returns the earliest
+    /// future due time, if known.
+    async fn peek_and_wake(&self, namespace: &str, timer: &Timer) -> Option<i64> {
+        let groups: Vec<Arc<Group>> = {
+            let mut groups = lock(&timer.groups);
+            // Forget groups nobody waits on or holds any more.
+            groups.retain(|_, g| g.waiting.load(Ordering::Acquire) > 0 || Arc::strong_count(g) > 1);
+            groups
+                .values()
+                .filter(|g| g.waiting.load(Ordering::Acquire) > 0)
+                .cloned()
+                .collect()
+        };
+        let result = match timer.work {
+            Work::Schedules => self.store.run(namespace, &PeekDue).await.map(|peek| {
+                for group in &groups {
+                    wake(group, peek.due);
+                }
+                (peek.now_ms, peek.earliest_ms)
+            }),
+            Work::Jobs => self.peek_jobs(namespace, &groups).await,
+        };
+        match result {
+            // Entries due now were handed to waiters; what they claim reports the rest.
+            Ok((now_ms, earliest)) => earliest.filter(|&e| e > now_ms),
+            Err(error) => {
+                tracing::debug!(%namespace, %error, "wake timer could not peek");
+                None
+            }
+        }
+    }
+
+    async fn peek_jobs(
+        &self,
+        namespace: &str,
+        groups: &[Arc<Group>],
+    ) -> Result<(i64, Option<i64>), crate::store::StoreError> {
+        let queues: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g.queues.iter().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .take(MAX_PEEK_QUEUES)
+            .collect();
+        let peek = self
+            .store
+            .run(namespace, &PeekJobs { queues: &queues })
+            .await?;
+        let claimable: HashMap<&String, u64> =
+            queues.iter().zip(peek.claimable.iter().copied()).collect();
+        for group in groups {
+            let n = group
+                .queues
+                .iter()
+                .map(|q| claimable.get(q).copied().unwrap_or(0))
+                .sum();
+            wake(group, n);
+        }
+        Ok((peek.now_ms, peek.earliest_ms))
+    }
+
+    async fn run_timer(
+        self: Arc<Self>,
+        namespace: String,
+        timer: Arc<Timer>,
+        stop: CancellationToken,
+    ) {
+        loop {
+            if timer.waiting.load(Ordering::Acquire) == 0 {
+                tokio::select! {
+                    _ = timer.poke.notified() => {}
+                    _ = stop.cancelled() => return,
+                }
+                if timer.waiting.load(Ordering::Acquire) == 0 {
+                    continue;
+                }
+            }
+            let later = self.peek_and_wake(&namespace, &timer).await;
+            timer
+                .earliest_ms
+                .store(later.unwrap_or(i64::MAX), Ordering::Release);
+            if !self.sleep_until_due(&timer, &stop).await {
+                return;
+            }
+        }
+    }
+
+    /// Sleeps until the earliest known due time or the re-check, re-arming on pokes;
+    /// false when the timer must stop.
+    async fn sleep_until_due(&self, timer: &Timer, stop: &CancellationToken) -> bool {
+        loop {
+            let recheck_at = Instant::now() + self.recheck;
+            let target = match timer.earliest_ms.load(Ordering::Acquire) {
+                i64::MAX => recheck_at,
+                due_ms => {
+                    // +1 ms so we do not arrive a hair before Redis's clock says due.
+                    let in_ms = (due_ms - self.clock.now_ms() + 1).max(0);
+                    let due_at = Instant::now() + Duration::from_millis(in_ms as u64);
+                    due_at.min(recheck_at)
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(target) => return true,
+                _ = timer.poke.notified() => {
+                    if timer.waiting.load(Ordering::Acquire) == 0 { return true; }
+                }
+                _ = stop.cancelled() => return false,
+            }
+        }
+    }
+}
+
+/// Wakes up to `due` of a group's waiters.
+fn wake(group: &Group, due: u64) {
+    let waiting = group.waiting.load(Ordering::Acquire) as u64;
+    for _ in 0..due.min(waiting) {
+        group.wake.notify_one();
+    }
+}
+
+impl Waiter {
+    /// Parks until woken, the deadline, or shutdown.
+    async fn wait(&self, deadline: Instant, shutdown: &CancellationToken) -> Woken {
+        self.group.waiting.fetch_add(1, Ordering::AcqRel);
+        if self.timer.waiting.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.timer.poke.notify_one();
+        }
+        // Counted out on drop too: a call whose client went away is dropped mid-wait,
+        // and a leaked count would keep the timer polling Redis for it forever.
+        let _waiting = (Waiting(&self.timer.waiting), Waiting(&self.group.waiting));
+        tokio::select! {
+            _ = self.group.wake.notified() => Woken::Notified,
+            _ = tokio::time::sleep_until(deadline) => Woken::Deadline,
+            _ = shutdown.cancelled() => Woken::Shutdown,
+        }
+    }
+
+    /// More is claimable than was handed out: wake one more waiter of this group.
+    fn pass_baton(&self) {
+        if self.group.waiting.load(Ordering::Acquire) > 0 {
+            self.group.wake.notify_one();
+        }
+    }
+}
+
+/// One parked waiter; leaving the count on drop, however the wait ends.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What one claim attempt found.
+pub(crate) struct Attempt<T> {
+    pub(crate) found: Option<T>,
+    /// More was claimable when the attempt ran (even if it claimed nothing: every
+    /// head it met was stale).
+    pub(crate) more: bool,
+}
+
+/// The long-poll loop of both claim RPCs: attempts a claim; returns what it found;
+/// otherwise parks on `waiter` (none: do not wait) until woken, then tries again, up
+/// to `deadline` or shutdown, when it answers `None`.
+pub(crate) async fn long_poll<T, E, F, Fut>(
+    waiter: Option<Waiter>,
+    deadline: Instant,
+    shutdown: &CancellationToken,
+    mut attempt: F,
+) -> Result<Option<T>, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, E>>,
+{
+    let mut empty_retries = 0;
+    loop {
+        // Boxed: the Redis call's future is several KB, and a long-poll that held its
+        // space inline would keep it for the whole wait (10k waiters: ~80 MB).
+        let Attempt { found, more } = Box::pin(attempt()).await?;
+        if let Some(found) = found {
+            if more {
+                if let Some(waiter) = &waiter {
+                    waiter.pass_baton();
+                }
+            }
+            return Ok(Some(found));
+        }
+        let Some(waiter) = &waiter else {
+            return Ok(None);
+        };
+        if Instant::now() >= deadline || shutdown.is_cancelled() {
+            return Ok(None);
+        }
+        if more && empty_retries < MAX_EMPTY_RETRIES {
+            empty_retries += 1;
+            continue;
+        }
+        empty_retries = 0;
+        match waiter.wait(deadline, shutdown).await {
+            Woken::Notified => continue,
+            Woken::Deadline | Woken::Shutdown => return Ok(None),
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Migrate: the one O(N) operation, in bounded batches.
+//!
+//! One walk over a namespace's listing serves every case: for a namespace in the
+//! pre-index layout (schema 1) or with hash records (schema 2) it packs each record,
+//! lists it in schema 3's listing and builds the due index, then drops the old
+//! listing and records the new schema version; for a current namespace it verifies
+//! the derived index and listing against the records and repairs them (`schedules`).
+//! Jobs in layout 1 are converted in the same run (`jobs`); another queue's schedules
+//! are imported by `boringnode`. Each batch is one script; a Redis lease lock
+//! (`lock`) keeps concurrent Migrates apart; the version is written last, so a
+//! Migrate that dies half-way leaves a namespace that is still refused (never
+//! half-served) and that the next Migrate completes. Every record is judged by the
+//! same timing code the service uses; a record that cannot be used is reported and
+//! left exactly as it was.
+
+mod boringnode;
+mod jobs;
+mod lock;
+mod progress;
+mod schedules;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+
+pub(crate) use progress::{Phase, Progress};
+
+use crate::{
+    clock::Clock,
+    domain::{Listing, NamespaceHealth, JOB_LAYOUT, SCHEDULE_SCHEMA},
+    error::{Error, ForeignData, Missing},
+    store::{
+        ops::{migrate_scan::Walk, namespace_status::NamespaceStatus},
+        NamespaceWalk, Store,
+    },
+};
+use lock::Lease;
+use progress::ProgressTx;
+
+/// Default and largest records per batch.
+pub(crate) const DEFAULT_BATCH: u32 = 500;
+pub(crate) const MAX_BATCH: u32 = 5000;
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub(crate) dry_run: bool,
+    pub(crate) batch: u32,
+}
+
+/// What to migrate.
+#[derive(Debug, Clone)]
+pub(crate) enum Plan {
+    Namespaces(Vec<String>),
+    /// Every namespace under the key prefix.
+    All,
+    /// Another queue's schedules into one namespace.
+    Import {
+        namespace: String,
+        source_prefix: String,
+        delete_source: bool,
+    },
+}
+
+pub(crate) struct Migrator {
+    store: Arc<Store>,
+    clock: Arc<Clock>,
+    lock_ttl: Duration,
+}
+
+impl Migrator {
+    pub(crate) fn new(store: Arc<Store>, clock: Arc<Clock>, lock_ttl: Duration) -> Self {
+        Self {
+            store,
+            clock,
+            lock_ttl,
+        }
+    }
+
+    /// The O(1) facts about a namespace's store.
+    pub(crate) async fn status(&self, namespace: &str) -> Result<NamespaceHealth, Error> {
+        Ok(self.store.run(namespace, &NamespaceStatus).await?)
+    }
+
+    /// Runs the plan, sending progress and each namespace's final summary, or the
+    /// error that stopped it, into `tx`. Stops when the client goes away.
+    pub(crate) async fn execute(
+        self: Arc<Self>,
+        plan: Plan,
+        options: Options,
+        tx: mpsc::Sender<Result<Progress, Error>>,
+    ) {
+        let (progress_tx, mut progress_rx) = mpsc::channel::<Progress>(16);
+        // Progress of the running step is forwarded as it comes; the step's result
+        // goes after it, in order, because the forwarder is drained first.
+        let forward_tx = tx.clone();
+        let forwarder = tokio::spawn(async move {
+            while let Some(progress) = progress_rx.recv().await {
+                if forward_tx.send(Ok(progress)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let result = self.run_plan(&plan, options, &progress_tx).await;
+        drop(progress_tx);
+        let _ = forwarder.await;
+        match result {
+            Ok(summaries) => {
+                for summary in summaries {
+                    if tx.send(Ok(summary)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(Error::Cancelled) => {}
+            Err(error) => {
+                tracing::warn!(%error, "migrate stopped");
+                let _ = tx.send(Err(error)).await;
+            }
+        }
+    }
+
+    async fn run_plan(
+        &self,
+        plan: &Plan,
+        options: Options,
+        tx: &ProgressTx,
+    ) -> Result<Vec<Progress>, Error> {
+        let namespaces = match plan {
+            Plan::Namespaces(list) => list.clone(),
+            Plan::All => {
+                NamespaceWalk::new()
+                    .collect(&self.store, options.batch)
+                    .await?
+            }
+            Plan::Import { namespace, .. } => vec![namespace.clone()],
+        };
+        let mut done = Vec::new();
+        for namespace in namespaces {
+            let summary = match plan {
+                Plan::Import {
+                    source_prefix,
+                    delete_source,
+                    ..
+                } => {
+                    let source = boringnode::Source::new(source_prefix, *delete_source);
+                    self.import(&namespace, &source, options, tx).await?
+                }
+                _ => self.run(&namespace, options, tx).await?,
+            };
+            done.push(summary);
+        }
+        Ok(done)
+    }
+
+    /// Migrates (or verifies and repairs) one namespace, streaming progress.
+    async fn run(
+        &self,
+        namespace: &str,
+        options: Options,
+        tx: &ProgressTx,
+    ) -> Result<Progress, Error> {
+        let state = self.status(namespace).await?;
+        let walk = walk_of(namespace, &state)?;
+        let mut lease =
+            Lease::acquire(&self.store, namespace, self.lock_ttl, options.dry_run).await?;
+        let result = self
+            .run_locked(namespace, options, tx, &state, walk, &mut lease)
+            .await;
+        match result {
+            // migrate_finish released the lock with the version bump.
+            Ok(progress) if !options.dry_run => Ok(progress),
+            other => {
+                lease.release().await;
+                other
+            }
+        }
+    }
+
+    async fn run_locked(
+        &self,
+        namespace: &str,
+        options: Options,
+        tx: &ProgressTx,
+        state: &NamespaceHealth,
+        walk: Walk,
+        lease: &mut Lease<'_>,
+    ) -> Result<Progress, Error> {
+        let mut progress = Progress::new(namespace, options.dry_run);
+        progress.from_schema = state.schema_version();
+        progress.estimated_total = state.listed;
+        progress::send(tx, &progress).await?;
+        // 1. Every record: its index entries from its own fields.
+        self.record_pass(namespace, walk, options, tx, &mut progress, lease)
+            .await?;
+        // 2. Every index entry: drop the ones no active record backs.
+        self.index_pass(namespace, options, tx, &mut progress, lease)
+            .await?;
+        // 3. Jobs in an older layout, converted before the version is written (the
+        // schedule finish below releases the lock).
+        progress.from_jobs_layout = state.jobs_layout_version();
+        progress.to_jobs_layout = progress.from_jobs_layout;
+        if state.jobs_need_migrate() {
+            self.convert_jobs(namespace, options, tx, &mut progress, lease)
+                .await?;
+        }
+        // 4. The version, last.
+        progress.to_schema = if options.dry_run {
+            progress.from_schema
+        } else {
+            self.finish(namespace, lease).await?;
+            SCHEDULE_SCHEMA
+        };
+        progress.phase = Phase::Done;
+        tracing::info!(
+            %namespace,
+            dry_run = options.dry_run,
+            scanned = progress.scanned,
+            indexed = progress.indexed,
+            repaired = progress.repaired,
+            removed = progress.removed,
+            problems = progress.problems.len(),
+            longest_batch_ms = progress.longest_batch.as_millis() as u64,
+            "migrate finished"
+        );
+        Ok(progress)
+    }
+}
+
+/// How to walk a namespace's schedules, or why it cannot be migrated.
+fn walk_of(namespace: &str, state: &NamespaceHealth) -> Result<Walk, Error> {
+    // Converting "back" would rewrite records this dueq cannot read.
+    let jobs = state.jobs_layout_version();
+    if jobs > JOB_LAYOUT {
+        return Err(Error::Newer {
+            namespace: namespace.to_owned(),
+            layout: "job layout",
+            found: jobs.to_string(),
+            current: JOB_LAYOUT,
+        });
+    }
+    if let Some(found) = &state.schema {
+        if found.parse::<u32>().is_ok_and(|v| v > SCHEDULE_SCHEMA) {
+            return Err(Error::Newer {
+                namespace: namespace.to_owned(),
+                layout: "store schema",
+                found: found.clone(),
+                current: SCHEDULE_SCHEMA,
+            });
+        }
+    }
+    match &state.listing {
+        // Schemas 1 and 2 are upgraded by the same walk that repairs schema 3: every
+        // record is listed in schema 3's listing and packed as it is visited.
+        Listing::Set => Ok(Walk::Set),
+        Listing::SortedSet => Ok(Walk::SortedSet),
+        Listing::Tree => Ok(Walk::Tree),
+        Listing::None if state.schema.is_some() || state.index_size > 0 => Ok(Walk::Tree),
+        Listing::None => Err(Error::NotFound(Missing::Namespace(namespace.to_owned()))),
+        Listing::Foreign(kind) => Err(Error::Foreign {
+            namespace: namespace.to_owned(),
+            problem: ForeignData::Listing(kind.clone()),
+        }),
+    }
+}

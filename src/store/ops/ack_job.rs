@@ -1,0 +1,77 @@
+//! `lua/ack_job.lua`: complete a claimed job, if the caller still holds its lease.
+
+use super::job_head;
+use crate::{
+    domain::{JobState, LeaseCheck, LeaseLoss},
+    store::{
+        keys::NamespaceKeys,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("ack_job", Job, Arity::Exactly(2), Arity::Exactly(10));
+
+pub(crate) struct AckJob<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) token: &'a str,
+}
+
+impl Operation for AckJob<'_> {
+    /// The completion time.
+    type Output = LeaseCheck<i64>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.id).arg(self.token);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        lease_guarded(&mut reply, |reply| reply.int())
+    }
+}
+
+/// The reply of a lease-guarded job script: `"ok", ...` (read by `done`),
+/// `"missing"`, `"stale", state` or `"expired"` (lib/job.lua lease_check).
+pub(crate) fn lease_guarded<T>(
+    reply: &mut Reply,
+    done: impl FnOnce(&mut Reply) -> Result<T, StoreError>,
+) -> Result<LeaseCheck<T>, StoreError> {
+    #[derive(Clone, Copy)]
+    enum Tag {
+        Ok,
+        Missing,
+        Stale,
+        Expired,
+    }
+    let tag = reply.word(|tag| match tag {
+        "ok" => Some(Tag::Ok),
+        "missing" => Some(Tag::Missing),
+        "stale" => Some(Tag::Stale),
+        "expired" => Some(Tag::Expired),
+        _ => None,
+    })?;
+    let check = match tag {
+        Tag::Ok => LeaseCheck::Done(done(reply)?),
+        Tag::Missing => LeaseCheck::Missing,
+        Tag::Stale => LeaseCheck::Lost(LeaseLoss::JobMoved(reply.word(JobState::parse)?)),
+        Tag::Expired => LeaseCheck::Lost(LeaseLoss::Expired),
+    };
+    if !reply.is_done() {
+        return Err(StoreError::corrupt(
+            "job reply",
+            format!("{} unexpected items left", reply.remaining()),
+        ));
+    }
+    Ok(check)
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> AckJob<'static> {
+    AckJob { id: "j", token: "t" }
+}

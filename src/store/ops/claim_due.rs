@@ -1,0 +1,279 @@
+//! `lua/claim_due.lua`: hand the earliest due occurrence of a namespace to one caller.
+
+use super::{schedule_head, upsert_schedule::follow_arg};
+use crate::{
+    domain::{NextRun, OccurrenceLease, ScheduleRecord},
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(13));
+
+/// Candidates one claim call examines at most (bounds the script's work).
+const CLAIM_CANDIDATES: u32 = 32;
+
+pub(crate) struct ClaimDue<'a> {
+    /// The namespace, for the occurrence id the script computes.
+    pub(crate) namespace: &'a str,
+    /// The answer to a previous `Compute` reply.
+    pub(crate) hint: Option<&'a ClaimHint>,
+    /// For an at-least-once claim: the lease token and its length.
+    pub(crate) lease: Option<(&'a str, i64)>,
+}
+
+/// A cron schedule's next slot, computed in Rust for the claim that asked for it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClaimHint {
+    pub(crate) id: String,
+    /// The revision and next run it was computed from (the script re-checks both).
+    pub(crate) revision: u64,
+    pub(crate) expected_next_ms: i64,
+    pub(crate) next: NextRun,
+    pub(crate) skipped: u64,
+}
+
+#[derive(Debug)]
+pub(crate) enum ClaimReply {
+    Claimed {
+        now_ms: i64,
+        due_ms: i64,
+        skipped: u64,
+        /// Earliest entry left in the index or the occurrence leases.
+        earliest_ms: Option<i64>,
+        /// The schedule after the claim (for a re-handed occurrence: as it was at its
+        /// first claim).
+        schedule: Box<ScheduleRecord>,
+        lease: Option<OccurrenceLease>,
+    },
+    /// A cron schedule is due; the caller must compute its next slot after `now_ms`.
+    Compute {
+        now_ms: i64,
+        schedule: Box<ScheduleRecord>,
+    },
+    Nothing {
+        now_ms: i64,
+        earliest_ms: Option<i64>,
+    },
+}
+
+impl Operation for ClaimDue<'_> {
+    type Output = ClaimReply;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        schedule_head(keys, call);
+        call.key(keys.due())
+            .key(keys.occurrence_leases())
+            .arg(CLAIM_CANDIDATES);
+        match self.hint {
+            Some(h) => {
+                call.arg(&h.id)
+                    .arg(h.revision)
+                    .arg(h.expected_next_ms)
+                    .opt(h.next.next_ms);
+                follow_arg(call, h.next.follow);
+                call.arg(h.skipped);
+            }
+            None => {
+                for _ in 0..6 {
+                    call.arg("");
+                }
+            }
+        }
+        match self.lease {
+            Some((token, ms)) => call.arg(ms).arg(token),
+            None => call.arg("").arg(""),
+        };
+        call.arg(self.namespace).arg(keys.occurrence_prefix());
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        #[derive(Clone, Copy)]
+        enum Tag {
+            Claimed,
+            Compute,
+            None,
+        }
+        let tag = reply.word(|tag| match tag {
+            "claimed" => Some(Tag::Claimed),
+            "compute" => Some(Tag::Compute),
+            "none" => Some(Tag::None),
+            _ => None,
+        })?;
+        let now_ms = reply.int()?;
+        match tag {
+            Tag::Claimed => claimed(now_ms, reply),
+            Tag::Compute => {
+                // The earliest entry, id, revision and next run repeat the record.
+                reply.opt_int()?;
+                reply.text()?;
+                reply.text()?;
+                reply.int()?;
+                let schedule = records::schedule(&reply.rest_fields()?)?;
+                Ok(ClaimReply::Compute {
+                    now_ms,
+                    schedule: Box::new(schedule),
+                })
+            }
+            Tag::None => {
+                let earliest_ms = reply.opt_int()?;
+                reply.finish()?;
+                Ok(ClaimReply::Nothing {
+                    now_ms,
+                    earliest_ms,
+                })
+            }
+        }
+    }
+}
+
+/// `due_ms, skipped, earliest, token, lease_until, attempt, fields...`
+fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
+    let due_ms = reply.int()?;
+    let skipped = reply.count()?;
+    let earliest_ms = reply.opt_int()?;
+    let token = reply.text()?;
+    let deadline_ms = reply.opt_int()?;
+    let attempt = reply.opt_int()?;
+    let lease = match (token.is_empty(), deadline_ms, attempt) {
+        (true, None, None) => None,
+        (false, Some(deadline_ms), Some(attempt)) => Some(OccurrenceLease {
+            token,
+            deadline_ms,
+            attempt: u32::try_from(attempt)
+                .map_err(|_| StoreError::corrupt("claim_due reply", "attempt out of range"))?,
+        }),
+        _ => {
+            return Err(StoreError::corrupt(
+                "claim_due reply",
+                "a lease without its token, deadline or attempt",
+            ))
+        }
+    };
+    let schedule = records::schedule(&reply.rest_fields()?)?;
+    Ok(ClaimReply::Claimed {
+        now_ms,
+        due_ms,
+        skipped,
+        earliest_ms,
+        schedule: Box::new(schedule),
+        lease,
+    })
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> ClaimDue<'static> {
+    ClaimDue {
+        namespace: "ns",
+        hint: None,
+        lease: Some(("token", 30_000)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        domain::{Follow, ScheduleDef, TimingDef},
+        store::ops::upsert_schedule::UpsertSchedule,
+        testing::TestRedis,
+        timing::{Timing, TimingSpec},
+    };
+
+    fn cron(expr: &str) -> ScheduleDef {
+        ScheduleDef {
+            id: "h".into(),
+            timing: TimingDef::Cron(expr.into()),
+            timezone: "UTC".into(),
+            start_ms: None,
+            end_ms: None,
+            run_limit: 0,
+            job_name: String::new(),
+            payload: Vec::new(),
+            headers: Default::default(),
+            paused: false,
+        }
+    }
+
+    /// The claim script asks Rust to compute a cron's next slot; if the timing changes
+    /// before the answer comes back, the answer (computed from the old timing) must
+    /// not be applied: the script asks again, and the answer for the new timing works.
+    #[tokio::test]
+    async fn a_cron_hint_from_old_timing_is_refused() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let now = crate::clock::Clock::new().now_ms();
+        let slot = (now / 3_600_000 - 1) * 3_600_000;
+        let due = NextRun {
+            next_ms: Some(slot),
+            follow: Follow::Unknown,
+        };
+        let first = cron("0 * * * *");
+        store
+            .run("ns", &UpsertSchedule { def: &first, next: due })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let claim = |hint| ClaimDue {
+            namespace: "ns",
+            hint,
+            lease: None,
+        };
+        let asked = store.run("ns", &claim(None)).await;
+        let Ok(ClaimReply::Compute { schedule, .. }) = asked else {
+            panic!("a due cron asks for its next slot: {asked:?}")
+        };
+        assert_eq!(schedule.revision, 1);
+
+        // The timing changes (revision 2) while the hint is computed; same next run.
+        let second = cron("30 * * * *");
+        store
+            .run("ns", &UpsertSchedule { def: &second, next: due })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stale = ClaimHint {
+            id: "h".into(),
+            revision: 1,
+            expected_next_ms: slot,
+            next: NextRun {
+                next_ms: Some(slot + 100 * 3_600_000),
+                follow: Follow::Unknown,
+            },
+            skipped: 0,
+        };
+        let refused = store.run("ns", &claim(Some(&stale))).await;
+        let Ok(ClaimReply::Compute { schedule, .. }) = refused else {
+            panic!("a hint from revision 1 is refused: {refused:?}")
+        };
+        assert_eq!((schedule.revision, schedule.run_count), (2, 0));
+
+        let timing = Timing::parse(&TimingSpec {
+            cron: Some("30 * * * *"),
+            ..TimingSpec::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let advance = timing.advance(slot, now);
+        let fresh = ClaimHint {
+            revision: 2,
+            next: NextRun {
+                next_ms: advance.next_ms,
+                follow: Follow::Unknown,
+            },
+            skipped: advance.skipped,
+            ..stale.clone()
+        };
+        let claimed = store.run("ns", &claim(Some(&fresh))).await;
+        let Ok(ClaimReply::Claimed { schedule, .. }) = claimed else {
+            panic!("the hint for revision 2 claims: {claimed:?}")
+        };
+        let next = schedule.next_run_ms.unwrap_or_default();
+        assert_eq!(next % 3_600_000, 1_800_000, "next from the new timing (minute 30)");
+    }
+}

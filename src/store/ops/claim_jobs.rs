@@ -1,0 +1,90 @@
+//! `lua/claim_jobs.lua`: lease up to `max_jobs` claimable jobs from a set of queues.
+
+use super::job_head;
+use crate::{
+    domain::JobRecord,
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(13));
+
+/// Most expired leases re-handed and delayed jobs promoted per queue per call, and
+/// most stale ready entries dropped.
+const CLAIM_BUDGET: u32 = 64;
+
+pub(crate) struct ClaimJobs<'a> {
+    /// Sorted, without duplicates.
+    pub(crate) queues: &'a [String],
+    pub(crate) worker: &'a str,
+    /// Overrides each job's own lease.
+    pub(crate) lease_ms: Option<i64>,
+    pub(crate) max_jobs: u32,
+    /// Random; the i-th claimed job's token is `<base>.<i>`.
+    pub(crate) token_base: &'a str,
+}
+
+/// What one claim call returned.
+#[derive(Debug)]
+pub(crate) struct ClaimedBatch {
+    /// Earliest future delayed run or lease deadline in the claimed queues.
+    pub(crate) next_ms: Option<i64>,
+    /// Claimable jobs may be left in these queues.
+    pub(crate) more: bool,
+    pub(crate) jobs: Vec<JobRecord>,
+}
+
+impl Operation for ClaimJobs<'_> {
+    type Output = ClaimedBatch;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.token_base)
+            .opt(self.lease_ms)
+            .arg(self.max_jobs)
+            .arg(self.worker)
+            .arg(CLAIM_BUDGET);
+        for queue in self.queues {
+            call.arg(queue);
+        }
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        reply.int()?; // Redis now
+        let next_ms = reply.opt_int()?;
+        let more = reply.flag()?;
+        let count = reply.count()?;
+        let mut jobs = Vec::new();
+        for _ in 0..count {
+            jobs.push(records::job(&reply.counted_fields()?)?);
+        }
+        reply.finish()?;
+        Ok(ClaimedBatch {
+            next_ms,
+            more,
+            jobs,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> ClaimJobs<'static> {
+    use std::sync::LazyLock;
+    static QUEUES: LazyLock<Vec<String>> = LazyLock::new(|| vec!["a".into(), "b".into()]);
+    ClaimJobs {
+        queues: &QUEUES,
+        worker: "w",
+        lease_ms: None,
+        max_jobs: 1,
+        token_base: "t",
+    }
+}

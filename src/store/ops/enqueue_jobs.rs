@@ -1,0 +1,105 @@
+//! `lua/enqueue_jobs.lua`: store a batch of jobs in one script call (a single
+//! Enqueue is a batch of one; concurrent ones are grouped, see `jobs::coalesce`).
+
+use super::job_prefixes;
+use crate::{
+    domain::{EnqueueOutcome, Enqueued, JobSpec, JobState, RunAt, SCHEDULE_SCHEMA},
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!(
+    "enqueue_jobs",
+    Job,
+    Arity::Exactly(1),
+    Arity::Groups {
+        fixed: 10,
+        group: 17
+    }
+);
+
+pub(crate) struct EnqueueJobs<'a> {
+    pub(crate) jobs: &'a [JobSpec],
+}
+
+impl Operation for EnqueueJobs<'_> {
+    /// One result per job, in order.
+    type Output = Vec<Enqueued>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        call.key(keys.meta());
+        job_prefixes(keys, call);
+        call.arg(SCHEDULE_SCHEMA).arg(self.jobs.len());
+        for spec in self.jobs {
+            encode_job(call, spec);
+        }
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let mut results = Vec::with_capacity(self.jobs.len());
+        for _ in self.jobs {
+            results.push(Enqueued {
+                outcome: reply.word(EnqueueOutcome::parse)?,
+                id: reply.text()?,
+                state: reply.word(JobState::parse)?,
+            });
+        }
+        reply.finish()?;
+        Ok(results)
+    }
+}
+
+/// The 17 values of one job, in the order `spec(i)` in the script reads them.
+fn encode_job(call: &mut Call, spec: &JobSpec) {
+    call.arg(&spec.id)
+        .arg(&spec.queue)
+        .arg(&spec.name)
+        .arg(spec.payload.as_slice())
+        .arg(records::headers_json(&spec.headers))
+        .arg(spec.priority);
+    match spec.run_at {
+        RunAt::Now => call.arg("").arg(""),
+        RunAt::AtMs(ms) => call.arg("at").arg(ms),
+        RunAt::DelayMs(ms) => call.arg("delay").arg(ms),
+    };
+    let backoff = &spec.backoff;
+    call.arg(spec.max_attempts)
+        .arg(backoff.kind.as_str())
+        .arg(backoff.base_ms)
+        .arg(backoff.cap_ms)
+        .arg(backoff.jitter.to_string())
+        .arg(spec.lease_ms);
+    match &spec.dedup {
+        Some(d) => call.arg(&d.key).arg(d.ttl_ms).arg(d.mode.as_str()),
+        None => call.arg("").arg("").arg(""),
+    };
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> EnqueueJobs<'static> {
+    use std::sync::LazyLock;
+    static SPEC: LazyLock<JobSpec> = LazyLock::new(|| JobSpec {
+        id: "j".into(),
+        queue: "q".into(),
+        name: "n".into(),
+        payload: Vec::new(),
+        headers: Default::default(),
+        priority: 0,
+        run_at: RunAt::Now,
+        max_attempts: 3,
+        backoff: Default::default(),
+        lease_ms: 30_000,
+        dedup: None,
+    });
+    static JOBS: LazyLock<Vec<JobSpec>> = LazyLock::new(|| vec![SPEC.clone(), SPEC.clone()]);
+    EnqueueJobs { jobs: &JOBS }
+}

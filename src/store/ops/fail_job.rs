@@ -1,0 +1,66 @@
+//! `lua/fail_job.lua`: record a failed attempt; retry after the backoff, or dead.
+
+use super::{ack_job::lease_guarded, job_head};
+use crate::{
+    domain::{Failed, Failure, JobState, LeaseCheck},
+    store::{
+        keys::NamespaceKeys,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("fail_job", Job, Arity::Exactly(2), Arity::Exactly(14));
+
+pub(crate) struct FailJob<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) token: &'a str,
+    pub(crate) failure: &'a Failure,
+    /// Uniform in [0, 1), for the backoff's jitter.
+    pub(crate) random: f64,
+}
+
+impl Operation for FailJob<'_> {
+    type Output = LeaseCheck<Failed>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.id)
+            .arg(self.token)
+            .arg(&self.failure.error)
+            .opt(self.failure.retry_after_ms)
+            .flag(self.failure.non_retryable)
+            .arg(self.random.to_string());
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        lease_guarded(&mut reply, |reply| {
+            reply.int()?; // Redis now
+            Ok(Failed {
+                state: reply.word(JobState::parse)?,
+                run_at_ms: reply.opt_int()?,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> FailJob<'static> {
+    use std::sync::LazyLock;
+    static FAILURE: LazyLock<Failure> = LazyLock::new(|| Failure {
+        error: "e".into(),
+        retry_after_ms: None,
+        non_retryable: false,
+    });
+    FailJob {
+        id: "j",
+        token: "t",
+        failure: &FAILURE,
+        random: 0.5,
+    }
+}

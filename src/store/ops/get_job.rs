@@ -1,0 +1,46 @@
+//! `lua/get_job.lua`: one job's record.
+
+use super::job_prefixes;
+use crate::{
+    domain::JobRecord,
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("get_job", Job, Arity::Exactly(2), Arity::Exactly(9));
+
+pub(crate) struct GetJob<'a> {
+    pub(crate) id: &'a str,
+}
+
+impl Operation for GetJob<'_> {
+    type Output = Option<JobRecord>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        call.key(keys.meta()).key(keys.job(self.id));
+        job_prefixes(keys, call);
+        call.arg(self.id);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        if reply.is_done() {
+            return Ok(None);
+        }
+        let fields = reply.rest_fields()?.named(format!("job {:?}", self.id));
+        records::job(&fields).map(Some)
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> GetJob<'static> {
+    GetJob { id: "j" }
+}

@@ -1,0 +1,53 @@
+//! `lua/get_schedule.lua`: read one schedule.
+
+use super::schedule_head;
+use crate::{
+    domain::ScheduleRecord,
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("get_schedule", Schedule, Arity::Exactly(4), Arity::Exactly(3));
+
+pub(crate) struct GetSchedule<'a> {
+    pub(crate) id: &'a str,
+}
+
+impl Operation for GetSchedule<'_> {
+    type Output = Option<ScheduleRecord>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        schedule_head(keys, call);
+        call.key(keys.schedule(self.id)).arg(self.id);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        optional_record(&mut reply, self.id)
+    }
+}
+
+/// A reply that is either empty (no such schedule) or the schedule's fields.
+pub(crate) fn optional_record(
+    reply: &mut Reply,
+    id: &str,
+) -> Result<Option<ScheduleRecord>, StoreError> {
+    if reply.is_done() {
+        return Ok(None);
+    }
+    let fields = reply.rest_fields()?.named(format!("schedule {id:?}"));
+    records::schedule(&fields).map(Some)
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> GetSchedule<'static> {
+    GetSchedule { id: "s" }
+}

@@ -1,0 +1,70 @@
+//! `lua/list_schedules.lua`: one page of a namespace's schedules in id order.
+
+use super::schedule_head;
+use crate::{
+    domain::{ScheduleRecord, ScheduleStatus},
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(6));
+
+pub(crate) struct ListSchedules<'a> {
+    /// Exclusive lower bound ("" = from the first).
+    pub(crate) after: &'a str,
+    pub(crate) page_size: usize,
+    pub(crate) status: Option<ScheduleStatus>,
+}
+
+impl ListSchedules<'_> {
+    /// Ids one call examines at most: a filtered page may have to skip many.
+    fn budget(&self) -> usize {
+        if self.status.is_some() {
+            (self.page_size * 10).min(5000)
+        } else {
+            self.page_size
+        }
+    }
+}
+
+impl Operation for ListSchedules<'_> {
+    /// The page, and the id to continue after (if more may follow).
+    type Output = (Vec<ScheduleRecord>, Option<String>);
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        schedule_head(keys, call);
+        call.arg(self.after)
+            .arg(self.page_size)
+            .arg(self.status.map(ScheduleStatus::as_str).unwrap_or(""))
+            .arg(self.budget());
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let next = Some(reply.text()?).filter(|t| !t.is_empty());
+        let count = reply.count()?;
+        let mut page = Vec::new();
+        for _ in 0..count {
+            page.push(records::schedule(&reply.counted_fields()?)?);
+        }
+        reply.finish()?;
+        Ok((page, next))
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> ListSchedules<'static> {
+    ListSchedules {
+        after: "",
+        page_size: 10,
+        status: Some(ScheduleStatus::Active),
+    }
+}

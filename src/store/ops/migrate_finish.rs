@@ -1,0 +1,52 @@
+//! `lua/migrate_finish.lua`: record that a namespace is fully migrated, drop the
+//! listing of schemas 1 and 2, and release the lock.
+
+use super::under_lock;
+use crate::{
+    domain::SCHEDULE_SCHEMA,
+    store::{
+        keys::NamespaceKeys,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(2));
+
+pub(crate) struct MigrateFinish<'a> {
+    pub(crate) token: &'a str,
+}
+
+impl Operation for MigrateFinish<'_> {
+    /// The due index's size, or `None` when the lock was lost (nothing written).
+    type Output = Option<u64>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        call.key(keys.meta())
+            .key(keys.ids())
+            .key(keys.due())
+            .key(keys.migrate_lock())
+            .arg(self.token)
+            .arg(SCHEDULE_SCHEMA);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let size = if under_lock(&mut reply)? {
+            Some(reply.count()?)
+        } else {
+            None
+        };
+        reply.finish()?;
+        Ok(size)
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> MigrateFinish<'static> {
+    MigrateFinish { token: "t" }
+}

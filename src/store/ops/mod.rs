@@ -1,0 +1,93 @@
+//! One operation per Lua script, each in a file named after its script (see
+//! `super::script` for the contract every one of them keeps). The registry of scripts
+//! is derived from this list.
+
+use super::{
+    keys::NamespaceKeys,
+    script::{Call, ScriptDef},
+};
+
+/// Declares the operation modules and derives the script registry from them.
+macro_rules! operations {
+    ($($module:ident),* $(,)?) => {
+        $(pub(crate) mod $module;)*
+
+        /// Every script, one per operation.
+        pub(crate) static SCRIPTS: &[&ScriptDef] = &[$(&$module::SCRIPT),*];
+
+        /// A sample call of every operation, for the test that checks each against its
+        /// script's header.
+        #[cfg(test)]
+        pub(crate) fn samples() -> Vec<tests::Sample> {
+            vec![$(tests::Sample::of(&$module::sample())),*]
+        }
+    };
+}
+
+operations!(
+    ack_job,
+    ack_occurrence,
+    cancel_job,
+    claim_due,
+    claim_jobs,
+    delete_schedule,
+    enqueue_jobs,
+    extend_lease,
+    fail_job,
+    get_job,
+    get_schedule,
+    import_schedules,
+    list_jobs,
+    list_schedules,
+    migrate_apply,
+    migrate_finish,
+    migrate_index,
+    migrate_jobs,
+    migrate_lock,
+    migrate_scan,
+    namespace_status,
+    pause_schedule,
+    peek_due,
+    peek_jobs,
+    prune_jobs,
+    resume_schedule,
+    retry_job,
+    set_follow,
+    upsert_schedule,
+);
+
+/// KEYS[1..=3] and ARGV[1..=2] of every schedule script: meta, the listing of schemas
+/// 1 and 2 (for the guard), the listing's top; the record prefix, the leaf prefix.
+fn schedule_head(keys: &NamespaceKeys, call: &mut Call) {
+    call.key(keys.meta())
+        .key(keys.ids())
+        .key(keys.listing_top())
+        .arg(keys.schedule_prefix())
+        .arg(keys.listing_leaf_prefix());
+}
+
+/// The eight key prefixes every job script takes first (lua/lib/job.lua `job_keys`).
+fn job_prefixes(keys: &NamespaceKeys, call: &mut Call) {
+    for prefix in keys.job_prefixes().0 {
+        call.arg(prefix);
+    }
+}
+
+/// KEYS (finished jobs, meta) and ARGV[1..=8] of a job script that guards one job.
+fn job_head(keys: &NamespaceKeys, call: &mut Call) {
+    call.key(keys.jobs_done()).key(keys.meta());
+    job_prefixes(keys, call);
+}
+
+/// The lock-checked Migrate scripts answer `"ok", ...` or `"lost"`: `None` when the
+/// lock was lost and nothing was written.
+fn under_lock(reply: &mut super::reply::Reply) -> Result<bool, super::StoreError> {
+    reply.word(|tag| match tag {
+        "ok" => Some(true),
+        "lost" => Some(false),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,41 @@
+//! `lua/pause_schedule.lua`: stop a schedule from firing until it is resumed.
+
+use super::{get_schedule::optional_record, schedule_head};
+use crate::{
+    domain::ScheduleRecord,
+    store::{
+        keys::NamespaceKeys,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
+
+pub(crate) struct PauseSchedule<'a> {
+    pub(crate) id: &'a str,
+}
+
+impl Operation for PauseSchedule<'_> {
+    /// The paused schedule, or `None` when there is no such schedule.
+    type Output = Option<ScheduleRecord>;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        schedule_head(keys, call);
+        call.key(keys.due()).key(keys.schedule(self.id)).arg(self.id);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        optional_record(&mut reply, self.id)
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> PauseSchedule<'static> {
+    PauseSchedule { id: "s" }
+}

@@ -1,0 +1,40 @@
+//! `lua/retry_job.lua`: make a dead job pending again, attempts reset.
+
+use super::{cancel_job::state_guarded, job_head};
+use crate::{
+    domain::StateCheck,
+    store::{
+        keys::NamespaceKeys,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("retry_job", Job, Arity::Exactly(2), Arity::Exactly(9));
+
+pub(crate) struct RetryJob<'a> {
+    pub(crate) id: &'a str,
+}
+
+impl Operation for RetryJob<'_> {
+    type Output = StateCheck;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.id);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        state_guarded(&mut reply, self.id)
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> RetryJob<'static> {
+    RetryJob { id: "j" }
+}

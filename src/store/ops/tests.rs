@@ -1,0 +1,160 @@
+//! Walks every operation against its script: the script loads in a real Redis, the
+//! KEYS and ARGV its header declares are the arity the operation declares, and a
+//! sample call sends what that arity admits.
+
+use deadpool_redis::redis;
+
+use super::{samples, SCRIPTS};
+use crate::{
+    store::{
+        keys::NamespaceKeys,
+        script::{Arity, Call, Operation, ScriptDef},
+    },
+    testing::TestRedis,
+};
+
+/// What one operation sent, for the check against its script's header.
+pub(crate) struct Sample {
+    script: &'static ScriptDef,
+    keys: usize,
+    args: usize,
+}
+
+impl Sample {
+    pub(crate) fn of<O: Operation>(op: &O) -> Sample {
+        let mut call = Call::default();
+        op.encode(&NamespaceKeys::new("dueq", "ns"), &mut call);
+        let (keys, args) = call.counts();
+        Sample {
+            script: op.script(),
+            keys,
+            args,
+        }
+    }
+}
+
+/// The arity a header declares for `KEYS` or `ARGV`: every `NAME[i]`, `NAME[i..j]`
+/// and `NAME[i..]` it mentions; `groups of G` / `G values per` after an open range
+/// makes it a group arity.
+fn declared(header: &str, name: &str) -> Arity {
+    let mut fixed = 0;
+    let mut open_from = None;
+    let mut rest = header;
+    while let Some(at) = rest.find(&format!("{name}[")) {
+        rest = &rest[at + name.len() + 1..];
+        let Some(end) = rest.find(']') else { break };
+        let inside = &rest[..end];
+        match inside.split_once("..") {
+            None => fixed = fixed.max(inside.parse().unwrap_or(0)),
+            Some((from, "")) => open_from = from.parse::<usize>().ok(),
+            Some((_, to)) => fixed = fixed.max(to.parse().unwrap_or(0)),
+        }
+    }
+    let group = ["groups of ", " values per job"]
+        .iter()
+        .find_map(|marker| group_size(header, marker));
+    match (open_from, group) {
+        (None, _) => Arity::Exactly(fixed),
+        (Some(from), Some(group)) => Arity::Groups {
+            fixed: from - 1,
+            group,
+        },
+        (Some(from), None) => Arity::AtLeast(from - 1),
+    }
+}
+
+/// The number next to a marker: after "groups of ", before " values per job".
+fn group_size(header: &str, marker: &str) -> Option<usize> {
+    let at = header.find(marker)?;
+    if marker.starts_with(' ') {
+        let before = header[..at].rsplit(|c: char| !c.is_ascii_digit()).next()?;
+        before.parse().ok()
+    } else {
+        let after = &header[at + marker.len()..];
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    }
+}
+
+/// The comment block that opens a script.
+fn header(def: &ScriptDef) -> String {
+    def.body
+        .lines()
+        .take_while(|line| line.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_operation_sends_what_its_script_header_declares() {
+    let samples = samples();
+    assert_eq!(samples.len(), SCRIPTS.len(), "one sample per operation");
+    let mut names: Vec<&str> = SCRIPTS.iter().map(|def| def.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), SCRIPTS.len(), "one operation per script");
+    for sample in samples {
+        let def = sample.script;
+        let header = header(def);
+        assert!(
+            header.starts_with(&format!("-- {}:", def.name)),
+            "{}: the header names the script",
+            def.name
+        );
+        assert_eq!(declared(&header, "KEYS"), def.keys, "{}: KEYS", def.name);
+        assert_eq!(declared(&header, "ARGV"), def.argv, "{}: ARGV", def.name);
+        assert!(
+            def.keys.admits(sample.keys) && def.argv.admits(sample.args),
+            "{}: sent {} keys and {} args",
+            def.name,
+            sample.keys,
+            sample.args
+        );
+    }
+}
+
+#[test]
+fn every_lua_file_has_its_operation() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| name.strip_suffix(".lua").map(str::to_owned))
+        .collect();
+    files.sort();
+    let mut names: Vec<String> = SCRIPTS.iter().map(|def| def.name.to_owned()).collect();
+    names.sort();
+    assert_eq!(files, names);
+}
+
+#[tokio::test]
+async fn every_script_loads() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    for def in SCRIPTS {
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(def.source())
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{} does not load: {e}", def.name));
+        assert_eq!(sha, def.script().get_hash(), "{}", def.name);
+    }
+}
+
+#[test]
+fn headers_are_read_as_declared() {
+    let h = "-- x: y\n-- KEYS[1] a   KEYS[2] b\n-- ARGV[1..8] p\n-- ARGV[9] q   ARGV[10..] queues";
+    assert_eq!(declared(h, "KEYS"), Arity::Exactly(2));
+    assert_eq!(declared(h, "ARGV"), Arity::AtLeast(9));
+    let h = "-- ARGV[3] t\n-- ARGV[4..] names, any number";
+    assert_eq!(declared(h, "ARGV"), Arity::AtLeast(3));
+    let h = "-- ARGV[5..] groups of 16, one per schedule";
+    assert_eq!(
+        declared(h, "ARGV"),
+        Arity::Groups {
+            fixed: 4,
+            group: 16
+        }
+    );
+}

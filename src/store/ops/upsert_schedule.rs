@@ -1,0 +1,90 @@
+//! `lua/upsert_schedule.lua`: create a schedule or replace its definition.
+
+use super::schedule_head;
+use crate::{
+    domain::{Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA},
+    store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    },
+};
+
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(17));
+
+/// `next` is used when the timing changed or the schedule is new.
+pub(crate) struct UpsertSchedule<'a> {
+    pub(crate) def: &'a ScheduleDef,
+    pub(crate) next: NextRun,
+}
+
+/// Follow as the scripts read it: ms, "end", or "" (unknown).
+pub(crate) fn follow_arg(call: &mut Call, follow: Follow) {
+    match follow {
+        Follow::At(ms) => call.arg(ms),
+        Follow::End => call.arg("end"),
+        Follow::Unknown => call.arg(""),
+    };
+}
+
+impl Operation for UpsertSchedule<'_> {
+    /// Whether it was created, and the stored schedule.
+    type Output = (bool, ScheduleRecord);
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        let def = self.def;
+        schedule_head(keys, call);
+        call.key(keys.due()).key(keys.schedule(&def.id)).arg(&def.id);
+        match &def.timing {
+            TimingDef::Cron(expr) => call.arg("cron").arg(expr).arg(""),
+            TimingDef::EveryMs(ms) => call.arg("every").arg("").arg(*ms),
+        };
+        call.arg(&def.timezone)
+            .opt(def.start_ms)
+            .opt(def.end_ms)
+            .arg(def.run_limit)
+            .arg(&def.job_name)
+            .arg(def.payload.as_slice())
+            .arg(records::headers_json(&def.headers))
+            .flag(def.paused)
+            .opt(self.next.next_ms);
+        follow_arg(call, self.next.follow);
+        call.arg(SCHEDULE_SCHEMA);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let created = reply.flag()?;
+        let fields = reply.rest_fields()?.named(format!("schedule {:?}", self.def.id));
+        Ok((created, records::schedule(&fields)?))
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> UpsertSchedule<'static> {
+    use std::sync::LazyLock;
+    static DEF: LazyLock<ScheduleDef> = LazyLock::new(|| ScheduleDef {
+        id: "s".into(),
+        timing: TimingDef::EveryMs(60_000),
+        timezone: "UTC".into(),
+        start_ms: None,
+        end_ms: None,
+        run_limit: 0,
+        job_name: "j".into(),
+        payload: Vec::new(),
+        headers: Default::default(),
+        paused: false,
+    });
+    UpsertSchedule {
+        def: &DEF,
+        next: NextRun {
+            next_ms: Some(60_000),
+            follow: Follow::Unknown,
+        },
+    }
+}

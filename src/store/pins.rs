@@ -1,0 +1,207 @@
+//! Rules that exist in both languages, pinned together: each test runs the Lua
+//! (through a real Redis) and the Rust over thousands of generated inputs and fails
+//! on any difference — the `every` advance and its skip cap (lua/lib/rules.lua
+//! `every_advance`, `timing::Timing::advance`), the occurrence id (`occurrence_id`
+//! in both), and the two job keys Lua composes (lua/lib/job.lua `ready_list` and
+//! `listing_bucket`, `keys.rs`).
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection, Value};
+
+use super::{keys::NamespaceKeys, script::Prelude};
+use crate::{
+    domain::occurrence_id,
+    testing::TestRedis,
+    timing::{Timing, TimingSpec, MAX_SKIP_COUNT},
+};
+
+/// splitmix64: a small, seeded generator, so a failure names a reproducible case.
+struct Cases(u64);
+
+impl Cases {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn between(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % ((hi - lo) as u64 + 1)) as i64
+    }
+}
+
+/// Runs `body` after `prelude` with `args`; the reply's items as text.
+async fn eval(
+    conn: &mut MultiplexedConnection,
+    prelude: Prelude,
+    body: &str,
+    args: &[String],
+) -> Vec<String> {
+    let source = format!("{}{body}", prelude.parts().concat());
+    let reply: Value = redis::cmd("EVAL")
+        .arg(source)
+        .arg(0)
+        .arg(args)
+        .query_async(conn)
+        .await
+        .unwrap_or_else(|e| panic!("eval: {e}"));
+    let Value::Array(items) = reply else {
+        panic!("not an array: {reply:?}")
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Int(n) => n.to_string(),
+            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect()
+}
+
+/// One `every` claim: slots `anchor + k * every`, claimed at `due` (a slot) at `now`.
+#[derive(Debug)]
+struct EveryCase {
+    anchor: i64,
+    every: i64,
+    due: i64,
+    now: i64,
+    end: Option<i64>,
+}
+
+fn every_case(cases: &mut Cases) -> EveryCase {
+    let every = match cases.between(0, 3) {
+        0 => 1_000,
+        1 => cases.between(1, 3_600) * 1_000,
+        2 => cases.between(1_000, 366 * 86_400_000),
+        _ => cases.between(1, 366) * 86_400_000,
+    };
+    let anchor = cases.between(0, 2_000_000_000_000);
+    let due = anchor + cases.between(0, 10_000) * every;
+    // Late by nothing, by a little, or by far more than the skip cap's worth.
+    let late = match cases.between(0, 3) {
+        0 => 0,
+        1 => cases.between(0, 3 * every),
+        2 => cases.between(0, 1_000 * every),
+        _ => cases.between(0, 1_000_000_000_000),
+    };
+    let now = due + late;
+    let end = match cases.between(0, 2) {
+        0 => None,
+        // Anywhere from the due slot (the claim only runs while due <= end) to past now.
+        _ => Some(cases.between(due.max(anchor + 1), now + 2 * every)),
+    };
+    EveryCase {
+        anchor,
+        every,
+        due,
+        now,
+        end,
+    }
+}
+
+#[tokio::test]
+async fn every_advance_is_the_same_in_lua_and_rust() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let mut cases = Cases(0x6475_6571);
+    let batch: Vec<EveryCase> = (0..4000).map(|_| every_case(&mut cases)).collect();
+    let mut args = Vec::new();
+    for c in &batch {
+        args.extend([c.due, c.every, c.now].map(|v| v.to_string()));
+        args.push(c.end.map(|e| e.to_string()).unwrap_or_default());
+    }
+    let body = "local out = {}
+for i = 1, #ARGV, 4 do
+  local next_ms, skipped = every_advance(tonumber(ARGV[i]), tonumber(ARGV[i + 1]),
+    tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]) or '')
+  out[#out + 1] = next_ms or ''
+  out[#out + 1] = skipped
+end
+return out";
+    let lua = eval(&mut conn, Prelude::Schedule, body, &args).await;
+    let mut capped = 0;
+    for (c, got) in batch.iter().zip(lua.chunks(2)) {
+        let timing = Timing::parse(&TimingSpec {
+            every_ms: Some(c.every),
+            start_ms: Some(c.anchor),
+            end_ms: c.end,
+            ..TimingSpec::default()
+        })
+        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let rust = timing.advance(c.due, c.now);
+        let want = [
+            rust.next_ms.map(|n| n.to_string()).unwrap_or_default(),
+            rust.skipped.to_string(),
+        ];
+        assert_eq!(got, want, "{c:?}");
+        capped += usize::from(rust.skipped == MAX_SKIP_COUNT);
+    }
+    assert!(capped > 100, "the skip cap was reached only {capped} times");
+}
+
+#[tokio::test]
+async fn occurrence_ids_are_the_same_in_lua_and_rust() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let mut cases = Cases(7);
+    let pieces = ["a", "|", ":", "1:", "ü", "🦀", "{x}", "s:", " ", "0"];
+    let mut inputs = Vec::new();
+    for _ in 0..3000 {
+        let namespace: String = (0..cases.between(1, 12))
+            .map(|_| ['a', 'Z', '0', '_', '-', '.'][cases.between(0, 5) as usize])
+            .collect();
+        let id: String = (0..cases.between(1, 8))
+            .map(|_| pieces[cases.between(0, 9) as usize])
+            .collect();
+        let due = cases.between(0, 9_007_199_254_740_991);
+        let rev = cases.between(1, 1_000_000);
+        inputs.push((namespace, id, due, rev));
+    }
+    let mut args = Vec::new();
+    for (ns, id, due, rev) in &inputs {
+        args.extend([ns.clone(), id.clone(), due.to_string(), rev.to_string()]);
+    }
+    let body = "local out = {}
+for i = 1, #ARGV, 4 do
+  out[#out + 1] = occurrence_id(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]))
+end
+return out";
+    let lua = eval(&mut conn, Prelude::Schedule, body, &args).await;
+    for ((ns, id, due, rev), got) in inputs.iter().zip(&lua) {
+        let rust = occurrence_id(ns, id, *due, *rev as u64);
+        assert_eq!(got, &rust, "{ns:?} {id:?} {due} {rev}");
+    }
+}
+
+#[tokio::test]
+async fn the_job_keys_lua_composes_are_the_ones_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "ns");
+    let mut cases = Cases(11);
+    let mut inputs = Vec::new();
+    for _ in 0..500 {
+        let queue = ["q", "a:b", "{x}", "emails", "ü"][cases.between(0, 4) as usize].to_owned();
+        let priority = cases.between(-1_000_000, 1_000_000) as i32;
+        let n = cases.between(0, 1_000_000_000) as u64;
+        inputs.push((queue, priority, n));
+    }
+    let mut args: Vec<String> = keys.job_prefixes().0.to_vec();
+    for (queue, priority, n) in &inputs {
+        args.extend([queue.clone(), priority.to_string(), n.to_string()]);
+    }
+    let body = "local K = job_keys(ARGV, 1)
+local out = {}
+for i = 9, #ARGV, 3 do
+  out[#out + 1] = ready_list(K, ARGV[i], tonumber(ARGV[i + 1]))
+  out[#out + 1] = listing_bucket(K, ARGV[i], tonumber(ARGV[i + 2]))
+end
+return out";
+    let lua = eval(&mut conn, Prelude::Job, body, &args).await;
+    for ((queue, priority, n), got) in inputs.iter().zip(lua.chunks(2)) {
+        assert_eq!(got[0], keys.ready_list(queue, *priority));
+        assert_eq!(got[1], keys.listing_bucket(queue, *n));
+    }
+}

@@ -1,0 +1,289 @@
+//! Decoding the records the scripts return (schedules and jobs, as field/value
+//! pairs; see `sched_fields` in lua/lib/schedule.lua and `job_fields` in
+//! lua/lib/job.lua) into domain types. Strict: a field that is missing, unparsable or
+//! out of range makes the record corrupt, never a default.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::StoreError;
+use crate::domain::{
+    Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, ScheduleDef, ScheduleRecord,
+    ScheduleStatus, TimingDef,
+};
+
+/// A record's fields by name, with typed, strict reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Fields {
+    map: HashMap<String, Vec<u8>>,
+    /// Names the record in errors.
+    what: String,
+}
+
+impl Fields {
+    pub(crate) fn new(what: impl Into<String>) -> Self {
+        Fields {
+            map: HashMap::new(),
+            what: what.into(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, name: String, value: Vec<u8>) {
+        self.map.insert(name, value);
+    }
+
+    /// Names the record in errors from now on (its id, once known).
+    pub(crate) fn named(mut self, what: impl Into<String>) -> Self {
+        self.what = what.into();
+        self
+    }
+
+    /// The raw fields, for a foreign record (an import source) decoded elsewhere.
+    pub(crate) fn into_map(self) -> HashMap<String, Vec<u8>> {
+        self.map
+    }
+
+    fn corrupt(&self, detail: impl Into<String>) -> StoreError {
+        StoreError::corrupt(&self.what, detail)
+    }
+
+    pub(crate) fn bytes(&self, name: &str) -> Result<&[u8], StoreError> {
+        self.map
+            .get(name)
+            .map(Vec::as_slice)
+            .ok_or_else(|| self.corrupt(format!("field {name} is missing")))
+    }
+
+    pub(crate) fn text(&self, name: &str) -> Result<String, StoreError> {
+        String::from_utf8(self.bytes(name)?.to_vec())
+            .map_err(|_| self.corrupt(format!("field {name} is not UTF-8")))
+    }
+
+    /// A number, or `None` when the field is "" (unset).
+    pub(crate) fn opt_i64(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let text = self.text(name)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse()
+            .map(Some)
+            .map_err(|_| self.corrupt(format!("field {name} is not a number: {text:?}")))
+    }
+
+    pub(crate) fn i64(&self, name: &str) -> Result<i64, StoreError> {
+        self.opt_i64(name)?
+            .ok_or_else(|| self.corrupt(format!("field {name} is missing")))
+    }
+
+    /// A number that must fit `T` (a count, a priority, an attempt number).
+    pub(crate) fn int<T: TryFrom<i64>>(&self, name: &str) -> Result<T, StoreError> {
+        let n = self.i64(name)?;
+        T::try_from(n).map_err(|_| self.corrupt(format!("field {name} is out of range: {n}")))
+    }
+
+    /// A word from a closed set.
+    pub(crate) fn word<T>(
+        &self,
+        name: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T, StoreError> {
+        let text = self.text(name)?;
+        parse(&text).ok_or_else(|| self.corrupt(format!("field {name} is unknown: {text:?}")))
+    }
+
+    /// A JSON object of strings ("" for none).
+    pub(crate) fn headers(&self, name: &str) -> Result<BTreeMap<String, String>, StoreError> {
+        match self.text(name)?.as_str() {
+            "" => Ok(BTreeMap::new()),
+            json => {
+                serde_json::from_str(json).map_err(|e| self.corrupt(format!("field {name}: {e}")))
+            }
+        }
+    }
+}
+
+/// Headers as records store them: a JSON object of strings.
+pub(crate) fn headers_json(headers: &BTreeMap<String, String>) -> String {
+    let object: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    serde_json::Value::Object(object).to_string()
+}
+
+/// A schedule record (lua/lib/schedule.lua `sched_fields`).
+pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
+    let timing = match f.text("kind")?.as_str() {
+        "cron" => TimingDef::Cron(f.text("cron")?),
+        "every" => TimingDef::EveryMs(f.i64("every_ms")?),
+        other => return Err(f.corrupt(format!("field kind is unknown: {other:?}"))),
+    };
+    let status = f.word("status", ScheduleStatus::parse)?;
+    let follow = match f.text("follow_ms")?.as_str() {
+        "" => Follow::Unknown,
+        "end" => Follow::End,
+        _ => Follow::At(f.i64("follow_ms")?),
+    };
+    Ok(ScheduleRecord {
+        def: ScheduleDef {
+            id: f.text("id")?,
+            timing,
+            timezone: f.text("tz")?,
+            start_ms: f.opt_i64("start_ms")?,
+            end_ms: f.opt_i64("end_ms")?,
+            run_limit: f.int("limit")?,
+            job_name: f.text("job_name")?,
+            payload: f.bytes("payload")?.to_vec(),
+            headers: f.headers("headers")?,
+            paused: status == ScheduleStatus::Paused,
+        },
+        status,
+        run_count: f.int("runs")?,
+        last_run_ms: f.opt_i64("last_ms")?,
+        next_run_ms: f.opt_i64("next_ms")?,
+        create_ms: f.i64("created_ms")?,
+        update_ms: f.opt_i64("updated_ms")?.unwrap_or(0),
+        revision: f.int("rev")?,
+        follow,
+    })
+}
+
+/// A job record (lua/lib/job.lua `job_fields`).
+pub(crate) fn job(f: &Fields) -> Result<JobRecord, StoreError> {
+    let jitter_text = f.text("backoff_jitter")?;
+    let jitter: f64 = jitter_text
+        .parse()
+        .ok()
+        .filter(|j| (0.0..=1.0).contains(j))
+        .ok_or_else(|| {
+            f.corrupt(format!(
+                "field backoff_jitter is not in 0..=1: {jitter_text:?}"
+            ))
+        })?;
+    Ok(JobRecord {
+        id: f.text("id")?,
+        queue: f.text("queue")?,
+        name: f.text("name")?,
+        payload: f.bytes("payload")?.to_vec(),
+        headers: f.headers("headers")?,
+        priority: f.int("priority")?,
+        state: f.word("state", JobState::parse)?,
+        attempts: f.int("attempts")?,
+        max_attempts: f.int("max_attempts")?,
+        backoff: Backoff {
+            kind: f.word("backoff", BackoffKind::parse)?,
+            base_ms: f.i64("backoff_base_ms")?,
+            cap_ms: f.i64("backoff_cap_ms")?,
+            jitter,
+        },
+        lease_ms: f.i64("lease_ms")?,
+        errors: error_history(f)?,
+        create_ms: f.i64("created_ms")?,
+        update_ms: f.opt_i64("updated_ms")?.unwrap_or(0),
+        run_at_ms: f.opt_i64("run_at_ms")?,
+        lease_until_ms: f.opt_i64("lease_until")?,
+        lease_token: f.text("token")?,
+        worker: f.text("worker")?,
+        finish_ms: f.opt_i64("finished_ms")?,
+        dedup_key: f.text("dedup_key")?,
+    })
+}
+
+/// The JSON error history ("[]" for none; cjson writes an empty table as `{}`): an
+/// array of `{attempt, message, at}` (lua/lib/job.lua push_error).
+fn error_history(f: &Fields) -> Result<Vec<JobErrorEntry>, StoreError> {
+    let json = f.text("errors")?;
+    if json == "{}" {
+        return Ok(Vec::new());
+    }
+    let bad = |detail: &str| f.corrupt(format!("field errors: {detail}"));
+    let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| bad(&e.to_string()))?;
+    let entries = value.as_array().ok_or_else(|| bad("not an array"))?;
+    entries
+        .iter()
+        .map(|entry| {
+            let number = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
+            match (
+                number("attempt"),
+                entry.get("message").and_then(serde_json::Value::as_str),
+                number("at"),
+            ) {
+                (Some(attempt), Some(message), Some(at)) => Ok(JobErrorEntry {
+                    attempt: attempt as u32,
+                    message: message.to_owned(),
+                    at_ms: at as i64,
+                }),
+                _ => Err(bad("an entry lacks attempt, message or at")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_fields(changes: &[(&str, &str)]) -> Fields {
+        let mut f = Fields::new("job j");
+        for (name, value) in [
+            ("id", "j"),
+            ("queue", "q"),
+            ("name", "n"),
+            ("payload", ""),
+            ("headers", ""),
+            ("priority", "0"),
+            ("seq", "1"),
+            ("state", "pending"),
+            ("attempts", "0"),
+            ("max_attempts", "3"),
+            ("backoff", "exp"),
+            ("backoff_base_ms", "1000"),
+            ("backoff_cap_ms", "3600000"),
+            ("backoff_jitter", "0"),
+            ("lease_ms", "30000"),
+            ("created_ms", "1"),
+            ("run_at_ms", "1"),
+            ("updated_ms", "1"),
+            ("token", ""),
+            ("lease_until", ""),
+            ("worker", ""),
+            ("finished_ms", ""),
+            ("errors", "[]"),
+            ("dedup_key", ""),
+        ] {
+            f.insert(name.into(), value.as_bytes().to_vec());
+        }
+        for (name, value) in changes {
+            f.insert((*name).into(), value.as_bytes().to_vec());
+        }
+        f
+    }
+
+    #[test]
+    fn a_sound_job_decodes() {
+        let job = job(&job_fields(&[])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(job.backoff.kind, BackoffKind::Exponential);
+        assert!(job.errors.is_empty());
+    }
+
+    /// Corrupt data is reported as corrupt, not turned into a default.
+    #[test]
+    fn corrupt_job_fields_are_errors_not_defaults() {
+        for (name, value) in [
+            ("backoff", "linear"),
+            ("backoff_jitter", "lots"),
+            ("backoff_jitter", "1.5"),
+            ("priority", "4294967296"),
+            ("attempts", "-1"),
+            ("state", "sleeping"),
+            ("errors", "not json"),
+            ("headers", "[1]"),
+            ("created_ms", ""),
+        ] {
+            let error = job(&job_fields(&[(name, value)])).err();
+            assert!(
+                matches!(error, Some(StoreError::Corrupt { .. })),
+                "{name}={value:?} gave {error:?}"
+            );
+        }
+    }
+}

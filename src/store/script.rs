@@ -1,0 +1,182 @@
+//! The Rust half of the Rust↔Lua contract. Each script in `lua/` has exactly one
+//! [`Operation`] in `src/store/ops/` (a file of the same name) that owns its whole
+//! contract: the keys it passes (from `keys.rs` only), its arguments (borrowed, so a
+//! payload is copied once, into the command), and a typed decode of its reply through
+//! the [`Reply`] cursor. The script registry (`ops::SCRIPTS`) is derived from the
+//! operations, and a library test walks every operation: its script loads in a real
+//! Redis, and the KEYS and ARGV it sends match what the script's header declares.
+
+use std::sync::OnceLock;
+
+use deadpool_redis::redis::{self, Cmd, Script, ToRedisArgs};
+
+use super::{keys::NamespaceKeys, reply::Reply, StoreError};
+
+/// The script libraries a script is built on, prepended to its own file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prelude {
+    /// `lua/lib/core.lua` alone.
+    Core,
+    /// core, rules, the schema guard, the packed schedule record and its listing.
+    Schedule,
+    /// core and the job layout.
+    Job,
+}
+
+const CORE: &str = include_str!("../../lua/lib/core.lua");
+const RULES: &str = include_str!("../../lua/lib/rules.lua");
+const GUARD: &str = include_str!("../../lua/lib/guard.lua");
+const SCHEDULE: &str = include_str!("../../lua/lib/schedule.lua");
+const JOB: &str = include_str!("../../lua/lib/job.lua");
+
+impl Prelude {
+    pub(crate) fn parts(self) -> &'static [&'static str] {
+        match self {
+            Prelude::Core => &[CORE],
+            Prelude::Schedule => &[CORE, RULES, GUARD, SCHEDULE],
+            Prelude::Job => &[CORE, JOB],
+        }
+    }
+}
+
+/// How many KEYS or ARGV a script takes, as its header declares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arity {
+    Exactly(usize),
+    /// `fixed`, then any number more (a list of ids or queue names).
+    AtLeast(usize),
+    /// `fixed`, then whole groups of `group` values (one group per record).
+    Groups {
+        fixed: usize,
+        group: usize,
+    },
+}
+
+impl Arity {
+    /// Whether `n` values fit.
+    pub(crate) fn admits(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k,
+            Arity::AtLeast(k) => n >= k,
+            Arity::Groups { fixed, group } => n >= fixed && (n - fixed) % group == 0,
+        }
+    }
+}
+
+/// One Lua script: its name (the file's stem), its source, and its declared arity.
+pub(crate) struct ScriptDef {
+    pub(crate) name: &'static str,
+    pub(crate) prelude: Prelude,
+    pub(crate) body: &'static str,
+    pub(crate) keys: Arity,
+    pub(crate) argv: Arity,
+    script: OnceLock<Script>,
+}
+
+impl ScriptDef {
+    pub(crate) const fn new(
+        name: &'static str,
+        prelude: Prelude,
+        body: &'static str,
+        keys: Arity,
+        argv: Arity,
+    ) -> Self {
+        ScriptDef {
+            name,
+            prelude,
+            body,
+            keys,
+            argv,
+            script: OnceLock::new(),
+        }
+    }
+
+    /// The script as Redis runs it: the prelude, then the file.
+    pub(crate) fn script(&self) -> &Script {
+        self.script.get_or_init(|| Script::new(&self.source()))
+    }
+
+    pub(crate) fn source(&self) -> String {
+        let mut source: String = self.prelude.parts().concat();
+        source.push_str(self.body);
+        source
+    }
+}
+
+/// Declares an operation's script: `script!("claim_due", Schedule, keys, argv)`.
+macro_rules! script {
+    ($name:literal, $prelude:ident, $keys:expr, $argv:expr) => {
+        pub(crate) static SCRIPT: $crate::store::script::ScriptDef =
+            $crate::store::script::ScriptDef::new(
+                $name,
+                $crate::store::script::Prelude::$prelude,
+                include_str!(concat!("../../../lua/", $name, ".lua")),
+                $keys,
+                $argv,
+            );
+    };
+}
+pub(crate) use script;
+
+/// The KEYS and ARGV of one script call.
+#[derive(Default)]
+pub(crate) struct Call {
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl Call {
+    pub(crate) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        self.keys.extend(key.to_redis_args());
+        self
+    }
+
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    /// An optional number: "" when unset (how the scripts read "none").
+    pub(crate) fn opt(&mut self, value: Option<i64>) -> &mut Self {
+        match value {
+            Some(v) => self.arg(v),
+            None => self.arg(""),
+        }
+    }
+
+    pub(crate) fn flag(&mut self, value: bool) -> &mut Self {
+        self.arg(if value { "1" } else { "0" })
+    }
+
+    /// How many KEYS and ARGV the call has.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.keys.len(), self.args.len())
+    }
+
+    /// `EVALSHA sha numkeys keys... args...`.
+    pub(crate) fn evalsha(&self, sha: &str) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(sha).arg(self.keys.len());
+        for key in &self.keys {
+            cmd.arg(key.as_slice());
+        }
+        for arg in &self.args {
+            cmd.arg(arg.as_slice());
+        }
+        cmd
+    }
+}
+
+/// One state transition (or read): a script call with typed arguments and reply.
+pub(crate) trait Operation {
+    type Output;
+
+    /// The script this operation runs (its module's `SCRIPT`).
+    fn script(&self) -> &'static ScriptDef;
+
+    /// Pushes KEYS, then ARGV, for the namespace whose keys are given.
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call);
+
+    /// Decodes the script's reply.
+    fn decode(&self, reply: Reply) -> Result<Self::Output, StoreError>;
+}

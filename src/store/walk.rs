@@ -1,0 +1,159 @@
+//! The walks that visit keys by SCAN, a bounded step at a time: every namespace
+//! under the prefix (Migrate `all_namespaces`), and a namespace's layout-1 job keys
+//! (Migrate's job phase). Each step is one SCAN call of COUNT `batch`; a walk owns
+//! its cursor, so callers only ask for the next step.
+
+use std::collections::BTreeSet;
+
+use deadpool_redis::redis;
+
+use super::{
+    keys::{LegacyJobKeys, NamespaceMarker, PrefixKeys},
+    Store, StoreError,
+};
+
+impl Store {
+    /// One `SCAN cursor MATCH pattern COUNT count [TYPE kind]` step: the next cursor
+    /// (0 when done) and the keys found.
+    async fn scan_step(
+        &self,
+        cursor: u64,
+        pattern: &str,
+        count: u32,
+        kind: Option<&str>,
+    ) -> Result<(u64, Vec<Vec<u8>>), StoreError> {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        if let Some(kind) = kind {
+            cmd.arg("TYPE").arg(kind);
+        }
+        self.query(cmd).await
+    }
+
+    /// The SCARD of an import source's index.
+    pub(crate) async fn source_size(
+        &self,
+        source: &super::keys::BoringnodeKeys,
+    ) -> Result<u64, StoreError> {
+        self.query(redis::cmd("SCARD").arg(&source.index).to_owned())
+            .await
+    }
+
+    /// Deletes imported source records: each hash and its index entry.
+    pub(crate) async fn delete_source(
+        &self,
+        source: &super::keys::BoringnodeKeys,
+        ids: &[String],
+    ) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("DEL")
+                .arg(source.record(id))
+                .ignore()
+                .cmd("SREM")
+                .arg(&source.index)
+                .arg(id)
+                .ignore();
+        }
+        let (slot, mut conn) = self.conns.get().await?;
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .map_err(|e| self.fail(slot, "", e))
+    }
+}
+
+/// Every namespace under the key prefix that holds metadata or a pre-index listing.
+pub(crate) struct NamespaceWalk {
+    markers: Vec<NamespaceMarker>,
+    cursor: u64,
+    found: BTreeSet<String>,
+}
+
+impl NamespaceWalk {
+    pub(crate) fn new() -> Self {
+        NamespaceWalk {
+            markers: vec![NamespaceMarker::LegacyListing, NamespaceMarker::Meta],
+            cursor: 0,
+            found: BTreeSet::new(),
+        }
+    }
+
+    /// Walks to the end, `batch` keys a step; the namespaces found, sorted.
+    pub(crate) async fn collect(
+        mut self,
+        store: &Store,
+        batch: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        let keys = PrefixKeys::new(&store.prefix);
+        while let Some(&marker) = self.markers.last() {
+            let pattern = keys.namespaces_pattern(marker);
+            let (next, found) = store.scan_step(self.cursor, &pattern, batch, None).await?;
+            for key in &found {
+                if let Some(ns) = std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| keys.namespace_of(k, marker))
+                {
+                    self.found.insert(ns.to_owned());
+                }
+            }
+            self.cursor = next;
+            if next == 0 {
+                self.markers.pop();
+            }
+        }
+        Ok(self.found.into_iter().collect())
+    }
+}
+
+/// A namespace's layout-1 job keys of one kind, a SCAN step at a time.
+pub(crate) struct LegacyJobWalk {
+    kind: LegacyJobKeys,
+    /// The next SCAN cursor; `None` once the scan has come back to 0.
+    cursor: Option<u64>,
+}
+
+impl LegacyJobWalk {
+    pub(crate) fn new(kind: LegacyJobKeys) -> Self {
+        LegacyJobWalk {
+            kind,
+            cursor: Some(0),
+        }
+    }
+
+    /// The keys of the next SCAN step (possibly none), or `None` when the walk is over.
+    pub(crate) async fn next(
+        &mut self,
+        store: &Store,
+        namespace: &str,
+        count: u32,
+    ) -> Result<Option<Vec<Vec<u8>>>, StoreError> {
+        let Some(cursor) = self.cursor else {
+            return Ok(None);
+        };
+        let kind = match self.kind {
+            LegacyJobKeys::JobHashes => "hash",
+            LegacyJobKeys::ReadySets | LegacyJobKeys::Listings => "zset",
+        };
+        let pattern = store.keys(namespace).legacy_job_pattern(self.kind);
+        let (next, found) = store.scan_step(cursor, &pattern, count, Some(kind)).await?;
+        self.cursor = (next != 0).then_some(next);
+        Ok(Some(found))
+    }
+
+    /// The job ids of job keys this walk found (a `JobHashes` walk).
+    pub(crate) fn job_ids(store: &Store, namespace: &str, found: &[Vec<u8>]) -> Vec<String> {
+        let keys = store.keys(namespace);
+        found
+            .iter()
+            .filter_map(|key| keys.job_id_of(key))
+            .map(str::to_owned)
+            .collect()
+    }
+}

@@ -1,0 +1,78 @@
+//! For the library's own tests that need Redis (the script contract, the rules Lua
+//! and Rust share): a real redis-server child on a free port, killed on drop.
+
+use std::{
+    net::TcpListener,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+
+use crate::store::Store;
+
+pub(crate) struct TestRedis {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TestRedis {
+    pub(crate) async fn start() -> TestRedis {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("no free port: {e}"));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("redis-server must be on PATH: {e}"));
+        let redis = TestRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        for _ in 0..250 {
+            if let Ok(mut conn) = redis.try_conn().await {
+                let pong: redis::RedisResult<String> =
+                    redis::cmd("PING").query_async(&mut conn).await;
+                if pong.is_ok() {
+                    return redis;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("redis-server did not start on port {port}");
+    }
+
+    async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
+        redis::Client::open(self.url.as_str())?
+            .get_multiplexed_async_connection()
+            .await
+    }
+
+    pub(crate) async fn conn(&self) -> MultiplexedConnection {
+        self.try_conn()
+            .await
+            .unwrap_or_else(|e| panic!("connect to test redis: {e}"))
+    }
+
+    /// A store over this Redis, under the key prefix `dueq`.
+    pub(crate) fn store(&self) -> Store {
+        Store::new(&self.url, "dueq", 1, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("store: {e}"))
+    }
+}
+
+impl Drop for TestRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

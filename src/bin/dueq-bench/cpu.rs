@@ -44,9 +44,9 @@ impl CpuSnapshot {
                 .unwrap_or(0.0)
         };
         Ok(CpuSnapshot {
-            service: process_cpu_s(Some(service_pid)),
+            service: process_cpu_s(Some(service_pid)).await,
             redis: field("used_cpu_user") + field("used_cpu_sys"),
-            bench: process_cpu_s(None),
+            bench: process_cpu_s(None).await,
             script_calls: command_calls(&stats, |l| {
                 l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:")
             }),

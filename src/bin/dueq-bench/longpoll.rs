@@ -90,17 +90,17 @@ async fn commands(conn: &mut MultiplexedConnection) -> Result<u64> {
 /// Redis commands/s, the service's CPU share and both processes' RSS over an idle
 /// window.
 async fn idle(conn: &mut MultiplexedConnection, pid: u32, window: Duration) -> Result<Idle> {
-    let (c0, cpu0) = (commands(conn).await?, process_cpu_s(Some(pid)));
+    let (c0, cpu0) = (commands(conn).await?, process_cpu_s(Some(pid)).await);
     tokio::time::sleep(window).await;
-    let (c1, cpu1) = (commands(conn).await?, process_cpu_s(Some(pid)));
+    let (c1, cpu1) = (commands(conn).await?, process_cpu_s(Some(pid)).await);
     let secs = window.as_secs_f64();
     // One INFO of ours falls inside the window.
     let cmds = c1.saturating_sub(c0).saturating_sub(1) as f64 / secs;
     Ok(Idle {
         redis_commands_per_s: cmds,
         service_cpu_pct: (cpu1 - cpu0) / secs * 100.0,
-        service_rss_mb: process_rss_mb(Some(pid)),
-        bench_rss_mb: process_rss_mb(None),
+        service_rss_mb: process_rss_mb(Some(pid)).await,
+        bench_rss_mb: process_rss_mb(None).await,
     })
 }
 

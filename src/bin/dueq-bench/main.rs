@@ -70,7 +70,7 @@ async fn run(args: BenchArgs) -> Result<()> {
     let dueq = binaries::dueq(args.dueq_bin.as_deref())?;
     let started = Instant::now();
     let env = Env::start(args.redis_url.as_deref(), &dueq).await?;
-    let mut report = Report::new(&plan, &env, std::env::args().collect());
+    let mut report = Report::new(&plan, &env, std::env::args().collect()).await;
     let result = run_families(&plan, &env, &mut report).await;
     let wall = started.elapsed();
     env.stop();
@@ -78,7 +78,8 @@ async fn run(args: BenchArgs) -> Result<()> {
     report.set_wall(wall);
     print!("{}", report.table());
     if let Some(path) = &args.json {
-        std::fs::write(path, report.json_text()?)
+        tokio::fs::write(path, report.json_text()?)
+            .await
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())

@@ -1,16 +1,13 @@
-//! A redis-server of the bench's own: on a free port, no persistence, in a scratch
-//! directory, so the bench may flush it between families.
+//! A redis-server of the bench's own: on a free port, with no persistence (so it
+//! writes nothing to its directory, the system's temp dir), so the bench may flush it
+//! between families.
 
-use std::{
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-};
+use std::process::{Child, Command, Stdio};
 
 use crate::{binaries, env::free_port, Result};
 
 pub(crate) struct OwnRedis {
     child: Child,
-    dir: PathBuf,
     pub(crate) url: String,
 }
 
@@ -19,8 +16,7 @@ impl OwnRedis {
         let binary = binaries::on_path("redis-server")
             .ok_or("redis-server not found on PATH (or pass --redis-url)")?;
         let port = free_port()?;
-        let dir = std::env::temp_dir().join(format!("dueq-bench-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
+        let dir = std::env::temp_dir();
         let child = Command::new(binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
@@ -32,7 +28,6 @@ impl OwnRedis {
             .map_err(|e| format!("cannot start redis-server: {e}"))?;
         Ok(OwnRedis {
             child,
-            dir,
             url: format!("redis://127.0.0.1:{port}"),
         })
     }
@@ -40,6 +35,5 @@ impl OwnRedis {
     pub(crate) fn stop(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -29,9 +29,9 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
         return Ok(());
     }
     let dir = std::env::temp_dir().join(format!("dueq-bench-peers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    tokio::fs::create_dir_all(&dir).await?;
     let result = run_in(plan, env, report, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = tokio::fs::remove_dir_all(&dir).await;
     if let Err(e) = result {
         report.note(S, format!("peers failed: {e}"));
     }

@@ -36,7 +36,7 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(plan: &Plan, env: &Env, argv: Vec<String>) -> Report {
+    pub(crate) async fn new(plan: &Plan, env: &Env, argv: Vec<String>) -> Report {
         let mut meta = Map::new();
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -46,11 +46,11 @@ impl Report {
         meta.insert("cores".into(), json!(cores));
         meta.insert(
             "cpu".into(),
-            json!(machine_field("/proc/cpuinfo", "model name")),
+            json!(machine_field("/proc/cpuinfo", "model name").await),
         );
         meta.insert(
             "mem_total".into(),
-            json!(machine_field("/proc/meminfo", "MemTotal")),
+            json!(machine_field("/proc/meminfo", "MemTotal").await),
         );
         meta.insert("redis_version".into(), json!(env.redis_version));
         meta.insert("dueq_bin".into(), json!(env.dueq_bin.display().to_string()));

@@ -32,7 +32,7 @@ const FILES: [(&str, &str); 6] = [
 /// Writes the package into `dir` and installs the peers into it.
 pub(crate) async fn install(dir: &Path) -> Result<()> {
     for (name, text) in FILES {
-        std::fs::write(dir.join(name), text)?;
+        tokio::fs::write(dir.join(name), text).await?;
     }
     let install = tokio::time::timeout(
         Duration::from_secs(300),

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::{
-    domain::{JobState, LeaseLoss},
+    domain::{FailureKind, JobState, LeaseLoss},
     store::StoreError,
     timing::TimingError,
 };
@@ -56,6 +56,31 @@ pub(crate) enum Error {
     },
     #[error("the client went away; the namespace is left consistent, run Migrate again to finish")]
     Cancelled,
+}
+
+impl Error {
+    pub(crate) fn kind(&self) -> FailureKind {
+        match self {
+            Error::Store(store) => store.kind(),
+            Error::Timing(_) => FailureKind::Invalid,
+            Error::NotFound(_) => FailureKind::NotFound,
+            Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
+                FailureKind::Lost
+            }
+            Error::WrongState { .. } | Error::Newer { .. } | Error::Foreign { .. } => {
+                FailureKind::Precondition
+            }
+            Error::Cancelled => FailureKind::Cancelled,
+        }
+    }
+
+    /// The namespace, when the store refused it until Migrate runs.
+    pub(crate) fn needs_migrate(&self) -> Option<&str> {
+        match self {
+            Error::Store(StoreError::NeedsMigrate { namespace, .. }) => Some(namespace),
+            _ => None,
+        }
+    }
 }
 
 /// What was not found.

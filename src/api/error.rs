@@ -1,7 +1,7 @@
 //! The API layer's one error kind: what validation refuses, or what the use case
 //! answered. `rescue` alone turns it into a gRPC status.
 
-use crate::error::Error;
+use crate::{domain::FailureKind, error::Error};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ApiError {
@@ -20,6 +20,14 @@ pub(crate) enum ApiError {
 }
 
 impl ApiError {
+    pub(crate) fn kind(&self) -> FailureKind {
+        match self {
+            ApiError::Invalid { .. } => FailureKind::Invalid,
+            ApiError::TooLarge { .. } => FailureKind::TooLarge,
+            ApiError::App(error) => error.kind(),
+        }
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ApiError::Invalid {
             field: field.into(),

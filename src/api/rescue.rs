@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tonic::{Code, Response, Status};
 
 use super::ApiError;
-use crate::{error::Error, namespaces::Namespaces, store::StoreError, sync::lock};
+use crate::{domain::FailureKind, namespaces::Namespaces, sync::lock};
 
 /// A namespace that needs Migrate is logged at most this often.
 const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
@@ -51,14 +51,16 @@ impl Rescue {
 
     /// The status for an error.
     pub(crate) fn status(&self, error: ApiError) -> Status {
-        let code = code(&error);
+        let code = code(error.kind());
         let mut message = error.to_string();
-        if let ApiError::App(Error::Store(StoreError::NeedsMigrate { namespace, .. })) = &error {
-            self.notice(namespace, &message);
-            message.push_str(&format!(
-                ". Nothing was changed. Run: {}",
-                migrate_command(namespace, &self.address)
-            ));
+        if let ApiError::App(app) = &error {
+            if let Some(namespace) = app.needs_migrate() {
+                self.notice(namespace, &message);
+                message.push_str(&format!(
+                    ". Nothing was changed. Run: {}",
+                    migrate_command(namespace, &self.address)
+                ));
+            }
         }
         if code == Code::Internal {
             tracing::error!(%error, "internal error");
@@ -77,38 +79,19 @@ impl Rescue {
     }
 }
 
-/// Each error's kind of status.
-fn code(error: &ApiError) -> Code {
-    match error {
-        ApiError::Invalid { .. } => Code::InvalidArgument,
-        ApiError::TooLarge { .. } => Code::ResourceExhausted,
-        ApiError::App(error) => app_code(error),
-    }
-}
-
-fn app_code(error: &Error) -> Code {
-    match error {
-        Error::Store(store) => store_code(store),
-        Error::Timing(_) => Code::InvalidArgument,
-        Error::NotFound(_) => Code::NotFound,
+/// The status code of each kind of failure.
+fn code(kind: FailureKind) -> Code {
+    match kind {
+        FailureKind::Invalid => Code::InvalidArgument,
+        FailureKind::TooLarge | FailureKind::Full => Code::ResourceExhausted,
+        FailureKind::NotFound => Code::NotFound,
+        FailureKind::Precondition => Code::FailedPrecondition,
         // The caller lost the work (stale token, expired lease, another Migrate took
         // over): it should drop this attempt and start again, a retry at a higher level.
-        Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
-            Code::Aborted
-        }
-        Error::WrongState { .. } | Error::Newer { .. } | Error::Foreign { .. } => {
-            Code::FailedPrecondition
-        }
-        Error::Cancelled => Code::Cancelled,
-    }
-}
-
-fn store_code(error: &StoreError) -> Code {
-    match error {
-        StoreError::Unavailable { .. } => Code::Unavailable,
-        StoreError::NeedsMigrate { .. } => Code::FailedPrecondition,
-        StoreError::OutOfMemory { .. } => Code::ResourceExhausted,
-        StoreError::Redis(_) | StoreError::Corrupt { .. } => Code::Internal,
+        FailureKind::Lost => Code::Aborted,
+        FailureKind::Unavailable => Code::Unavailable,
+        FailureKind::Cancelled => Code::Cancelled,
+        FailureKind::Internal => Code::Internal,
     }
 }
 
@@ -127,7 +110,10 @@ fn bounded(mut message: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Found, Layout, NeedsMigrate};
+    use crate::{
+        domain::{Found, Layout, NeedsMigrate},
+        store::StoreError,
+    };
 
     fn rescue() -> Rescue {
         Rescue::new(

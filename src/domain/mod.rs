@@ -2,6 +2,7 @@
 //! the rules that belong to them. No tonic and no redis: the store and the API each
 //! translate to and from these types.
 
+mod failure;
 mod job;
 mod lease;
 pub(crate) mod limits;
@@ -9,6 +10,7 @@ mod namespace;
 mod occurrence;
 mod schedule;
 
+pub(crate) use failure::Failure as FailureKind;
 pub(crate) use job::{
     Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
     JobErrorEntry, JobRecord, JobSpec, JobState, NewJob, RunAt, StateCheck,

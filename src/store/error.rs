@@ -3,7 +3,7 @@
 
 use deadpool_redis::redis::RedisError;
 
-use crate::domain::{Found, Layout, NeedsMigrate};
+use crate::domain::{FailureKind, Found, Layout, NeedsMigrate};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum StoreError {
@@ -74,6 +74,15 @@ impl StoreError {
         StoreError::Corrupt {
             what: what.into(),
             detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> FailureKind {
+        match self {
+            StoreError::Unavailable { .. } => FailureKind::Unavailable,
+            StoreError::NeedsMigrate { .. } => FailureKind::Precondition,
+            StoreError::OutOfMemory { .. } => FailureKind::Full,
+            StoreError::Redis(_) | StoreError::Corrupt { .. } => FailureKind::Internal,
         }
     }
 

@@ -15,28 +15,42 @@ fn dedup(queue: &str, key: &str, mode: proto::DedupMode, ttl_ms: u64) -> proto::
     req
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn fifty_concurrent_enqueues_with_one_dedup_key_create_one_job() {
-    let redis = Redis::start().await;
-    let a = Service::start(&redis.url()).await;
-    let b = Service::start(&redis.url()).await;
-    let clients = [a.client().await, b.client().await];
+/// Sends 50 enqueues at once, alternating between two instances on one Redis;
+/// returns the answers, and a client of the first instance (alive while `services`).
+async fn fifty_at_once(
+    redis: &Redis,
+    request: impl Fn(usize) -> proto::EnqueueRequest,
+) -> (Vec<proto::EnqueueResponse>, Client, [Service; 2]) {
+    let services = [
+        Service::start(&redis.url()).await,
+        Service::start(&redis.url()).await,
+    ];
+    let clients = [services[0].client().await, services[1].client().await];
     let tasks: Vec<_> = (0..50)
         .map(|i| {
             let mut c = clients[i % 2].clone();
-            tokio::spawn(async move {
-                enqueue(
-                    &mut c,
-                    dedup("q", "order-42", proto::DedupMode::Skip, 60_000),
-                )
-                .await
-            })
+            let req = request(i);
+            tokio::spawn(async move { enqueue(&mut c, req).await })
         })
         .collect();
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.expect("task"));
+    }
+    let [first, _] = clients;
+    (answers, first, services)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_enqueues_with_one_dedup_key_create_one_job() {
+    let redis = Redis::start().await;
+    let (answers, mut c, _services) = fifty_at_once(&redis, |_| {
+        dedup("q", "order-42", proto::DedupMode::Skip, 60_000)
+    })
+    .await;
     let mut created = 0;
     let mut ids = HashSet::new();
-    for t in tasks {
-        let r = t.await.expect("task");
+    for r in answers {
         if r.outcome == proto::EnqueueOutcome::Created as i32 {
             created += 1;
         } else {
@@ -46,7 +60,6 @@ async fn fifty_concurrent_enqueues_with_one_dedup_key_create_one_job() {
     }
     assert_eq!(created, 1);
     assert_eq!(ids.len(), 1, "every caller is told the one job's id");
-    let mut c = clients[0].clone();
     assert!(claim_job(&mut c, &["q"], 0, None).await.is_some());
     assert!(
         claim_job(&mut c, &["q"], 0, None).await.is_none(),
@@ -57,30 +70,21 @@ async fn fifty_concurrent_enqueues_with_one_dedup_key_create_one_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_enqueues_with_one_job_id_create_one_job() {
     let redis = Redis::start().await;
-    let a = Service::start(&redis.url()).await;
-    let b = Service::start(&redis.url()).await;
-    let clients = [a.client().await, b.client().await];
-    let tasks: Vec<_> = (0..50)
-        .map(|i| {
-            let mut c = clients[i % 2].clone();
-            tokio::spawn(async move {
-                let mut req = job("q", "idem");
-                req.job_id = "invoice:2026-07:{acme}".into();
-                req.payload = format!("attempt {i}").into_bytes();
-                enqueue(&mut c, req).await
-            })
-        })
-        .collect();
+    let (answers, mut c, _services) = fifty_at_once(&redis, |i| {
+        let mut req = job("q", "idem");
+        req.job_id = "invoice:2026-07:{acme}".into();
+        req.payload = format!("attempt {i}").into_bytes();
+        req
+    })
+    .await;
     let mut created = 0;
-    for t in tasks {
-        let r = t.await.expect("task");
+    for r in answers {
         assert_eq!(r.job_id, "invoice:2026-07:{acme}");
         if r.outcome == proto::EnqueueOutcome::Created as i32 {
             created += 1;
         }
     }
     assert_eq!(created, 1);
-    let mut c = clients[0].clone();
     let j = claim_job(&mut c, &["q"], 0, None).await.expect("one");
     assert_eq!(j.job_id, "invoice:2026-07:{acme}");
     assert!(claim_job(&mut c, &["q"], 0, None).await.is_none());

@@ -3,22 +3,37 @@
 
 use std::time::Duration;
 
+use deadpool_redis::redis::aio::MultiplexedConnection;
+
 use crate::common::*;
 
 /// A re-check interval no test outlasts: a waiter that gets work was woken by a timer.
 const NO_RECHECK: Duration = Duration::from_secs(3600);
 
-fn spawn_waiters(
+type Waiter = tokio::task::JoinHandle<Option<proto::Occurrence>>;
+
+/// `n` workers long-polling namespace "ns" for `wait_ms`, once all are parked (each
+/// ran its claim, and the namespace timer peeked).
+async fn parked_waiters(
     client: &Client,
-    n: usize,
+    conn: &mut MultiplexedConnection,
+    n: u64,
     wait_ms: u64,
-) -> Vec<tokio::task::JoinHandle<Option<proto::Occurrence>>> {
-    (0..n)
+) -> Vec<Waiter> {
+    let before = script_calls(conn).await;
+    let waiters = (0..n)
         .map(|_| {
             let mut c = client.clone();
             tokio::spawn(async move { claim(&mut c, "ns", wait_ms).await })
         })
-        .collect()
+        .collect();
+    wait_parked(conn, before, n).await;
+    waiters
+}
+
+async fn parked_waiter(client: &Client, conn: &mut MultiplexedConnection, wait_ms: u64) -> Waiter {
+    let mut waiters = parked_waiters(client, conn, 1, wait_ms).await;
+    waiters.pop().expect("one")
 }
 
 /// Pins: a parked waiter is handed a schedule when it comes due, by the timer the
@@ -32,9 +47,7 @@ async fn a_waiting_worker_gets_the_schedule_when_it_becomes_due() {
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
-    let before = script_calls(&mut conn).await;
-    let waiter = spawn_waiters(&c, 1, LONG_POLL_MS).pop().expect("one");
-    wait_parked(&mut conn, before, 1).await;
+    let waiter = parked_waiter(&c, &mut conn, LONG_POLL_MS).await;
 
     let due = redis_now(&mut conn).await + SOON_MS;
     upsert(&mut c, "ns", every_hour_from("soon", due)).await;
@@ -61,9 +74,7 @@ async fn an_upsert_through_another_replica_is_seen_by_the_bounded_recheck() {
     let mut cb = b.client().await;
     let mut conn = redis.conn().await;
 
-    let before = script_calls(&mut conn).await;
-    let waiter = spawn_waiters(&ca, 1, LONG_POLL_MS).pop().expect("one");
-    wait_parked(&mut conn, before, 1).await;
+    let waiter = parked_waiter(&ca, &mut conn, LONG_POLL_MS).await;
     let due = redis_now(&mut conn).await + SOON_MS;
     upsert(&mut cb, "ns", every_hour_from("elsewhere", due)).await;
 
@@ -88,9 +99,7 @@ async fn idle_waiters_send_nothing_to_redis_per_waiter() {
     let c = service.client().await;
     let mut conn = redis.conn().await;
 
-    let before = script_calls(&mut conn).await;
-    let waiters = spawn_waiters(&c, WAITERS as usize, 60_000);
-    wait_parked(&mut conn, before, WAITERS).await;
+    let waiters = parked_waiters(&c, &mut conn, WAITERS, 60_000).await;
     reset_stats(&mut conn).await;
     let from = redis_now(&mut conn).await;
 
@@ -125,9 +134,7 @@ async fn only_as_many_waiters_wake_as_there_are_due_occurrences() {
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
-    let before = script_calls(&mut conn).await;
-    let waiters = spawn_waiters(&c, 20, LONG_POLL_MS);
-    wait_parked(&mut conn, before, 20).await;
+    let waiters = parked_waiters(&c, &mut conn, 20, LONG_POLL_MS).await;
     let due = redis_now(&mut conn).await + SOON_MS;
     for id in ["x", "y", "z"] {
         upsert(&mut c, "ns", every_hour_from(id, due)).await;
@@ -161,15 +168,13 @@ async fn only_as_many_waiters_wake_as_there_are_due_occurrences() {
 async fn the_wait_is_capped_by_the_server_and_by_the_client_deadline() {
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
-    let mut capped = config(&redis.url());
-    capped.max_wait = Duration::from_millis(800);
-    let service = Service::start_with(capped).await;
-    let mut c = service.client().await;
+    let mut short_cap = config(&redis.url());
+    short_cap.max_wait = Duration::from_millis(800);
+    let service = Service::start_with(short_cap).await;
+    let c = service.client().await;
 
     // Server cap: asks for 60 s (no client deadline), is answered empty after the cap.
-    let before = script_calls(&mut conn).await;
-    let capped = tokio::spawn(async move { claim(&mut c, "ns", 60_000).await });
-    wait_parked(&mut conn, before, 1).await;
+    let capped = parked_waiter(&c, &mut conn, 60_000).await;
     let answer = within_patience("a wait capped at 0.8 s", capped)
         .await
         .expect("task");
@@ -204,9 +209,7 @@ async fn a_cancelled_long_poll_consumes_nothing() {
 
     // A worker gives up (drops its call) while waiting; the namespace timer goes
     // idle once the service has let go of it.
-    let before = script_calls(&mut conn).await;
-    let waiter = spawn_waiters(&c, 1, 60_000).pop().expect("one");
-    wait_parked(&mut conn, before, 1).await;
+    let waiter = parked_waiter(&c, &mut conn, 60_000).await;
     waiter.abort();
     wait_quiet(&mut conn, 15).await;
 

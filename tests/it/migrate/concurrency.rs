@@ -258,6 +258,30 @@ impl Drop for Crashable {
     }
 }
 
+/// Starts a Migrate of `ns` in batches of `batch_size` and reads `messages` progress
+/// messages, none of them DONE: it is under way, its stream still open.
+async fn migrate_under_way(
+    admin: &mut Admin,
+    ns: &str,
+    batch_size: u32,
+    messages: usize,
+) -> tonic::Streaming<proto::MigrateProgress> {
+    let req = proto::MigrateRequest {
+        batch_size: Some(batch_size),
+        ..migrate_req(ns)
+    };
+    let mut stream = admin.migrate(req).await.expect("migrate").into_inner();
+    for _ in 0..messages {
+        let msg = stream
+            .message()
+            .await
+            .expect("progress")
+            .expect("a message");
+        assert_ne!(msg.phase, DONE);
+    }
+    stream
+}
+
 /// Runs a Migrate once another one's lock is free: retries while it is refused as
 /// ABORTED ("another Migrate"); returns its last message.
 async fn migrate_when_free(admin: &mut Admin, ns: &str) -> proto::MigrateProgress {
@@ -321,24 +345,7 @@ async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
     // Interrupted: the client drops the stream after a few messages.
     build(&mut conn, &tmpl, "cut", n, Built::PreIndex, None).await;
     let before = records(&mut conn, "cut").await;
-    {
-        let mut stream = a
-            .migrate(proto::MigrateRequest {
-                batch_size: Some(100),
-                ..migrate_req("cut")
-            })
-            .await
-            .expect("migrate")
-            .into_inner();
-        for _ in 0..3 {
-            let msg = stream
-                .message()
-                .await
-                .expect("progress")
-                .expect("a message");
-            assert_ne!(msg.phase, DONE);
-        }
-    }
+    drop(migrate_under_way(&mut a, "cut", 100, 3).await);
     let st = status(&mut a, "cut").await;
     assert!(st.needs_migrate, "the version is written last: {st:?}");
     let err = try_claim(&mut c, "cut", 0)
@@ -358,22 +365,7 @@ async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
     config.migrate_lock_ttl = Duration::from_secs(1);
     let doomed = Crashable::start(config.clone()).await;
     let mut da = admin_at(doomed.endpoint.clone()).await;
-    let mut stream = da
-        .migrate(proto::MigrateRequest {
-            batch_size: Some(50),
-            ..migrate_req("crash")
-        })
-        .await
-        .expect("migrate")
-        .into_inner();
-    for _ in 0..5 {
-        let msg = stream
-            .message()
-            .await
-            .expect("progress")
-            .expect("a message");
-        assert_ne!(msg.phase, DONE);
-    }
+    let stream = migrate_under_way(&mut da, "crash", 50, 5).await;
     doomed.crash();
     drop(stream);
     let st = status(&mut a, "crash").await;

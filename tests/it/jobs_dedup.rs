@@ -158,7 +158,7 @@ async fn extend_restarts_the_ttl_and_an_expired_key_allows_a_new_job() {
 #[tokio::test]
 async fn a_batch_is_one_script_call_with_a_result_per_item() {
     let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
@@ -292,7 +292,7 @@ async fn a_batch_over_the_limit_is_refused_whole_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_single_enqueues_share_script_calls_and_each_gets_its_own_answer() {
     let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
     let client = service.client().await;
     let mut conn = redis.conn().await;
     reset_stats(&mut conn).await;

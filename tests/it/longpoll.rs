@@ -93,7 +93,7 @@ async fn idle_waiters_send_nothing_to_redis_per_waiter() {
     const WAITERS: u64 = 50;
     const RECHECK_MS: i64 = 500;
     let redis = Redis::start().await;
-    let mut config = config(&redis.url());
+    let mut config = config_without_background_work(&redis.url());
     config.recheck_interval = Duration::from_millis(RECHECK_MS as u64);
     let service = Service::start_with(config).await;
     let c = service.client().await;
@@ -112,10 +112,10 @@ async fn idle_waiters_send_nothing_to_redis_per_waiter() {
     // Rounds by Redis's clock: a slow box only makes more of them, and this bound looser.
     let rounds = ((redis_now(&mut conn).await - from) / RECHECK_MS + 1) as u64;
     eprintln!("{calls} script calls in {rounds} re-check rounds");
-    // One peek per round for the namespace, a couple of stragglers at most; polling
-    // per waiter would be 50 a round.
+    // One peek per round for the namespace, a few stragglers at most; polling per
+    // waiter would be 50 a round.
     assert!(
-        calls <= rounds + 3,
+        calls <= rounds + 5,
         "{calls} script calls in {rounds} re-check rounds with {WAITERS} idle waiters"
     );
     for w in waiters {
@@ -128,7 +128,7 @@ async fn idle_waiters_send_nothing_to_redis_per_waiter() {
 #[tokio::test]
 async fn only_as_many_waiters_wake_as_there_are_due_occurrences() {
     let redis = Redis::start().await;
-    let mut config = config(&redis.url());
+    let mut config = config_without_background_work(&redis.url());
     config.recheck_interval = NO_RECHECK;
     let service = Service::start_with(config).await;
     let mut c = service.client().await;

@@ -24,6 +24,15 @@ pub fn config(redis_url: &str) -> ServeConfig {
     config
 }
 
+/// `config`, with the service's periodic background work (namespace checks, job
+/// pruning) put off beyond any test, so the script calls a test counts are its own.
+pub fn config_without_background_work(redis_url: &str) -> ServeConfig {
+    let mut config = config(redis_url);
+    config.check_interval = Duration::from_secs(3600);
+    config.job_prune_interval = Duration::from_secs(3600);
+    config
+}
+
 /// A running service; aborted on drop.
 pub struct Service {
     pub addr: SocketAddr,

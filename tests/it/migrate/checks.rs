@@ -121,34 +121,19 @@ pub(super) fn assert_refused_at(status: &Status, ns: &str, found: u32) {
 
 /// Every schedule call on `ns` (schedule `id` exists) is refused for schema `found`.
 pub(super) async fn assert_schedule_calls_refused(c: &mut Client, ns: &str, id: &str, found: u32) {
-    let (namespace, id) = (ns.to_owned(), id.to_owned());
-    let refusals = [
-        try_claim(c, ns, 0).await.map(|_| ()),
-        try_upsert(c, ns, every("new", 60)).await.map(|_| ()),
-        c.get_schedule(proto::GetScheduleRequest {
-            namespace: namespace.clone(),
-            id: id.clone(),
-        })
-        .await
-        .map(|_| ()),
-        c.list_schedules(proto::ListSchedulesRequest {
-            namespace: namespace.clone(),
+    let claim = try_claim(c, ns, 0).await.map(|_| ());
+    let upsert = try_upsert(c, ns, every("new", 60)).await.map(|_| ());
+    let list = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: ns.to_owned(),
             ..Default::default()
         })
         .await
-        .map(|_| ()),
-        c.pause_schedule(proto::PauseScheduleRequest {
-            namespace: namespace.clone(),
-            id: id.clone(),
-        })
-        .await
-        .map(|_| ()),
-        c.delete_schedule(proto::DeleteScheduleRequest { namespace, id })
-            .await
-            .map(|_| ()),
-    ];
-    for (call, result) in refusals.into_iter().enumerate() {
-        let err = result.expect_err(&format!("schedule call {call} refused"));
+        .map(|_| ());
+    let mut refusals = vec![("Claim", claim), ("Upsert", upsert), ("List", list)];
+    refusals.extend(calls_by_id(c, ns, id).await);
+    for (call, result) in refusals {
+        let err = result.expect_err(&format!("{call} refused"));
         assert_refused_at(&err, ns, found);
     }
 }

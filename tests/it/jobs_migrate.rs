@@ -152,8 +152,10 @@ async fn list_all(client: &mut Client, queue: &str) -> Vec<String> {
 
 /// Claims every claimable job of `queue` (one per call) and returns the ids in order.
 async fn drain(client: &mut Client, queue: &str) -> Vec<String> {
+    // Leases no test outlasts: however slow the draining, no job comes round twice.
+    const HOUR_MS: u64 = 3_600_000;
     let mut ids = Vec::new();
-    while let Some(claimed) = claim_job(client, &[queue], 0, None).await {
+    while let Some(claimed) = claim_job(client, &[queue], 0, Some(HOUR_MS)).await {
         ids.push(claimed.job_id);
     }
     ids

@@ -4,11 +4,12 @@ use std::{
     net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::atomic::{AtomicU32, Ordering},
 };
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use super::patience::Patience;
+use super::patience::{Patience, PATIENCE};
 
 /// A redis-server child process, killed on drop.
 pub struct Redis {
@@ -17,12 +18,40 @@ pub struct Redis {
     dir: tempfile::TempDir,
 }
 
-/// A port nothing listens on right now.
+/// Ports handed out by `free_port`: below Linux's ephemeral range (32768 and up), so
+/// no outgoing connection of a parallel test can be given one before its server
+/// binds it.
+const PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A port nothing listens on right now, never the same twice in this process.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free port on 127.0.0.1")
+    // Starts at a place of its own per process, so two test runs rarely meet.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(PORTS.end - PORTS.start);
+    let offset = std::process::id().wrapping_mul(7919);
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(offset) % span;
+        let port = PORTS.start + n as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in {PORTS:?}");
+}
+
+/// A direct connection to the Redis at `url` that waits as long as a test does
+/// (redis-rs gives up after 500 ms for a reply, which a loaded box can exceed).
+pub async fn connect(url: &str) -> MultiplexedConnection {
+    try_connect(url).await.expect("connect to test redis")
+}
+
+async fn try_connect(url: &str) -> redis::RedisResult<MultiplexedConnection> {
+    let patient = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(PATIENCE))
+        .set_response_timeout(Some(PATIENCE));
+    redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
 }
 
 fn redis_server_binary() -> PathBuf {
@@ -120,14 +149,12 @@ impl Redis {
     }
 
     async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
-        redis::Client::open(self.url())?
-            .get_multiplexed_async_connection()
-            .await
+        try_connect(&self.url()).await
     }
 
     /// A direct connection, for tests that inspect or corrupt the store.
     pub async fn conn(&self) -> MultiplexedConnection {
-        self.try_conn().await.expect("connect to test redis")
+        connect(&self.url()).await
     }
 
     /// Kills redis-server (SIGKILL: nothing is saved).

@@ -51,11 +51,7 @@ async fn starts_without_redis_answers_unavailable_then_recovers_when_it_appears(
         .await
         .expect("upsert after recovery");
     assert!(created.created);
-    let mut conn = redis::Client::open(url.as_str())
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("authenticated connection");
+    let mut conn = connect(&url).await; // authenticated
     let now = redis_now(&mut conn).await;
     force_due(&mut conn, "ns", "e", now - 5).await;
     let occ = claim_with_deadline(&mut c, "ns", 0, CLIENT_DEADLINE)

@@ -30,11 +30,7 @@ async fn workload(
         .await
         .expect("connect");
     let mut c = proto::queue_service_client::QueueServiceClient::new(channel);
-    let mut conn = redis::Client::open(redis_url)
-        .expect("url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("conn");
+    let mut conn = connect(&redis_url).await;
     let (mut rounds, mut claimed) = (0u64, 0u64);
     while !stop.load(Ordering::Relaxed) {
         let id = format!("w{rounds}");

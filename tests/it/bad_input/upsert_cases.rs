@@ -1,0 +1,357 @@
+//! The table of bad UpsertSchedule requests: every field, every way it can be wrong.
+
+use super::*;
+
+pub(super) struct UpsertCase {
+    pub(super) name: String,
+    pub(super) namespace: String,
+    pub(super) schedule: Option<proto::Schedule>,
+    pub(super) code: Code,
+    pub(super) field: &'static str,
+    pub(super) reason: String,
+}
+
+fn invalid(
+    name: impl Into<String>,
+    schedule: proto::Schedule,
+    field: &'static str,
+    reason: impl Into<String>,
+) -> UpsertCase {
+    UpsertCase {
+        name: name.into(),
+        namespace: "ns".into(),
+        schedule: Some(schedule),
+        code: Code::InvalidArgument,
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// Every bad UpsertSchedule. Cases that are not about the id use `id`, so they can be
+/// aimed at an existing schedule.
+pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
+    let mut cases = vec![
+        // timing: cron xor every (the timing module names `cron` for a missing timing)
+        invalid(
+            "neither cron nor every",
+            no_timing(id),
+            "schedule.cron",
+            "exactly one of cron or every",
+        ),
+        invalid(
+            "empty cron",
+            cron(id, "", ""),
+            "schedule.cron",
+            "exactly one of cron or every",
+        ),
+        invalid("blank cron", cron(id, "  \t ", ""), "schedule.cron", ""),
+        // cron
+        invalid(
+            "cron minute 61",
+            cron(id, "61 * * * *", ""),
+            "schedule.cron",
+            "cannot parse \"61 * * * *\"",
+        ),
+        invalid(
+            "cron hour 24",
+            cron(id, "0 24 * * *", ""),
+            "schedule.cron",
+            "cannot parse",
+        ),
+        invalid(
+            "cron month 13",
+            cron(id, "0 0 1 13 *", ""),
+            "schedule.cron",
+            "cannot parse",
+        ),
+        invalid(
+            "cron garbage field",
+            cron(id, "a b c d e", ""),
+            "schedule.cron",
+            "cannot parse",
+        ),
+        invalid(
+            "cron with 3 fields",
+            cron(id, "* * *", ""),
+            "schedule.cron",
+            "got 3",
+        ),
+        invalid(
+            "cron with 7 fields (years)",
+            cron(id, "0 0 0 1 1 * 2030", ""),
+            "schedule.cron",
+            "got 7",
+        ),
+        invalid(
+            "cron never matching (Feb 30)",
+            cron(id, "0 0 30 2 *", ""),
+            "schedule.cron",
+            "never matches",
+        ),
+        invalid(
+            "cron never matching (31st of 30-day months)",
+            cron(id, "0 0 31 4,6,9,11 *", ""),
+            "schedule.cron",
+            "never matches",
+        ),
+        invalid(
+            "cron of 200 KB (echoed input)",
+            cron(id, &format!("x{} * * * *", "y".repeat(200_000)), ""),
+            "schedule.cron",
+            "cannot parse",
+        ),
+        // timezone
+        invalid(
+            "unknown time zone",
+            cron(id, "0 * * * *", "Mars/Olympus"),
+            "schedule.timezone",
+            "Mars/Olympus",
+        ),
+        invalid(
+            "unknown time zone with every",
+            proto::Schedule {
+                timezone: "Mars/Olympus".into(),
+                ..every(id, 60)
+            },
+            "schedule.timezone",
+            "Mars/Olympus",
+        ),
+        invalid(
+            "time zone of 100 KB (echoed input)",
+            cron(id, "0 * * * *", &"Z".repeat(100_000)),
+            "schedule.timezone",
+            "unknown IANA time zone",
+        ),
+        // every
+        invalid(
+            "every 0",
+            every(id, 0),
+            "schedule.every",
+            "must be positive",
+        ),
+        invalid(
+            "every -1s",
+            every(id, -1),
+            "schedule.every",
+            "must not be negative",
+        ),
+        invalid(
+            "every -1ns",
+            every_exact(id, 0, -1),
+            "schedule.every",
+            "must not be negative",
+        ),
+        invalid(
+            "every i64::MIN s",
+            every(id, i64::MIN),
+            "schedule.every",
+            "must not be negative",
+        ),
+        invalid(
+            "every 1ns",
+            every_exact(id, 0, 1),
+            "schedule.every",
+            "at least 1s",
+        ),
+        invalid(
+            "every 500ms",
+            every_exact(id, 0, 500_000_000),
+            "schedule.every",
+            "at least 1s",
+        ),
+        invalid(
+            "every 999ms",
+            every_exact(id, 0, 999_000_000),
+            "schedule.every",
+            "at least 1s",
+        ),
+        invalid(
+            "every nanos 1e9",
+            every_exact(id, 1, 1_000_000_000),
+            "schedule.every",
+            "out of range",
+        ),
+        invalid(
+            "every 367 days",
+            every(id, 367 * 86_400),
+            "schedule.every",
+            "at most 366 days",
+        ),
+        invalid(
+            "every i64::MAX s",
+            every(id, i64::MAX),
+            "schedule.every",
+            "out of range",
+        ),
+        // start / end
+        invalid(
+            "end_time before start_time",
+            proto::Schedule {
+                start_time: Some(ts(2_000_000_000_000)),
+                end_time: Some(ts(1_999_999_999_999)),
+                ..every(id, 60)
+            },
+            "schedule.end_time",
+            "must be after start_time",
+        ),
+        invalid(
+            "end_time equal to start_time",
+            proto::Schedule {
+                start_time: Some(ts(2_000_000_000_000)),
+                end_time: Some(ts(2_000_000_000_000)),
+                ..cron(id, "0 * * * *", "")
+            },
+            "schedule.end_time",
+            "must be after start_time",
+        ),
+        // timestamps out of range
+        invalid(
+            "start_time seconds -1e12",
+            proto::Schedule {
+                start_time: stamp(-1_000_000_000_000, 0),
+                ..every(id, 60)
+            },
+            "schedule.start_time",
+            "between 1970-01-01 and 9999-12-31",
+        ),
+        invalid(
+            "start_time before 1970",
+            proto::Schedule {
+                start_time: stamp(-1, 999_999_999),
+                ..every(id, 60)
+            },
+            "schedule.start_time",
+            "between 1970-01-01 and 9999-12-31",
+        ),
+        invalid(
+            "start_time nanos -1",
+            proto::Schedule {
+                start_time: stamp(1_800_000_000, -1),
+                ..every(id, 60)
+            },
+            "schedule.start_time",
+            "nanos",
+        ),
+        invalid(
+            "end_time nanos 1e9",
+            proto::Schedule {
+                end_time: stamp(1_800_000_000, 1_000_000_000),
+                ..every(id, 60)
+            },
+            "schedule.end_time",
+            "nanos",
+        ),
+        invalid(
+            "end_time in year 10000",
+            proto::Schedule {
+                end_time: stamp(253_402_300_800, 0),
+                ..every(id, 60)
+            },
+            "schedule.end_time",
+            "between 1970-01-01 and 9999-12-31",
+        ),
+        invalid(
+            "end_time seconds i64::MAX",
+            proto::Schedule {
+                end_time: stamp(i64::MAX, 0),
+                ..cron(id, "0 * * * *", "")
+            },
+            "schedule.end_time",
+            "between 1970-01-01 and 9999-12-31",
+        ),
+        // ids
+        invalid(
+            "id of 257 bytes",
+            every(&"i".repeat(257), 60),
+            "schedule.id",
+            "at most 256 bytes, got 257",
+        ),
+        invalid(
+            "id of 129 two-byte characters (258 bytes)",
+            every(&"é".repeat(129), 60),
+            "schedule.id",
+            "at most 256 bytes, got 258",
+        ),
+        // other definition fields
+        invalid(
+            "run_limit above 2^53",
+            proto::Schedule {
+                run_limit: (1 << 53) + 1,
+                ..every(id, 60)
+            },
+            "schedule.run_limit",
+            "at most",
+        ),
+        invalid(
+            "job_name of 257 bytes",
+            proto::Schedule {
+                job_name: "j".repeat(257),
+                ..every(id, 60)
+            },
+            "schedule.job_name",
+            "at most 256 bytes",
+        ),
+        invalid(
+            "65 headers",
+            headers((0..65).map(|i| (format!("h{i}"), "v".into())), id),
+            "schedule.headers",
+            "at most 64",
+        ),
+        invalid(
+            "header with an empty key",
+            headers([(String::new(), "v".into())], id),
+            "schedule.headers",
+            "must not be empty",
+        ),
+        invalid(
+            "header key of 257 bytes",
+            headers([("k".repeat(257), "v".into())], id),
+            "schedule.headers",
+            "at most 256 bytes",
+        ),
+        invalid(
+            "header value of 8193 bytes",
+            headers([("k".into(), "v".repeat(8193))], id),
+            "schedule.headers",
+            "at most 8192 bytes",
+        ),
+        // missing message
+        UpsertCase {
+            name: "missing schedule".into(),
+            namespace: "ns".into(),
+            schedule: None,
+            code: Code::InvalidArgument,
+            field: "schedule",
+            reason: "is required".into(),
+        },
+        // payload: a size limit, not a malformed value
+        UpsertCase {
+            name: "payload one byte over max_payload_size".into(),
+            namespace: "ns".into(),
+            schedule: Some(proto::Schedule {
+                payload: vec![7; PAYLOAD_LIMIT + 1],
+                ..every(id, 60)
+            }),
+            code: Code::ResourceExhausted,
+            field: "schedule.payload",
+            reason: format!(
+                "{} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes",
+                PAYLOAD_LIMIT + 1
+            ),
+        },
+    ];
+    for (name, namespace, reason) in bad_namespaces() {
+        cases.push(UpsertCase {
+            namespace,
+            ..invalid(name, every(id, 60), "namespace", reason)
+        });
+    }
+    cases
+}
+
+fn headers(pairs: impl IntoIterator<Item = (String, String)>, id: &str) -> proto::Schedule {
+    proto::Schedule {
+        headers: pairs.into_iter().collect(),
+        ..every(id, 60)
+    }
+}

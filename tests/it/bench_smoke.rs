@@ -1,0 +1,106 @@
+//! `dueq-bench --smoke` runs end to end (its own redis-server, `dueq serve` as a
+//! child process) and its JSON report has every section. Needs redis-server on PATH.
+
+use std::process::Command;
+
+/// The sections every bench report has, in order.
+const SECTIONS: [&str; 7] = [
+    "ceiling",
+    "grpc",
+    "claim_scaling",
+    "peers",
+    "longpoll",
+    "memory",
+    "migrate",
+];
+
+/// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
+/// and the report's text.
+fn bench_smoke(args: &[&str]) -> (String, serde_json::Value, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("bench.json");
+    // The bench starts the service binary cargo built for these tests.
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq-bench"))
+        .arg("--smoke")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--dueq-bin")
+        .arg(env!("CARGO_BIN_EXE_dueq"))
+        .output()
+        .expect("run dueq-bench");
+    assert!(
+        out.status.success(),
+        "dueq-bench --smoke {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let report = serde_json::from_str(&text).expect("valid json");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        report,
+        text,
+    )
+}
+
+#[test]
+fn bench_smoke_writes_every_section() {
+    let (table, report, text) = bench_smoke(&[]);
+    for section in SECTIONS {
+        assert!(
+            report["sections"][section].is_object(),
+            "section {section} missing from {text}"
+        );
+        assert!(
+            table.contains(&format!("[{section}]")),
+            "table lacks {section}"
+        );
+    }
+    for section in [
+        "ceiling",
+        "grpc",
+        "claim_scaling",
+        "longpoll",
+        "memory",
+        "migrate",
+    ] {
+        let rows = report["sections"][section]["rows"]
+            .as_array()
+            .expect("rows");
+        assert!(!rows.is_empty(), "section {section} has no rows");
+    }
+    let grpc = report["sections"]["grpc"]["rows"].as_array().expect("rows");
+    for name in [
+        "Enqueue",
+        "EnqueueBatch",
+        "ClaimJob+AckJob",
+        "UpsertSchedule",
+        "ClaimDueSchedule",
+    ] {
+        let row = grpc
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no grpc row {name}"));
+        assert!(
+            row["ops_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+            "{name}: no ops"
+        );
+        assert!(row["p99_ms"].as_f64().is_some(), "{name}: no p99");
+    }
+    assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
+    assert!(report["meta"]["cores"].as_u64().is_some());
+}
+
+#[test]
+fn only_runs_the_families_asked_for() {
+    let (_, report, _) = bench_smoke(&["--only", "memory"]);
+    let rows = |s: &str| {
+        report["sections"][s]["rows"]
+            .as_array()
+            .map_or(0, |r| r.len())
+    };
+    assert!(rows("memory") > 0, "memory ran");
+    for skipped in ["ceiling", "grpc", "claim_scaling", "longpoll", "migrate"] {
+        assert_eq!(rows(skipped), 0, "{skipped} should not have run");
+    }
+}

@@ -1,0 +1,21 @@
+//! Test harness: a real redis-server on a free port and the real service in-process
+//! on another, talked to over real gRPC. No mocks.
+
+mod admin;
+mod jobs;
+mod layout;
+mod patience;
+mod redis_server;
+mod schedules;
+mod service;
+mod store;
+
+pub use admin::*;
+pub use dueq::proto;
+pub use jobs::*;
+pub use layout::*;
+pub use patience::*;
+pub use redis_server::*;
+pub use schedules::*;
+pub use service::*;
+pub use store::*;

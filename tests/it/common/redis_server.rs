@@ -1,0 +1,183 @@
+//! The redis-server each test starts for itself: its own port, its own directory.
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+
+use super::patience::{Patience, PATIENCE};
+
+/// A redis-server child process, killed on drop.
+pub struct Redis {
+    pub port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+/// Ports handed out by `free_port`: below Linux's ephemeral range (32768 and up), so
+/// no outgoing connection of a parallel test can be given one before its server
+/// binds it.
+const PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A port nothing listens on right now, never the same twice in this process.
+pub fn free_port() -> u16 {
+    // Starts at a place of its own per process, so two test runs rarely meet.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(PORTS.end - PORTS.start);
+    let offset = std::process::id().wrapping_mul(7919);
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed).wrapping_add(offset) % span;
+        let port = PORTS.start + n as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in {PORTS:?}");
+}
+
+/// A direct connection to the Redis at `url` that waits as long as a test does
+/// (redis-rs gives up after 500 ms for a reply, which a loaded box can exceed).
+pub async fn connect(url: &str) -> MultiplexedConnection {
+    try_connect(url).await.expect("connect to test redis")
+}
+
+async fn try_connect(url: &str) -> redis::RedisResult<MultiplexedConnection> {
+    let patient = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(PATIENCE))
+        .set_response_timeout(Some(PATIENCE));
+    redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+}
+
+fn redis_server_binary() -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("redis-server"))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "redis-server not found on PATH: install it (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis)"
+        )
+    })
+}
+
+impl Redis {
+    /// Starts redis-server on a free port.
+    pub async fn start() -> Redis {
+        // Between probing a port and redis-server binding it, another process (or a
+        // parallel test's client connection) may take it: then try another.
+        for _ in 0..5 {
+            let mut redis = Redis::unstarted(free_port());
+            if redis.spawn().await {
+                return redis;
+            }
+        }
+        panic!("redis-server could not listen on any of 5 free ports");
+    }
+
+    /// Starts redis-server on a given port, e.g. one a service was already pointed at.
+    pub async fn start_on(port: u16) -> Redis {
+        let mut redis = Redis::unstarted(port);
+        assert!(
+            redis.spawn().await,
+            "redis-server could not listen on port {port}"
+        );
+        redis
+    }
+
+    fn unstarted(port: u16) -> Redis {
+        Redis {
+            port,
+            child: None,
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Spawns redis-server and waits until it answers; false if it exited instead (its
+    /// port was taken).
+    async fn spawn(&mut self) -> bool {
+        let child = Command::new(redis_server_binary())
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let pid = child.id();
+        self.child = Some(child);
+        let patience = Patience::new(format!("redis-server to answer on port {}", self.port));
+        loop {
+            // Ours, not another test's that holds the port: it names our child's pid.
+            if self.server_pid().await == Some(pid) {
+                return true;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited {
+                self.child = None;
+                return false;
+            }
+            patience.wait().await;
+        }
+    }
+
+    /// The pid of the redis-server answering on our port, if one does.
+    async fn server_pid(&self) -> Option<u32> {
+        let mut conn = self.try_conn().await.ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
+        try_connect(&self.url()).await
+    }
+
+    /// A direct connection, for tests that inspect or corrupt the store.
+    pub async fn conn(&self) -> MultiplexedConnection {
+        connect(&self.url()).await
+    }
+
+    /// Kills redis-server (SIGKILL: nothing is saved).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts redis-server again on the same port, empty.
+    pub async fn restart(&mut self) {
+        self.kill();
+        assert!(
+            self.spawn().await,
+            "redis-server could not listen on port {} again",
+            self.port
+        );
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,214 @@
+//! Crash safety under load: two service instances, 64 workers, 10,000 jobs, and
+//! workers that randomly ack, fail, abandon (never ack: a crash) or extend. Every job
+//! must end completed or dead exactly once, and the counts must add up.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use tonic::Code;
+
+use crate::common::*;
+
+const JOBS: usize = 10_000;
+const WORKERS: usize = 64;
+const MAX_ATTEMPTS: u32 = 4;
+
+#[derive(Default)]
+struct Seen {
+    /// (job id, attempt) of every claim a worker received.
+    claims: Vec<(String, u32)>,
+    /// Jobs whose ack succeeded.
+    acked: Vec<String>,
+    /// Jobs a FailJob reported dead.
+    failed_dead: Vec<String>,
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn lost(status: &tonic::Status) -> bool {
+    // A lease that ran out under load (the job goes to another worker) is expected.
+    status.code() == Code::Aborted
+}
+
+/// Pins: under crashing, failing and slow workers on two instances, every job ends
+/// completed or dead exactly once and every handed-out attempt is accounted for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_job_ends_completed_or_dead_exactly_once() {
+    let redis = Redis::start().await;
+    let a = Service::start(&redis.url()).await;
+    let b = Service::start(&redis.url()).await;
+    let clients = [a.client().await, b.client().await];
+    let mut conn = redis.conn().await;
+
+    let mut c = clients[0].clone();
+    for batch in 0..JOBS / 1000 {
+        let jobs = (0..1000)
+            .map(|i| {
+                let mut r = job("crash", &format!("job-{}", batch * 1000 + i));
+                r.max_attempts = Some(MAX_ATTEMPTS);
+                r.backoff = Some(proto::Backoff {
+                    kind: proto::BackoffKind::Fixed as i32,
+                    base: Some(dur(20)),
+                    cap: None,
+                    jitter: 0.5,
+                });
+                r
+            })
+            .collect();
+        let results = c
+            .enqueue_batch(proto::EnqueueBatchRequest {
+                namespace: "ns".into(),
+                jobs,
+            })
+            .await
+            .expect("batch")
+            .into_inner()
+            .results;
+        assert!(results
+            .iter()
+            .all(|r| matches!(r.result, Some(proto::enqueue_batch_result::Result::Ok(_)))));
+    }
+
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|w| {
+            let mut c = clients[w % 2].clone();
+            let (seen, stop) = (seen.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((w as u64 + 1) * 0x1234_5679));
+                while !stop.load(Ordering::Relaxed) {
+                    let mut req = claim_req(&["crash"], 300, Some(300));
+                    req.worker_id = format!("w{w}");
+                    req.max_jobs = 1 + (rng.next() % 3) as u32;
+                    let jobs = c.claim_job(req).await.expect("claim").into_inner().jobs;
+                    for j in jobs {
+                        seen.lock()
+                            .unwrap()
+                            .claims
+                            .push((j.job_id.clone(), j.attempt));
+                        match rng.next() % 100 {
+                            0..=64 => match ack_job(&mut c, &j.job_id, &j.lease_token).await {
+                                Ok(_) => seen.lock().unwrap().acked.push(j.job_id),
+                                Err(s) if lost(&s) => {}
+                                Err(s) => panic!("ack: {s:?}"),
+                            },
+                            65..=82 => {
+                                match fail_job(&mut c, &j.job_id, &j.lease_token, "random").await {
+                                    Ok(r) if r.state == proto::JobState::Dead as i32 => {
+                                        seen.lock().unwrap().failed_dead.push(j.job_id)
+                                    }
+                                    Ok(_) => {}
+                                    Err(s) if lost(&s) => {}
+                                    Err(s) => panic!("fail: {s:?}"),
+                                }
+                            }
+                            83..=92 => {} // abandon: the worker "crashed" holding it
+                            _ => {
+                                // Extend past the first deadline, then ack.
+                                tokio::time::sleep(Duration::from_millis(150)).await;
+                                let extended = c
+                                    .extend_lease(proto::ExtendLeaseRequest {
+                                        namespace: "ns".into(),
+                                        job_id: j.job_id.clone(),
+                                        lease_token: j.lease_token.clone(),
+                                        lease: Some(dur(400)),
+                                    })
+                                    .await;
+                                match extended {
+                                    Ok(_) => {}
+                                    Err(s) if lost(&s) => continue,
+                                    Err(s) => panic!("extend: {s:?}"),
+                                }
+                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                match ack_job(&mut c, &j.job_id, &j.lease_token).await {
+                                    Ok(_) => seen.lock().unwrap().acked.push(j.job_id),
+                                    Err(s) if lost(&s) => {}
+                                    Err(s) => panic!("ack after extend: {s:?}"),
+                                }
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+
+    // Wait until every job is finished (completed or dead), as Redis sees it. A slow
+    // box takes longer; only a stall (no job finishing for a while) fails.
+    let mut done = 0;
+    let mut patience = Patience::new(format!("more than {done} of {JOBS} jobs to finish"));
+    while done < JOBS {
+        patience.wait().await;
+        let now_done = zcard(&mut conn, "dueq:{ns}:jdone").await as usize;
+        if now_done > done {
+            done = now_done;
+            patience = Patience::new(format!("more than {done} of {JOBS} jobs to finish"));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.expect("worker");
+    }
+
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let acked: HashSet<&String> = seen.acked.iter().collect();
+    assert_eq!(acked.len(), seen.acked.len(), "no job acked twice");
+    let claims: HashSet<&(String, u32)> = seen.claims.iter().collect();
+    assert_eq!(
+        claims.len(),
+        seen.claims.len(),
+        "no attempt handed out twice"
+    );
+
+    let mut attempts_by_job: HashMap<String, u32> = HashMap::new();
+    let (mut completed, mut dead) = (0, 0);
+    let mut c = clients[1].clone();
+    for j in list_all_jobs(&mut c, "ns", "crash", 1000).await {
+        match state(&j) {
+            proto::JobState::Completed => {
+                completed += 1;
+                assert!(
+                    acked.contains(&j.job_id),
+                    "completed but never acked: {}",
+                    j.job_id
+                );
+                assert_eq!(j.errors.len() as u32, j.attempts - 1, "{j:?}");
+            }
+            proto::JobState::Dead => {
+                dead += 1;
+                assert!(!acked.contains(&j.job_id), "dead but acked: {}", j.job_id);
+                assert_eq!(j.attempts, MAX_ATTEMPTS, "{j:?}");
+                assert_eq!(j.errors.len() as u32, MAX_ATTEMPTS, "{j:?}");
+            }
+            other => panic!("job {} ended {other:?}", j.job_id),
+        }
+        attempts_by_job.insert(j.job_id, j.attempts);
+    }
+    assert_eq!(attempts_by_job.len(), JOBS);
+    assert_eq!(completed + dead, JOBS);
+    assert_eq!(completed, acked.len());
+    // Every claim a job's attempt counter recorded reached a worker, and vice versa.
+    let total_attempts: u64 = attempts_by_job.values().map(|&a| u64::from(a)).sum();
+    assert_eq!(total_attempts, seen.claims.len() as u64);
+    assert!(seen.failed_dead.len() <= dead);
+    eprintln!(
+        "{completed} completed, {dead} dead, {} claims",
+        seen.claims.len()
+    );
+}

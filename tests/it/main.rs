@@ -1,0 +1,27 @@
+//! dueq's integration tests: one binary, a module per area, one shared harness.
+//!
+//! Every test starts its own redis-server and its own service, so tests run in
+//! parallel threads of this one process without sharing anything.
+
+mod common;
+
+mod bad_input;
+mod bench_smoke;
+mod claim;
+mod concurrency;
+mod dst;
+mod faults;
+mod jobs_admin;
+mod jobs_crash;
+mod jobs_dedup;
+mod jobs_lifecycle;
+mod jobs_migrate;
+mod jobs_occurrence_lease;
+mod jobs_retention;
+mod jobs_validation;
+mod longpoll;
+mod migrate;
+mod monitor;
+mod python_worker;
+mod readme_examples;
+mod schedule_api;

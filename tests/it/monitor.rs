@@ -1,0 +1,212 @@
+//! The real binary watches what it serves: a due index that loses entries (deleted by
+//! hand, evicted) is logged — in JSON — and reported by GetNamespaceStatus, and
+//! Migrate restores claiming; risky Redis settings are warned about at startup.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+};
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+use tonic_health::pb::{
+    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+};
+
+use crate::common::*;
+
+/// `dueq serve` as a child process on a port of its own, with JSON logs on stdout
+/// read line by line on a thread; killed on drop.
+struct LoggedBinary {
+    child: Child,
+    lines: mpsc::UnboundedReceiver<String>,
+    endpoint: String,
+}
+
+impl LoggedBinary {
+    /// Starts the binary against `redis_url` and waits until it reports SERVING.
+    async fn start(redis_url: &str, extra_args: &[&str]) -> LoggedBinary {
+        // The free port may be taken before the binary binds it: then try another.
+        for _ in 0..5 {
+            let mut binary = LoggedBinary::spawn(redis_url, free_port(), extra_args);
+            if binary.wait_serving().await {
+                return binary;
+            }
+        }
+        panic!("dueq serve could not listen on any of 5 free ports");
+    }
+
+    fn spawn(redis_url: &str, port: u16, extra_args: &[&str]) -> LoggedBinary {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--redis-url", redis_url, "--log-format", "json"])
+            .args(extra_args)
+            .env("DUEQ_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dueq");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        LoggedBinary {
+            child,
+            lines,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Waits until the binary's health says SERVING (by then its startup checks have
+    /// logged what they found); false if it exited instead.
+    async fn wait_serving(&mut self) -> bool {
+        let patience = Patience::new("dueq serve to report SERVING");
+        loop {
+            if self.health().await == Some(ServingStatus::Serving as i32) {
+                return true;
+            }
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            patience.wait().await;
+        }
+    }
+
+    async fn health(&self) -> Option<i32> {
+        let channel = Channel::from_shared(self.endpoint.clone())
+            .expect("endpoint")
+            .connect()
+            .await
+            .ok()?;
+        let mut health = HealthClient::new(channel);
+        let request = HealthCheckRequest {
+            service: "dueq.v1.QueueService".into(),
+        };
+        Some(health.check(request).await.ok()?.into_inner().status)
+    }
+
+    /// The next log line containing `needle`.
+    async fn line_containing(&mut self, needle: &str) -> String {
+        let wanted = async {
+            while let Some(line) = self.lines.recv().await {
+                if line.contains(needle) {
+                    return line;
+                }
+            }
+            panic!("dueq's log ended without {needle:?}");
+        };
+        within_patience(&format!("a log line with {needle:?}"), wanted).await
+    }
+
+    /// Stops the binary; returns every line it logged and had not been read.
+    async fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut rest = Vec::new();
+        // The reader thread ends at the end of the output, closing the channel.
+        while let Some(line) = self.lines.recv().await {
+            rest.push(line);
+        }
+        rest
+    }
+}
+
+impl Drop for LoggedBinary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Pins: a deleted due index is reported at once, logged by the next checks, repaired
+/// by Migrate (claims work again), and the repair is logged too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_index_is_logged_reported_and_repaired_by_migrate() {
+    let redis = Redis::start().await;
+    let mut binary = LoggedBinary::start(&redis.url(), &["--check-interval", "200ms"]).await;
+    let mut c = proto::queue_service_client::QueueServiceClient::connect(binary.endpoint.clone())
+        .await
+        .expect("dueq binary answers");
+    let mut admin = admin_at(binary.endpoint.clone()).await;
+    upsert(&mut c, "ns", every("a", 3600)).await;
+    upsert(&mut c, "ns", every("b", 3600)).await;
+
+    let mut conn = redis.conn().await;
+    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:due")).await;
+
+    // Reported on demand, O(1).
+    let status = status(&mut admin, "ns").await;
+    assert!(status.index_damaged, "{status:?}");
+    assert_eq!(status.expected_index_size, 2);
+    assert_eq!(status.index_size, 0);
+    assert!(status.message.contains("Migrate"), "{}", status.message);
+
+    // Logged by the periodic check.
+    let line = binary.line_containing("due index is missing entries").await;
+    assert!(line.contains("\"missing_entries\":2"), "{line}");
+    assert!(line.contains("\"namespace\":\"ns\""), "{line}");
+
+    // Migrate repairs it and claiming works again.
+    let done = migrate_done(&mut admin, migrate_req("ns")).await;
+    assert_eq!(done.indexed, 2, "{done:?}");
+    let now = redis_now(&mut conn).await;
+    force_due(&mut conn, "ns", "a", now - 10).await;
+    let occ = claim(&mut c, "ns", 0).await.expect("claims work again");
+    assert_eq!(occ.schedule.expect("s").id, "a");
+
+    // And the repair is logged too.
+    binary.line_containing("healthy again").await;
+}
+
+async fn config_set(conn: &mut MultiplexedConnection, name: &str, value: &str) {
+    let _: () = query(conn, redis::cmd("CONFIG").arg("SET").arg(name).arg(value)).await;
+}
+
+/// The log of a fresh binary up to SERVING (its startup checks included), then
+/// stopped.
+async fn startup_log(redis_url: &str) -> Vec<String> {
+    LoggedBinary::start(redis_url, &[]).await.stop().await
+}
+
+/// Pins: an evicting maxmemory-policy is warned about at startup (the listpack
+/// setting no longer is), and the advised settings start without a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn risky_redis_settings_are_warned_about_at_startup() {
+    let redis = Redis::start().await;
+    let mut conn = redis.conn().await;
+    config_set(&mut conn, "maxmemory-policy", "allkeys-lru").await;
+    let lines = startup_log(&redis.url()).await;
+    let warned = |needle: &str| {
+        lines
+            .iter()
+            .any(|l| l.contains("\"WARN\"") && l.contains(needle))
+    };
+    assert!(
+        warned("maxmemory_policy") && warned("allkeys-lru"),
+        "eviction policy warning expected in {lines:#?}"
+    );
+    // Records are packed strings: Redis's default hash-max-listpack-value (64) is
+    // no reason to warn any more.
+    assert!(
+        !warned("hash_max_listpack_value"),
+        "no listpack warning expected in {lines:#?}"
+    );
+
+    // With the advised settings there is nothing to warn about.
+    config_set(&mut conn, "maxmemory-policy", "noeviction").await;
+    let lines = startup_log(&redis.url()).await;
+    assert!(
+        lines.iter().any(|l| l.contains("SERVING")),
+        "the service came up: {lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"WARN\"")),
+        "no warnings expected with noeviction: {lines:#?}"
+    );
+}

@@ -2,9 +2,10 @@
 //!
 //! The library's surface is deliberate and small: the generated protocol (`proto`),
 //! the service's configuration and entry point (`config`, `server`), and `probe`, the
-//! one door for the tools beside the service (`dueq-bench`). Everything else is
-//! private to the crate; `docs/DESIGN.md` describes the layers and the invariants the
-//! code cites by number.
+//! one door for what runs beside the service and must touch its store directly (the
+//! `dueq-bench` tool, and the integration tests' fixtures: a clock jump, an older
+//! layout). Everything else is private to the crate; `docs/DESIGN.md` describes the
+//! layers and the invariants the code cites by number.
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 

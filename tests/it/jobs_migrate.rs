@@ -237,19 +237,21 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
         "{}",
         refused.message()
     );
-    let claim = client
-        .claim_job(claim_req(&["q"], 0, None))
-        .await
-        .expect_err("claim is refused");
-    assert_eq!(claim.code(), Code::FailedPrecondition);
-    let get = client
-        .get_job(proto::GetJobRequest {
-            namespace: "ns".into(),
-            job_id: "p1".into(),
-        })
-        .await
-        .expect_err("get is refused, not NOT_FOUND");
-    assert_eq!(get.code(), Code::FailedPrecondition);
+    // Every job call is refused the same way, the fix included (ClaimJob once
+    // answered without it): the code, the layout found and the Migrate command.
+    let command = format!(
+        "Run: grpcurl -plaintext -d '{{\"namespace\": \"ns\"}}' {} dueq.v1.AdminService/Migrate",
+        service.addr
+    );
+    for (call, result) in job_calls(&mut client, "ns", "p1").await {
+        let refusal = result.expect_err(call);
+        assert_eq!(refusal.code(), Code::FailedPrecondition, "{call}");
+        let message = refusal.message();
+        assert!(
+            message.contains("job layout 1") && message.ends_with(&command),
+            "{call}: {message}"
+        );
+    }
     let st = status(&mut admin, "ns").await;
     assert!(st.jobs_need_migrate, "{st:?}");
     assert_eq!((st.jobs_layout, st.current_jobs_layout), (1, 2));
@@ -513,4 +515,96 @@ async fn a_newer_job_layout_is_refused_and_never_converted_back() {
     assert_eq!(err.code(), Code::FailedPrecondition);
     assert!(err.message().contains("upgrade dueq"), "{}", err.message());
     assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
+}
+
+fn ok<T>(result: Result<tonic::Response<T>, tonic::Status>) -> Result<(), tonic::Status> {
+    result.map(drop)
+}
+
+/// Every job RPC on `ns` about job `id` (with a made-up lease token where one is
+/// needed), each as `Ok(())` or its status.
+async fn job_calls(
+    c: &mut Client,
+    ns: &str,
+    id: &str,
+) -> Vec<(&'static str, Result<(), tonic::Status>)> {
+    let ns = ns.to_owned();
+    let id = id.to_owned();
+    let token = "t".to_owned();
+    let mut claim = claim_req(&["q"], 0, None);
+    claim.namespace = ns.clone();
+    vec![
+        ("ClaimJob", ok(c.claim_job(claim).await)),
+        (
+            "GetJob",
+            ok(c.get_job(proto::GetJobRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+            })
+            .await),
+        ),
+        (
+            "ListJobs",
+            ok(c.list_jobs(proto::ListJobsRequest {
+                namespace: ns.clone(),
+                queue: "q".into(),
+                ..Default::default()
+            })
+            .await),
+        ),
+        (
+            "AckJob",
+            ok(c.ack_job(proto::AckJobRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+                lease_token: token.clone(),
+            })
+            .await),
+        ),
+        (
+            "FailJob",
+            ok(c.fail_job(proto::FailJobRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+                lease_token: token.clone(),
+                error: "e".into(),
+                ..Default::default()
+            })
+            .await),
+        ),
+        (
+            "ExtendLease",
+            ok(c.extend_lease(proto::ExtendLeaseRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+                lease_token: token,
+                lease: Some(dur(1000)),
+            })
+            .await),
+        ),
+        (
+            "CancelJob",
+            ok(c.cancel_job(proto::CancelJobRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+            })
+            .await),
+        ),
+        (
+            "RetryJob",
+            ok(c.retry_job(proto::RetryJobRequest {
+                namespace: ns.clone(),
+                job_id: id,
+            })
+            .await),
+        ),
+        (
+            "EnqueueBatch",
+            ok(c.enqueue_batch(proto::EnqueueBatchRequest {
+                namespace: ns,
+                jobs: vec![job("q", "batched")],
+            })
+            .await),
+        ),
+    ]
 }

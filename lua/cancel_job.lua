@@ -19,10 +19,8 @@ if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
 local id = ARGV[9]
-local key = K.job .. id
-local r = job_load(key)
-if r == nil then return { 'missing' } end
-if is_error(r) then return r end
+local key, r = job_at(K, id)
+if not key then return r end
 if r.state == 'delayed' then
   redis.call('ZREM', K.delayed .. r.queue, id)
 elseif r.state ~= 'pending' then

@@ -18,13 +18,9 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local id, token = ARGV[9], ARGV[10]
-local key = K.job .. id
-local r = job_load(key)
-if r == nil then return { 'missing' } end
-if is_error(r) then return r end
-local refusal = lease_check(r, token, now)
-if refusal then return refusal end
+local id = ARGV[9]
+local key, r = leased_job(K, id, ARGV[10], now)
+if not key then return r end
 
 local until_ms = now + tonumber(ARGV[11])
 r.lease_until, r.updated = until_ms, now

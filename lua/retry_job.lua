@@ -17,10 +17,8 @@ if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
 local id = ARGV[9]
-local key = K.job .. id
-local r = job_load(key)
-if r == nil then return { 'missing' } end
-if is_error(r) then return r end
+local key, r = job_at(K, id)
+if not key then return r end
 if r.state ~= 'dead' then return { 'state', r.state } end
 redis.call('ZREM', KEYS[1], id)
 r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''

@@ -38,6 +38,9 @@
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
 --   or { "expired" } (invariant 4: the lease is the only authority)
+-- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
+--   record's DUEQ_CORRUPT error)
+-- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
 --
 -- Invariant 5 (docs/DESIGN.md) (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
@@ -218,4 +221,20 @@ local function lease_check(r, token, now)
   if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
   if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
   return nil
+end
+
+local function job_at(K, id)
+  local key = K.job .. id
+  local r = job_load(key)
+  if r == nil then return nil, { 'missing' } end
+  if is_error(r) then return nil, r end
+  return key, r
+end
+
+local function leased_job(K, id, token, now)
+  local key, r = job_at(K, id)
+  if not key then return nil, r end
+  local refusal = lease_check(r, token, now)
+  if refusal then return nil, refusal end
+  return key, r
 end

@@ -1,15 +1,7 @@
 //! `lua/ack_job.lua`: complete a claimed job, if the caller still holds its lease.
 
-use super::job_head;
-use crate::{
-    domain::{JobState, LeaseCheck, LeaseLoss},
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_head, prelude::*};
+use crate::domain::{JobState, LeaseCheck, LeaseLoss};
 
 script!("ack_job", Job, Arity::Exactly(2), Arity::Exactly(10));
 

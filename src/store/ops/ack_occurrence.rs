@@ -1,14 +1,7 @@
 //! `lua/ack_occurrence.lua`: confirm a leased schedule occurrence was handled.
 
-use crate::{
-    domain::{LeaseCheck, LeaseLoss},
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::prelude::*;
+use crate::domain::{LeaseCheck, LeaseLoss};
 
 script!("ack_occurrence", Core, Arity::Exactly(1), Arity::Exactly(4));
 

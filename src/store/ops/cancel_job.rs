@@ -1,16 +1,7 @@
 //! `lua/cancel_job.lua`: cancel a pending or delayed job.
 
-use super::job_head;
-use crate::{
-    domain::{JobState, StateCheck},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_head, prelude::*};
+use crate::domain::{JobState, StateCheck};
 
 script!("cancel_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 

@@ -1,16 +1,7 @@
 //! `lua/claim_due.lua`: hand the earliest due occurrence of a namespace to one caller.
 
-use super::{schedule_head, upsert_schedule::follow_arg};
-use crate::{
-    domain::{NextRun, OccurrenceLease, ScheduleRecord},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
+use crate::domain::{NextRun, OccurrenceLease, ScheduleRecord};
 
 script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(13));
 

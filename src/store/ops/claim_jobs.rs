@@ -1,16 +1,7 @@
 //! `lua/claim_jobs.lua`: lease up to `max_jobs` claimable jobs from a set of queues.
 
-use super::job_head;
-use crate::{
-    domain::JobRecord,
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_head, prelude::*};
+use crate::domain::JobRecord;
 
 script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(13));
 

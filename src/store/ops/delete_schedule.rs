@@ -1,12 +1,6 @@
 //! `lua/delete_schedule.lua`: remove a schedule with its index and listing entries.
 
-use super::schedule_head;
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{prelude::*, schedule_head};
 
 script!("delete_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
 

@@ -1,17 +1,8 @@
 //! `lua/enqueue_jobs.lua`: store a batch of jobs in one script call (a single
 //! Enqueue is a batch of one; concurrent ones are grouped, see `jobs::coalesce`).
 
-use super::job_prefixes;
-use crate::{
-    domain::{EnqueueOutcome, Enqueued, JobSpec, JobState, RunAt, SCHEDULE_SCHEMA},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_prefixes, prelude::*};
+use crate::domain::{EnqueueOutcome, Enqueued, JobSpec, JobState, RunAt, SCHEDULE_SCHEMA};
 
 script!(
     "enqueue_jobs",

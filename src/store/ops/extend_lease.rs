@@ -1,16 +1,8 @@
 //! `lua/extend_lease.lua`: push a claimed job's lease deadline to now + lease, if the
 //! caller still holds the lease.
 
-use super::{ack_job::lease_guarded, job_head};
-use crate::{
-    domain::LeaseCheck,
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{ack_job::lease_guarded, job_head, prelude::*};
+use crate::domain::LeaseCheck;
 
 script!("extend_lease", Job, Arity::Exactly(2), Arity::Exactly(11));
 

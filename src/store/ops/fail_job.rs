@@ -1,15 +1,7 @@
 //! `lua/fail_job.lua`: record a failed attempt; retry after the backoff, or dead.
 
-use super::{ack_job::lease_guarded, job_head};
-use crate::{
-    domain::{Failed, Failure, JobState, LeaseCheck},
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{ack_job::lease_guarded, job_head, prelude::*};
+use crate::domain::{Failed, Failure, JobState, LeaseCheck};
 
 script!("fail_job", Job, Arity::Exactly(2), Arity::Exactly(14));
 

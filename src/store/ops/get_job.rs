@@ -1,16 +1,7 @@
 //! `lua/get_job.lua`: one job's record.
 
-use super::job_prefixes;
-use crate::{
-    domain::JobRecord,
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_prefixes, prelude::*};
+use crate::domain::JobRecord;
 
 script!("get_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 

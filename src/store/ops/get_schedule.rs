@@ -1,16 +1,7 @@
 //! `lua/get_schedule.lua`: read one schedule.
 
-use super::schedule_head;
-use crate::{
-    domain::ScheduleRecord,
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head};
+use crate::domain::ScheduleRecord;
 
 script!("get_schedule", Schedule, Arity::Exactly(4), Arity::Exactly(3));
 

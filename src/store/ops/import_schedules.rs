@@ -1,17 +1,8 @@
 //! `lua/import_schedules.lua`: write one batch of schedules converted from another
 //! queue's layout, each whole, none twice.
 
-use super::{schedule_head, under_lock};
-use crate::{
-    domain::{ScheduleRecord, TimingDef, SCHEDULE_SCHEMA},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head, under_lock};
+use crate::domain::{ScheduleRecord, TimingDef, SCHEDULE_SCHEMA};
 
 script!(
     "import_schedules",

@@ -1,16 +1,7 @@
 //! `lua/list_jobs.lua`: one page of a queue's jobs in enqueue order.
 
-use super::job_prefixes;
-use crate::{
-    domain::{JobRecord, JobState},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{job_prefixes, prelude::*};
+use crate::domain::{JobRecord, JobState};
 
 script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(13));
 

@@ -1,16 +1,7 @@
 //! `lua/list_schedules.lua`: one page of a namespace's schedules in id order.
 
-use super::schedule_head;
-use crate::{
-    domain::{ScheduleRecord, ScheduleStatus},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head};
+use crate::domain::{ScheduleRecord, ScheduleStatus};
 
 script!("list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(6));
 

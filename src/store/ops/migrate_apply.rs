@@ -1,13 +1,7 @@
 //! `lua/migrate_apply.lua`: write one batch of Migrate's decisions, each re-checked
 //! against the record's state as it was scanned.
 
-use super::{migrate_scan::RecordVersion, schedule_head, under_lock};
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{migrate_scan::RecordVersion, prelude::*, schedule_head, under_lock};
 
 script!(
     "migrate_apply",

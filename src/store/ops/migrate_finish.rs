@@ -1,16 +1,8 @@
 //! `lua/migrate_finish.lua`: record that a namespace is fully migrated, drop the
 //! listing of schemas 1 and 2, and release the lock.
 
-use super::under_lock;
-use crate::{
-    domain::SCHEDULE_SCHEMA,
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, under_lock};
+use crate::domain::SCHEDULE_SCHEMA;
 
 script!("migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(2));
 

@@ -1,13 +1,7 @@
 //! `lua/migrate_index.lua`: walk one batch of the due index and drop (or re-score)
 //! what no record backs.
 
-use super::{migrate_scan::Cursor, schedule_head, under_lock};
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{migrate_scan::Cursor, prelude::*, schedule_head, under_lock};
 
 script!("migrate_index", Schedule, Arity::Exactly(5), Arity::Exactly(6));
 

@@ -1,13 +1,7 @@
 //! `lua/migrate_jobs.lua`: convert a batch of layout-1 jobs to layout 2, under
 //! Migrate's lock.
 
-use super::under_lock;
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{prelude::*, under_lock};
 
 script!("migrate_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(11));
 

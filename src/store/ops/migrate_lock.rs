@@ -1,11 +1,6 @@
 //! `lua/migrate_lock.lua`: the lease that keeps two Migrates off one namespace.
 
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::prelude::*;
 
 script!("migrate_lock", Core, Arity::Exactly(1), Arity::Exactly(3));
 

@@ -3,16 +3,8 @@
 
 use std::collections::HashMap;
 
-use crate::{
-    domain::ScheduleRecord,
-    store::{
-        keys::{BoringnodeKeys, NamespaceKeys},
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::prelude::*;
+use crate::{domain::ScheduleRecord, store::keys::BoringnodeKeys};
 
 script!("migrate_scan", Schedule, Arity::AtLeast(1), Arity::Exactly(5));
 

@@ -56,6 +56,17 @@ operations!(
     upsert_schedule,
 );
 
+/// What every operation module uses.
+mod prelude {
+    pub(super) use crate::store::{
+        keys::NamespaceKeys,
+        records,
+        reply::Reply,
+        script::{script, Arity, Call, Operation, ScriptDef},
+        StoreError,
+    };
+}
+
 /// KEYS[1..=3] and ARGV[1..=2] of every schedule script: meta, the listing of schemas
 /// 1 and 2 (for the guard), the listing's top; the record prefix, the leaf prefix.
 fn schedule_head(keys: &NamespaceKeys, call: &mut Call) {

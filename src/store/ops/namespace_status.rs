@@ -1,14 +1,7 @@
 //! `lua/namespace_status.lua`: what a namespace's store looks like, in O(1).
 
-use crate::{
-    domain::{Listing, NamespaceHealth},
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::prelude::*;
+use crate::domain::{Listing, NamespaceHealth};
 
 script!("namespace_status", Core, Arity::Exactly(5), Arity::Exactly(0));
 

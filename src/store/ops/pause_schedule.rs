@@ -1,15 +1,7 @@
 //! `lua/pause_schedule.lua`: stop a schedule from firing until it is resumed.
 
-use super::{get_schedule::optional_record, schedule_head};
-use crate::{
-    domain::ScheduleRecord,
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{get_schedule::optional_record, prelude::*, schedule_head};
+use crate::domain::ScheduleRecord;
 
 script!("pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
 

@@ -1,11 +1,6 @@
 //! `lua/peek_due.lua`: what the schedule wake-up timer needs, in one call.
 
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::prelude::*;
 
 script!("peek_due", Core, Arity::Exactly(2), Arity::Exactly(0));
 

@@ -1,12 +1,6 @@
 //! `lua/peek_jobs.lua`: what the job wake-up timer needs, in one call.
 
-use super::job_head;
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{job_head, prelude::*};
 
 script!("peek_jobs", Job, Arity::Exactly(2), Arity::AtLeast(8));
 

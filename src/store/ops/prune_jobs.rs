@@ -1,12 +1,6 @@
 //! `lua/prune_jobs.lua`: delete finished jobs past retention, a bounded batch a call.
 
-use super::job_head;
-use crate::store::{
-    keys::NamespaceKeys,
-    reply::Reply,
-    script::{script, Arity, Call, Operation, ScriptDef},
-    StoreError,
-};
+use super::{job_head, prelude::*};
 
 script!("prune_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
 

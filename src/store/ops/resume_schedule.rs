@@ -1,17 +1,8 @@
 //! `lua/resume_schedule.lua`: make a paused schedule active again (compare-and-set on
 //! the revision its next run was computed from).
 
-use super::{schedule_head, upsert_schedule::follow_arg};
-use crate::{
-    domain::{NextRun, ScheduleRecord},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
+use crate::domain::{NextRun, ScheduleRecord};
 
 script!("resume_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(6));
 

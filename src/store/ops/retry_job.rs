@@ -1,15 +1,7 @@
 //! `lua/retry_job.lua`: make a dead job pending again, attempts reset.
 
-use super::{cancel_job::state_guarded, job_head};
-use crate::{
-    domain::StateCheck,
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{cancel_job::state_guarded, job_head, prelude::*};
+use crate::domain::StateCheck;
 
 script!("retry_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 

@@ -1,16 +1,8 @@
 //! `lua/set_follow.lua`: record the precomputed cron slot after a schedule's next run
 //! (compare-and-set on revision and next run).
 
-use super::{delete_schedule::single_flag, schedule_head, upsert_schedule::follow_arg};
-use crate::{
-    domain::Follow,
-    store::{
-        keys::NamespaceKeys,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{delete_schedule::single_flag, prelude::*, schedule_head, upsert_schedule::follow_arg};
+use crate::domain::Follow;
 
 script!("set_follow", Schedule, Arity::Exactly(4), Arity::Exactly(5));
 

@@ -1,16 +1,7 @@
 //! `lua/upsert_schedule.lua`: create a schedule or replace its definition.
 
-use super::schedule_head;
-use crate::{
-    domain::{Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA},
-    store::{
-        keys::NamespaceKeys,
-        records,
-        reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
-        StoreError,
-    },
-};
+use super::{prelude::*, schedule_head};
+use crate::domain::{Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA};
 
 script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(17));
 

@@ -269,7 +269,7 @@ return out
     )
 });
 
-/// Runs `op` on the schedule records of `ids` (one script call per 100), through the
+/// Runs `op` on the schedule records of `ids` (one script call per 500), through the
 /// service's own record code, for tests that need a namespace in an older layout;
 /// returns each record's fields as text after the op (none for a missing record).
 pub async fn schedule_records(
@@ -284,7 +284,7 @@ pub async fn schedule_records(
         RecordOp::Read => "read",
     };
     let mut out = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(100) {
+    for chunk in ids.chunks(500) {
         let mut call = RECORD_TOOL.prepare_invoke();
         call.key(keys.meta())
             .key(keys.listing_top())

@@ -70,6 +70,13 @@ impl TestRedis {
     }
 }
 
+/// A store over a Redis that is never contacted (constructing one connects to
+/// nothing), for tests of what a call holds rather than what it does.
+pub(crate) fn offline_store() -> Store {
+    Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
+        .unwrap_or_else(|e| panic!("store: {e}"))
+}
+
 impl Drop for TestRedis {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -9,28 +9,19 @@ mod convert;
 mod deadline;
 mod error;
 mod jobs;
+mod limits;
 mod rescue;
 mod schedules;
 mod service;
 mod validate;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 pub(crate) use error::ApiError;
+pub(crate) use limits::Limits;
 pub(crate) use rescue::Rescue;
 
 use crate::{jobs::Jobs, migrate::Migrator, schedules::Schedules};
-
-/// Limits the API enforces, from the service configuration.
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    pub(crate) max_payload_size: usize,
-    pub(crate) max_wait: Duration,
-    /// Most jobs per EnqueueBatch.
-    pub(crate) max_batch: u32,
-    /// Longest lease a claim or an Enqueue may ask for.
-    pub(crate) max_lease: Duration,
-}
 
 /// Implements `dueq.v1.QueueService`.
 pub(crate) struct QueueApi {

@@ -1,10 +1,8 @@
 //! Handlers of the schedule RPCs: validate, call `crate::schedules`, convert.
 
-use std::time::Duration;
-
 use tonic::Request;
 
-use super::{convert, deadline, validate, ApiError, QueueApi};
+use super::{convert, validate, ApiError, QueueApi};
 use crate::{
     domain::{ScheduleDef, TimingDef},
     proto,
@@ -160,59 +158,20 @@ pub(super) async fn resume(
     })
 }
 
-/// The wait a long-poll honours: the request's, capped by the server and the
-/// client's deadline.
-pub(super) fn wait(
-    api: &QueueApi,
-    wait: &Option<prost_types::Duration>,
-    metadata: &tonic::metadata::MetadataMap,
-) -> Result<Duration, ApiError> {
-    let requested = match wait {
-        Some(d) => Duration::from_millis(validate::duration_ms("wait", d)? as u64),
-        None => Duration::ZERO,
-    };
-    Ok(deadline::effective_wait(
-        requested,
-        api.limits.max_wait,
-        metadata,
-    ))
-}
-
-/// A lease: positive and at most the server's cap.
-pub(super) fn lease_ms(
-    api: &QueueApi,
-    field: &str,
-    d: &prost_types::Duration,
-) -> Result<i64, ApiError> {
-    let ms = validate::duration_ms(field, d)?;
-    let cap = i64::try_from(api.limits.max_lease.as_millis()).unwrap_or(i64::MAX);
-    if ms <= 0 {
-        return Err(ApiError::invalid(field, "must be positive"));
-    }
-    if ms > cap {
-        return Err(ApiError::invalid(
-            field,
-            format!(
-                "must be at most {}",
-                humantime::format_duration(api.limits.max_lease)
-            ),
-        ));
-    }
-    Ok(ms)
-}
-
 pub(super) async fn claim(
     api: &QueueApi,
     request: Request<proto::ClaimDueScheduleRequest>,
 ) -> Result<proto::ClaimDueScheduleResponse, ApiError> {
-    let wait = wait(api, &request.get_ref().wait, request.metadata())?;
+    let wait = api
+        .limits
+        .wait(&request.get_ref().wait, request.metadata())?;
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
     validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
     let lease_ms = req
         .lease
         .as_ref()
-        .map(|d| lease_ms(api, "lease", d))
+        .map(|d| api.limits.lease_ms("lease", d))
         .transpose()?;
     let occurrence = api.schedules.claim(namespace, lease_ms, wait).await?;
     if let Some(o) = &occurrence {

@@ -222,3 +222,37 @@ pub(crate) enum Finding {
     /// Entries the due index is missing.
     Damaged(u64),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_says_what_was_found_and_what_this_build_uses() {
+        assert_eq!(Found::parse("1"), Found::Version(1));
+        assert_eq!(Found::parse("unknown"), Found::MetaMissing);
+        let schedules = |found| {
+            NeedsMigrate {
+                layout: Layout::Schedules,
+                found,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            schedules(Found::Version(1)),
+            "its store has schema 1 (the pre-index layout), this dueq uses schema 3"
+        );
+        assert_eq!(
+            schedules(Found::MetaMissing),
+            "its store has schema unknown (its metadata is missing), this dueq uses schema 3"
+        );
+        let jobs = NeedsMigrate {
+            layout: Layout::Jobs,
+            found: Found::Version(1),
+        };
+        assert_eq!(
+            jobs.to_string(),
+            "its jobs are stored in job layout 1, this dueq uses job layout 2"
+        );
+    }
+}

@@ -280,6 +280,41 @@ impl Jobs {
 
 #[cfg(test)]
 mod tests {
+    use std::{sync::Arc, time::Duration};
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::{ClaimRequest, Jobs};
+    use crate::{clock::Clock, longpoll::Wakers, namespaces::Namespaces, testing::offline_store};
+
+    /// As for schedules: a waiting ClaimJob must not carry the Redis call's multi-KB
+    /// future through its wait.
+    #[tokio::test]
+    async fn an_idle_job_long_poll_is_small() {
+        let store = Arc::new(offline_store());
+        let clock = Arc::new(Clock::new());
+        let shutdown = CancellationToken::new();
+        let jobs = Jobs::new(
+            store.clone(),
+            clock.clone(),
+            Namespaces::new(shutdown.clone()),
+            Wakers::new(store, clock, Duration::from_secs(1)),
+            shutdown,
+            Duration::from_secs(60),
+        );
+        let queues = vec!["q".to_owned()];
+        let claim = ClaimRequest {
+            queues: &queues,
+            worker: "w",
+            lease_ms: None,
+            max_jobs: 1,
+            wait: Duration::from_secs(30),
+        };
+        let wait = jobs.claim("ns", &claim);
+        let size = std::mem::size_of_val(&wait);
+        assert!(size < 2048, "a job long-poll's future is {size} bytes");
+    }
+
     #[test]
     fn random_units_stay_in_range() {
         for _ in 0..1000 {

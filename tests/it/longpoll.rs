@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use deadpool_redis::redis::aio::MultiplexedConnection;
 
+use futures::{stream::FuturesUnordered, StreamExt};
+
 use crate::common::*;
 
 /// A re-check interval no test outlasts: a waiter that gets work was woken by a timer.
@@ -124,7 +126,8 @@ async fn idle_waiters_send_nothing_to_redis_per_waiter() {
 }
 
 /// Pins: three due occurrences wake three of twenty waiters (a few script calls),
-/// not a thundering herd of twenty claims.
+/// not a thundering herd of twenty claims; the other seventeen stay parked until the
+/// service stops, when they answer empty.
 #[tokio::test]
 async fn only_as_many_waiters_wake_as_there_are_due_occurrences() {
     let redis = Redis::start().await;
@@ -134,31 +137,40 @@ async fn only_as_many_waiters_wake_as_there_are_due_occurrences() {
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
-    let waiters = parked_waiters(&c, &mut conn, 20, LONG_POLL_MS).await;
+    let mut waiters: FuturesUnordered<Waiter> = parked_waiters(&c, &mut conn, 20, LONG_POLL_MS)
+        .await
+        .into_iter()
+        .collect();
     let due = redis_now(&mut conn).await + SOON_MS;
     for id in ["x", "y", "z"] {
         upsert(&mut c, "ns", every_hour_from(id, due)).await;
     }
     reset_stats(&mut conn).await;
     let mut claimed = Vec::new();
-    let mut empty = 0;
-    for w in waiters {
-        match w.await.expect("task") {
-            Some(occ) => claimed.push(occ.schedule.expect("s").id),
-            None => empty += 1,
-        }
+    while claimed.len() < 3 {
+        let answer = waiters.next().await.expect("a waiter").expect("task");
+        let occ = answer.expect("no waiter answers empty while it waits");
+        claimed.push(occ.schedule.expect("s").id);
     }
     claimed.sort();
     assert_eq!(claimed, ["x", "y", "z"]);
-    assert_eq!(empty, 17);
     // Three claims, a peek or two by the timer, and at most a baton pass each; a
-    // thundering herd would be 20 claims.
+    // thundering herd would be twenty claims.
+    wait_quiet(&mut conn, 15).await;
     let calls = script_calls(&mut conn).await;
     eprintln!("script calls: {calls}");
     assert!(
         calls <= 10,
         "{calls} script calls to hand out 3 occurrences"
     );
+    // Shutdown answers every parked long-poll, empty.
+    service.stop().await;
+    let mut empty = 0;
+    while let Some(answer) = waiters.next().await {
+        assert!(answer.expect("task").is_none(), "nothing else was due");
+        empty += 1;
+    }
+    assert_eq!(empty, 17);
 }
 
 /// Pins: the server caps a long-poll's wait (it parks, then answers empty long before

@@ -5,11 +5,7 @@ mod validate;
 
 use tonic::Request;
 
-use super::{
-    convert::timestamp,
-    schedules::{lease_ms, wait},
-    validate as check, ApiError, QueueApi,
-};
+use super::{convert::timestamp, validate as check, ApiError, QueueApi};
 use crate::{domain::Failure, jobs::ClaimRequest, proto};
 
 const MAX_CLAIM_QUEUES: usize = 16;
@@ -99,7 +95,9 @@ pub(super) async fn claim(
     api: &QueueApi,
     request: Request<proto::ClaimJobRequest>,
 ) -> Result<proto::ClaimJobResponse, ApiError> {
-    let wait = wait(api, &request.get_ref().wait, request.metadata())?;
+    let wait = api
+        .limits
+        .wait(&request.get_ref().wait, request.metadata())?;
     let req = request.into_inner();
     let namespace = check::namespace(&req.namespace)?;
     check::max_len("worker_id", &req.worker_id, check::MAX_ID_LEN)?;
@@ -118,7 +116,7 @@ pub(super) async fn claim(
     let lease_ms = req
         .lease
         .as_ref()
-        .map(|d| lease_ms(api, "lease", d))
+        .map(|d| api.limits.lease_ms("lease", d))
         .transpose()?;
     let max_jobs = match req.max_jobs {
         0 => 1,
@@ -192,7 +190,7 @@ pub(super) async fn extend_lease(
         .lease
         .as_ref()
         .ok_or_else(|| ApiError::invalid("lease", "is required"))?;
-    let lease_ms = lease_ms(api, "lease", lease)?;
+    let lease_ms = api.limits.lease_ms("lease", lease)?;
     let until = api
         .jobs
         .extend(namespace, id, &req.lease_token, lease_ms)

@@ -2,7 +2,7 @@
 //! fills in). Every error names its field, with the item's position in a batch.
 
 use crate::{
-    api::{schedules::lease_ms, validate, ApiError, QueueApi},
+    api::{validate, ApiError, QueueApi},
     domain::{Backoff, BackoffKind, Dedup, DedupMode, NewJob, RunAt},
     proto,
 };
@@ -40,7 +40,7 @@ pub(super) fn new_job(
     let lease_ms = req
         .lease
         .as_ref()
-        .map(|d| lease_ms(api, &f("lease"), d))
+        .map(|d| api.limits.lease_ms(&f("lease"), d))
         .transpose()?;
     let id = if req.job_id.is_empty() {
         None

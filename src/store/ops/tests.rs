@@ -158,3 +158,69 @@ fn headers_are_read_as_declared() {
         }
     );
 }
+
+#[test]
+fn the_lua_libraries_know_this_builds_layouts() {
+    use crate::domain::{JOB_LAYOUT, SCHEDULE_SCHEMA};
+    let schedule = crate::store::Prelude::Schedule.parts().concat();
+    assert!(schedule.contains(&format!("local DUEQ_SCHEMA = '{SCHEDULE_SCHEMA}'")));
+    let job = crate::store::Prelude::Job.parts().concat();
+    assert!(job.contains(&format!("local JOBS_LAYOUT = '{JOB_LAYOUT}'")));
+}
+
+/// A script's refusal of a namespace in another layout reaches Rust as NeedsMigrate
+/// for the namespace the call was for, with the layout the guard found.
+#[tokio::test]
+async fn a_guard_refusal_names_the_namespace_and_what_it_found() {
+    use crate::{
+        domain::{Found, Layout, NeedsMigrate},
+        store::{
+            ops::{get_job::GetJob, get_schedule::GetSchedule},
+            StoreError,
+        },
+    };
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "billing.eu");
+    // Schema 2 (a listing zset and meta schema 2) and job layout 1 (job_seq in meta).
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(keys.ids())
+        .arg(0)
+        .arg("s")
+        .ignore()
+        .cmd("HSET")
+        .arg(keys.meta())
+        .arg("schema")
+        .arg("2")
+        .arg("job_seq")
+        .arg("7")
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let store = redis.store();
+    fn refusal<T: std::fmt::Debug>(result: Result<T, StoreError>) -> (String, NeedsMigrate) {
+        match result {
+            Err(StoreError::NeedsMigrate { namespace, needs }) => (namespace, needs),
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+    let (namespace, needs) = refusal(store.run("billing.eu", &GetSchedule { id: "s" }).await);
+    assert_eq!(namespace, "billing.eu");
+    assert_eq!(
+        needs,
+        NeedsMigrate {
+            layout: Layout::Schedules,
+            found: Found::Version(2)
+        }
+    );
+    let (_, needs) = refusal(store.run("billing.eu", &GetJob { id: "j" }).await);
+    assert_eq!(
+        needs,
+        NeedsMigrate {
+            layout: Layout::Jobs,
+            found: Found::Version(1)
+        }
+    );
+}

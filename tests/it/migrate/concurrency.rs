@@ -294,22 +294,34 @@ async fn migrate_when_free(admin: &mut Admin, ns: &str) -> proto::MigrateProgres
 /// Pins: two Migrates at once (one completes, the other is refused), one whose client
 /// walked away (it frees its lock itself), and one whose service died (the lock
 /// expires) all end with the namespace fully upgraded and every record untouched.
+/// A service whose Migrate locks outlast every test, so a lock comes free because its
+/// holder released it, not because it expired; its client, an admin client, and a
+/// template record to build namespaces from.
+async fn lasting_locks_service(redis: &Redis) -> (Service, Client, Admin, Vec<(String, Vec<u8>)>) {
+    let mut conn = redis.conn().await;
+    let mut config = config(&redis.url());
+    config.migrate_lock_ttl = Duration::from_secs(3600);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let a = admin(&service).await;
+    let tmpl = template(&mut c, &mut conn).await;
+    (service, c, a, tmpl)
+}
+
+/// Schedules in each namespace the lock tests migrate: 25 to 100 batches at the batch
+/// sizes they use, so every interruption and race lands mid-walk. What these tests pin
+/// is the lock and the version written last, not volume; the 20,000-schedule test
+/// above keeps the volume.
+const MIGRATED: usize = 5_000;
+
+/// Two Migrates of one namespace at once: one completes (or both, in turn), an aborted
+/// one says another Migrate is running, and the records end upgraded and untouched.
 #[tokio::test]
-async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
+async fn two_concurrent_migrates_end_correct() {
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
-    // A lock ttl no test outlasts: the interrupted Migrate's lock comes free because
-    // it releases it, not because it expired.
-    let mut lasting_locks = config(&redis.url());
-    lasting_locks.migrate_lock_ttl = Duration::from_secs(3600);
-    let service = Service::start_with(lasting_locks).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let tmpl = template(&mut c, &mut conn).await;
-    let n = 20_000;
-
-    // Two at once on one namespace.
-    build(&mut conn, &tmpl, "two", n, Built::PreIndex, None).await;
+    let (service, _c, mut a, tmpl) = lasting_locks_service(&redis).await;
+    build(&mut conn, &tmpl, "two", MIGRATED, Built::PreIndex, None).await;
     let before = records(&mut conn, "two").await;
     let mut a2 = admin(&service).await;
     let req = proto::MigrateRequest {
@@ -335,11 +347,18 @@ async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
         "two concurrent Migrates: {completed} completed, {} aborted",
         2 - completed
     );
-    assert_upgraded(&mut conn, &mut a, "two", n).await;
+    assert_upgraded(&mut conn, &mut a, "two", MIGRATED).await;
     assert_eq!(records(&mut conn, "two").await, before, "records untouched");
+}
 
-    // Interrupted: the client drops the stream after a few messages.
-    build(&mut conn, &tmpl, "cut", n, Built::PreIndex, None).await;
+/// The client drops the stream after a few messages: the namespace stays refused
+/// (the version is written last), and the next Migrate finishes it.
+#[tokio::test]
+async fn an_interrupted_migrate_leaves_the_namespace_refused_and_the_next_finishes() {
+    let redis = Redis::start().await;
+    let mut conn = redis.conn().await;
+    let (_service, mut c, mut a, tmpl) = lasting_locks_service(&redis).await;
+    build(&mut conn, &tmpl, "cut", MIGRATED, Built::PreIndex, None).await;
     let before = records(&mut conn, "cut").await;
     drop(migrate_under_way(&mut a, "cut", 100, 3).await);
     let st = status(&mut a, "cut").await;
@@ -351,11 +370,18 @@ async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
     let done = migrate_when_free(&mut a, "cut").await;
     assert_eq!(done.phase, DONE);
     assert_eq!((done.from_schema, done.to_schema), (1, 3));
-    assert_upgraded(&mut conn, &mut a, "cut", n).await;
+    assert_upgraded(&mut conn, &mut a, "cut", MIGRATED).await;
     assert_eq!(records(&mut conn, "cut").await, before);
+}
 
-    // Crashed: the service dies mid-migration; a new one takes over after the ttl.
-    build(&mut conn, &tmpl, "crash", n, Built::PreIndex, None).await;
+/// The service dies mid-migration; a new one takes over once the lock's ttl ran out,
+/// and the records end upgraded and untouched.
+#[tokio::test]
+async fn a_crashed_migrate_is_finished_by_the_next_after_its_lock_expires() {
+    let redis = Redis::start().await;
+    let mut conn = redis.conn().await;
+    let (_service, _c, mut a, tmpl) = lasting_locks_service(&redis).await;
+    build(&mut conn, &tmpl, "crash", MIGRATED, Built::PreIndex, None).await;
     let before = records(&mut conn, "crash").await;
     let mut config = config(&redis.url());
     config.migrate_lock_ttl = Duration::from_secs(1);
@@ -371,6 +397,6 @@ async fn concurrent_interrupted_and_crashed_migrates_end_correct() {
     let done = migrate_when_free(&mut na, "crash").await;
     assert_eq!(done.phase, DONE);
     assert_eq!((done.from_schema, done.to_schema), (1, 3));
-    assert_upgraded(&mut conn, &mut na, "crash", n).await;
+    assert_upgraded(&mut conn, &mut na, "crash", MIGRATED).await;
     assert_eq!(records(&mut conn, "crash").await, before);
 }

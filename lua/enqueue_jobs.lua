@@ -35,23 +35,20 @@ if layout == nil then
   redis.call('HSET', meta, 'jobs', JOBS_LAYOUT)
 end
 local n = tonumber(ARGV[10])
--- The 17 values of job i (0-based), by name: the one place their order is read.
+-- Job i's 17 values start after b = 10 + i * FIELDS; these name their offsets, the
+-- one place their order is read. (Read in place: a table or closures per job measured
+-- about 15% more Redis CPU per Enqueue.)
 local FIELDS = 17
-local function spec(i)
-  local b = 10 + i * FIELDS
-  return { id = ARGV[b + 1], queue = ARGV[b + 2], name = ARGV[b + 3], payload = ARGV[b + 4],
-    headers = ARGV[b + 5], priority = tonumber(ARGV[b + 6]), when = ARGV[b + 7],
-    when_ms = tonumber(ARGV[b + 8]), max_attempts = tonumber(ARGV[b + 9]),
-    backoff = ARGV[b + 10], base = tonumber(ARGV[b + 11]), cap = tonumber(ARGV[b + 12]),
-    jitter = ARGV[b + 13], lease_ms = tonumber(ARGV[b + 14]), dedup_key = ARGV[b + 15],
-    dedup_ttl = ARGV[b + 16], dedup_mode = ARGV[b + 17] }
-end
+local ID, QUEUE, NAME, PAYLOAD, HEADERS, PRIORITY, WHEN, WHEN_MS = 1, 2, 3, 4, 5, 6, 7, 8
+local MAX_ATTEMPTS, BACKOFF, BASE, CAP, JITTER, LEASE = 9, 10, 11, 12, 13, 14
+local DEDUP_KEY, DEDUP_TTL, DEDUP_MODE = 15, 16, 17
 local out = {}
+
 -- One counter step per queue per batch: the batch's jobs of a queue take consecutive
 -- numbers. A duplicate leaves a gap, which is harmless (numbers only order jobs).
 local per_queue, next_n = {}, {}
 for i = 0, n - 1 do
-  local q = ARGV[10 + i * FIELDS + 2]
+  local q = ARGV[10 + i * FIELDS + QUEUE]
   per_queue[q] = (per_queue[q] or 0) + 1
 end
 for q, count in pairs(per_queue) do
@@ -60,88 +57,90 @@ end
 -- The namespace-wide order of jobs, for claims across queues of equal priority.
 local gseq = redis.call('HINCRBY', meta, 'gseq', n) - n
 
-local function no_headers(headers)
-  if headers == '{}' then return '' end
-  return headers
-end
-
--- A live dedup key's holder takes the job's place: { outcome, holder id, state } or
--- nil when the key is free (or names a job that is gone).
-local function deduplicate(j)
-  local dkey = K.dedup .. j.dedup_key
-  local holder = redis.call('GET', dkey)
-  if not holder or redis.call('EXISTS', K.job .. holder) == 0 then return nil end
-  if j.dedup_mode == 'replace' then
-    local hkey = K.job .. holder
-    local r = job_load(hkey)
-    if is_error(r) then return r end
-    if r.state == 'pending' or r.state == 'delayed' then
-      set_payload(K, holder, r, j.payload)
-      r.headers, r.updated = no_headers(j.headers), now
-      job_save(hkey, r)
-      return { 'replaced', holder, r.state }
-    end
-    return { 'duplicate', holder, r.state }
-  elseif j.dedup_mode == 'extend' then
-    redis.call('PEXPIRE', dkey, j.dedup_ttl)
-    return { 'extended', holder }
-  end
-  return { 'duplicate', holder }
-end
-
--- Writes a new job: record, listing entry, ready or delayed entry, dedup key.
-local function create(j, job_n, job_gseq)
-  local run_at = now
-  if j.when == 'at' then
-    run_at = math.max(j.when_ms, now)
-  elseif j.when == 'delay' then
-    run_at = now + j.when_ms
-  end
-  local state = 'pending'
-  if run_at > now then state = 'delayed' end
-  local backoff = 'e'
-  if j.backoff == 'fixed' then backoff = 'f' end
-  local record = {
-    queue = j.queue, name = j.name, payload = '', headers = no_headers(j.headers),
-    priority = j.priority, gseq = job_gseq, n = job_n, state = state,
-    attempts = 0, max_attempts = j.max_attempts, backoff = backoff,
-    base = j.base, cap = j.cap, jitter = j.jitter,
-    lease_ms = j.lease_ms, created = now, run_at = run_at, updated = now,
-    token = '', lease_until = '', worker = '', finished = '', errors = '',
-    dedup = j.dedup_key, px = '' }
-  set_payload(K, j.id, record, j.payload)
-  job_save(K.job .. j.id, record)
-  listing_add(K, j.queue, job_n, j.id)
-  if state == 'delayed' then
-    redis.call('ZADD', K.delayed .. j.queue, run_at, j.id)
-  else
-    ready_push(K, j.queue, j.priority, job_n, false)
-  end
-  if j.dedup_key ~= '' then
-    redis.call('SET', K.dedup .. j.dedup_key, j.id, 'PX', j.dedup_ttl)
-  end
-  return state
-end
-
 for i = 0, n - 1 do
-  local j = spec(i)
-  local job_n = next_n[j.queue]
-  next_n[j.queue] = job_n + 1
-  local result
-  if redis.call('EXISTS', K.job .. j.id) == 1 then
-    result = { 'duplicate', j.id }
-  elseif j.dedup_key ~= '' then
-    result = deduplicate(j)
-    if is_error(result) then return result end
+  local b = 10 + i * FIELDS
+  local id, queue = ARGV[b + ID], ARGV[b + QUEUE]
+  local key = K.job .. id
+  local dedup_key, dedup_ttl, dedup_mode = ARGV[b + DEDUP_KEY], ARGV[b + DEDUP_TTL], ARGV[b + DEDUP_MODE]
+  local outcome, result_id, state = nil, id, nil
+  local job_n = next_n[queue]
+  next_n[queue] = job_n + 1
+
+  if redis.call('EXISTS', key) == 1 then
+    outcome = 'duplicate'
+  elseif dedup_key ~= '' then
+    local dkey = K.dedup .. dedup_key
+    local holder = redis.call('GET', dkey)
+    if holder and redis.call('EXISTS', K.job .. holder) == 1 then
+      result_id = holder
+      if dedup_mode == 'replace' then
+        local hkey = K.job .. holder
+        local r = job_load(hkey)
+        if is_error(r) then return r end
+        state = r.state
+        if state == 'pending' or state == 'delayed' then
+          local headers = ARGV[b + HEADERS]
+          if headers == '{}' then headers = '' end
+          set_payload(K, holder, r, ARGV[b + PAYLOAD])
+          r.headers, r.updated = headers, now
+          job_save(hkey, r)
+          outcome = 'replaced'
+        else
+          outcome = 'duplicate'
+        end
+      elseif dedup_mode == 'extend' then
+        redis.call('PEXPIRE', dkey, dedup_ttl)
+        outcome = 'extended'
+      else
+        outcome = 'duplicate'
+      end
+    end
   end
-  if result == nil then result = { 'created', j.id, create(j, job_n, gseq + i + 1) } end
-  if result[3] == nil then
-    local r = job_load(K.job .. result[2])
+
+  if outcome == nil then
+    outcome = 'created'
+    local run_at = now
+    if ARGV[b + WHEN] == 'at' then
+      run_at = math.max(tonumber(ARGV[b + WHEN_MS]), now)
+    elseif ARGV[b + WHEN] == 'delay' then
+      run_at = now + tonumber(ARGV[b + WHEN_MS])
+    end
+    state = 'pending'
+    if run_at > now then state = 'delayed' end
+    local priority = tonumber(ARGV[b + PRIORITY])
+    local headers = ARGV[b + HEADERS]
+    if headers == '{}' then headers = '' end
+    local backoff = 'e'
+    if ARGV[b + BACKOFF] == 'fixed' then backoff = 'f' end
+    local record = {
+      queue = queue, name = ARGV[b + NAME], payload = '', headers = headers,
+      priority = priority, gseq = gseq + i + 1, n = job_n, state = state,
+      attempts = 0, max_attempts = tonumber(ARGV[b + MAX_ATTEMPTS]), backoff = backoff,
+      base = tonumber(ARGV[b + BASE]), cap = tonumber(ARGV[b + CAP]), jitter = ARGV[b + JITTER],
+      lease_ms = tonumber(ARGV[b + LEASE]), created = now, run_at = run_at, updated = now,
+      token = '', lease_until = '', worker = '', finished = '', errors = '',
+      dedup = dedup_key, px = '' }
+    set_payload(K, id, record, ARGV[b + PAYLOAD])
+    job_save(key, record)
+    listing_add(K, queue, job_n, id)
+    if state == 'delayed' then
+      redis.call('ZADD', K.delayed .. queue, run_at, id)
+    else
+      ready_push(K, queue, priority, job_n, false)
+    end
+    if dedup_key ~= '' then
+      redis.call('SET', K.dedup .. dedup_key, id, 'PX', dedup_ttl)
+    end
+  end
+
+  if state == nil then
+    local r = job_load(K.job .. result_id)
     if is_error(r) then return r end
-    result[3] = r and r.state or ''
+    state = r and r.state or ''
   end
-  out[#out + 1] = result[1]
-  out[#out + 1] = result[2]
-  out[#out + 1] = result[3]
+  out[#out + 1] = outcome
+  out[#out + 1] = result_id
+  out[#out + 1] = state
 end
+
 return out

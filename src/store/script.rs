@@ -127,12 +127,12 @@ pub(crate) struct Call {
 
 impl Call {
     pub(crate) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
-        self.keys.extend(key.to_redis_args());
+        key.write_redis_args(&mut self.keys);
         self
     }
 
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
-        self.args.extend(arg.to_redis_args());
+        arg.write_redis_args(&mut self.args);
         self
     }
 

@@ -25,6 +25,7 @@ pub mod server;
 
 mod api;
 mod clock;
+mod context;
 mod domain;
 mod error;
 mod health;

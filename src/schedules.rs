@@ -4,33 +4,29 @@
 //! time zones live in Rust), drives the claim protocol of `lua/claim_due.lua` and
 //! its long-poll.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
-    clock::Clock,
+    context::Context,
     domain::{
         occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
         ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
-    longpoll::{long_poll, Attempt, Wakers, Work},
-    namespaces::{Entry, Namespaces},
-    store::{
-        ops::{
-            ack_occurrence::AckOccurrence,
-            claim_due::{ClaimDue, ClaimHint, ClaimReply},
-            delete_schedule::DeleteSchedule,
-            get_schedule::GetSchedule,
-            list_schedules::ListSchedules,
-            pause_schedule::PauseSchedule,
-            resume_schedule::{ResumeSchedule, Resumed},
-            set_follow::SetFollow,
-            upsert_schedule::UpsertSchedule,
-        },
-        Store,
+    longpoll::{long_poll, Attempt, Work},
+    namespaces::Entry,
+    store::ops::{
+        ack_occurrence::AckOccurrence,
+        claim_due::{ClaimDue, ClaimHint, ClaimReply},
+        delete_schedule::DeleteSchedule,
+        get_schedule::GetSchedule,
+        list_schedules::ListSchedules,
+        pause_schedule::PauseSchedule,
+        resume_schedule::{ResumeSchedule, Resumed},
+        set_follow::SetFollow,
+        upsert_schedule::UpsertSchedule,
     },
     timing::Timing,
 };
@@ -58,33 +54,17 @@ impl ClaimOutcome {
 pub(crate) type SchedulePage = (Vec<ScheduleRecord>, Option<String>);
 
 pub(crate) struct Schedules {
-    store: Arc<Store>,
-    clock: Arc<Clock>,
-    namespaces: Arc<Namespaces>,
-    wakers: Arc<Wakers>,
-    shutdown: CancellationToken,
+    cx: Context,
 }
 
 impl Schedules {
-    pub(crate) fn new(
-        store: Arc<Store>,
-        clock: Arc<Clock>,
-        namespaces: Arc<Namespaces>,
-        wakers: Arc<Wakers>,
-        shutdown: CancellationToken,
-    ) -> Self {
-        Self {
-            store,
-            clock,
-            namespaces,
-            wakers,
-            shutdown,
-        }
+    pub(crate) fn new(cx: Context) -> Self {
+        Self { cx }
     }
 
     /// Redis's time, as this instance best knows it.
     pub(crate) fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+        self.cx.clock.now_ms()
     }
 
     /// Creates or updates; the next run is computed from now (used only when the
@@ -99,25 +79,27 @@ impl Schedules {
         if def.id.is_empty() {
             def.id = uuid::Uuid::new_v4().to_string();
         }
-        let entry = self.namespaces.entry(namespace);
+        let entry = self.cx.namespaces.entry(namespace);
         // A slot must be strictly after now to not fire "in the past" on create.
-        let next = NextRun::from(timing, self.clock.now_ms() + 1);
+        let next = NextRun::from(timing, self.cx.clock.now_ms() + 1);
         let upsert = UpsertSchedule { def: &def, next };
-        let (created, record) = self.store.run(namespace, &upsert).await?;
-        self.wakers
+        let (created, record) = self.cx.store.run(namespace, &upsert).await?;
+        self.cx
+            .wakers
             .observe(&entry, Work::Schedules, record.next_run_ms);
         Ok((created, record))
     }
 
     pub(crate) async fn get(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
-        self.store
+        self.cx
+            .store
             .run(namespace, &GetSchedule { id })
             .await?
             .ok_or_else(|| Error::NotFound(Missing::Schedule(id.to_owned())))
     }
 
     pub(crate) async fn delete(&self, namespace: &str, id: &str) -> Result<(), Error> {
-        if self.store.run(namespace, &DeleteSchedule { id }).await? {
+        if self.cx.store.run(namespace, &DeleteSchedule { id }).await? {
             Ok(())
         } else {
             Err(Error::NotFound(Missing::Schedule(id.to_owned())))
@@ -125,7 +107,8 @@ impl Schedules {
     }
 
     pub(crate) async fn pause(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
-        self.store
+        self.cx
+            .store
             .run(namespace, &PauseSchedule { id })
             .await?
             .ok_or_else(|| Error::NotFound(Missing::Schedule(id.to_owned())))
@@ -138,18 +121,19 @@ impl Schedules {
             if current.status != ScheduleStatus::Paused {
                 return Ok(current);
             }
-            let next = NextRun::from(&current.def.timing()?, self.clock.now_ms() + 1);
+            let next = NextRun::from(&current.def.timing()?, self.cx.clock.now_ms() + 1);
             let resume = ResumeSchedule {
                 id,
                 revision: current.revision,
                 next,
             };
-            match self.store.run(namespace, &resume).await? {
+            match self.cx.store.run(namespace, &resume).await? {
                 Resumed::Missing => return Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
                 Resumed::Moved => continue,
                 Resumed::Done(record) => {
-                    let entry = self.namespaces.entry(namespace);
-                    self.wakers
+                    let entry = self.cx.namespaces.entry(namespace);
+                    self.cx
+                        .wakers
                         .observe(&entry, Work::Schedules, record.next_run_ms);
                     return Ok(*record);
                 }
@@ -169,7 +153,7 @@ impl Schedules {
             page_size,
             status,
         };
-        Ok(self.store.run(namespace, &list).await?)
+        Ok(self.cx.store.run(namespace, &list).await?)
     }
 
     /// Acks a leased occurrence.
@@ -183,7 +167,7 @@ impl Schedules {
             occurrence_id,
             token,
         };
-        match self.store.run(namespace, &ack).await? {
+        match self.cx.store.run(namespace, &ack).await? {
             LeaseCheck::Done(()) => Ok(()),
             LeaseCheck::Missing => Err(Error::NotFound(Missing::Occurrence(
                 occurrence_id.to_owned(),
@@ -203,9 +187,9 @@ impl Schedules {
         lease_ms: Option<i64>,
         wait: Duration,
     ) -> Result<Option<Occurrence>, Error> {
-        let entry = self.namespaces.entry(namespace);
-        let waiter = (!wait.is_zero()).then(|| self.wakers.schedule_waiter(&entry));
-        long_poll(waiter, Instant::now() + wait, &self.shutdown, || {
+        let entry = self.cx.namespaces.entry(namespace);
+        let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
+        long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
             self.attempt(&entry, lease_ms)
         })
         .await
@@ -217,7 +201,8 @@ impl Schedules {
         lease_ms: Option<i64>,
     ) -> Result<Attempt<Occurrence>, Error> {
         let outcome = self.claim_once(entry.name(), lease_ms).await?;
-        self.wakers
+        self.cx
+            .wakers
             .observe(entry, Work::Schedules, outcome.earliest_ms);
         Ok(Attempt {
             more: outcome.more_due(),
@@ -239,7 +224,7 @@ impl Schedules {
                 hint: hint.as_ref(),
                 lease: lease_ms.map(|ms| (token.as_str(), ms)),
             };
-            match self.store.run(namespace, &claim).await? {
+            match self.cx.store.run(namespace, &claim).await? {
                 ClaimReply::Claimed {
                     now_ms,
                     due_ms,
@@ -286,8 +271,8 @@ impl Schedules {
         // Lost every race this round; report "nothing yet" so the caller waits briefly.
         Ok(ClaimOutcome {
             occurrence: None,
-            earliest_ms: Some(self.clock.now_ms()),
-            now_ms: self.clock.now_ms(),
+            earliest_ms: Some(self.cx.clock.now_ms()),
+            now_ms: self.cx.clock.now_ms(),
         })
     }
 
@@ -310,7 +295,7 @@ impl Schedules {
             Err(error) => {
                 tracing::error!(%namespace, schedule_id = %id, %error,
                     "stored schedule has an invalid timing; pausing it");
-                self.store.run(namespace, &PauseSchedule { id }).await?;
+                self.cx.store.run(namespace, &PauseSchedule { id }).await?;
                 return Ok(None);
             }
         };
@@ -343,7 +328,7 @@ impl Schedules {
             return;
         };
         let follow = Follow::from_next(timing.next_after(next_ms));
-        let (store, namespace) = (self.store.clone(), namespace.to_owned());
+        let (store, namespace) = (self.cx.store.clone(), namespace.to_owned());
         let (id, revision) = (schedule.def.id.clone(), schedule.revision);
         tokio::spawn(async move {
             let set = SetFollow {
@@ -361,28 +346,17 @@ impl Schedules {
 
 #[cfg(test)]
 mod tests {
-    use std::{sync::Arc, time::Duration};
-
-    use tokio_util::sync::CancellationToken;
+    use std::time::Duration;
 
     use super::Schedules;
-    use crate::{clock::Clock, longpoll::Wakers, namespaces::Namespaces, testing::offline_store};
+    use crate::testing::offline_context;
 
     /// Each idle long-poll holds its future for the whole wait; 10,000 of them at
     /// 8 KB (the Redis call's state kept inline) cost 80 MB. Boxing that call keeps a
     /// waiter under 2 KB.
     #[tokio::test]
     async fn an_idle_schedule_long_poll_is_small() {
-        let store = Arc::new(offline_store());
-        let clock = Arc::new(Clock::new());
-        let shutdown = CancellationToken::new();
-        let schedules = Schedules::new(
-            store.clone(),
-            clock.clone(),
-            Namespaces::new(shutdown.clone()),
-            Wakers::new(store, clock, Duration::from_secs(1)),
-            shutdown,
-        );
+        let schedules = Schedules::new(offline_context());
         let wait = schedules.claim("ns", None, Duration::from_secs(30));
         let size = std::mem::size_of_val(&wait);
         assert!(size < 2048, "a schedule long-poll's future is {size} bytes");

@@ -13,6 +13,7 @@ use crate::{
     api::{AdminApi, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
+    context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
     layers::TraceLayer,
@@ -50,14 +51,6 @@ impl From<StoreError> for ServeError {
     }
 }
 
-/// The parts every service shares.
-struct Core {
-    store: Arc<Store>,
-    clock: Arc<Clock>,
-    namespaces: Arc<Namespaces>,
-    cancel: CancellationToken,
-}
-
 /// Runs the service on `listener` until `shutdown` resolves, then drains: pending
 /// long-polls answer empty at once, in-flight calls get `shutdown_grace` to finish.
 pub async fn run(
@@ -67,16 +60,19 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
-    let core = Core {
-        store: Arc::new(Store::new(
-            &config.redis_url,
-            &config.key_prefix,
-            usize::from(config.pool_size),
-            config.redis_timeout,
-        )?),
-        clock: Arc::new(Clock::new()),
+    let store = Arc::new(Store::new(
+        &config.redis_url,
+        &config.key_prefix,
+        usize::from(config.pool_size),
+        config.redis_timeout,
+    )?);
+    let clock = Arc::new(Clock::new());
+    let core = Context {
+        wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
         namespaces: Namespaces::new(cancel.clone()),
-        cancel: cancel.clone(),
+        store,
+        clock,
+        shutdown: cancel.clone(),
     };
     let address = advertised(listener.local_addr()?);
     let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
@@ -134,30 +130,10 @@ pub async fn run(
     Ok(())
 }
 
-fn queue_api(core: &Core, config: &ServeConfig, rescue: Arc<Rescue>) -> QueueApi {
-    let wakers = Wakers::new(
-        core.store.clone(),
-        core.clock.clone(),
-        config.recheck_interval,
-    );
-    let schedules = Schedules::new(
-        core.store.clone(),
-        core.clock.clone(),
-        core.namespaces.clone(),
-        wakers.clone(),
-        core.cancel.clone(),
-    );
-    let jobs = Jobs::new(
-        core.store.clone(),
-        core.clock.clone(),
-        core.namespaces.clone(),
-        wakers,
-        core.cancel.clone(),
-        config.max_lease,
-    );
+fn queue_api(core: &Context, config: &ServeConfig, rescue: Arc<Rescue>) -> QueueApi {
     QueueApi::new(
-        Arc::new(schedules),
-        Arc::new(jobs),
+        Arc::new(Schedules::new(core.clone())),
+        Arc::new(Jobs::new(core.clone(), config.max_lease)),
         Limits {
             max_payload_size: config.max_payload_size,
             max_wait: config.max_wait,
@@ -169,9 +145,9 @@ fn queue_api(core: &Core, config: &ServeConfig, rescue: Arc<Rescue>) -> QueueApi
 }
 
 /// The namespace monitor (which also sweeps the registry) and the pruner.
-fn spawn_background(core: &Core, config: &ServeConfig) {
+fn spawn_background(core: &Context, config: &ServeConfig) {
     let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
-    tokio::spawn(monitor.run(config.check_interval, core.cancel.clone()));
+    tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));
     let pruner = Pruner::new(
         core.store.clone(),
         core.namespaces.clone(),
@@ -181,7 +157,7 @@ fn spawn_background(core: &Core, config: &ServeConfig) {
             interval: config.job_prune_interval,
         },
     );
-    tokio::spawn(pruner.run(core.cancel.clone()));
+    tokio::spawn(pruner.run(core.shutdown.clone()));
 }
 
 type Reflection<T> = tonic_reflection::server::v1::ServerReflectionServer<T>;

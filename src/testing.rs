@@ -4,12 +4,17 @@
 use std::{
     net::TcpListener,
     process::{Child, Command, Stdio},
+    sync::Arc,
     time::Duration,
 };
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use crate::store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    clock::Clock, context::Context, longpoll::Wakers, namespaces::Namespaces, store::Store,
+};
 
 pub(crate) struct TestRedis {
     child: Child,
@@ -70,11 +75,22 @@ impl TestRedis {
     }
 }
 
-/// A store over a Redis that is never contacted (constructing one connects to
-/// nothing), for tests of what a call holds rather than what it does.
-pub(crate) fn offline_store() -> Store {
-    Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
-        .unwrap_or_else(|e| panic!("store: {e}"))
+/// The use cases' context over a Redis that is never contacted (constructing a store
+/// connects to nothing), for tests of what a call holds rather than what it does.
+pub(crate) fn offline_context() -> Context {
+    let store = Arc::new(
+        Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
+            .unwrap_or_else(|e| panic!("store: {e}")),
+    );
+    let clock = Arc::new(Clock::new());
+    let shutdown = CancellationToken::new();
+    Context {
+        wakers: Wakers::new(store.clone(), clock.clone(), Duration::from_secs(1)),
+        namespaces: Namespaces::new(shutdown.clone()),
+        store,
+        clock,
+        shutdown,
+    }
 }
 
 impl Drop for TestRedis {

@@ -3,7 +3,7 @@
 
 /// The kinds a caller can act on differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub(crate) enum FailureKind {
     /// The request is wrong; nothing was written.
     Invalid,
     /// A request value exceeds a configured limit; nothing was written.

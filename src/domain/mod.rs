@@ -10,7 +10,7 @@ mod namespace;
 mod occurrence;
 mod schedule;
 
-pub(crate) use failure::Failure as FailureKind;
+pub(crate) use failure::FailureKind;
 pub(crate) use job::{
     Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
     JobErrorEntry, JobRecord, JobSpec, JobState, NewJob, RunAt, StateCheck,

@@ -10,27 +10,23 @@ mod retention;
 use std::{sync::Arc, time::Duration};
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use coalesce::Lane;
 pub(crate) use retention::{Pruner, Retention};
 
 use crate::{
-    clock::Clock,
+    context::Context,
     domain::{
         EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
         NewJob, StateCheck,
     },
     error::{Error, JobAction, LostLease, Missing},
-    longpoll::{long_poll, Attempt, Wakers, Work},
-    namespaces::{Entry, Namespaces},
-    store::{
-        ops::{
-            ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs,
-            enqueue_jobs::EnqueueJobs, extend_lease::ExtendLease, fail_job::FailJob,
-            get_job::GetJob, list_jobs::ListJobs, retry_job::RetryJob,
-        },
-        Store,
+    longpoll::{long_poll, Attempt, Work},
+    namespaces::Entry,
+    store::ops::{
+        ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs, enqueue_jobs::EnqueueJobs,
+        extend_lease::ExtendLease, fail_job::FailJob, get_job::GetJob, list_jobs::ListJobs,
+        retry_job::RetryJob,
     },
 };
 
@@ -49,11 +45,7 @@ pub(crate) struct ClaimRequest<'a> {
 }
 
 pub(crate) struct Jobs {
-    store: Arc<Store>,
-    clock: Arc<Clock>,
-    namespaces: Arc<Namespaces>,
-    wakers: Arc<Wakers>,
-    shutdown: CancellationToken,
+    cx: Context,
     /// Longest lease, which caps a job's default lease.
     max_lease_ms: i64,
 }
@@ -88,27 +80,16 @@ fn state_result(id: &str, check: StateCheck, action: JobAction) -> Result<JobRec
 }
 
 impl Jobs {
-    pub(crate) fn new(
-        store: Arc<Store>,
-        clock: Arc<Clock>,
-        namespaces: Arc<Namespaces>,
-        wakers: Arc<Wakers>,
-        shutdown: CancellationToken,
-        max_lease: Duration,
-    ) -> Self {
+    pub(crate) fn new(cx: Context, max_lease: Duration) -> Self {
         Self {
-            store,
-            clock,
-            namespaces,
-            wakers,
-            shutdown,
+            cx,
             max_lease_ms: i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX),
         }
     }
 
     /// The namespace's entry, marked as serving jobs (the pruner visits it).
     fn entry(&self, namespace: &str) -> Arc<Entry> {
-        let entry = self.namespaces.entry(namespace);
+        let entry = self.cx.namespaces.entry(namespace);
         entry.serves_jobs();
         entry
     }
@@ -128,6 +109,7 @@ impl Jobs {
             return Ok(Vec::new());
         }
         let results = self
+            .cx
             .store
             .run(namespace, &EnqueueJobs { jobs: &specs })
             .await?;
@@ -144,7 +126,7 @@ impl Jobs {
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
         let spec = job.into_spec(self.max_lease_ms);
-        let result = coalesce::enqueue(&self.store, &entry, spec).await?;
+        let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
         self.observe_enqueued(&entry, std::slice::from_ref(&result));
         Ok(result)
     }
@@ -156,8 +138,9 @@ impl Jobs {
                 && matches!(e.state, JobState::Pending | JobState::Delayed)
         });
         if claimable {
-            self.wakers
-                .observe(entry, Work::Jobs, Some(self.clock.now_ms()));
+            self.cx
+                .wakers
+                .observe(entry, Work::Jobs, Some(self.cx.clock.now_ms()));
         }
     }
 
@@ -168,10 +151,14 @@ impl Jobs {
         claim: &ClaimRequest<'_>,
     ) -> Result<Vec<JobRecord>, Error> {
         let entry = self.entry(namespace);
-        let waiter = (!claim.wait.is_zero()).then(|| self.wakers.job_waiter(&entry, claim.queues));
-        let found = long_poll(waiter, Instant::now() + claim.wait, &self.shutdown, || {
-            self.attempt(&entry, claim)
-        })
+        let waiter =
+            (!claim.wait.is_zero()).then(|| self.cx.wakers.job_waiter(&entry, claim.queues));
+        let found = long_poll(
+            waiter,
+            Instant::now() + claim.wait,
+            &self.cx.shutdown,
+            || self.attempt(&entry, claim),
+        )
         .await?;
         Ok(found.unwrap_or_default())
     }
@@ -189,8 +176,8 @@ impl Jobs {
             max_jobs: claim.max_jobs,
             token_base: &token_base,
         };
-        let batch = self.store.run(entry.name(), &op).await?;
-        self.wakers.observe(entry, Work::Jobs, batch.next_ms);
+        let batch = self.cx.store.run(entry.name(), &op).await?;
+        self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
         Ok(Attempt {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
@@ -198,7 +185,7 @@ impl Jobs {
     }
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
-        let check = self.store.run(namespace, &AckJob { id, token }).await?;
+        let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
         lease_result(id, check).map(|_| ())
     }
 
@@ -215,10 +202,10 @@ impl Jobs {
             failure,
             random: random_unit(),
         };
-        let failed = lease_result(id, self.store.run(namespace, &fail).await?)?;
+        let failed = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
         if failed.state != JobState::Dead {
-            let entry = self.namespaces.entry(namespace);
-            self.wakers.observe(&entry, Work::Jobs, failed.run_at_ms);
+            let entry = self.cx.namespaces.entry(namespace);
+            self.cx.wakers.observe(&entry, Work::Jobs, failed.run_at_ms);
         }
         Ok(failed)
     }
@@ -236,11 +223,12 @@ impl Jobs {
             token,
             lease_ms,
         };
-        lease_result(id, self.store.run(namespace, &extend).await?)
+        lease_result(id, self.cx.store.run(namespace, &extend).await?)
     }
 
     pub(crate) async fn get(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
-        self.store
+        self.cx
+            .store
             .run(namespace, &GetJob { id })
             .await?
             .ok_or_else(|| Error::NotFound(Missing::Job(id.to_owned())))
@@ -260,48 +248,37 @@ impl Jobs {
             page_size,
             state,
         };
-        Ok(self.store.run(namespace, &list).await?)
+        Ok(self.cx.store.run(namespace, &list).await?)
     }
 
     pub(crate) async fn cancel(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
-        let check = self.store.run(namespace, &CancelJob { id }).await?;
+        let check = self.cx.store.run(namespace, &CancelJob { id }).await?;
         state_result(id, check, JobAction::Cancel)
     }
 
     pub(crate) async fn retry(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
-        let check = self.store.run(namespace, &RetryJob { id }).await?;
+        let check = self.cx.store.run(namespace, &RetryJob { id }).await?;
         let record = state_result(id, check, JobAction::Retry)?;
         let entry = self.entry(namespace);
-        self.wakers
-            .observe(&entry, Work::Jobs, Some(self.clock.now_ms()));
+        self.cx
+            .wakers
+            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
         Ok(record)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::{sync::Arc, time::Duration};
-
-    use tokio_util::sync::CancellationToken;
+    use std::time::Duration;
 
     use super::{ClaimRequest, Jobs};
-    use crate::{clock::Clock, longpoll::Wakers, namespaces::Namespaces, testing::offline_store};
+    use crate::testing::offline_context;
 
     /// As for schedules: a waiting ClaimJob must not carry the Redis call's multi-KB
     /// future through its wait.
     #[tokio::test]
     async fn an_idle_job_long_poll_is_small() {
-        let store = Arc::new(offline_store());
-        let clock = Arc::new(Clock::new());
-        let shutdown = CancellationToken::new();
-        let jobs = Jobs::new(
-            store.clone(),
-            clock.clone(),
-            Namespaces::new(shutdown.clone()),
-            Wakers::new(store, clock, Duration::from_secs(1)),
-            shutdown,
-            Duration::from_secs(60),
-        );
+        let jobs = Jobs::new(offline_context(), Duration::from_secs(60));
         let queues = vec!["q".to_owned()];
         let claim = ClaimRequest {
             queues: &queues,

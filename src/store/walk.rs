@@ -1,7 +1,8 @@
-//! The walks that visit keys by SCAN, a bounded step at a time: every namespace
-//! under the prefix (Migrate `all_namespaces`), and a namespace's layout-1 job keys
-//! (Migrate's job phase). Each step is one SCAN call of COUNT `batch`; a walk owns
-//! its cursor, so callers only ask for the next step.
+//! Migrate's reads and writes that are not scripts: the walks that visit keys by SCAN,
+//! a bounded step at a time — every namespace under the prefix (`all_namespaces`) and
+//! a namespace's layout-1 job keys (the job phase); each step is one SCAN call of
+//! COUNT `batch`, and a walk owns its cursor, so callers only ask for the next step —
+//! and the import source's size and the deletion of what was imported from it.
 
 use std::collections::BTreeSet;
 

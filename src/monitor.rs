@@ -6,7 +6,7 @@
 //! must hold; comparing it with ZCARD is O(1). Every `interval` this task does that for
 //! each namespace in the registry and logs what it finds: once when it appears, again
 //! every `REPEAT` while it lasts, and once when it is repaired.
-//! `AdminService.GetNamespaceStatus` reports the same facts on demand.
+//! `QueueService.GetNamespaceStatus` reports the same facts on demand.
 
 use std::{sync::Arc, time::Duration};
 
@@ -83,7 +83,7 @@ fn log(namespace: &str, finding: &Finding, changed: bool, repeat: bool) -> bool 
         Finding::NeedsMigrate(needs) => {
             tracing::warn!(
                 %namespace,
-                "namespace needs Migrate: {needs}; its calls are refused until it runs (AdminService/Migrate)"
+                "namespace needs Migrate: {needs}; its calls are refused until it runs (QueueService/Migrate)"
             );
             true
         }
@@ -91,7 +91,7 @@ fn log(namespace: &str, finding: &Finding, changed: bool, repeat: bool) -> bool 
             tracing::error!(
                 %namespace,
                 missing_entries = missing,
-                "due index is missing entries (deleted or evicted?): those schedules will not fire until Migrate repairs the index (AdminService/Migrate)"
+                "due index is missing entries (deleted or evicted?): those schedules will not fire until Migrate repairs the index (QueueService/Migrate)"
             );
             true
         }

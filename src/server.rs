@@ -76,16 +76,16 @@ pub async fn run(
     };
     let address = advertised(listener.local_addr()?);
     let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
-    let queue = queue_api(&core, &config, rescue.clone());
-    let admin = AdminApi::new(
+    let admin = Arc::new(AdminApi::new(
         Arc::new(Migrator::new(
             core.store.clone(),
             core.clock.clone(),
             config.migrate_lock_ttl,
         )),
-        rescue,
+        rescue.clone(),
         address,
-    );
+    ));
+    let queue = queue_api(&core, &config, rescue, admin.clone());
     spawn_background(&core, &config);
     let (reporter, health_service) = tonic_health::server::health_reporter();
     health::set_status(&reporter, ServingStatus::NotServing).await;
@@ -123,14 +123,19 @@ pub async fn run(
                 .max_decoding_message_size(config.max_message_size)
                 .max_encoding_message_size(config.max_message_size),
         )
-        .add_service(AdminServiceServer::new(admin))
+        .add_service(AdminServiceServer::from_arc(admin))
         .serve_with_incoming_shutdown(incoming, signal);
     drain_within(server, &cancel, config.shutdown_grace).await?;
     tracing::info!("dueq stopped");
     Ok(())
 }
 
-fn queue_api(core: &Context, config: &ServeConfig, rescue: Arc<Rescue>) -> QueueApi {
+fn queue_api(
+    core: &Context,
+    config: &ServeConfig,
+    rescue: Arc<Rescue>,
+    admin: Arc<AdminApi>,
+) -> QueueApi {
     QueueApi::new(
         Arc::new(Schedules::new(core.clone())),
         Arc::new(Jobs::new(core.clone(), config.max_lease)),
@@ -141,6 +146,7 @@ fn queue_api(core: &Context, config: &ServeConfig, rescue: Arc<Rescue>) -> Queue
             max_lease: config.max_lease,
         },
         rescue,
+        admin,
     )
 }
 

@@ -1,5 +1,5 @@
-//! Handlers of `dueq.v1.AdminService`: Migrate and the namespace status, for
-//! operators.
+//! Handlers of Migrate and the namespace status, for operators: served by
+//! `dueq.v1.QueueService` and by the deprecated `dueq.v1.AdminService` alike.
 
 use std::{pin::Pin, sync::Arc};
 
@@ -79,7 +79,7 @@ fn plan(req: &proto::MigrateRequest) -> Result<(Plan, Options), ApiError> {
                 validate::namespace(&req.namespace)?;
             }
             let plan = match source {
-                proto::MigrateSource::Dueq => dueq_plan(req)?,
+                proto::MigrateSource::Unspecified | proto::MigrateSource::Dueq => dueq_plan(req)?,
                 proto::MigrateSource::BoringnodeQueue => import_plan(req)?,
             };
             Ok((plan, options))
@@ -95,7 +95,7 @@ fn dueq_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
         if set {
             return Err(ApiError::invalid(
                 field,
-                "only applies to source BORINGNODE_QUEUE",
+                "only applies to source MIGRATE_SOURCE_BORINGNODE_QUEUE",
             ));
         }
     }

@@ -29,6 +29,8 @@ pub(crate) struct QueueApi {
     jobs: Arc<Jobs>,
     limits: Limits,
     rescue: Arc<Rescue>,
+    /// Serves Migrate and GetNamespaceStatus, the same as on AdminService.
+    admin: Arc<AdminApi>,
 }
 
 impl QueueApi {
@@ -37,17 +39,20 @@ impl QueueApi {
         jobs: Arc<Jobs>,
         limits: Limits,
         rescue: Arc<Rescue>,
+        admin: Arc<AdminApi>,
     ) -> Self {
         Self {
             schedules,
             jobs,
             limits,
             rescue,
+            admin,
         }
     }
 }
 
-/// Implements `dueq.v1.AdminService`.
+/// Migrate and GetNamespaceStatus. Implements the deprecated `dueq.v1.AdminService`
+/// and serves the same two RPCs of `dueq.v1.QueueService`.
 pub(crate) struct AdminApi {
     migrator: Arc<Migrator>,
     rescue: Arc<Rescue>,

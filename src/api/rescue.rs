@@ -30,7 +30,7 @@ pub(crate) struct Rescue {
 /// The operator's command that migrates `namespace`: the one wording of the hint.
 pub(crate) fn migrate_command(namespace: &str, address: &str) -> String {
     format!(
-        "grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' {address} dueq.v1.AdminService/Migrate"
+        "grpcurl -plaintext -d '{{\"namespace\": \"{namespace}\"}}' {address} dueq.v1.QueueService/Migrate"
     )
 }
 
@@ -136,7 +136,7 @@ mod tests {
             assert_eq!(status.code(), Code::FailedPrecondition);
             assert!(
                 status.message().ends_with(
-                    "Run: grpcurl -plaintext -d '{\"namespace\": \"billing\"}' localhost:50051 dueq.v1.AdminService/Migrate"
+                    "Run: grpcurl -plaintext -d '{\"namespace\": \"billing\"}' localhost:50051 dueq.v1.QueueService/Migrate"
                 ),
                 "{}",
                 status.message()

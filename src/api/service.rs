@@ -1,16 +1,21 @@
 //! The tonic service traits, one line per RPC: each calls its handler and answers
 //! through [`Rescue::respond`](super::Rescue::respond). Handlers return
 //! `Result<Message, ApiError>` and never build a status, so none can bypass the
-//! mapping.
+//! mapping. The operators' RPCs (Migrate, GetNamespaceStatus) are served by
+//! QueueService and by the deprecated AdminService through the same two lines.
 
 use tonic::{Request, Response, Status};
 
 use super::{admin, jobs, schedules, AdminApi, QueueApi};
 use crate::proto::{self, admin_service_server::AdminService, queue_service_server::QueueService};
 
-/// `rpc!(method, Request, Response, handler)` for each unary RPC of a service.
+/// `method(Request) -> Response = handler;` for each unary RPC of a service, then
+/// `operators: |api| <the AdminApi of api>` for Migrate and GetNamespaceStatus.
 macro_rules! rpcs {
-    ($api:ty: $service:ident { $($method:ident($req:ident) -> $resp:ident = $handler:path;)* }) => {
+    (
+        $api:ty: $service:ident { $($method:ident($req:ident) -> $resp:ident = $handler:path;)* }
+        operators: |$op:ident| $admin:expr
+    ) => {
         #[tonic::async_trait]
         impl $service for $api {
             $(
@@ -21,6 +26,26 @@ macro_rules! rpcs {
                     self.rescue.respond($handler(self, request).await)
                 }
             )*
+
+            type MigrateStream = admin::ProgressStream;
+
+            async fn migrate(
+                &self,
+                request: Request<proto::MigrateRequest>,
+            ) -> Result<Response<Self::MigrateStream>, Status> {
+                let $op = self;
+                let api: &AdminApi = $admin;
+                api.rescue.respond(admin::migrate(api, request))
+            }
+
+            async fn get_namespace_status(
+                &self,
+                request: Request<proto::GetNamespaceStatusRequest>,
+            ) -> Result<Response<proto::NamespaceStatus>, Status> {
+                let $op = self;
+                let api: &AdminApi = $admin;
+                api.rescue.respond(admin::status(api, request).await)
+            }
         }
     };
 }
@@ -45,23 +70,6 @@ rpcs!(QueueApi: QueueService {
     list_jobs(ListJobsRequest) -> ListJobsResponse = jobs::list;
     cancel_job(CancelJobRequest) -> CancelJobResponse = jobs::cancel;
     retry_job(RetryJobRequest) -> RetryJobResponse = jobs::retry;
-});
+} operators: |queue| &queue.admin);
 
-#[tonic::async_trait]
-impl AdminService for AdminApi {
-    type MigrateStream = admin::ProgressStream;
-
-    async fn migrate(
-        &self,
-        request: Request<proto::MigrateRequest>,
-    ) -> Result<Response<Self::MigrateStream>, Status> {
-        self.rescue.respond(admin::migrate(self, request))
-    }
-
-    async fn get_namespace_status(
-        &self,
-        request: Request<proto::GetNamespaceStatusRequest>,
-    ) -> Result<Response<proto::NamespaceStatus>, Status> {
-        self.rescue.respond(admin::status(self, request).await)
-    }
-}
+rpcs!(AdminApi: AdminService {} operators: |admin| admin);

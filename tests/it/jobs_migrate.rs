@@ -233,14 +233,14 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
     assert_eq!(refused.code(), Code::FailedPrecondition);
     assert!(
         refused.message().contains("job layout 1")
-            && refused.message().contains("AdminService/Migrate"),
+            && refused.message().contains("QueueService/Migrate"),
         "{}",
         refused.message()
     );
     // Every job call is refused the same way, the fix included (ClaimJob once
     // answered without it): the code, the layout found and the Migrate command.
     let command = format!(
-        "Run: grpcurl -plaintext -d '{{\"namespace\": \"ns\"}}' {} dueq.v1.AdminService/Migrate",
+        "Run: grpcurl -plaintext -d '{{\"namespace\": \"ns\"}}' {} dueq.v1.QueueService/Migrate",
         service.addr
     );
     for (call, result) in job_calls(&mut client, "ns", "p1").await {

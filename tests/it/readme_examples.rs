@@ -171,12 +171,12 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         "{retried}"
     );
     assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
-    let status = output_of("AdminService/GetNamespaceStatus")[0];
+    let status = output_of("QueueService/GetNamespaceStatus")[0];
     assert!(
         status.contains("\"schemaVersion\": 3") && status.contains("\"message\": \"ok\""),
         "{status}"
     );
-    let migrations = output_of("AdminService/Migrate");
+    let migrations = output_of("QueueService/Migrate");
     assert_eq!(migrations.len(), 2);
     assert!(
         migrations[0].contains("\"dryRun\": true"),
@@ -192,6 +192,15 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         "{}",
         migrations[1]
     );
+    // Reflection shows the operators' RPCs on QueueService, Migrate streaming.
+    let described = output_of("describe dueq.v1.QueueService")[0];
+    for rpc in [
+        "rpc Migrate ( .dueq.v1.MigrateRequest ) returns ( stream .dueq.v1.MigrateProgress );",
+        "rpc GetNamespaceStatus ( .dueq.v1.GetNamespaceStatusRequest ) returns ( .dueq.v1.NamespaceStatus );",
+        "rpc ClaimDueSchedule",
+    ] {
+        assert!(described.contains(rpc), "describe lacks {rpc}:\n{described}");
+    }
     let mut c = service.client().await;
     let welcome = c
         .get_job(proto::GetJobRequest {
@@ -233,6 +242,19 @@ async fn grpcurl_reflection_v1alpha_describes_the_api() {
     assert!(ok, "{text}");
     // Imports (google/protobuf/*.proto) resolve through reflection too.
     assert!(text.contains(".google.protobuf.Duration every"), "{text}");
+
+    // The deprecated AdminService is still served, and says it is deprecated.
+    let (ok, text) = tokio::task::block_in_place(|| {
+        run(
+            "grpcurl -plaintext localhost:50051 describe dueq.v1.AdminService",
+            &addr,
+        )
+    });
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("option deprecated = true;") && text.contains("rpc Migrate"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -9,9 +9,7 @@ use std::{
 };
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
-use dueq::proto::{
-    admin_service_client::AdminServiceClient, queue_service_client::QueueServiceClient,
-};
+use dueq::proto::queue_service_client::QueueServiceClient;
 use tonic::transport::Channel;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
@@ -29,7 +27,8 @@ use crate::{
 pub(crate) const PREFIX: &str = "dueqbench";
 
 pub(crate) type Client = QueueServiceClient<Channel>;
-pub(crate) type AdminClient = AdminServiceClient<Channel>;
+/// The client the migrate measurement calls Migrate on (QueueService serves it).
+pub(crate) type AdminClient = QueueServiceClient<Channel>;
 
 pub(crate) struct Env {
     pub(crate) redis_url: String,
@@ -160,7 +159,7 @@ impl Env {
     }
 
     pub(crate) async fn admin(&self) -> Result<AdminClient> {
-        Ok(AdminServiceClient::new(self.channel().await?))
+        Ok(QueueServiceClient::new(self.channel().await?))
     }
 
     /// Empties the bench's own Redis (a given Redis is left alone), so the next

@@ -1,4 +1,4 @@
-//! Migration: `migrate` pre-index (schema 1) schedules upgraded by AdminService
+//! Migration: `migrate` pre-index (schema 1) schedules upgraded by QueueService
 //! Migrate; the longest batch (DONE's longest_batch, and the longest Migrate script
 //! in SLOWLOG), and ClaimDueSchedule latency on another namespace while it runs.
 

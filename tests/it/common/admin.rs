@@ -1,11 +1,12 @@
-//! AdminService calls: Migrate and GetNamespaceStatus.
+//! The operators' calls, Migrate and GetNamespaceStatus, on QueueService (their
+//! documented path; the deprecated AdminService is tested in migrate::services).
 
-use dueq::proto::{self, admin_service_client::AdminServiceClient};
+use dueq::proto::{self, queue_service_client::QueueServiceClient};
 use tonic::{transport::Channel, Status};
 
 use super::service::Service;
 
-pub type Admin = AdminServiceClient<Channel>;
+pub type Admin = QueueServiceClient<Channel>;
 
 pub const DONE: i32 = proto::MigratePhase::Done as i32;
 
@@ -14,9 +15,9 @@ pub async fn admin(service: &Service) -> Admin {
 }
 
 pub async fn admin_at(endpoint: String) -> Admin {
-    AdminServiceClient::connect(endpoint)
+    QueueServiceClient::connect(endpoint)
         .await
-        .expect("connect AdminService")
+        .expect("connect QueueService")
 }
 
 /// A Migrate of one namespace, everything else default.

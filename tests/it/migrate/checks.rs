@@ -113,7 +113,7 @@ pub(super) fn assert_refused_at(status: &Status, ns: &str, found: u32) {
         format!("\"{ns}\""),
         format!("schema {found}"),
         "schema 3".to_owned(),
-        "dueq.v1.AdminService/Migrate".to_owned(),
+        "dueq.v1.QueueService/Migrate".to_owned(),
     ] {
         assert!(m.contains(&needle), "message lacks {needle:?}: {m}");
     }

@@ -1,4 +1,4 @@
-//! AdminService: Migrate (upgrade of older layouts, repair of a current one, import
+//! Migrate (upgrade of older layouts, repair of a current one, import
 //! from @boringnode/queue) and GetNamespaceStatus, against a real redis-server and the
 //! real service over gRPC.
 
@@ -7,4 +7,5 @@ mod concurrency;
 mod fixtures;
 mod import;
 mod repair;
+mod services;
 mod upgrade;

@@ -37,7 +37,7 @@ async fn damaged_index_is_reported_and_repaired() {
     assert!(st.index_damaged && !st.needs_migrate, "{st:?}");
     assert_eq!((st.expected_index_size, st.index_size), (n, 0));
     assert!(
-        st.message.contains("dueq.v1.AdminService/Migrate"),
+        st.message.contains("dueq.v1.QueueService/Migrate"),
         "{}",
         st.message
     );

@@ -64,11 +64,13 @@ pub(super) fn target(service: &Service, namespace: &str) -> [String; 4] {
     ]
 }
 
-/// One example language's whole run: `producer --count 3` and one job from Rust,
-/// `worker --count 4` acks all four, `schedule_worker --count 2` acks two
-/// occurrences of its schedule. `example(name)` builds the command for a script.
+/// One example language's whole run: `producer --count 3` (with `producer_args`)
+/// and one job from Rust, `worker --count 4` acks all four, `schedule_worker
+/// --count 2` acks two occurrences of its schedule. `example(name)` builds the
+/// command for a script.
 pub(super) async fn producer_worker_and_schedule_worker(
     lang: &str,
+    producer_args: &[&str],
     mut example: impl FnMut(&str) -> Command,
 ) {
     let redis = Redis::start().await;
@@ -84,7 +86,8 @@ pub(super) async fn producer_worker_and_schedule_worker(
         &format!("{lang} producer"),
         example("producer")
             .args(target(&service, &ns))
-            .args(["--queue", "emails", "--count", "3"]),
+            .args(["--queue", "emails", "--count", "3"])
+            .args(producer_args),
     )
     .await;
     assert_eq!(

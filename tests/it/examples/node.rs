@@ -40,7 +40,8 @@ async fn node_producer_worker_and_schedule_worker() {
             .current_dir(&dir),
     )
     .await;
-    producer_worker_and_schedule_worker("node", |name| {
+    // The Node producer sends its jobs in one EnqueueBatch.
+    producer_worker_and_schedule_worker("node", &["--batch"], |name| {
         let mut command = Command::new("node");
         command.arg(dir.join(format!("dist/{name}.js")));
         command

@@ -35,7 +35,7 @@ fn script(name: &str) -> Command {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_producer_worker_and_schedule_worker() {
     if python_available() {
-        producer_worker_and_schedule_worker("python", script).await;
+        producer_worker_and_schedule_worker("python", &[], script).await;
     }
 }
 

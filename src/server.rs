@@ -136,6 +136,7 @@ fn queue_api(core: &Context, config: &ServeConfig, rescue: Arc<Rescue>) -> Queue
         Arc::new(Jobs::new(core.clone(), config.max_lease)),
         Limits {
             max_payload_size: config.max_payload_size,
+            max_message_size: config.max_message_size,
             max_wait: config.max_wait,
             max_batch: config.max_batch,
             max_lease: config.max_lease,

@@ -11,6 +11,7 @@ mod error;
 mod jobs;
 mod limits;
 mod rescue;
+mod reply_budget;
 mod schedules;
 mod service;
 mod validate;

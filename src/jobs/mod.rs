@@ -17,7 +17,7 @@ pub(crate) use retention::{Pruner, Retention};
 use crate::{
     context::Context,
     domain::{
-        EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
+        limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
         NewJob, StateCheck,
     },
     error::{Error, JobAction, LostLease, Missing},
@@ -26,7 +26,7 @@ use crate::{
     store::ops::{
         ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs, enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease, fail_job::FailJob, get_job::GetJob, list_jobs::ListJobs,
-        retry_job::RetryJob,
+        release_jobs::ReleaseJobs, retry_job::RetryJob,
     },
 };
 
@@ -42,6 +42,8 @@ pub(crate) struct ClaimRequest<'a> {
     pub(crate) lease_ms: Option<i64>,
     pub(crate) max_jobs: u32,
     pub(crate) wait: Duration,
+    /// Most reply bytes the claimed jobs may take (at least one job is claimed).
+    pub(crate) max_bytes: usize,
 }
 
 pub(crate) struct Jobs {
@@ -175,6 +177,7 @@ impl Jobs {
             lease_ms: claim.lease_ms,
             max_jobs: claim.max_jobs,
             token_base: &token_base,
+            max_bytes: claim.max_bytes,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
         self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
@@ -182,6 +185,29 @@ impl Jobs {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
         })
+    }
+
+    /// Gives back leases a claim took but its reply cannot carry: each job is pending
+    /// again at the head of its queue, its attempt not counted. Returns how many were
+    /// still leased and released.
+    pub(crate) async fn release(
+        &self,
+        namespace: &str,
+        leases: &[(&str, &str)],
+    ) -> Result<i64, Error> {
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        let released = self
+            .cx
+            .store
+            .run(namespace, &ReleaseJobs { leases })
+            .await?;
+        let entry = self.cx.namespaces.entry(namespace);
+        self.cx
+            .wakers
+            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        Ok(released)
     }
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
@@ -239,13 +265,13 @@ impl Jobs {
         namespace: &str,
         queue: &str,
         after: Option<i64>,
-        page_size: usize,
+        page: PageShape,
         state: Option<JobState>,
     ) -> Result<JobPage, Error> {
         let list = ListJobs {
             queue,
             after,
-            page_size,
+            page,
             state,
         };
         Ok(self.cx.store.run(namespace, &list).await?)
@@ -286,6 +312,7 @@ mod tests {
             lease_ms: None,
             max_jobs: 1,
             wait: Duration::from_secs(30),
+            max_bytes: 1 << 20,
         };
         let wait = jobs.claim("ns", &claim);
         let size = std::mem::size_of_val(&wait);

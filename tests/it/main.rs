@@ -24,4 +24,5 @@ mod migrate;
 mod monitor;
 mod python_worker;
 mod readme_examples;
+mod reply_budgets;
 mod schedule_api;

@@ -4,6 +4,7 @@
 //! randomness (jitter) and turns script answers into outcomes and errors. Retention
 //! pruning is `retention`; grouping of concurrent Enqueues is `coalesce`.
 
+mod chunks;
 mod coalesce;
 mod retention;
 
@@ -96,7 +97,9 @@ impl Jobs {
         entry
     }
 
-    /// Enqueues jobs in one script call; results in input order.
+    /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
+    /// in input order. A failure stops the rest: the chunks before it are stored, and
+    /// a retry with the same ids reports them as duplicates.
     pub(crate) async fn enqueue(
         &self,
         namespace: &str,
@@ -107,15 +110,12 @@ impl Jobs {
             .into_iter()
             .map(|job| job.into_spec(self.max_lease_ms))
             .collect();
-        if specs.is_empty() {
-            return Ok(Vec::new());
+        let mut results = Vec::with_capacity(specs.len());
+        for jobs in chunks::chunks(&specs) {
+            let stored = self.cx.store.run(namespace, &EnqueueJobs { jobs }).await?;
+            self.observe_enqueued(&entry, &stored);
+            results.extend(stored);
         }
-        let results = self
-            .cx
-            .store
-            .run(namespace, &EnqueueJobs { jobs: &specs })
-            .await?;
-        self.observe_enqueued(&entry, &results);
         Ok(results)
     }
 

@@ -10,6 +10,7 @@ use tonic::transport::{server::TcpIncoming, Server};
 use tonic_health::ServingStatus;
 
 use crate::{
+    accept::BackoffIncoming,
     api::{AdminApi, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
@@ -109,9 +110,11 @@ pub async fn run(
     // serve_with_incoming ignores the builder's TCP settings, so they go on the
     // incoming stream. Without TCP_NODELAY small HTTP/2 frames wait for Nagle's timer
     // (a 40 ms tail on every RPC); keepalive notices long-poll clients that vanished.
-    let incoming = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(TCP_KEEPALIVE));
+    let incoming = BackoffIncoming::new(
+        TcpIncoming::from(listener)
+            .with_nodelay(Some(true))
+            .with_keepalive(Some(TCP_KEEPALIVE)),
+    );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let server = Server::builder()
         .layer(TraceLayer)

@@ -10,6 +10,7 @@ mod bench_smoke;
 mod claim;
 mod concurrency;
 mod dst;
+mod fd_exhaustion;
 mod faults;
 mod jobs_admin;
 mod jobs_crash;

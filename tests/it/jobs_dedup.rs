@@ -445,14 +445,35 @@ async fn a_large_batch_is_split_by_count_and_bytes_and_stays_idempotent() {
 
 /// A batch is stored one bounded call after another, so its time grows with its size:
 /// the flag is capped, and a larger one is refused at startup, naming the cap.
-#[test]
-fn a_max_batch_over_the_cap_is_refused_at_startup() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
-        .args(["serve", "--max-batch", "10001", "--listen", "127.0.0.1:0"])
-        .output()
-        .expect("run dueq");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+#[tokio::test]
+async fn a_max_batch_over_the_cap_is_refused_at_startup() {
+    /// Killed on drop, should the binary start serving instead of exiting.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["serve", "--max-batch", "10001", "--listen", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run dueq"),
+    );
+    let patience = Patience::new("dueq to refuse --max-batch 10001 and exit");
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("try_wait") {
+            break status;
+        }
+        patience.wait().await;
+    };
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
     assert!(
         stderr.contains("--max-batch") && stderr.contains("1..=10000"),
         "{stderr}"

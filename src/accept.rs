@@ -134,9 +134,16 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_millis(35));
         let start = tokio::time::Instant::now();
         assert_eq!(incoming.next().await.map(|r| r.ok()), Some(Some(2)));
-        assert_eq!(start.elapsed(), Duration::from_millis(5), "reset by a connection");
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(5),
+            "reset by a connection"
+        );
         let passed = incoming.next().await.and_then(|r| r.err());
-        assert_eq!(passed.map(|e| e.kind()), Some(io::ErrorKind::ConnectionReset));
+        assert_eq!(
+            passed.map(|e| e.kind()),
+            Some(io::ErrorKind::ConnectionReset)
+        );
         assert!(incoming.next().await.is_none());
 
         let mut endless = BackoffIncoming::new(tokio_stream::iter(
@@ -144,6 +151,9 @@ mod tests {
         ));
         let start = tokio::time::Instant::now();
         assert_eq!(endless.next().await.map(|r| r.ok()), Some(Some(3)));
-        assert!(start.elapsed() <= MAX_PAUSE * 20, "capped at MAX_PAUSE each");
+        assert!(
+            start.elapsed() <= MAX_PAUSE * 20,
+            "capped at MAX_PAUSE each"
+        );
     }
 }

@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use crate::{
     context::Context,
     domain::{
-        limits::PageShape, occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
-        ScheduleStatus, TimingDef,
+        limits::PageShape, occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef,
+        ScheduleRecord, ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},

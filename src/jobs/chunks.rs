@@ -76,7 +76,12 @@ mod tests {
         let lens: Vec<usize> = chunks(&specs).iter().map(|c| c.len()).collect();
         assert_eq!(lens, [MAX_JOBS, MAX_JOBS, 1]);
 
-        let big = vec![spec(MAX_BYTES / 2), spec(MAX_BYTES / 2), spec(MAX_BYTES * 2), spec(1)];
+        let big = vec![
+            spec(MAX_BYTES / 2),
+            spec(MAX_BYTES / 2),
+            spec(MAX_BYTES * 2),
+            spec(1),
+        ];
         let lens: Vec<usize> = chunks(&big).iter().map(|c| c.len()).collect();
         assert_eq!(lens, [1, 1, 1, 1], "a job over the byte bound goes alone");
         assert!(chunks(&[]).is_empty());

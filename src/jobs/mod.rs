@@ -18,8 +18,8 @@ pub(crate) use retention::{Pruner, Retention};
 use crate::{
     context::Context,
     domain::{
-        limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
-        NewJob, StateCheck,
+        limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState,
+        LeaseCheck, NewJob, StateCheck,
     },
     error::{Error, JobAction, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},

@@ -38,7 +38,8 @@ use lock::Lease;
 use progress::ProgressTx;
 
 /// The reason given for a scanned key that is not a namespace's metadata.
-const SKIPPED_KEY: &str = "not a namespace's metadata key (a job id or queue name ending in \"}:meta\"?): skipped";
+const SKIPPED_KEY: &str =
+    "not a namespace's metadata key (a job id or queue name ending in \"}:meta\"?): skipped";
 /// The start of the reason given when one namespace of `all_namespaces` fails.
 const NAMESPACE_FAILED: &str = "namespace not migrated";
 

@@ -114,7 +114,9 @@ impl NamespaceWalk {
                     .and_then(|k| keys.namespace_of(k, marker))
                 {
                     Some(ns) => self.found.insert(ns.to_owned()),
-                    None => self.skipped.insert(String::from_utf8_lossy(key).into_owned()),
+                    None => self
+                        .skipped
+                        .insert(String::from_utf8_lossy(key).into_owned()),
                 };
             }
             self.cursor = next;

@@ -82,7 +82,10 @@ impl Limited {
     async fn wait_serving(&mut self) {
         let patience = Patience::new("dueq under a low ulimit to serve");
         while !self.serving().await {
-            assert!(self.child.try_wait().ok().flatten().is_none(), "dueq exited");
+            assert!(
+                self.child.try_wait().ok().flatten().is_none(),
+                "dueq exited"
+            );
             patience.wait().await;
         }
     }
@@ -119,7 +122,11 @@ async fn out_of_file_descriptors_the_accept_loop_backs_off_and_warns() {
     // Still exhausted a while longer: the warning is rate-limited, not one per
     // failed accept (one per 10 s).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let more = service.logged().into_iter().filter(|l| l.contains(BACKOFF)).count();
+    let more = service
+        .logged()
+        .into_iter()
+        .filter(|l| l.contains(BACKOFF))
+        .count();
     assert!(warnings.len() + more <= 2, "{warnings:?} and {more} more");
 
     drop(clients);

@@ -354,7 +354,9 @@ async fn concurrent_single_enqueues_share_script_calls_and_each_gets_its_own_ans
 
 /// The enqueue_jobs calls SLOWLOG logged (every command is, at threshold 0), oldest
 /// first: the job count (ARGV[10]) and the first job's id (ARGV[11]) of each.
-async fn enqueue_calls(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) -> Vec<(usize, String)> {
+async fn enqueue_calls(
+    conn: &mut deadpool_redis::redis::aio::MultiplexedConnection,
+) -> Vec<(usize, String)> {
     use deadpool_redis::redis::Value;
     let entries: Vec<Value> = query(conn, redis::cmd("SLOWLOG").arg("GET").arg(10_000)).await;
     let text = |v: &Value| match v {
@@ -365,11 +367,17 @@ async fn enqueue_calls(conn: &mut deadpool_redis::redis::aio::MultiplexedConnect
         .iter()
         .rev()
         .filter_map(|entry| {
-            let Value::Array(parts) = entry else { return None };
-            let Some(Value::Array(args)) = parts.get(3) else { return None };
+            let Value::Array(parts) = entry else {
+                return None;
+            };
+            let Some(Value::Array(args)) = parts.get(3) else {
+                return None;
+            };
             let args: Vec<String> = args.iter().map(text).collect();
             // EVALSHA sha 1 meta <8 prefixes> schema n id...: the enqueue_jobs shape.
-            let is_enqueue = args.first().is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
+            let is_enqueue = args
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
                 && args.get(2).map(String::as_str) == Some("1")
                 && args.get(3).map(String::as_str) == Some("dueq:{ns}:meta")
                 && args.get(14).is_some_and(|id| id.starts_with("item-"));
@@ -380,8 +388,22 @@ async fn enqueue_calls(conn: &mut deadpool_redis::redis::aio::MultiplexedConnect
 }
 
 async fn log_every_command(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) {
-    let _: () = query(conn, redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg(0)).await;
-    let _: () = query(conn, redis::cmd("CONFIG").arg("SET").arg("slowlog-max-len").arg(10_000)).await;
+    let _: () = query(
+        conn,
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(0),
+    )
+    .await;
+    let _: () = query(
+        conn,
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-max-len")
+            .arg(10_000),
+    )
+    .await;
     let _: () = query(conn, redis::cmd("SLOWLOG").arg("RESET")).await;
 }
 
@@ -414,29 +436,57 @@ async fn a_large_batch_is_split_by_count_and_bytes_and_stays_idempotent() {
     };
 
     log_every_command(&mut conn).await;
-    let first = outcomes(c.enqueue_batch(batch(70, 1)).await.expect("batch").into_inner().results);
+    let first = outcomes(
+        c.enqueue_batch(batch(70, 1))
+            .await
+            .expect("batch")
+            .into_inner()
+            .results,
+    );
     let calls = enqueue_calls(&mut conn).await;
     assert_eq!(
         calls,
-        [(32, "item-1-0".to_owned()), (32, "item-1-32".to_owned()), (6, "item-1-64".to_owned())],
+        [
+            (32, "item-1-0".to_owned()),
+            (32, "item-1-32".to_owned()),
+            (6, "item-1-64".to_owned())
+        ],
         "70 jobs: 32 per script call, in order"
     );
     for (i, (index, outcome, id)) in first.iter().enumerate() {
-        assert_eq!((*index as usize, *outcome), (i, proto::EnqueueOutcome::Created as i32));
+        assert_eq!(
+            (*index as usize, *outcome),
+            (i, proto::EnqueueOutcome::Created as i32)
+        );
         assert_eq!(id, &format!("item-1-{i}"));
     }
 
     // The same ids again: every item a duplicate of itself, nothing new stored.
-    let again = outcomes(c.enqueue_batch(batch(70, 1)).await.expect("retry").into_inner().results);
+    let again = outcomes(
+        c.enqueue_batch(batch(70, 1))
+            .await
+            .expect("retry")
+            .into_inner()
+            .results,
+    );
     for (i, (index, outcome, id)) in again.iter().enumerate() {
-        assert_eq!((*index as usize, *outcome), (i, proto::EnqueueOutcome::Duplicate as i32));
+        assert_eq!(
+            (*index as usize, *outcome),
+            (i, proto::EnqueueOutcome::Duplicate as i32)
+        );
         assert_eq!(id, &format!("item-1-{i}"));
     }
     assert_eq!(list_all_jobs(&mut c, "ns", "bulk", 1000).await.len(), 70);
 
     // Three payloads of 600 KiB: no call carries more than about 1 MiB.
     log_every_command(&mut conn).await;
-    let big = outcomes(c.enqueue_batch(batch(3, 600 * 1024)).await.expect("big").into_inner().results);
+    let big = outcomes(
+        c.enqueue_batch(batch(3, 600 * 1024))
+            .await
+            .expect("big")
+            .into_inner()
+            .results,
+    );
     assert_eq!(big.len(), 3);
     let calls = enqueue_calls(&mut conn).await;
     let counts: Vec<usize> = calls.iter().map(|(n, _)| *n).collect();

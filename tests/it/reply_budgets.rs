@@ -42,8 +42,15 @@ async fn a_claim_leases_only_the_jobs_its_reply_can_carry() {
             .await
             .expect("a claim of big jobs succeeds")
             .into_inner();
-        assert!(!reply.jobs.is_empty(), "each claim carries at least one job");
-        assert!(reply.encoded_len() <= MAX_MESSAGE, "{}", reply.encoded_len());
+        assert!(
+            !reply.jobs.is_empty(),
+            "each claim carries at least one job"
+        );
+        assert!(
+            reply.encoded_len() <= MAX_MESSAGE,
+            "{}",
+            reply.encoded_len()
+        );
         if first {
             first = false;
             assert!(reply.jobs.len() < 6, "not all six fit in one reply");
@@ -59,7 +66,11 @@ async fn a_claim_leases_only_the_jobs_its_reply_can_carry() {
             }
         }
         for j in reply.jobs {
-            assert_eq!(j.attempt, 1, "{}: the first delivery is attempt 1", j.job_id);
+            assert_eq!(
+                j.attempt, 1,
+                "{}: the first delivery is attempt 1",
+                j.job_id
+            );
             assert_eq!(j.payload.len(), MAX_PAYLOAD);
             *delivered.entry(j.job_id).or_default() += 1;
         }
@@ -120,7 +131,10 @@ async fn job_pages_are_bounded_by_bytes_and_basic_leaves_payloads_out() {
     let seen: Vec<String> = full.iter().flatten().map(|j| j.job_id.clone()).collect();
     assert_eq!(seen, ids, "every job once, in enqueue order");
     for j in full.iter().flatten() {
-        assert_eq!((j.payload.len(), j.headers.clone()), (MAX_PAYLOAD, headers()));
+        assert_eq!(
+            (j.payload.len(), j.headers.clone()),
+            (MAX_PAYLOAD, headers())
+        );
     }
 
     for view in [proto::JobView::Basic, proto::JobView::Unspecified] {
@@ -129,12 +143,19 @@ async fn job_pages_are_bounded_by_bytes_and_basic_leaves_payloads_out() {
         let seen: Vec<String> = basic[0].iter().map(|j| j.job_id.clone()).collect();
         assert_eq!(seen, ids);
         for j in &basic[0] {
-            assert!(j.payload.is_empty() && j.headers.is_empty(), "{view:?}: {j:?}");
+            assert!(
+                j.payload.is_empty() && j.headers.is_empty(),
+                "{view:?}: {j:?}"
+            );
             assert_eq!(j.name.len(), 4, "the rest of the job is there");
         }
     }
     let whole = get_job(&mut c, &ids[0]).await;
-    assert_eq!(whole.payload.len(), MAX_PAYLOAD, "GetJob returns the whole job");
+    assert_eq!(
+        whole.payload.len(),
+        MAX_PAYLOAD,
+        "GetJob returns the whole job"
+    );
 }
 
 /// Pages every schedule of "ns" with `view`; every reply under the message limit.
@@ -178,11 +199,17 @@ async fn schedule_pages_are_bounded_by_bytes_and_basic_leaves_payloads_out() {
     }
 
     let full = schedule_pages(&mut c, proto::ScheduleView::Full).await;
-    assert!(full.len() > 1, "six 1 MiB schedules take more than one page");
+    assert!(
+        full.len() > 1,
+        "six 1 MiB schedules take more than one page"
+    );
     let seen: Vec<String> = full.iter().flatten().map(|s| s.id.clone()).collect();
     assert_eq!(seen, ids, "every schedule once, in id order");
     for s in full.iter().flatten() {
-        assert_eq!((s.payload.len(), s.headers.clone()), (MAX_PAYLOAD, headers()));
+        assert_eq!(
+            (s.payload.len(), s.headers.clone()),
+            (MAX_PAYLOAD, headers())
+        );
     }
 
     for view in [proto::ScheduleView::Basic, proto::ScheduleView::Unspecified] {
@@ -191,10 +218,17 @@ async fn schedule_pages_are_bounded_by_bytes_and_basic_leaves_payloads_out() {
         let seen: Vec<String> = basic[0].iter().map(|s| s.id.clone()).collect();
         assert_eq!(seen, ids);
         for s in &basic[0] {
-            assert!(s.payload.is_empty() && s.headers.is_empty(), "{view:?}: {s:?}");
+            assert!(
+                s.payload.is_empty() && s.headers.is_empty(),
+                "{view:?}: {s:?}"
+            );
             assert_eq!(s.job_name, "job", "the rest of the schedule is there");
         }
     }
     let whole = get(&mut c, "ns", "s0").await;
-    assert_eq!(whole.payload.len(), MAX_PAYLOAD, "GetSchedule returns the whole schedule");
+    assert_eq!(
+        whole.payload.len(),
+        MAX_PAYLOAD,
+        "GetSchedule returns the whole schedule"
+    );
 }

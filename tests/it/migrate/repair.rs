@@ -269,7 +269,11 @@ async fn all_namespaces_skips_keys_that_are_not_namespaces_and_survives_a_failur
     hostile.job_id = "x}:meta".into();
     enqueue(&mut c, hostile).await;
     // A namespace-shaped meta key holding the wrong type: this namespace fails.
-    let _: () = query(&mut conn, redis::cmd("SET").arg("dueq:{broken}:meta").arg("x")).await;
+    let _: () = query(
+        &mut conn,
+        redis::cmd("SET").arg("dueq:{broken}:meta").arg("x"),
+    )
+    .await;
     upsert(&mut c, "zz", every("late", 3600)).await;
     let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{zz}:due")).await;
     assert!(status(&mut a, "zz").await.index_damaged);
@@ -291,7 +295,9 @@ async fn all_namespaces_skips_keys_that_are_not_namespaces_and_survives_a_failur
     let skipped = done.get("").expect("a summary of skipped keys");
     assert_eq!(skipped.problems.len(), 1, "{skipped:?}");
     assert_eq!(skipped.problems[0].id, "dueq:{ns}:j:x}:meta");
-    let broken = done.get("broken").expect("the failed namespace is reported");
+    let broken = done
+        .get("broken")
+        .expect("the failed namespace is reported");
     assert!(
         broken.problems[0].reason.contains("not migrated"),
         "{broken:?}"

@@ -10,7 +10,9 @@
 -- ARGV[12] worker id
 -- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
--- ARGV[14..] queue names
+-- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
+--          the jobs' bytes (lib/job.lua job_bytes) over it
+-- ARGV[15..] queue names
 -- Returns { now, next_ms, more, n, then per claimed job: field count, fields... }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
@@ -29,6 +31,9 @@
 --   its next claim) or dead if it has used max_attempts.
 -- * 5: refused while the namespace's jobs are in an older layout.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
+-- * 9 (bounded replies): a job the reply could not carry is not leased; it stays at
+--   the head of its list for the next claim. The first job is always leased: the
+--   service refuses a payload limit that cannot fit in one message.
 
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
@@ -37,8 +42,9 @@ local K = job_keys(ARGV, 1)
 local done = KEYS[1]
 local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
+local max_bytes = tonumber(ARGV[14])
 local queues = {}
-for i = 14, #ARGV do queues[#queues + 1] = ARGV[i] end
+for i = 15, #ARGV do queues[#queues + 1] = ARGV[i] end
 
 -- 1. Expired leases: pending again (at the head of their list), or dead when out of
 -- attempts.
@@ -152,12 +158,16 @@ local function best_head()
 end
 
 local claimed = {}
-local skips = 0
+local skips, bytes = 0, 0
 while #claimed < max_jobs and skips < budget do
   local h = best_head()
   if h == nil then break end
-  redis.call('LPOP', h.list)
   local id, r = head_job(h)
+  if r then
+    bytes = bytes + job_bytes(K, id, r, true, false) + #worker
+    if #claimed > 0 and bytes > max_bytes then break end
+  end
+  redis.call('LPOP', h.list)
   if r then
     local key = K.job .. id
     local lease = lease_override or r.lease_ms

@@ -7,6 +7,9 @@
 -- ARGV[9] queue   ARGV[10] exclusive lower bound job number ("" = from the start)
 -- ARGV[11] page size   ARGV[12] state filter ("" = any)
 -- ARGV[13] most jobs to examine in this call (bounds the work when filtering)
+-- ARGV[14] "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[15] reply byte budget: the page ends before the job that would take its jobs'
+--          bytes (lib/job.lua job_bytes) over it (a page holds at least one job)
 -- Returns { next_after ("" = done), n, then per job: field count, fields... }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[13] jobs and MAX_BUCKETS listing buckets per call
@@ -14,18 +17,22 @@
 -- page cut short by a bound still returns where to continue. Entries whose record
 -- vanished (pruned) or was replaced by a later job of the same id are dropped
 -- (repair). Invariant 5: refused while the namespace's jobs are in an older layout.
+-- Invariant 9: the reply is bounded by ARGV[15] bytes as well as ARGV[11] jobs; a
+-- basic page reads no payload key.
 
 local refused = jobs_guard(KEYS[1])
 if refused then return refused end
 local K, queue = job_keys(ARGV, 1), ARGV[9]
 local after = tonumber(ARGV[10]) or 0
 local page, filter, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
+local full, max_bytes = ARGV[14] == '1', tonumber(ARGV[15])
 local MAX_BUCKETS = 256
 local last = tonumber(redis.call('HGET', KEYS[1], 'n:' .. queue)) or 0
 
-local out, count, examined, buckets = {}, 0, 0, 0
+local out, count, examined, buckets, bytes, filled = {}, 0, 0, 0, 0, false
 local cursor = after
-while cursor < last and count < page and examined < budget and buckets < MAX_BUCKETS do
+while cursor < last and count < page and examined < budget and buckets < MAX_BUCKETS
+    and not filled do
   local bucket = math.floor((cursor + 1) / LISTING_BUCKET)
   local bkey = listing_bucket(K, queue, cursor + 1)
   local fields = redis.call('HGETALL', bkey)
@@ -38,14 +45,20 @@ while cursor < last and count < page and examined < budget and buckets < MAX_BUC
   local cut = false
   for _, e in ipairs(entries) do
     local r = job_load(K.job .. e[2])
-    examined = examined + 1
-    cursor = e[1]
     if r == nil or (not is_error(r) and (r.n ~= e[1] or r.queue ~= queue)) then
       redis.call('HDEL', bkey, e[3])
     elseif not is_error(r) and (filter == '' or r.state == filter) then
+      bytes = bytes + job_bytes(K, e[2], r, full, true)
+      if count > 0 and bytes > max_bytes then
+        cut, filled = true, true -- this job opens the next page
+        break
+      end
+      if not full then r.payload, r.px, r.headers = '', '', '' end
       push_record(out, K, e[2], r)
       count = count + 1
     end
+    examined = examined + 1
+    cursor = e[1]
     if count >= page or examined >= budget then
       cut = true
       break

@@ -6,38 +6,54 @@
 -- ARGV[3] exclusive lower bound id ("" = from the start)
 -- ARGV[4] page size   ARGV[5] status filter ("" = any)
 -- ARGV[6] most ids to examine in this call (bounds the work when filtering)
+-- ARGV[7] "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[8] reply byte budget: the page ends before the schedule that would take its
+--         schedules' bytes over it (a page holds at least one schedule)
 -- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[6] ids per call, never a scan of the namespace.
 -- Ids whose record vanished are dropped from the listing (repair). Invariant 5: refused
 -- in a namespace that needs Migrate (its records are not packed yet, or not listed
 -- this way); a key holding something other than a record ends the call with
--- DUEQ_CORRUPT naming it.
+-- DUEQ_CORRUPT naming it. Invariant 9: the reply is bounded by ARGV[8] bytes as well
+-- as ARGV[4] schedules.
 
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
 
 local L = listing_of(KEYS[3], ARGV[2], KEYS[1])
 local page, filter, budget = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local full, max_bytes = ARGV[7] == '1', tonumber(ARGV[8])
+-- Bytes a schedule's reply takes beyond its fields' text: field names and framing.
+local REPLY_FIXED = 256
 local ids = listing_page(L, ARGV[3], budget)
-local out, n, last = {}, 0, ''
+local out, n, last, bytes, cut = {}, 0, '', 0, false
 for i = 1, #ids do
   local id = ids[i]
-  last = id
   local r = sched_load(ARGV[1] .. id)
   if is_error(r) then return r end
   if r == nil then
     listing_remove(L, id)
   elseif filter == '' or r.status == filter then
+    if not full then r.payload, r.headers = '', '' end
     local fields = sched_fields(id, r)
+    bytes = bytes + REPLY_FIXED
+    for j = 2, #fields, 2 do bytes = bytes + #fields[j] end
+    if n > 0 and bytes > max_bytes then
+      cut = true -- this schedule opens the next page
+      break
+    end
     out[#out + 1] = #fields
     for j = 1, #fields do out[#out + 1] = fields[j] end
     n = n + 1
-    if n >= page then break end
   end
+  last = id
+  if n >= page then break end
 end
 local next_after = ''
-if #ids > 0 and (n >= page or #ids >= budget) and last ~= '' then
+if cut then
+  next_after = last
+elseif #ids > 0 and (n >= page or #ids >= budget) and last ~= '' then
   -- More may follow unless this was the namespace's last id.
   if #listing_page(L, last, 1) > 0 then next_after = last end
 end

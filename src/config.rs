@@ -88,8 +88,10 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,
 
-    /// Most jobs one EnqueueBatch may carry (INVALID_ARGUMENT above it).
-    #[arg(long, env = "DUEQ_MAX_BATCH", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Most jobs one EnqueueBatch may carry (INVALID_ARGUMENT above it); at most
+    /// 10000 (a batch is stored 100 jobs per script call, one call after another, so
+    /// its time grows with its size).
+    #[arg(long, env = "DUEQ_MAX_BATCH", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_batch: u32,
 
     /// Longest lease a job claim (or an Enqueue's default lease) may ask for.

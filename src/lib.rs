@@ -23,6 +23,7 @@ pub mod config;
 pub mod probe;
 pub mod server;
 
+mod accept;
 mod api;
 mod clock;
 mod context;

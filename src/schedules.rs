@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use crate::{
     context::Context,
     domain::{
-        occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
-        ScheduleStatus, TimingDef,
+        limits::PageShape, occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef,
+        ScheduleRecord, ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},
@@ -145,12 +145,12 @@ impl Schedules {
         &self,
         namespace: &str,
         after: &str,
-        page_size: usize,
+        page: PageShape,
         status: Option<ScheduleStatus>,
     ) -> Result<SchedulePage, Error> {
         let list = ListSchedules {
             after,
-            page_size,
+            page,
             status,
         };
         Ok(self.cx.store.run(namespace, &list).await?)

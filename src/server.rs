@@ -10,6 +10,7 @@ use tonic::transport::{server::TcpIncoming, Server};
 use tonic_health::ServingStatus;
 
 use crate::{
+    accept::BackoffIncoming,
     api::{AdminApi, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
@@ -109,9 +110,11 @@ pub async fn run(
     // serve_with_incoming ignores the builder's TCP settings, so they go on the
     // incoming stream. Without TCP_NODELAY small HTTP/2 frames wait for Nagle's timer
     // (a 40 ms tail on every RPC); keepalive notices long-poll clients that vanished.
-    let incoming = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .with_keepalive(Some(TCP_KEEPALIVE));
+    let incoming = BackoffIncoming::new(
+        TcpIncoming::from(listener)
+            .with_nodelay(Some(true))
+            .with_keepalive(Some(TCP_KEEPALIVE)),
+    );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let server = Server::builder()
         .layer(TraceLayer)
@@ -141,6 +144,7 @@ fn queue_api(
         Arc::new(Jobs::new(core.clone(), config.max_lease)),
         Limits {
             max_payload_size: config.max_payload_size,
+            max_message_size: config.max_message_size,
             max_wait: config.max_wait,
             max_batch: config.max_batch,
             max_lease: config.max_lease,

@@ -35,6 +35,7 @@
 --   decodes (a payload kept in its own key is read back here)
 -- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives
 --   in K.payload .. id instead of the record
+-- job_bytes(K, id, r, full, errors) -> about how many bytes the record takes in a reply
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
 --   or { "expired" } (invariant 4: the lease is the only authority)
@@ -148,6 +149,28 @@ local function job_fields(K, id, r)
     'created_ms', r.created, 'run_at_ms', r.run_at, 'updated_ms', r.updated,
     'token', r.token, 'lease_until', r.lease_until, 'worker', r.worker,
     'finished_ms', r.finished, 'errors', errors, 'dedup_key', r.dedup }
+end
+
+-- Bytes a record's fields take in a reply, read without loading a separate payload
+-- (STRLEN): the variable-length fields plus REPLY_FIXED for the fixed-size ones and
+-- the protobuf framing. `full` counts the payload and headers (left out of a basic
+-- listing); `errors` counts the error history (a claim's reply has none). Invariant
+-- 9: a claim or a page stops adding records before its reply outgrows the budget the
+-- caller passes.
+local REPLY_FIXED = 256
+
+local function job_bytes(K, id, r, full, errors)
+  local n = REPLY_FIXED + #id + #r.queue + #r.name + #r.dedup + #r.worker + #r.token
+  if errors then n = n + #r.errors end
+  if full then
+    n = n + #r.headers
+    if r.px == 1 then
+      n = n + redis.call('STRLEN', K.payload .. id)
+    else
+      n = n + #r.payload
+    end
+  end
+  return n
 end
 
 -- Appends a reply's record: field count, then the fields.

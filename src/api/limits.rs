@@ -10,6 +10,8 @@ use super::{deadline, validate, ApiError};
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
     pub(crate) max_payload_size: usize,
+    /// Largest gRPC message sent: a reply is built to fit in it.
+    pub(crate) max_message_size: usize,
     pub(crate) max_wait: Duration,
     /// Most jobs per EnqueueBatch.
     pub(crate) max_batch: u32,

@@ -10,6 +10,7 @@ mod deadline;
 mod error;
 mod jobs;
 mod limits;
+mod reply_budget;
 mod rescue;
 mod schedules;
 mod service;

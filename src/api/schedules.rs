@@ -2,9 +2,9 @@
 
 use tonic::Request;
 
-use super::{convert, validate, ApiError, QueueApi};
+use super::{convert, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{ScheduleDef, TimingDef},
+    domain::{limits::PageShape, ScheduleDef, TimingDef},
     proto,
     timing::{Timing, TimingSpec},
 };
@@ -101,24 +101,39 @@ pub(super) async fn list(
 ) -> Result<proto::ListSchedulesResponse, ApiError> {
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
-    let page_size = validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    let page = PageShape {
+        size: validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?,
+        full: full_view("view", req.view)?,
+        max_bytes: api.limits.max_message_size,
+    };
     let after = if req.page_token.is_empty() {
         String::new()
     } else {
         convert::parse_page_token(&req.page_token)?
     };
     let status = convert::status_filter("status", req.status)?;
-    let (records, next) = api
-        .schedules
-        .list(namespace, &after, page_size, status)
-        .await?;
+    let (records, mut next) = api.schedules.list(namespace, &after, page, status).await?;
+    let mut schedules: Vec<proto::Schedule> = records
+        .into_iter()
+        .map(convert::schedule_to_proto)
+        .collect();
+    // As for jobs: a page that still does not fit ends earlier.
+    if !reply_budget::fit(&mut schedules, api.limits.max_message_size).is_empty() {
+        next = schedules.last().map(|s| s.id.clone());
+    }
     Ok(proto::ListSchedulesResponse {
-        schedules: records
-            .into_iter()
-            .map(convert::schedule_to_proto)
-            .collect(),
+        schedules,
         next_page_token: next.map(|id| convert::page_token(&id)).unwrap_or_default(),
     })
+}
+
+/// A listing's view: whether payloads and headers go out (FULL); UNSPECIFIED is BASIC.
+fn full_view(field: &str, value: i32) -> Result<bool, ApiError> {
+    match proto::ScheduleView::try_from(value) {
+        Ok(proto::ScheduleView::Unspecified | proto::ScheduleView::Basic) => Ok(false),
+        Ok(proto::ScheduleView::Full) => Ok(true),
+        Err(_) => Err(ApiError::invalid(field, format!("unknown view {value}"))),
+    }
 }
 
 pub(super) async fn delete(

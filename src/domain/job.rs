@@ -239,6 +239,8 @@ pub(crate) struct JobRecord {
     pub(crate) worker: String,
     pub(crate) finish_ms: Option<i64>,
     pub(crate) dedup_key: String,
+    /// The job's number within its queue: where a listing continues after it.
+    pub(crate) seq: i64,
 }
 
 /// What a worker reports with FailJob.

@@ -52,3 +52,15 @@ pub(crate) fn is_namespace(value: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
+
+/// How many records a listing page may hold, and how much of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageShape {
+    /// Most records on the page.
+    pub(crate) size: usize,
+    /// Payloads and headers included (a FULL view), or left out (BASIC).
+    pub(crate) full: bool,
+    /// Most reply bytes the page's records may take; a page holds at least one record
+    /// (the payload limit fits in one message).
+    pub(crate) max_bytes: usize,
+}

@@ -4,6 +4,7 @@
 //! randomness (jitter) and turns script answers into outcomes and errors. Retention
 //! pruning is `retention`; grouping of concurrent Enqueues is `coalesce`.
 
+mod chunks;
 mod coalesce;
 mod retention;
 
@@ -17,8 +18,8 @@ pub(crate) use retention::{Pruner, Retention};
 use crate::{
     context::Context,
     domain::{
-        EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState, LeaseCheck,
-        NewJob, StateCheck,
+        limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState,
+        LeaseCheck, NewJob, StateCheck,
     },
     error::{Error, JobAction, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},
@@ -26,7 +27,7 @@ use crate::{
     store::ops::{
         ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs, enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease, fail_job::FailJob, get_job::GetJob, list_jobs::ListJobs,
-        retry_job::RetryJob,
+        release_jobs::ReleaseJobs, retry_job::RetryJob,
     },
 };
 
@@ -42,6 +43,8 @@ pub(crate) struct ClaimRequest<'a> {
     pub(crate) lease_ms: Option<i64>,
     pub(crate) max_jobs: u32,
     pub(crate) wait: Duration,
+    /// Most reply bytes the claimed jobs may take (at least one job is claimed).
+    pub(crate) max_bytes: usize,
 }
 
 pub(crate) struct Jobs {
@@ -94,7 +97,9 @@ impl Jobs {
         entry
     }
 
-    /// Enqueues jobs in one script call; results in input order.
+    /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
+    /// in input order. A failure stops the rest: the chunks before it are stored, and
+    /// a retry with the same ids reports them as duplicates.
     pub(crate) async fn enqueue(
         &self,
         namespace: &str,
@@ -105,15 +110,12 @@ impl Jobs {
             .into_iter()
             .map(|job| job.into_spec(self.max_lease_ms))
             .collect();
-        if specs.is_empty() {
-            return Ok(Vec::new());
+        let mut results = Vec::with_capacity(specs.len());
+        for jobs in chunks::chunks(&specs) {
+            let stored = self.cx.store.run(namespace, &EnqueueJobs { jobs }).await?;
+            self.observe_enqueued(&entry, &stored);
+            results.extend(stored);
         }
-        let results = self
-            .cx
-            .store
-            .run(namespace, &EnqueueJobs { jobs: &specs })
-            .await?;
-        self.observe_enqueued(&entry, &results);
         Ok(results)
     }
 
@@ -175,6 +177,7 @@ impl Jobs {
             lease_ms: claim.lease_ms,
             max_jobs: claim.max_jobs,
             token_base: &token_base,
+            max_bytes: claim.max_bytes,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
         self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
@@ -182,6 +185,29 @@ impl Jobs {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
         })
+    }
+
+    /// Gives back leases a claim took but its reply cannot carry: each job is pending
+    /// again at the head of its queue, its attempt not counted. Returns how many were
+    /// still leased and released.
+    pub(crate) async fn release(
+        &self,
+        namespace: &str,
+        leases: &[(&str, &str)],
+    ) -> Result<i64, Error> {
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        let released = self
+            .cx
+            .store
+            .run(namespace, &ReleaseJobs { leases })
+            .await?;
+        let entry = self.cx.namespaces.entry(namespace);
+        self.cx
+            .wakers
+            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        Ok(released)
     }
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
@@ -239,13 +265,13 @@ impl Jobs {
         namespace: &str,
         queue: &str,
         after: Option<i64>,
-        page_size: usize,
+        page: PageShape,
         state: Option<JobState>,
     ) -> Result<JobPage, Error> {
         let list = ListJobs {
             queue,
             after,
-            page_size,
+            page,
             state,
         };
         Ok(self.cx.store.run(namespace, &list).await?)
@@ -286,6 +312,7 @@ mod tests {
             lease_ms: None,
             max_jobs: 1,
             wait: Duration::from_secs(30),
+            max_bytes: 1 << 20,
         };
         let wait = jobs.claim("ns", &claim);
         let size = std::mem::size_of_val(&wait);

@@ -37,6 +37,12 @@ use crate::{
 use lock::Lease;
 use progress::ProgressTx;
 
+/// The reason given for a scanned key that is not a namespace's metadata.
+const SKIPPED_KEY: &str =
+    "not a namespace's metadata key (a job id or queue name ending in \"}:meta\"?): skipped";
+/// The start of the reason given when one namespace of `all_namespaces` fails.
+const NAMESPACE_FAILED: &str = "namespace not migrated";
+
 /// Default and largest records per batch.
 pub(crate) const DEFAULT_BATCH: u32 = 500;
 pub(crate) const MAX_BATCH: u32 = 5000;
@@ -127,11 +133,7 @@ impl Migrator {
     ) -> Result<Vec<Progress>, Error> {
         let namespaces = match plan {
             Plan::Namespaces(list) => list.clone(),
-            Plan::All => {
-                NamespaceWalk::new()
-                    .collect(&self.store, options.batch)
-                    .await?
-            }
+            Plan::All => return self.run_all(options, tx).await,
             Plan::Import { namespace, .. } => vec![namespace.clone()],
         };
         let mut done = Vec::new();
@@ -148,6 +150,48 @@ impl Migrator {
                 _ => self.run(&namespace, options, tx).await?,
             };
             done.push(summary);
+        }
+        Ok(done)
+    }
+
+    /// Every namespace under the prefix. Keys the scan matched that are not a
+    /// namespace's metadata are reported (a summary with an empty namespace) and
+    /// skipped; a namespace that fails is reported in its own summary and the others
+    /// still run, so one bad namespace cannot keep the rest unrepaired.
+    async fn run_all(&self, options: Options, tx: &ProgressTx) -> Result<Vec<Progress>, Error> {
+        let scan = NamespaceWalk::new()
+            .collect(&self.store, options.batch)
+            .await?;
+        let mut done = Vec::new();
+        if !scan.skipped.is_empty() {
+            tracing::warn!(
+                skipped = scan.skipped.len(),
+                first = %scan.skipped[0],
+                "migrate: keys matching the namespace pattern that are no namespace's metadata were skipped"
+            );
+            let mut note = Progress::new("", options.dry_run);
+            note.phase = Phase::Done;
+            note.problems = scan
+                .skipped
+                .into_iter()
+                .map(|key| (key, SKIPPED_KEY.to_owned()))
+                .collect();
+            done.push(note);
+        }
+        for namespace in scan.namespaces {
+            match self.run(&namespace, options, tx).await {
+                Ok(summary) => done.push(summary),
+                Err(Error::Cancelled) => return Err(Error::Cancelled),
+                Err(error) => {
+                    tracing::warn!(%namespace, %error, "migrate: namespace failed; continuing with the others");
+                    let mut failed = Progress::new(&namespace, options.dry_run);
+                    failed.phase = Phase::Done;
+                    failed
+                        .problems
+                        .push((String::new(), format!("{NAMESPACE_FAILED}: {error}")));
+                    done.push(failed);
+                }
+            }
         }
         Ok(done)
     }

@@ -228,7 +228,12 @@ impl PrefixKeys {
         format!("{}:{{*}}:{}", self.prefix, marker.as_str())
     }
 
-    /// The namespace a key found with [`PrefixKeys::namespaces_pattern`] belongs to.
+    /// The namespace a key found with [`PrefixKeys::namespaces_pattern`] belongs to,
+    /// if the key is exactly that namespace's `marker` key. The pattern also matches
+    /// keys inside a namespace whose id or queue name ends in `}:meta` (a job id
+    /// `x}:meta` is stored at `<prefix>:{ns}:j:x}:meta`); what such a key yields
+    /// between the braces contains a `}`, which no namespace name may, so it is
+    /// refused here.
     pub(crate) fn namespace_of<'k>(
         &self,
         key: &'k str,
@@ -238,6 +243,7 @@ impl PrefixKeys {
             .strip_prefix(":{")?
             .strip_suffix(marker.as_str())?
             .strip_suffix("}:")
+            .filter(|ns| crate::domain::limits::is_namespace(ns))
     }
 }
 
@@ -359,6 +365,11 @@ mod tests {
         );
         assert_eq!(
             keys.namespace_of("app:dueq:{x}:ids", NamespaceMarker::Meta),
+            None
+        );
+        // A job id or queue name ending in "}:meta" is not a namespace.
+        assert_eq!(
+            keys.namespace_of("app:dueq:{ns}:j:x}:meta", NamespaceMarker::Meta),
             None
         );
         let ns = NamespaceKeys::new("dueq", "ns");

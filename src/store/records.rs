@@ -185,6 +185,7 @@ pub(crate) fn job(f: &Fields) -> Result<JobRecord, StoreError> {
         worker: f.text("worker")?,
         finish_ms: f.opt_i64("finished_ms")?,
         dedup_key: f.text("dedup_key")?,
+        seq: f.i64("seq")?,
     })
 }
 

@@ -75,6 +75,17 @@ pub(crate) struct NamespaceWalk {
     markers: Vec<NamespaceMarker>,
     cursor: u64,
     found: BTreeSet<String>,
+    skipped: BTreeSet<String>,
+}
+
+/// What a [`NamespaceWalk`] found.
+#[derive(Debug, Default)]
+pub(crate) struct NamespaceScan {
+    /// The namespaces, sorted.
+    pub(crate) namespaces: Vec<String>,
+    /// Keys the SCAN pattern matched that are not a namespace's marker key (a job id
+    /// or queue name ending in `}:meta`, say), sorted; lossily decoded.
+    pub(crate) skipped: Vec<String>,
 }
 
 impl NamespaceWalk {
@@ -83,33 +94,40 @@ impl NamespaceWalk {
             markers: vec![NamespaceMarker::LegacyListing, NamespaceMarker::Meta],
             cursor: 0,
             found: BTreeSet::new(),
+            skipped: BTreeSet::new(),
         }
     }
 
-    /// Walks to the end, `batch` keys a step; the namespaces found, sorted.
+    /// Walks to the end, `batch` keys a step.
     pub(crate) async fn collect(
         mut self,
         store: &Store,
         batch: u32,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<NamespaceScan, StoreError> {
         let keys = PrefixKeys::new(&store.prefix);
         while let Some(&marker) = self.markers.last() {
             let pattern = keys.namespaces_pattern(marker);
             let (next, found) = store.scan_step(self.cursor, &pattern, batch, None).await?;
             for key in &found {
-                if let Some(ns) = std::str::from_utf8(key)
+                match std::str::from_utf8(key)
                     .ok()
                     .and_then(|k| keys.namespace_of(k, marker))
                 {
-                    self.found.insert(ns.to_owned());
-                }
+                    Some(ns) => self.found.insert(ns.to_owned()),
+                    None => self
+                        .skipped
+                        .insert(String::from_utf8_lossy(key).into_owned()),
+                };
             }
             self.cursor = next;
             if next == 0 {
                 self.markers.pop();
             }
         }
-        Ok(self.found.into_iter().collect())
+        Ok(NamespaceScan {
+            namespaces: self.found.into_iter().collect(),
+            skipped: self.skipped.into_iter().collect(),
+        })
     }
 }
 

@@ -18,6 +18,7 @@ async fn list(
         state: state as i32,
         page_size,
         page_token: token.into(),
+        view: proto::JobView::Full as i32,
     })
     .await
     .expect("list")

@@ -156,7 +156,7 @@ async fn extend_restarts_the_ttl_and_an_expired_key_allows_a_new_job() {
 }
 
 #[tokio::test]
-async fn a_batch_is_one_script_call_with_a_result_per_item() {
+async fn a_batch_is_stored_in_bounded_script_calls_with_a_result_per_item() {
     let redis = Redis::start().await;
     let service = Service::start_with(config_without_background_work(&redis.url())).await;
     let mut c = service.client().await;
@@ -187,8 +187,8 @@ async fn a_batch_is_one_script_call_with_a_result_per_item() {
         .results;
     assert_eq!(
         script_calls(&mut conn).await,
-        1,
-        "one round trip for 1000 jobs"
+        997_u64.div_ceil(32),
+        "the 997 valid jobs go 32 to a script call, so no one script holds Redis long"
     );
     assert_eq!(results.len(), 1000);
     for (i, r) in results.iter().enumerate() {
@@ -350,4 +350,182 @@ async fn concurrent_single_enqueues_share_script_calls_and_each_gets_its_own_ans
     );
     let listed = listed_job_ids(&mut conn, "ns", "grouped").await;
     assert_eq!(listed.len(), 398);
+}
+
+/// The enqueue_jobs calls SLOWLOG logged (every command is, at threshold 0), oldest
+/// first: the job count (ARGV[10]) and the first job's id (ARGV[11]) of each.
+async fn enqueue_calls(
+    conn: &mut deadpool_redis::redis::aio::MultiplexedConnection,
+) -> Vec<(usize, String)> {
+    use deadpool_redis::redis::Value;
+    let entries: Vec<Value> = query(conn, redis::cmd("SLOWLOG").arg("GET").arg(10_000)).await;
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    };
+    let calls: Vec<(usize, String)> = entries
+        .iter()
+        .rev()
+        .filter_map(|entry| {
+            let Value::Array(parts) = entry else {
+                return None;
+            };
+            let Some(Value::Array(args)) = parts.get(3) else {
+                return None;
+            };
+            let args: Vec<String> = args.iter().map(text).collect();
+            // EVALSHA sha 1 meta <8 prefixes> schema n id...: the enqueue_jobs shape.
+            let is_enqueue = args
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
+                && args.get(2).map(String::as_str) == Some("1")
+                && args.get(3).map(String::as_str) == Some("dueq:{ns}:meta")
+                && args.get(14).is_some_and(|id| id.starts_with("item-"));
+            is_enqueue.then(|| (args[13].parse().unwrap_or(0), args[14].clone()))
+        })
+        .collect();
+    calls
+}
+
+async fn log_every_command(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) {
+    let _: () = query(
+        conn,
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(0),
+    )
+    .await;
+    let _: () = query(
+        conn,
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-max-len")
+            .arg(10_000),
+    )
+    .await;
+    let _: () = query(conn, redis::cmd("SLOWLOG").arg("RESET")).await;
+}
+
+/// A batch bigger than one script call: bounded calls by count and by bytes, in
+/// order, a result per item, and a retry with the same ids reports duplicates.
+#[tokio::test]
+async fn a_large_batch_is_split_by_count_and_bytes_and_stays_idempotent() {
+    let redis = Redis::start().await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let batch = |n: usize, payload: usize| proto::EnqueueBatchRequest {
+        namespace: "ns".into(),
+        jobs: (0..n)
+            .map(|i| proto::EnqueueRequest {
+                job_id: format!("item-{payload}-{i}"),
+                payload: vec![b'x'; payload],
+                ..job("bulk", &format!("b{i}"))
+            })
+            .collect(),
+    };
+    let outcomes = |results: Vec<proto::EnqueueBatchResult>| -> Vec<(u32, i32, String)> {
+        results
+            .into_iter()
+            .map(|r| match r.result {
+                Some(proto::enqueue_batch_result::Result::Ok(o)) => (r.index, o.outcome, o.job_id),
+                other => panic!("item {}: {other:?}", r.index),
+            })
+            .collect()
+    };
+
+    log_every_command(&mut conn).await;
+    let first = outcomes(
+        c.enqueue_batch(batch(70, 1))
+            .await
+            .expect("batch")
+            .into_inner()
+            .results,
+    );
+    let calls = enqueue_calls(&mut conn).await;
+    assert_eq!(
+        calls,
+        [
+            (32, "item-1-0".to_owned()),
+            (32, "item-1-32".to_owned()),
+            (6, "item-1-64".to_owned())
+        ],
+        "70 jobs: 32 per script call, in order"
+    );
+    for (i, (index, outcome, id)) in first.iter().enumerate() {
+        assert_eq!(
+            (*index as usize, *outcome),
+            (i, proto::EnqueueOutcome::Created as i32)
+        );
+        assert_eq!(id, &format!("item-1-{i}"));
+    }
+
+    // The same ids again: every item a duplicate of itself, nothing new stored.
+    let again = outcomes(
+        c.enqueue_batch(batch(70, 1))
+            .await
+            .expect("retry")
+            .into_inner()
+            .results,
+    );
+    for (i, (index, outcome, id)) in again.iter().enumerate() {
+        assert_eq!(
+            (*index as usize, *outcome),
+            (i, proto::EnqueueOutcome::Duplicate as i32)
+        );
+        assert_eq!(id, &format!("item-1-{i}"));
+    }
+    assert_eq!(list_all_jobs(&mut c, "ns", "bulk", 1000).await.len(), 70);
+
+    // Three payloads of 600 KiB: no call carries more than about 1 MiB.
+    log_every_command(&mut conn).await;
+    let big = outcomes(
+        c.enqueue_batch(batch(3, 600 * 1024))
+            .await
+            .expect("big")
+            .into_inner()
+            .results,
+    );
+    assert_eq!(big.len(), 3);
+    let calls = enqueue_calls(&mut conn).await;
+    let counts: Vec<usize> = calls.iter().map(|(n, _)| *n).collect();
+    assert_eq!(counts, [1, 1, 1], "{calls:?}");
+}
+
+/// A batch is stored one bounded call after another, so its time grows with its size:
+/// the flag is capped, and a larger one is refused at startup, naming the cap.
+#[tokio::test]
+async fn a_max_batch_over_the_cap_is_refused_at_startup() {
+    /// Killed on drop, should the binary start serving instead of exiting.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Running(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["serve", "--max-batch", "10001", "--listen", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run dueq"),
+    );
+    let patience = Patience::new("dueq to refuse --max-batch 10001 and exit");
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("try_wait") {
+            break status;
+        }
+        patience.wait().await;
+    };
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    assert!(
+        stderr.contains("--max-batch") && stderr.contains("1..=10000"),
+        "{stderr}"
+    );
 }

@@ -186,6 +186,7 @@ async fn list_pages_through_everything_with_filter() {
                         page_size,
                         page_token: token.clone(),
                         status: status as i32,
+                        view: proto::ScheduleView::Full as i32,
                     })
                     .await
                     .expect("list")
@@ -438,6 +439,7 @@ async fn the_listing_stays_ordered_across_leaf_splits_and_merges() {
                 page_size: 7,
                 page_token: token.clone(),
                 status: 0,
+                view: proto::ScheduleView::Full as i32,
             })
             .await
             .expect("list")

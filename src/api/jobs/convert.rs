@@ -34,6 +34,15 @@ pub(super) fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, 
     }))
 }
 
+/// A listing's view: whether payloads and headers go out (FULL); UNSPECIFIED is BASIC.
+pub(super) fn full_view(field: &str, value: i32) -> Result<bool, ApiError> {
+    match proto::JobView::try_from(value) {
+        Ok(proto::JobView::Unspecified | proto::JobView::Basic) => Ok(false),
+        Ok(proto::JobView::Full) => Ok(true),
+        Err(_) => Err(ApiError::invalid(field, format!("unknown view {value}"))),
+    }
+}
+
 pub(super) fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
     let outcome = match e.outcome {
         EnqueueOutcome::Created => proto::EnqueueOutcome::Created,

@@ -5,8 +5,12 @@ mod validate;
 
 use tonic::Request;
 
-use super::{convert::timestamp, validate as check, ApiError, QueueApi};
-use crate::{domain::Failure, jobs::ClaimRequest, proto};
+use super::{convert::timestamp, reply_budget, validate as check, ApiError, QueueApi};
+use crate::{
+    domain::{limits::PageShape, Failure},
+    jobs::ClaimRequest,
+    proto,
+};
 
 const MAX_CLAIM_QUEUES: usize = 16;
 const MAX_CLAIM_JOBS: u32 = 100;
@@ -134,12 +138,31 @@ pub(super) async fn claim(
         lease_ms,
         max_jobs,
         wait,
+        max_bytes: api.limits.max_message_size,
     };
     let jobs = api.jobs.claim(namespace, &claim).await?;
     tracing::debug!(claimed = jobs.len(), worker_id = %req.worker_id, "jobs claimed");
-    Ok(proto::ClaimJobResponse {
+    let mut reply = proto::ClaimJobResponse {
         jobs: jobs.into_iter().map(convert::claimed_to_proto).collect(),
-    })
+    };
+    let overflow = reply_budget::fit(&mut reply.jobs, api.limits.max_message_size);
+    if !overflow.is_empty() {
+        // The script's size estimate fell short: give the leases back rather than
+        // hand out work the reply cannot carry (tonic would fail the encoding and the
+        // jobs would sit leased until their leases expired, an attempt each).
+        let leases: Vec<(&str, &str)> = overflow
+            .iter()
+            .map(|j| (j.job_id.as_str(), j.lease_token.as_str()))
+            .collect();
+        let released = api.jobs.release(namespace, &leases).await?;
+        tracing::warn!(
+            kept = reply.jobs.len(),
+            released,
+            max_message_size = api.limits.max_message_size,
+            "claimed jobs did not fit in the reply; their leases were released"
+        );
+    }
+    Ok(reply)
 }
 
 pub(super) async fn ack(
@@ -220,15 +243,23 @@ pub(super) async fn list(
     let req = request.into_inner();
     let namespace = check::namespace(&req.namespace)?;
     let queue = check::id("queue", &req.queue)?;
-    let page_size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    let page = PageShape {
+        size: check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?,
+        full: convert::full_view("view", req.view)?,
+        max_bytes: api.limits.max_message_size,
+    };
     let after = convert::parse_page_token(&req.page_token)?;
     let state = convert::state_filter("state", req.state)?;
-    let (records, next) = api
-        .jobs
-        .list(namespace, queue, after, page_size, state)
-        .await?;
+    let (records, mut next) = api.jobs.list(namespace, queue, after, page, state).await?;
+    let seqs: Vec<i64> = records.iter().map(|r| r.seq).collect();
+    let mut jobs: Vec<proto::Job> = records.into_iter().map(convert::job_to_proto).collect();
+    // The script's size estimate is a bound, not the encoding: if the page still does
+    // not fit, it ends earlier and the rest opens the next page.
+    if !reply_budget::fit(&mut jobs, api.limits.max_message_size).is_empty() {
+        next = seqs.get(jobs.len().saturating_sub(1)).copied();
+    }
     Ok(proto::ListJobsResponse {
-        jobs: records.into_iter().map(convert::job_to_proto).collect(),
+        jobs,
         next_page_token: next.map(convert::page_token).unwrap_or_default(),
     })
 }

@@ -30,6 +30,9 @@ pub(crate) struct BenchArgs {
     /// Idle long-poll waiters (default 10000; 50 with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) waiters: Option<u64>,
+    /// Jobs per EnqueueBatch call in the grpc family (default 100).
+    #[arg(long)]
+    pub(crate) batch: Option<usize>,
     /// Records for the memory measurement (default 100k; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) records: Option<u64>,

@@ -12,7 +12,7 @@ use crate::{
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
-    seed, Result,
+    script_time, seed, Result,
 };
 
 const S: &str = "grpc";
@@ -150,14 +150,27 @@ async fn enqueue_batch(
             }
         }
     });
-    let (s, cpu) = with_cpu(env, phase).await?;
-    report.push(row(
-        "EnqueueBatch",
-        &s,
-        cpu,
-        Some(ceiling.enqueue_pipelined),
-        &format!("{batch} jobs per call; ops = jobs; ratio to pipelined EVALSHA x1"),
-    ));
+    let mut conn = env.conn().await?;
+    let ((s, cpu), script) =
+        script_time::timed(&mut conn, "enqueue_jobs", with_cpu(env, phase)).await?;
+    report.push(
+        row(
+            "EnqueueBatch",
+            &s,
+            cpu,
+            Some(ceiling.enqueue_pipelined),
+            &format!("{batch} jobs per call; ops = jobs; ratio to pipelined EVALSHA x1"),
+        )
+        .with("script_mean_us", script.mean_us)
+        .with("script_longest_us", script.longest_us)
+        .with("scripts_over_10ms", script.over_10ms)
+        .and_note(format!(
+            "script time: mean {:.0} us per EVALSHA, longest enqueue_jobs {:.2} ms (SLOWLOG), {} over 10 ms",
+            script.mean_us,
+            script.longest_us as f64 / 1000.0,
+            script.over_10ms
+        )),
+    );
     Ok(())
 }
 

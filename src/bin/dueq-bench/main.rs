@@ -27,6 +27,7 @@ mod plan;
 mod procfs;
 mod redis_info;
 mod report;
+mod script_time;
 mod seed;
 mod service;
 

@@ -71,7 +71,7 @@ async fn seed_pre_index(env: &Env, conn: &mut MultiplexedConnection, n: u64) -> 
 
 /// Logs every script over SLOWLOG_THRESHOLD_US from now on, from an empty SLOWLOG;
 /// returns the threshold it replaced.
-async fn start_slowlog(conn: &mut MultiplexedConnection) -> Result<Option<String>> {
+pub(crate) async fn start_slowlog(conn: &mut MultiplexedConnection) -> Result<Option<String>> {
     let previous: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("slowlog-log-slower-than")
@@ -97,7 +97,7 @@ async fn start_slowlog(conn: &mut MultiplexedConnection) -> Result<Option<String
     Ok(previous.into_iter().nth(1))
 }
 
-async fn read_slowlog(conn: &mut MultiplexedConnection) -> Result<Vec<Value>> {
+pub(crate) async fn read_slowlog(conn: &mut MultiplexedConnection) -> Result<Vec<Value>> {
     Ok(redis::cmd("SLOWLOG")
         .arg("GET")
         .arg(SLOWLOG_MAX_LEN)
@@ -105,7 +105,7 @@ async fn read_slowlog(conn: &mut MultiplexedConnection) -> Result<Vec<Value>> {
         .await?)
 }
 
-async fn restore_slowlog(
+pub(crate) async fn restore_slowlog(
     conn: &mut MultiplexedConnection,
     threshold: Option<String>,
 ) -> Result<()> {
@@ -231,7 +231,7 @@ impl MigrateScripts {
 /// A SLOWLOG entry of one of dueq's scripts: its duration (µs) and the script's name.
 /// An entry is [id, timestamp, duration, [command, args...], ...]; an EVALSHA's
 /// first argument is the script's SHA1.
-fn script_entry(entry: &Value) -> Option<(u64, &'static str)> {
+pub(crate) fn script_entry(entry: &Value) -> Option<(u64, &'static str)> {
     let Value::Array(parts) = entry else {
         return None;
     };

@@ -64,7 +64,7 @@ impl Plan {
                 .unwrap_or(if smoke { 1_000 } else { 1_000_000 })
                 .max(1),
             samples: if smoke { 30 } else { 500 },
-            batch: 100,
+            batch: args.batch.unwrap_or(100).max(1),
             only: args.only.clone(),
         }
     }

@@ -22,7 +22,7 @@ impl Service {
             .args(["--listen", &listen.to_string()])
             .args(["--redis-url", redis_url])
             .args(["--key-prefix", PREFIX])
-            .args(["--health-interval", "200ms", "--max-batch", "100000"])
+            .args(["--health-interval", "200ms", "--max-batch", "10000"])
             .args(["--shutdown-grace", "2s", "--pool-size", "4"])
             .env("DUEQ_LOG", "warn")
             .stdout(Stdio::null())

@@ -3,7 +3,7 @@
 use super::{job_head, prelude::*};
 use crate::domain::JobRecord;
 
-script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(13));
+script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(14));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -18,6 +18,8 @@ pub(crate) struct ClaimJobs<'a> {
     pub(crate) max_jobs: u32,
     /// Random; the i-th claimed job's token is `<base>.<i>`.
     pub(crate) token_base: &'a str,
+    /// Most reply bytes the claimed jobs may take (the first job is always claimed).
+    pub(crate) max_bytes: usize,
 }
 
 /// What one claim call returned.
@@ -43,7 +45,8 @@ impl Operation for ClaimJobs<'_> {
             .opt(self.lease_ms)
             .arg(self.max_jobs)
             .arg(self.worker)
-            .arg(CLAIM_BUDGET);
+            .arg(CLAIM_BUDGET)
+            .arg(self.max_bytes);
         for queue in self.queues {
             call.arg(queue);
         }
@@ -77,5 +80,6 @@ pub(super) fn sample() -> ClaimJobs<'static> {
         lease_ms: None,
         max_jobs: 1,
         token_base: "t",
+        max_bytes: 1 << 20,
     }
 }

@@ -1,15 +1,15 @@
 //! `lua/list_jobs.lua`: one page of a queue's jobs in enqueue order.
 
 use super::{job_prefixes, prelude::*};
-use crate::domain::{JobRecord, JobState};
+use crate::domain::{limits::PageShape, JobRecord, JobState};
 
-script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(13));
+script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(15));
 
 pub(crate) struct ListJobs<'a> {
     pub(crate) queue: &'a str,
     /// Exclusive lower bound job number (`None` = from the start).
     pub(crate) after: Option<i64>,
-    pub(crate) page_size: usize,
+    pub(crate) page: PageShape,
     pub(crate) state: Option<JobState>,
 }
 
@@ -17,9 +17,9 @@ impl ListJobs<'_> {
     /// Jobs one call examines at most: a filtered page may have to skip many.
     fn budget(&self) -> usize {
         if self.state.is_some() {
-            (self.page_size * 10).min(5000)
+            (self.page.size * 10).min(5000)
         } else {
-            self.page_size
+            self.page.size
         }
     }
 }
@@ -37,9 +37,11 @@ impl Operation for ListJobs<'_> {
         job_prefixes(keys, call);
         call.arg(self.queue)
             .opt(self.after)
-            .arg(self.page_size)
+            .arg(self.page.size)
             .arg(self.state.map(JobState::as_str).unwrap_or(""))
-            .arg(self.budget());
+            .arg(self.budget())
+            .arg(if self.page.full { "1" } else { "" })
+            .arg(self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -59,7 +61,11 @@ pub(super) fn sample() -> ListJobs<'static> {
     ListJobs {
         queue: "q",
         after: Some(3),
-        page_size: 10,
+        page: PageShape {
+            size: 10,
+            full: false,
+            max_bytes: 1 << 20,
+        },
         state: None,
     }
 }

@@ -1,14 +1,14 @@
 //! `lua/list_schedules.lua`: one page of a namespace's schedules in id order.
 
 use super::{prelude::*, schedule_head};
-use crate::domain::{ScheduleRecord, ScheduleStatus};
+use crate::domain::{limits::PageShape, ScheduleRecord, ScheduleStatus};
 
-script!("list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(6));
+script!("list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(8));
 
 pub(crate) struct ListSchedules<'a> {
     /// Exclusive lower bound ("" = from the first).
     pub(crate) after: &'a str,
-    pub(crate) page_size: usize,
+    pub(crate) page: PageShape,
     pub(crate) status: Option<ScheduleStatus>,
 }
 
@@ -16,9 +16,9 @@ impl ListSchedules<'_> {
     /// Ids one call examines at most: a filtered page may have to skip many.
     fn budget(&self) -> usize {
         if self.status.is_some() {
-            (self.page_size * 10).min(5000)
+            (self.page.size * 10).min(5000)
         } else {
-            self.page_size
+            self.page.size
         }
     }
 }
@@ -34,9 +34,11 @@ impl Operation for ListSchedules<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
         call.arg(self.after)
-            .arg(self.page_size)
+            .arg(self.page.size)
             .arg(self.status.map(ScheduleStatus::as_str).unwrap_or(""))
-            .arg(self.budget());
+            .arg(self.budget())
+            .arg(if self.page.full { "1" } else { "" })
+            .arg(self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -55,7 +57,11 @@ impl Operation for ListSchedules<'_> {
 pub(super) fn sample() -> ListSchedules<'static> {
     ListSchedules {
         after: "",
-        page_size: 10,
+        page: PageShape {
+            size: 10,
+            full: false,
+            max_bytes: 1 << 20,
+        },
         status: Some(ScheduleStatus::Active),
     }
 }

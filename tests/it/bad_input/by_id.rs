@@ -40,6 +40,7 @@ pub(super) async fn run_other_rpcs(
         page_size: 10,
         page_token: String::new(),
         status: 0,
+        view: 0,
     };
     let mut lists: Vec<(String, proto::ListSchedulesRequest, &str, &str)> = bad_namespaces()
         .into_iter()

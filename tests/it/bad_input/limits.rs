@@ -88,6 +88,7 @@ async fn values_at_the_limits_are_accepted() {
             page_size,
             page_token: String::new(),
             status: 0,
+            view: 0,
         })
         .await
         .expect("list at the page size limit");

@@ -116,6 +116,7 @@ pub async fn list_all_jobs(
                 state: 0,
                 page_size,
                 page_token: token,
+                view: proto::JobView::Full as i32,
             })
             .await
             .expect("ListJobs")

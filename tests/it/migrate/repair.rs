@@ -254,3 +254,56 @@ async fn bad_requests_and_corrupt_records() {
         .expect("due");
     assert_eq!(occ.schedule.expect("s").id, "good3");
 }
+
+/// The `all_namespaces` scan also matches a job id ending in `}:meta`: that key is
+/// reported and skipped, a namespace that fails is reported and the rest still run,
+/// and a namespace after both has its damaged index repaired.
+#[tokio::test]
+async fn all_namespaces_skips_keys_that_are_not_namespaces_and_survives_a_failure() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut a = admin(&service).await;
+    let mut conn = redis.conn().await;
+    let mut hostile = job("q", "hostile");
+    hostile.job_id = "x}:meta".into();
+    enqueue(&mut c, hostile).await;
+    // A namespace-shaped meta key holding the wrong type: this namespace fails.
+    let _: () = query(
+        &mut conn,
+        redis::cmd("SET").arg("dueq:{broken}:meta").arg("x"),
+    )
+    .await;
+    upsert(&mut c, "zz", every("late", 3600)).await;
+    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{zz}:due")).await;
+    assert!(status(&mut a, "zz").await.index_damaged);
+
+    let msgs = migrate(
+        &mut a,
+        proto::MigrateRequest {
+            all_namespaces: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("migrate all_namespaces completes");
+    let done: BTreeMap<&str, &proto::MigrateProgress> = msgs
+        .iter()
+        .filter(|m| m.phase == DONE)
+        .map(|m| (m.namespace.as_str(), m))
+        .collect();
+    let skipped = done.get("").expect("a summary of skipped keys");
+    assert_eq!(skipped.problems.len(), 1, "{skipped:?}");
+    assert_eq!(skipped.problems[0].id, "dueq:{ns}:j:x}:meta");
+    let broken = done
+        .get("broken")
+        .expect("the failed namespace is reported");
+    assert!(
+        broken.problems[0].reason.contains("not migrated"),
+        "{broken:?}"
+    );
+    assert!(done["ns"].problems.is_empty(), "{:?}", done["ns"]);
+    assert_eq!(done["zz"].indexed, 1, "{:?}", done["zz"]);
+    assert!(!status(&mut a, "zz").await.index_damaged);
+    assert_eq!(done.len(), 4, "{msgs:#?}");
+}

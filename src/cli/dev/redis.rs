@@ -84,9 +84,9 @@ impl DevRedis {
         let mut command = Command::new(binary);
         command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            // Every acknowledged write survives a crash of this process, and at most a
-            // second of them a crash of the machine (README, Durability). No RDB
-            // snapshots beside: the AOF is the data.
+            // Every acknowledged write survives a crash of redis-server, and all but
+            // about the last second of them a crash of the machine. No RDB snapshots
+            // beside: the AOF is the data.
             .args([
                 "--appendonly",
                 "yes",
@@ -119,7 +119,13 @@ impl DevRedis {
             exited,
             kill: Some(kill),
         };
-        redis.wait_ready(dir).await?;
+        if let Err(error) = redis.wait_ready(dir).await {
+            // One that never answered must not keep the data folder until dueq exits.
+            if let Some(kill) = redis.kill {
+                let _ = kill.send(());
+            }
+            return Err(error);
+        }
         Ok(redis)
     }
 

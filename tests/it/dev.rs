@@ -281,3 +281,25 @@ fn without_redis_server_on_path_dev_says_how_to_install_it() {
         "nothing is created before redis-server is found"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_stops_with_an_error_when_its_redis_dies_under_it() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut dev = Dev::start(data.path()).await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &dev.redis_pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let patience = Patience::new("dueq dev to stop after its redis-server died");
+    let status = loop {
+        if let Some(status) = dev.child.try_wait().expect("wait for dueq dev") {
+            break status;
+        }
+        patience.wait().await;
+    };
+    assert!(
+        !status.success(),
+        "a dev service without its Redis is a failure"
+    );
+}

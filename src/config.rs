@@ -1,6 +1,7 @@
-//! Command-line flags and environment variables of `dueq serve`.
+//! Command-line flags and environment variables of `dueq serve`, and the flags of
+//! the other subcommands (`dev`, `health`).
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -15,10 +16,44 @@ pub struct Cli {
     pub serve: ServeConfig,
 }
 
+// Parsed once at startup; boxing ServeConfig would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gRPC service (the default).
     Serve(ServeConfig),
+    /// Run the service for development: a private redis-server (from PATH) with its
+    /// data in a local folder, and dueq against it. Not for production.
+    Dev(DevConfig),
+    /// Ask a running service whether it is SERVING (exit 0) or not (exit 1); for
+    /// container health checks.
+    Health(HealthConfig),
+}
+
+/// Flags of `dueq dev`. The service's other settings come from the same environment
+/// variables as `dueq serve` (DUEQ_*), except REDIS_URL: dev brings its own Redis.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DevConfig {
+    /// Folder of the private Redis's data (its AOF and log); created if missing and
+    /// reused across runs, so schedules and jobs survive a restart.
+    #[arg(long, default_value = ".dueq-dev")]
+    pub data_dir: PathBuf,
+
+    /// Address the gRPC server listens on.
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+}
+
+/// Flags of `dueq health`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HealthConfig {
+    /// The service to ask, at its gRPC health endpoint.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    pub addr: String,
+
+    /// How long to wait for a connection and an answer.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
 }
 
 /// Log output format.

@@ -1,42 +1,68 @@
 //! The `dueq` binary.
 
+use std::{future::Future, net::SocketAddr, process::ExitCode};
+
 use clap::Parser;
-use dueq::config::{Cli, Command, LogFormat};
+use dueq::config::{Cli, Command, LogFormat, ServeConfig};
 use tracing_subscriber::EnvFilter;
 
+mod cli;
+
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = match cli.command {
         Some(Command::Serve(config)) => config,
+        Some(Command::Dev(dev)) => return cli::dev::run(dev).await,
+        Some(Command::Health(health)) => return cli::health::run(health).await,
         None => cli.serve,
     };
+    init_logging(config.log_format);
+    let Some(listener) = bind(config.listen).await else {
+        return ExitCode::FAILURE;
+    };
+    serve(config, listener, shutdown_signal()).await
+}
+
+pub(crate) fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    match config.log_format {
+    match format {
         LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
         LogFormat::Json => tracing_subscriber::fmt()
             .json()
             .with_env_filter(filter)
             .init(),
     }
-    let listener = match tokio::net::TcpListener::bind(config.listen).await {
-        Ok(listener) => listener,
+}
+
+/// The listener for `listen`; None (and the reason logged) if it cannot be had.
+pub(crate) async fn bind(listen: SocketAddr) -> Option<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(listen).await {
+        Ok(listener) => Some(listener),
         Err(error) => {
-            tracing::error!(listen = %config.listen, %error, "cannot listen");
-            return std::process::ExitCode::FAILURE;
+            tracing::error!(%listen, %error, "cannot listen");
+            None
         }
-    };
-    match dueq::server::run(config, listener, shutdown_signal()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    }
+}
+
+/// Serves until `shutdown` resolves and the service has drained.
+pub(crate) async fn serve(
+    config: ServeConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> ExitCode {
+    match dueq::server::run(config, listener, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "dueq failed");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }
 
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(error) = tokio::signal::ctrl_c().await {
             tracing::error!(%error, "cannot listen for SIGINT");

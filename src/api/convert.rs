@@ -168,7 +168,7 @@ pub(super) fn page_token(after_id: &str) -> String {
 
 pub(super) fn parse_page_token(token: &str) -> Result<String, ApiError> {
     let bad = || ApiError::invalid("page_token", "is not a token returned by this RPC");
-    if token.len() % 2 != 0 || token.len() > 2 * validate::MAX_ID_LEN {
+    if !token.len().is_multiple_of(2) || token.len() > 2 * validate::MAX_ID_LEN {
         return Err(bad());
     }
     let bytes = (0..token.len())

@@ -129,7 +129,7 @@ impl Reply {
 
     /// `len` items as field/value pairs (a record flattened into the reply).
     pub(crate) fn fields(&mut self, len: usize) -> Result<super::records::Fields, StoreError> {
-        if len % 2 != 0 || len > self.items.len() {
+        if !len.is_multiple_of(2) || len > self.items.len() {
             return Err(self.fail(format!("a record of {len} items does not fit")));
         }
         let mut fields = super::records::Fields::new(self.what);

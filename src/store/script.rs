@@ -58,7 +58,7 @@ impl Arity {
         match self {
             Arity::Exactly(k) => n == k,
             Arity::AtLeast(k) => n >= k,
-            Arity::Groups { fixed, group } => n >= fixed && (n - fixed) % group == 0,
+            Arity::Groups { fixed, group } => n >= fixed && (n - fixed).is_multiple_of(group),
         }
     }
 }

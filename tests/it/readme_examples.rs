@@ -10,7 +10,7 @@ use crate::common::*;
 
 const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
 
-fn grpcurl_available() -> bool {
+pub(crate) fn grpcurl_available() -> bool {
     let found = Command::new("grpcurl").arg("-version").output().is_ok();
     if !found {
         assert!(
@@ -24,7 +24,7 @@ fn grpcurl_available() -> bool {
 
 /// The shell commands between the README's grpcurl-examples markers, one per entry
 /// (continuation lines joined, comments dropped).
-fn readme_commands() -> Vec<String> {
+pub(crate) fn readme_commands() -> Vec<String> {
     let start = README
         .find("<!-- grpcurl-examples:begin -->")
         .expect("begin marker");
@@ -53,7 +53,7 @@ fn readme_commands() -> Vec<String> {
     commands
 }
 
-fn run(command: &str, addr: &str) -> (bool, String) {
+pub(crate) fn run(command: &str, addr: &str) -> (bool, String) {
     let command = command.replace("localhost:50051", addr);
     let out = Command::new("bash")
         .arg("-c")
@@ -297,7 +297,13 @@ fn help_documents_every_setting_with_its_env_var() {
         .output()
         .expect("run dueq");
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("serve"));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for subcommand in ["serve", "dev", "health"] {
+        assert!(
+            help.contains(subcommand),
+            "--help lacks {subcommand}:\n{help}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,100 @@
+//! `dueq dev`: one command to a working service, like `temporal server start-dev`. A
+//! private redis-server (from PATH) keeps its data in a local folder that later runs
+//! reuse, and dueq serves against it through the same path as `dueq serve`.
+//!
+//! Stopping order matters: on Ctrl-C or SIGTERM dueq drains first (its calls still
+//! reach Redis), then redis-server gets SHUTDOWN, so the AOF on disk is complete.
+
+mod orphan;
+mod redis;
+
+use std::{path::PathBuf, process::ExitCode};
+
+use dueq::config::{DevConfig, ServeConfig};
+
+use self::redis::DevRedis;
+
+pub(crate) async fn run(dev: DevConfig) -> ExitCode {
+    let Some(binary) = redis::find_on_path() else {
+        eprintln!(
+            "dueq dev: redis-server not found on PATH; {}",
+            redis::INSTALL_HINT
+        );
+        return ExitCode::FAILURE;
+    };
+    // Every other setting as `dueq serve` reads it (DUEQ_* variables, defaults).
+    let mut config = ServeConfig::for_redis(String::new());
+    crate::init_logging(config.log_format);
+    let dir = match data_dir(&dev.data_dir) {
+        Ok(dir) => dir,
+        Err(error) => {
+            eprintln!(
+                "dueq dev: cannot use {} as the data folder: {error}",
+                dev.data_dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let redis = match DevRedis::start(&binary, &dir).await {
+        Ok(redis) => redis,
+        Err(error) => {
+            eprintln!("dueq dev: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    config.redis_url = redis.url();
+    config.listen = dev.listen;
+    let Some(listener) = crate::bind(config.listen).await else {
+        stop(redis).await;
+        return ExitCode::FAILURE;
+    };
+    println!("dueq dev: serving on {} (Ctrl-C to stop)", config.listen);
+    println!(
+        "  redis:  redis-server pid {} on 127.0.0.1:{}, AOF on (everysec), noeviction",
+        redis.pid, redis.port
+    );
+    println!(
+        "  data:   {} (reused by the next run; its log: {})",
+        dir.display(),
+        redis::LOG_FILE
+    );
+    println!("  try:    grpcurl -plaintext {} list", config.listen);
+    // Redis exiting under dueq stops it too: a dev service that answers UNAVAILABLE
+    // to everything helps nobody.
+    let redis_exit = redis.exit_signal();
+    let shutdown = async move {
+        tokio::select! {
+            () = crate::shutdown_signal() => {}
+            () = redis_exit => {}
+        }
+    };
+    let served = crate::serve(config, listener, shutdown).await;
+    if let Some(status) = redis.status() {
+        tracing::error!(
+            %status,
+            log = %dir.join(redis::LOG_FILE).display(),
+            "redis-server exited while dueq was serving; dueq stopped"
+        );
+        return ExitCode::FAILURE;
+    }
+    stop(redis).await;
+    served
+}
+
+/// The data folder, created if missing, as an absolute path (redis-server's working
+/// directory is its own, and the path printed should work from anywhere).
+fn data_dir(dir: &std::path::Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::canonicalize(dir)
+}
+
+/// Shuts redis-server down cleanly, logging how it went.
+async fn stop(redis: DevRedis) {
+    match redis.shutdown().await {
+        Ok(status) if status.success() => {
+            tracing::info!("redis-server stopped; its AOF is complete")
+        }
+        Ok(status) => tracing::warn!(%status, "redis-server exited with an error"),
+        Err(error) => tracing::error!(%error, "redis-server did not stop cleanly"),
+    }
+}

@@ -1,0 +1,66 @@
+//! `dueq health`: one gRPC health check of a running service, for a container's
+//! HEALTHCHECK (which needs no grpcurl or grpc_health_probe in the image).
+
+use std::process::ExitCode;
+
+use dueq::config::HealthConfig;
+use tonic::transport::Endpoint;
+use tonic_health::pb::{
+    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+};
+
+/// Exits 0 when the service answers SERVING; otherwise prints one line saying why
+/// and exits 1.
+pub(crate) async fn run(config: HealthConfig) -> ExitCode {
+    match check(&config).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("dueq health: {}: {why}", config.addr);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn check(config: &HealthConfig) -> Result<(), String> {
+    let endpoint = Endpoint::from_shared(config.addr.clone())
+        .map_err(|e| format!("not a valid address (e.g. http://127.0.0.1:50051): {e}"))?
+        .connect_timeout(config.timeout)
+        .timeout(config.timeout);
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| format!("cannot connect: {}", sources(&e)))?;
+    // The empty name is the whole server; dueq reports it with its services.
+    let answer = HealthClient::new(channel)
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .map_err(|status| format!("health check failed: {status}"))?;
+    let status = answer.into_inner().status;
+    if status == ServingStatus::Serving as i32 {
+        return Ok(());
+    }
+    let name = ServingStatus::try_from(status)
+        .map(|s| s.as_str_name().to_string())
+        .unwrap_or_else(|_| status.to_string());
+    Err(format!(
+        "{name} (its Redis does not answer, or it is shutting down)"
+    ))
+}
+
+/// An error with its causes, on one line: tonic's top-level "transport error" alone
+/// does not say that the connection was refused. Causes that repeat their inner text
+/// are said once.
+fn sources(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        cause = inner.source();
+    }
+    parts.join(": ")
+}

@@ -1,0 +1,305 @@
+//! `dueq dev` from the built binary: its private redis-server answers the README's
+//! first examples, keeps what was written across a restart, and never outlives dueq —
+//! neither a clean stop (SIGINT, SIGTERM: SHUTDOWN, the AOF complete) nor a SIGKILL
+//! (the kernel's parent-death signal, src/cli/dev/orphan.rs).
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, ExitStatus, Stdio},
+};
+
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+use tonic_health::pb::{
+    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+};
+
+use crate::{
+    common::*,
+    readme_examples::{grpcurl_available, readme_commands, run},
+};
+
+/// `dueq dev` as a child process with its stdout read line by line on a thread;
+/// SIGKILLed on drop (its redis-server then follows it).
+struct Dev {
+    child: Child,
+    addr: String,
+    redis_pid: u32,
+    /// The banner's "try:" line, the first command it suggests.
+    first_command: String,
+}
+
+impl Dev {
+    /// Starts `dueq dev` on `data_dir` and waits until it reports SERVING.
+    async fn start(data_dir: &Path) -> Dev {
+        // The free port may be taken before the binary binds it: then try another.
+        for _ in 0..5 {
+            if let Some(dev) = Dev::try_start(data_dir, free_port()).await {
+                return dev;
+            }
+        }
+        panic!("dueq dev could not listen on any of 5 free ports");
+    }
+
+    async fn try_start(data_dir: &Path, port: u16) -> Option<Dev> {
+        let addr = format!("127.0.0.1:{port}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["dev", "--listen", &addr, "--data-dir"])
+            .arg(data_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dueq dev");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, mut lines) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        // Owned from here, so a failed start is killed and reaped on drop.
+        let mut dev = Dev {
+            child,
+            addr,
+            redis_pid: 0,
+            first_command: String::new(),
+        };
+        loop {
+            // None: dueq exited (the port was taken) before its banner was complete.
+            let line = within_patience("the dueq dev banner", lines.recv()).await?;
+            if let Some(rest) = line.split("redis-server pid ").nth(1) {
+                let pid = rest.split_whitespace().next().and_then(|p| p.parse().ok());
+                dev.redis_pid = pid.expect("the banner names the redis-server pid");
+            }
+            if let Some(command) = line.trim().strip_prefix("try:") {
+                dev.first_command = command.trim().to_string();
+                break;
+            }
+        }
+        assert_ne!(dev.redis_pid, 0, "the banner names the redis-server pid");
+        // Keep draining the logs so the pipe never fills.
+        tokio::spawn(async move { while lines.recv().await.is_some() {} });
+        let patience = Patience::new("dueq dev to report SERVING");
+        while dev.health().await != Some(ServingStatus::Serving as i32) {
+            patience.wait().await;
+        }
+        Some(dev)
+    }
+
+    async fn health(&self) -> Option<i32> {
+        let channel = Channel::from_shared(format!("http://{}", self.addr))
+            .expect("endpoint")
+            .connect()
+            .await
+            .ok()?;
+        let request = HealthCheckRequest {
+            service: "dueq.v1.QueueService".into(),
+        };
+        let answer = HealthClient::new(channel).check(request).await.ok()?;
+        Some(answer.into_inner().status)
+    }
+
+    async fn client(&self) -> Client {
+        let channel = Channel::from_shared(format!("http://{}", self.addr))
+            .expect("endpoint")
+            .connect()
+            .await
+            .expect("connect to dueq dev");
+        Client::new(channel)
+    }
+
+    /// Sends `signal` (e.g. "TERM") and waits for dueq to exit.
+    async fn stop_with(mut self, signal: &str) -> (ExitStatus, u32) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal}");
+        let patience = Patience::new(format!("dueq dev to exit on SIG{signal}"));
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for dueq dev") {
+                return (status, self.redis_pid);
+            }
+            patience.wait().await;
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether process `pid` has ended. A zombie counts as ended: once dueq is gone its
+/// child belongs to pid 1, which need not reap it, and a zombie runs nothing.
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name in parentheses (which may hold spaces).
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn wait_gone(pid: u32) {
+    let patience = Patience::new(format!("redis-server (pid {pid}) to end"));
+    while !process_gone(pid) {
+        patience.wait().await;
+    }
+}
+
+/// The redis-server's append-only files in `dir` (Redis 7 keeps them in a folder;
+/// older versions as one file).
+fn aof_bytes(dir: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join("appendonly.aof")).unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(dir.join("appendonlydir")) {
+        for entry in entries.map_while(Result::ok) {
+            bytes.extend(std::fs::read(entry.path()).unwrap_or_default());
+        }
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart() {
+    if !grpcurl_available() {
+        return;
+    }
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start(data.path()).await;
+    // The command the banner suggests runs as printed.
+    let first = dev.first_command.clone();
+    let (ok, text) = tokio::task::block_in_place(|| run(&first, &dev.addr));
+    assert!(
+        ok && text.contains("dueq.v1.QueueService"),
+        "{first}:\n{text}"
+    );
+    // The README's examples up to the first GetSchedule: list, health, preview, two
+    // upserts, get.
+    let commands = readme_commands();
+    let last = commands
+        .iter()
+        .position(|c| c.contains("QueueService/GetSchedule"))
+        .expect("a GetSchedule example");
+    for command in &commands[..=last] {
+        let (ok, text) = tokio::task::block_in_place(|| run(command, &dev.addr));
+        assert!(
+            ok,
+            "README example failed against dueq dev:\n{command}\n{text}"
+        );
+    }
+    // Ctrl-C: dueq stops cleanly and takes its redis-server with it.
+    let (status, redis_pid) = dev.stop_with("INT").await;
+    assert!(status.success(), "dueq dev exited with {status}");
+    wait_gone(redis_pid).await;
+
+    // The next run on the same folder finds the schedule.
+    let dev = Dev::start(data.path()).await;
+    let get = &commands[last];
+    let (ok, text) = tokio::task::block_in_place(|| run(get, &dev.addr));
+    assert!(
+        ok && text.contains("\"jobName\": \"invoices.run\""),
+        "the schedule survives a restart:\n{text}"
+    );
+    let (status, _) = dev.stop_with("TERM").await;
+    assert!(status.success(), "dueq dev exited with {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_dueq_then_shuts_redis_down_with_its_aof_on_disk() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    upsert(&mut client, "devns", every("sigterm-kept", 3600)).await;
+    let (status, redis_pid) = dev.stop_with("TERM").await;
+    assert!(status.success(), "dueq dev exited with {status}");
+    // dueq waited for its child, so it is gone (not even a zombie) by now.
+    assert!(process_gone(redis_pid), "redis-server outlived dueq dev");
+    assert!(
+        contains(&aof_bytes(data.path()), "sigterm-kept"),
+        "the AOF holds the schedule"
+    );
+    // Stopped by dueq's SHUTDOWN, not by the signal that follows dueq's death.
+    let log = std::fs::read_to_string(data.path().join("redis.log")).expect("redis.log");
+    assert!(log.contains("User requested shutdown"), "{log}");
+    assert!(!log.contains("Received SIGTERM"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_of_dueq_takes_its_redis_down_and_keeps_the_data() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    upsert(&mut client, "devns", every("sigkill-kept", 3600)).await;
+    drop(client);
+    let (status, redis_pid) = dev.stop_with("KILL").await;
+    assert!(!status.success());
+    wait_gone(redis_pid).await;
+    // redis-server ended by SIGTERM (a clean shutdown), so the next run has the data.
+    let log = std::fs::read_to_string(data.path().join("redis.log")).expect("redis.log");
+    assert!(log.contains("Received SIGTERM"), "{log}");
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    assert_eq!(
+        get(&mut client, "devns", "sigkill-kept").await.id,
+        "sigkill-kept"
+    );
+}
+
+#[test]
+fn without_redis_server_on_path_dev_says_how_to_install_it() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    let data = empty.path().join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["dev", "--data-dir"])
+        .arg(&data)
+        .env("PATH", empty.path())
+        .output()
+        .expect("run dueq dev");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line:\n{err}");
+    assert!(err.contains("redis-server not found on PATH"), "{err}");
+    assert!(err.contains("apt-get install redis-server"), "{err}");
+    assert!(err.contains("brew install redis"), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        !data.exists(),
+        "nothing is created before redis-server is found"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_stops_with_an_error_when_its_redis_dies_under_it() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let mut dev = Dev::start(data.path()).await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &dev.redis_pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let patience = Patience::new("dueq dev to stop after its redis-server died");
+    let status = loop {
+        if let Some(status) = dev.child.try_wait().expect("wait for dueq dev") {
+            break status;
+        }
+        patience.wait().await;
+    };
+    assert!(
+        !status.success(),
+        "a dev service without its Redis is a failure"
+    );
+}

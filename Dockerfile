@@ -14,7 +14,11 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=false \
 # dueq crate. The stubs name every target Cargo.toml declares (else cargo refuses the
 # manifest); the stub build.rs still makes cargo build the build-dependencies.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src/bin/dueq-bench \
+# The client examples (examples/rust) are left out of the context; their stubs stay
+# for the final build, which builds only the dueq binary.
+RUN mkdir -p src/bin/dueq-bench examples/rust \
+ && for example in producer worker schedule_worker; do \
+      echo 'fn main() {}' > "examples/rust/$example.rs"; done \
  && echo 'fn main() {}' > build.rs \
  && echo 'fn main() {}' > src/main.rs \
  && echo 'fn main() {}' > src/bin/dueq-bench/main.rs \

@@ -1,12 +1,18 @@
 //! Command-line flags and environment variables of `dueq serve`.
 
-use std::{net::SocketAddr, time::Duration};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Shown after the flags: the one setting that is not a flag.
+const LOG_HELP: &str = "Logging: DUEQ_LOG sets what is logged. A bare level is about dueq \
+(DUEQ_LOG=debug means dueq=debug,warn: dependencies stay at warn); anything else is a \
+tracing EnvFilter directive list taken as written (DUEQ_LOG=dueq=debug,h2=trace). \
+Default: info. Logs go to stdout, coloured only on a terminal.";
+
 /// dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
 #[derive(Debug, Parser)]
-#[command(name = "dueq", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "dueq", version, about, long_about = None, args_conflicts_with_subcommands = true, after_help = LOG_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -18,6 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gRPC service (the default).
+    #[command(after_help = LOG_HELP)]
     Serve(ServeConfig),
 }
 
@@ -33,9 +40,10 @@ pub enum LogFormat {
 /// Everything `dueq serve` can be configured with. Every flag has an env var.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
-    /// Address the gRPC server listens on.
+    /// Address the gRPC server listens on: host:port, where host is an IP address or
+    /// a name that resolves (localhost:50051).
     #[arg(long, env = "DUEQ_LISTEN", default_value = "127.0.0.1:50051")]
-    pub listen: SocketAddr,
+    pub listen: String,
 
     /// Redis URL (redis://[user:password@]host:port[/db]).
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]

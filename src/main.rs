@@ -1,8 +1,7 @@
 //! The `dueq` binary.
 
 use clap::Parser;
-use dueq::config::{Cli, Command, LogFormat};
-use tracing_subscriber::EnvFilter;
+use dueq::config::{Cli, Command};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -11,15 +10,9 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Serve(config)) => config,
         None => cli.serve,
     };
-    let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    match config.log_format {
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
-    }
-    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+    dueq::logging::init(config.log_format);
+    // A host name resolves (`localhost:50052`); the first address that binds wins.
+    let listener = match tokio::net::TcpListener::bind(config.listen.as_str()).await {
         Ok(listener) => listener,
         Err(error) => {
             tracing::error!(listen = %config.listen, %error, "cannot listen");

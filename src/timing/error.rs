@@ -19,6 +19,26 @@ pub(crate) enum TimingError {
         /// How many fields the expression had.
         found: usize,
     },
+    /// A field holds a number outside its range, or a step of zero.
+    #[error("cron: cron field {position} ({name}) {problem}")]
+    CronField {
+        /// 1-based position of the field in the expression as written.
+        position: usize,
+        /// The field's name ("minute", "day of month").
+        name: &'static str,
+        /// What is wrong, with the field's range.
+        problem: String,
+    },
+    /// An `@` word that is not one of croner's aliases (`@every 5m` is another tool's).
+    #[error(
+        "cron: {expr:?} is not a cron expression (the @ aliases are @yearly, @annually, \
+         @monthly, @weekly, @daily and @hourly); for a fixed interval set every instead \
+         of cron, e.g. \"every\": \"300s\""
+    )]
+    CronUnknownAlias {
+        /// The expression as given (trimmed).
+        expr: String,
+    },
     /// croner rejected the expression.
     #[error("cron: cannot parse {expr:?}: {reason}")]
     CronSyntax {
@@ -34,11 +54,36 @@ pub(crate) enum TimingError {
         expr: String,
     },
     /// The zone is not in the IANA database compiled into chrono-tz.
-    #[error("timezone: unknown IANA time zone {name:?}")]
+    #[error(
+        "timezone: unknown IANA time zone {name:?}{}",
+        did_you_mean(suggestion)
+    )]
     UnknownTimezone {
         /// The name as given.
         name: String,
+        /// A real zone whose name differs only in case.
+        suggestion: Option<String>,
     },
+    /// A legacy zone (`EST`, `CST6CDT`, `CET`) that a new schedule may not name.
+    #[error(
+        "timezone: {name:?} is a legacy zone that does not follow any region's clock \
+         changes; name a region zone ({region}, or another Area/Location zone) for local \
+         time, or {fixed} for a fixed offset (Etc/GMT+N is UTC-N)"
+    )]
+    LegacyTimezone {
+        /// The name as given.
+        name: String,
+        /// The region zone usually meant.
+        region: String,
+        /// The same standard offset as an `Etc/GMT±N` zone.
+        fixed: String,
+    },
+    /// A zone next to `every`, where it changes nothing.
+    #[error(
+        "timezone: has no effect with every (an interval counts elapsed time, not the \
+         wall clock); leave it empty, or use cron for times of day in a zone"
+    )]
+    TimezoneWithEvery,
     /// `every` was zero or negative.
     #[error("every: must be positive")]
     EveryNotPositive,
@@ -60,12 +105,23 @@ impl TimingError {
             TimingError::CronXorEvery
             | TimingError::CronFieldCount { .. }
             | TimingError::CronSyntax { .. }
+            | TimingError::CronField { .. }
+            | TimingError::CronUnknownAlias { .. }
             | TimingError::CronNeverMatches { .. } => "cron",
-            TimingError::UnknownTimezone { .. } => "timezone",
+            TimingError::UnknownTimezone { .. }
+            | TimingError::LegacyTimezone { .. }
+            | TimingError::TimezoneWithEvery => "timezone",
             TimingError::EveryNotPositive
             | TimingError::EveryTooShort
             | TimingError::EveryTooLong => "every",
             TimingError::EndNotAfterStart => "end_time",
         }
     }
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|name| format!("; did you mean {name}?"))
+        .unwrap_or_default()
 }

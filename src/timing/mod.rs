@@ -6,11 +6,14 @@
 //! `[start_time, end_time]` window (both ends inclusive), missed-slot
 //! counting and previews.
 
+mod calendar;
 mod cron;
+mod cron_fields;
 mod error;
 mod every;
 mod preview;
 mod zone;
+mod zone_name;
 
 #[cfg(test)]
 mod tests;
@@ -74,15 +77,7 @@ impl Timing {
     /// Validates a spec. `every` is anchored at `start_ms`, else the epoch.
     pub(crate) fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
         let cron = spec.cron.filter(|c| !c.is_empty());
-        let tz = if spec.timezone.is_empty() {
-            Tz::UTC
-        } else {
-            spec.timezone
-                .parse()
-                .map_err(|_| TimingError::UnknownTimezone {
-                    name: spec.timezone.to_string(),
-                })?
-        };
+        let tz = zone_name::parse(spec.timezone)?;
         let rule = match (cron, spec.every_ms) {
             (Some(expr), None) => Rule::Cron(Box::new(CronRule::parse(expr)?)),
             (None, Some(every_ms)) => {
@@ -101,6 +96,18 @@ impl Timing {
             start_ms: spec.start_ms,
             end_ms: spec.end_ms,
         })
+    }
+
+    /// Validates a spec for a new or changed schedule: [`Timing::parse`], plus the
+    /// rules that only bind what is written from now on (stored schedules keep
+    /// parsing with [`Timing::parse`]): no legacy zone, and no zone beside `every`.
+    pub(crate) fn parse_new(spec: &TimingSpec) -> Result<Timing, TimingError> {
+        let timing = Timing::parse(spec)?;
+        zone_name::check_new(timing.tz)?;
+        if !timing.is_cron() && !spec.timezone.is_empty() && timing.tz != Tz::UTC {
+            return Err(TimingError::TimezoneWithEvery);
+        }
+        Ok(timing)
     }
 
     pub(crate) fn is_cron(&self) -> bool {

@@ -93,6 +93,12 @@ pub(crate) enum TimingError {
     /// `every` was above 366 days.
     #[error("every: must be at most 366 days")]
     EveryTooLong,
+    /// A cron schedule starting past the range cron times are computed in.
+    #[error(
+        "start_time: cron times are computed up to the year 5000, so a cron schedule \
+         must start by 4999-12-30"
+    )]
+    CronStartTooLate,
     /// `end_time` was not strictly after `start_time`.
     #[error("end_time: must be after start_time")]
     EndNotAfterStart,
@@ -115,6 +121,7 @@ impl TimingError {
             | TimingError::EveryTooShort
             | TimingError::EveryTooLong => "every",
             TimingError::EndNotAfterStart => "end_time",
+            TimingError::CronStartTooLate => "start_time",
         }
     }
 }

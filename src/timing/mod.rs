@@ -31,6 +31,17 @@ pub(crate) use preview::PreviewItem;
 /// operator nothing more than "a lot".
 pub(crate) const MAX_SKIP_COUNT: u64 = 100_000;
 
+/// 9999-12-31T23:59:59.999Z, the last instant a protobuf Timestamp (RFC 3339) can
+/// carry. No fire time is later: a schedule whose next run would be is over, rather
+/// than stored with a time its clients cannot parse. `lua/lib/rules.lua` keeps the
+/// same bound for `every`.
+pub(crate) const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
+/// Cron times are computed up to the year 5000 (croner's range); a cron schedule
+/// starting later would never fire, so a new one may not (4999-12-30T00:00:00Z,
+/// leaving room for any zone's offset).
+const CRON_LAST_START_MS: i64 = 95_617_411_200_000;
+
 /// Most fire times one preview returns; matches the API's `count` limit.
 pub(crate) const MAX_PREVIEW_COUNT: usize = 1000;
 
@@ -104,6 +115,13 @@ impl Timing {
     pub(crate) fn parse_new(spec: &TimingSpec) -> Result<Timing, TimingError> {
         let timing = Timing::parse(spec)?;
         zone_name::check_new(timing.tz)?;
+        if timing.is_cron()
+            && spec
+                .start_ms
+                .is_some_and(|start| start > CRON_LAST_START_MS)
+        {
+            return Err(TimingError::CronStartTooLate);
+        }
         if !timing.is_cron() && !spec.timezone.is_empty() && timing.tz != Tz::UTC {
             return Err(TimingError::TimezoneWithEvery);
         }
@@ -243,6 +261,6 @@ impl Timing {
     }
 
     fn before_end(&self, at_ms: i64) -> bool {
-        self.end_ms.is_none_or(|end| at_ms <= end)
+        at_ms <= MAX_TIME_MS && self.end_ms.is_none_or(|end| at_ms <= end)
     }
 }

@@ -124,6 +124,25 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// Refuses a payload limit that cannot fit in one message: a claim of one job
+    /// (or one schedule occurrence) carries the payload plus up to
+    /// `MAX_RECORD_OVERHEAD` bytes of headers and fields, and its reply must still fit
+    /// in `--max-message-size`, or the job is leased and never delivered.
+    pub fn check_sizes(&self) -> Result<(), String> {
+        let overhead = crate::domain::limits::MAX_RECORD_OVERHEAD;
+        let room = self.max_message_size.saturating_sub(overhead);
+        if self.max_payload_size > room {
+            return Err(format!(
+                "--max-payload-size {} does not fit in one message: a job or schedule \
+                 carries up to {overhead} bytes besides its payload, so with \
+                 --max-message-size {} the payload limit can be at most {room}; lower \
+                 --max-payload-size or raise --max-message-size",
+                self.max_payload_size, self.max_message_size
+            ));
+        }
+        Ok(())
+    }
+
     /// Defaults for everything, pointing at `redis_url`; used by tests and tools.
     pub fn for_redis(redis_url: impl Into<String>) -> Self {
         let mut config = Cli::parse_from(["dueq"]).serve;

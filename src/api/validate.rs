@@ -51,6 +51,7 @@ pub(super) fn payload(field: &str, payload: &[u8], limit: usize) -> Result<(), A
             field: field.to_owned(),
             size: payload.len(),
             limit,
+            flag: "--max-payload-size",
         });
     }
     Ok(())

@@ -28,8 +28,15 @@ const FIELDS: [(&str, u32, u32); 6] = [
     ("day of week", 0, 7),
 ];
 
+/// Longest cron expression, in bytes: far more than any real one needs, and small
+/// enough that a schedule message stays within `domain::limits::MAX_RECORD_OVERHEAD`.
+pub(crate) const MAX_CRON_LEN: usize = 1024;
+
 /// Checks `expr` (trimmed, non-empty).
 pub(super) fn check(expr: &str) -> Result<(), TimingError> {
+    if expr.len() > MAX_CRON_LEN {
+        return Err(TimingError::CronTooLong { len: expr.len() });
+    }
     if expr.starts_with('@') {
         let alias = expr.split_whitespace().next().unwrap_or(expr);
         if ALIASES.iter().any(|a| a.eq_ignore_ascii_case(alias)) && alias.len() == expr.len() {

@@ -39,6 +39,15 @@ pub(crate) enum TimingError {
         /// The expression as given (trimmed).
         expr: String,
     },
+    /// The expression is longer than any real one.
+    #[error(
+        "cron: must be at most {} bytes, got {len}",
+        super::cron_fields::MAX_CRON_LEN
+    )]
+    CronTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
     /// croner rejected the expression.
     #[error("cron: cannot parse {expr:?}: {reason}")]
     CronSyntax {
@@ -112,6 +121,7 @@ impl TimingError {
             | TimingError::CronFieldCount { .. }
             | TimingError::CronSyntax { .. }
             | TimingError::CronField { .. }
+            | TimingError::CronTooLong { .. }
             | TimingError::CronUnknownAlias { .. }
             | TimingError::CronNeverMatches { .. } => "cron",
             TimingError::UnknownTimezone { .. }

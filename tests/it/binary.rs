@@ -191,3 +191,35 @@ async fn a_host_name_listens_and_logs_are_plain_and_about_dueq() {
         );
     }
 }
+
+/// Pins: a payload limit that cannot fit in one message (with a job's headers and
+/// fields) is refused at startup, in one line naming both flags and the largest
+/// payload limit that fits.
+#[test]
+fn a_payload_limit_larger_than_a_message_is_refused_at_startup() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-payload-size",
+            "4000000",
+        ])
+        .env("DUEQ_LOG", "info")
+        .output()
+        .expect("run dueq");
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("--max-payload-size 4000000 does not fit in one message"))
+        .unwrap_or_else(|| panic!("no refusal line:\n{text}"));
+    assert!(line.contains("ERROR"), "{line}");
+    assert!(line.contains("--max-message-size 4194304"), "{line}");
+    assert!(line.contains("can be at most 3587072"), "{line}");
+    assert!(!text.contains("listening"), "{text}");
+}

@@ -134,7 +134,7 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             "cron of 200 KB (echoed input)",
             cron(id, &format!("x{} * * * *", "y".repeat(200_000)), ""),
             "schedule.cron",
-            "cannot parse",
+            "must be at most 1024 bytes",
         ),
         // timezone
         invalid(
@@ -416,7 +416,7 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             code: Code::ResourceExhausted,
             field: "schedule.payload",
             reason: format!(
-                "{} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes",
+                "{} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes (--max-payload-size)",
                 PAYLOAD_LIMIT + 1
             ),
         },

@@ -21,6 +21,14 @@ use croner::{CronPattern, Weekday};
 /// (counted for every month to keep the bound simple), 7 weekdays, 31 days.
 pub(super) const MAX_PROBES: u32 = 12 * 2 * 7 * 31;
 
+/// Longest stretch, in days, between two dates that a satisfiable pattern matches:
+/// every kind of month (its number, its length, the weekday of its 1st) recurs within
+/// 14,609 days (Feb 29 on a given weekday, across a century year without one), plus
+/// the month itself. So each search croner still makes (the next fire time) walks at
+/// most this many days, about 40 years, never the 3,000 to its year 5000 that an
+/// impossible pattern cost. `tests::calendar` recomputes both numbers.
+pub(super) const MAX_GAP_DAYS: i64 = 14_609 + 31;
+
 const WEEKDAYS: [Weekday; 7] = [
     Weekday::Sunday,
     Weekday::Monday,

@@ -96,6 +96,13 @@ impl CronRule {
         } else {
             self.interval_next_after(tz, after_secs)
         }?;
+        // The walk croner made is bounded (see calendar::MAX_GAP_DAYS); a DST shift
+        // adds at most a day.
+        debug_assert!(
+            fire.at_ms / 1000 - after_secs <= (calendar::MAX_GAP_DAYS + 1) * 86_400,
+            "{after_secs} -> {}",
+            fire.at_ms
+        );
         (fire.at_ms > after_ms).then_some(fire)
     }
 

@@ -32,3 +32,26 @@ where
         Err(_) => Err(ApiError::App(Error::Cancelled)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// On a single-threaded runtime, work that waits for another task can only
+    /// finish if it runs off the async worker: inline, it would block the one thread
+    /// the other task needs, and give up after its wait.
+    #[tokio::test]
+    async fn work_runs_off_the_async_worker() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let work = run(move || Ok(rx.recv_timeout(Duration::from_secs(30)).is_ok()));
+        let other_task = async move {
+            // Lets the work start first, whichever the join polls first.
+            tokio::task::yield_now().await;
+            let _ = tx.send(());
+        };
+        let (done, ()) = tokio::join!(work, other_task);
+        assert!(matches!(done, Ok(true)), "{done:?}");
+    }
+}

@@ -1,13 +1,19 @@
 //! Command-line flags and environment variables of `dueq serve`, and the flags of
 //! the other subcommands (`dev`, `health`).
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Shown after the flags: the one setting that is not a flag.
+const LOG_HELP: &str = "Logging: DUEQ_LOG sets what is logged. A bare level is about dueq \
+(DUEQ_LOG=debug means dueq=debug,warn: dependencies stay at warn); anything else is a \
+tracing EnvFilter directive list taken as written (DUEQ_LOG=dueq=debug,h2=trace). \
+Default: info. Logs go to stdout, coloured only on a terminal.";
+
 /// dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
 #[derive(Debug, Parser)]
-#[command(name = "dueq", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "dueq", version, about, long_about = None, args_conflicts_with_subcommands = true, after_help = LOG_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -21,6 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the gRPC service (the default).
+    #[command(after_help = LOG_HELP)]
     Serve(ServeConfig),
     /// Run the service for development: a private redis-server (from PATH) with its
     /// data in a local folder, and dueq against it. Not for production.
@@ -39,9 +46,9 @@ pub struct DevConfig {
     #[arg(long, default_value = ".dueq-dev")]
     pub data_dir: PathBuf,
 
-    /// Address the gRPC server listens on.
+    /// Address the gRPC server listens on (host:port; a host name resolves).
     #[arg(long, default_value = "127.0.0.1:50051")]
-    pub listen: SocketAddr,
+    pub listen: String,
 }
 
 /// Flags of `dueq health`.
@@ -68,9 +75,10 @@ pub enum LogFormat {
 /// Everything `dueq serve` can be configured with. Every flag has an env var.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
-    /// Address the gRPC server listens on.
+    /// Address the gRPC server listens on: host:port, where host is an IP address or
+    /// a name that resolves (localhost:50051).
     #[arg(long, env = "DUEQ_LISTEN", default_value = "127.0.0.1:50051")]
-    pub listen: SocketAddr,
+    pub listen: String,
 
     /// Redis URL (redis://[user:password@]host:port[/db]).
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
@@ -153,6 +161,25 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// Refuses a payload limit that cannot fit in one message: a claim of one job
+    /// (or one schedule occurrence) carries the payload plus up to
+    /// `MAX_RECORD_OVERHEAD` bytes of headers and fields, and its reply must still fit
+    /// in `--max-message-size`, or the job is leased and never delivered.
+    pub fn check_sizes(&self) -> Result<(), String> {
+        let overhead = crate::domain::limits::MAX_RECORD_OVERHEAD;
+        let room = self.max_message_size.saturating_sub(overhead);
+        if self.max_payload_size > room {
+            return Err(format!(
+                "--max-payload-size {} does not fit in one message: a job or schedule \
+                 carries up to {overhead} bytes besides its payload, so with \
+                 --max-message-size {} the payload limit can be at most {room}; lower \
+                 --max-payload-size or raise --max-message-size",
+                self.max_payload_size, self.max_message_size
+            ));
+        }
+        Ok(())
+    }
+
     /// Defaults for everything, pointing at `redis_url`; used by tests and tools.
     pub fn for_redis(redis_url: impl Into<String>) -> Self {
         let mut config = Cli::parse_from(["dueq"]).serve;

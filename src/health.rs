@@ -4,6 +4,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use tokio::time::Instant;
+
 use tokio_util::sync::CancellationToken;
 use tonic_health::{server::HealthReporter, ServingStatus};
 
@@ -34,8 +36,39 @@ async fn check_redis_settings(store: &Store) {
     }
 }
 
-/// Whether Redis answers (and, when it just came back, took the scripts).
-async fn probe(store: &Store, clock: &Clock, serving: bool) -> bool {
+/// While Redis stays unreachable (or refuses the password or the database), the
+/// ERROR is repeated this often: once at startup is easy to miss in a scrolled log,
+/// every health tick would flood it.
+const UNAVAILABLE_REPEAT: Duration = Duration::from_secs(30);
+
+/// Rate-limits the "redis is unavailable" ERROR: at once when it starts (at startup
+/// or when a serving Redis goes away), then every [`UNAVAILABLE_REPEAT`].
+#[derive(Default)]
+struct Outage {
+    logged_at: Option<Instant>,
+}
+
+impl Outage {
+    fn due(&mut self) -> bool {
+        let due = self
+            .logged_at
+            .is_none_or(|at| at.elapsed() >= UNAVAILABLE_REPEAT);
+        if due {
+            self.logged_at = Some(Instant::now());
+        }
+        due
+    }
+
+    fn over(&mut self) {
+        self.logged_at = None;
+    }
+}
+
+/// Whether Redis answers (and, when it just came back, took the scripts). The
+/// probe's connection does what every call's does (connect, AUTH, SELECT), so a
+/// refused port, a wrong password and a database out of range are each logged
+/// with Redis's own reason; the URL in the message has its password masked.
+async fn probe(store: &Store, clock: &Clock, serving: bool, outage: &mut Outage) -> bool {
     match store.time().await {
         Ok((redis_ms, rtt)) => {
             clock.observe(redis_ms, rtt);
@@ -52,7 +85,14 @@ async fn probe(store: &Store, clock: &Clock, serving: bool) -> bool {
         }
         Err(error) => {
             if serving {
-                tracing::error!(%error, "redis is unavailable; reporting NOT_SERVING");
+                outage.over();
+            }
+            if outage.due() {
+                tracing::error!(
+                    %error,
+                    "redis is unavailable; reporting NOT_SERVING and retrying (calls fail \
+                     UNAVAILABLE until it answers)"
+                );
             } else {
                 tracing::debug!(%error, "redis still unavailable");
             }
@@ -69,11 +109,13 @@ pub(crate) async fn watch_redis(
     cancel: CancellationToken,
 ) {
     let mut serving = false;
+    let mut outage = Outage::default();
     loop {
-        let healthy = probe(&store, &clock, serving).await;
+        let healthy = probe(&store, &clock, serving, &mut outage).await;
         if healthy != serving {
             serving = healthy;
             if serving {
+                outage.over();
                 tracing::info!(redis = %store.display_url(), offset_ms = clock.offset_ms(), "redis is available; SERVING");
                 check_redis_settings(&store).await;
                 set_status(&reporter, ServingStatus::Serving).await;
@@ -88,5 +130,22 @@ pub(crate) async fn watch_redis(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_is_logged_at_once_then_every_thirty_seconds() {
+        let mut outage = Outage::default();
+        assert!(outage.due(), "the first failure is logged");
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert!(!outage.due());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(outage.due(), "repeated while it lasts");
+        outage.over();
+        assert!(outage.due(), "a new outage is logged at once");
     }
 }

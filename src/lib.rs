@@ -1,7 +1,7 @@
 //! dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
 //!
 //! The library's surface is deliberate and small: the generated protocol (`proto`),
-//! the service's configuration and entry point (`config`, `server`), and `probe`, the
+//! the service's configuration, logging and entry point (`config`, `logging`, `server`), and `probe`, the
 //! one door for what runs beside the service and must touch its store directly (the
 //! `dueq-bench` tool, and the integration tests' fixtures: a clock jump, an older
 //! layout). Everything else is private to the crate; `docs/DESIGN.md` describes the
@@ -20,6 +20,7 @@ pub mod proto {
 }
 
 pub mod config;
+pub mod logging;
 pub mod probe;
 pub mod server;
 

@@ -1,10 +1,9 @@
 //! The `dueq` binary.
 
-use std::{future::Future, net::SocketAddr, process::ExitCode};
+use std::{future::Future, process::ExitCode};
 
 use clap::Parser;
-use dueq::config::{Cli, Command, LogFormat, ServeConfig};
-use tracing_subscriber::EnvFilter;
+use dueq::config::{Cli, Command, ServeConfig};
 
 mod cli;
 
@@ -17,26 +16,16 @@ async fn main() -> ExitCode {
         Some(Command::Health(health)) => return cli::health::run(health).await,
         None => cli.serve,
     };
-    init_logging(config.log_format);
-    let Some(listener) = bind(config.listen).await else {
+    dueq::logging::init(config.log_format);
+    let Some(listener) = bind(&config.listen).await else {
         return ExitCode::FAILURE;
     };
     serve(config, listener, shutdown_signal()).await
 }
 
-pub(crate) fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("DUEQ_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    match format {
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
-    }
-}
-
-/// The listener for `listen`; None (and the reason logged) if it cannot be had.
-pub(crate) async fn bind(listen: SocketAddr) -> Option<tokio::net::TcpListener> {
+/// The listener for `listen`; None (and the reason logged) if it cannot be had. A
+/// host name resolves (`localhost:50052`); the first address that binds wins.
+pub(crate) async fn bind(listen: &str) -> Option<tokio::net::TcpListener> {
     match tokio::net::TcpListener::bind(listen).await {
         Ok(listener) => Some(listener),
         Err(error) => {

@@ -17,7 +17,7 @@ use crate::{
     context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::TraceLayer,
+    layers::{MessageSizeLayer, TraceLayer},
     longpoll::Wakers,
     migrate::Migrator,
     monitor::Monitor,
@@ -60,6 +60,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
+    config.check_sizes().map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
     let store = Arc::new(Store::new(
         &config.redis_url,
@@ -118,6 +119,9 @@ pub async fn run(
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let server = Server::builder()
         .layer(TraceLayer)
+        .layer(MessageSizeLayer {
+            limit: config.max_message_size,
+        })
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -2,16 +2,20 @@
 -- test (src/store/rules_pin.rs) runs them through a real Redis against the Rust
 -- functions over thousands of generated inputs, failing on any difference.
 --
--- every_advance(due, every, now, end_ms) -> next slot after now (nil past end_ms),
+-- every_advance(due, every, now, end_ms) -> next slot after now (nil past end_ms or
+--   past MAX_TIME),
 --   slots missed in (due, min(now, end_ms)] capped at MAX_SKIP. Rust:
 --   timing::Timing::advance for an `every` timing (slots are due + k * every, since
 --   `due` is itself a slot).
--- MAX_SKIP: timing::MAX_SKIP_COUNT.
+-- MAX_SKIP: timing::MAX_SKIP_COUNT. MAX_TIME: timing::MAX_TIME_MS, 9999-12-31T23:59:59.999Z,
+--   the last time a protobuf Timestamp can carry: a schedule whose next run would be
+--   later is over.
 -- occurrence_id(namespace, schedule id, due ms, rev) -> the UUIDv5 of
 --   domain::occurrence_id (lowercase, hyphenated), so the occurrence record a leased
 --   claim writes and the id handed to the worker agree.
 
 local MAX_SKIP = 100000
+local MAX_TIME = 253402300799999
 
 local function every_advance(due, every, now, end_ms)
   local hi = now
@@ -20,6 +24,7 @@ local function every_advance(due, every, now, end_ms)
   if hi > due then skipped = math.floor((hi - due) / every) end
   local next_ms = due + (math.floor((now - due) / every) + 1) * every
   if end_ms ~= '' and next_ms > end_ms then next_ms = nil end
+  if next_ms and next_ms > MAX_TIME then next_ms = nil end
   return next_ms, math.min(skipped, MAX_SKIP)
 end
 

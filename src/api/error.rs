@@ -9,11 +9,13 @@ pub(crate) enum ApiError {
     #[error("{field}: {reason}")]
     Invalid { field: String, reason: String },
     /// A field exceeds a configured size limit; nothing was written.
-    #[error("{field}: {size} bytes exceeds the limit of {limit} bytes")]
+    #[error("{field}: {size} bytes exceeds the limit of {limit} bytes ({flag})")]
     TooLarge {
         field: String,
         size: usize,
         limit: usize,
+        /// The server flag that sets the limit, so the caller knows what to ask for.
+        flag: &'static str,
     },
     #[error(transparent)]
     App(#[from] Error),

@@ -6,6 +6,7 @@
 
 mod admin;
 mod convert;
+mod cpu;
 mod deadline;
 mod error;
 mod jobs;

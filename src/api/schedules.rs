@@ -2,7 +2,7 @@
 
 use tonic::Request;
 
-use super::{convert, reply_budget, validate, ApiError, QueueApi};
+use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
     domain::{limits::PageShape, ScheduleDef, TimingDef},
     proto,
@@ -20,7 +20,7 @@ fn parse_timing(
     s: &proto::Schedule,
 ) -> Result<(Timing, convert::RawTiming), ApiError> {
     let raw = convert::raw_timing(field, s)?;
-    let timing = Timing::parse(&TimingSpec {
+    let timing = Timing::parse_new(&TimingSpec {
         cron: raw.cron.as_deref(),
         every_ms: raw.every_ms,
         timezone: &s.timezone,
@@ -40,7 +40,10 @@ fn parse_timing(
 }
 
 /// A schedule as UpsertSchedule may write it (an empty id asks for a new one).
-fn schedule_def(api: &QueueApi, s: proto::Schedule) -> Result<(ScheduleDef, Timing), ApiError> {
+fn schedule_def(
+    max_payload_size: usize,
+    s: proto::Schedule,
+) -> Result<(ScheduleDef, Timing), ApiError> {
     if !s.id.is_empty() {
         validate::id("schedule.id", &s.id)?;
     }
@@ -52,7 +55,7 @@ fn schedule_def(api: &QueueApi, s: proto::Schedule) -> Result<(ScheduleDef, Timi
         ));
     }
     validate::max_len("schedule.job_name", &s.job_name, validate::MAX_NAME_LEN)?;
-    validate::payload("schedule.payload", &s.payload, api.limits.max_payload_size)?;
+    validate::payload("schedule.payload", &s.payload, max_payload_size)?;
     validate::headers("schedule.headers", s.headers.iter())?;
     let kind = match (&raw.cron, raw.every_ms) {
         (Some(expr), _) => TimingDef::Cron(expr.trim().to_owned()),
@@ -73,7 +76,8 @@ pub(super) async fn upsert(
     let schedule = req
         .schedule
         .ok_or_else(|| ApiError::invalid("schedule", "is required"))?;
-    let (def, timing) = schedule_def(api, schedule)?;
+    let max_payload_size = api.limits.max_payload_size;
+    let (def, timing) = cpu::run(move || schedule_def(max_payload_size, schedule)).await?;
     let (created, record) = api.schedules.upsert(namespace, def, &timing).await?;
     tracing::debug!(schedule_id = %record.def.id, created, "schedule upserted");
     Ok(proto::UpsertScheduleResponse {
@@ -242,20 +246,24 @@ pub(super) async fn preview(
                 .map_err(|e| ApiError::invalid("id", format!("stored timing is invalid: {e}")))?;
             (timing, record.next_run_ms)
         }
-        Some(proto::preview_schedule_request::Target::Schedule(s)) => {
-            (parse_timing("schedule", &s)?.0, None)
-        }
+        Some(proto::preview_schedule_request::Target::Schedule(s)) => (
+            cpu::run(move || Ok(parse_timing("schedule", &s)?.0)).await?,
+            None,
+        ),
         None => return Err(ApiError::invalid("target", "set id or schedule")),
     };
     let from = from
         .or(default_from)
         .unwrap_or_else(|| api.schedules.now_ms());
-    Ok(proto::PreviewScheduleResponse {
-        fire_times: timing
-            .preview(from, count as usize)
-            .into_iter()
-            .map(convert::fire_time_to_proto)
-            .collect(),
-        timezone: timing.timezone_name().to_owned(),
+    cpu::run(move || {
+        Ok(proto::PreviewScheduleResponse {
+            fire_times: timing
+                .preview(from, count as usize)
+                .into_iter()
+                .map(convert::fire_time_to_proto)
+                .collect(),
+            timezone: timing.timezone_name().to_owned(),
+        })
     })
+    .await
 }

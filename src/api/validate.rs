@@ -51,6 +51,7 @@ pub(super) fn payload(field: &str, payload: &[u8], limit: usize) -> Result<(), A
             field: field.to_owned(),
             size: payload.len(),
             limit,
+            flag: "--max-payload-size",
         });
     }
     Ok(())
@@ -101,12 +102,47 @@ pub(super) fn duration_ms(field: &str, d: &prost_types::Duration) -> Result<i64,
     Ok(d.seconds.saturating_mul(1000) + i64::from(d.nanos) / 1_000_000)
 }
 
+/// The last instant a protobuf Timestamp (RFC 3339) can carry, in ms.
+const MAX_TIME_MS: i64 = limits::MAX_TIMESTAMP_SECS * 1000 + 999;
+
+/// A Duration that is added to `now_ms` (a delay, a backoff, a retry): as ms, if the
+/// time it leads to can still be written as a Timestamp. A time past the year 9999
+/// would be stored and then returned in a form no client can parse.
+pub(super) fn later_ms(
+    field: &str,
+    d: &prost_types::Duration,
+    now_ms: i64,
+) -> Result<i64, ApiError> {
+    let ms = duration_ms(field, d)?;
+    if now_ms.saturating_add(ms) > MAX_TIME_MS {
+        return Err(ApiError::invalid(
+            field,
+            format!(
+                "is {} days from now, past 9999-12-31T23:59:59Z, the last time a \
+                 protobuf Timestamp can carry (at most {} days from now)",
+                ms / 86_400_000,
+                (MAX_TIME_MS - now_ms).max(0) / 86_400_000
+            ),
+        ));
+    }
+    Ok(ms)
+}
+
 /// An optional Duration as ms.
 pub(super) fn optional_ms(
     field: &str,
     d: &Option<prost_types::Duration>,
 ) -> Result<Option<i64>, ApiError> {
     d.as_ref().map(|d| duration_ms(field, d)).transpose()
+}
+
+/// An optional [`later_ms`].
+pub(super) fn optional_later_ms(
+    field: &str,
+    d: &Option<prost_types::Duration>,
+    now_ms: i64,
+) -> Result<Option<i64>, ApiError> {
+    d.as_ref().map(|d| later_ms(field, d, now_ms)).transpose()
 }
 
 /// A page size: 0 means `default`, above `max` is refused.

@@ -12,6 +12,11 @@ pub(crate) const MAX_HEADER_VALUE_LEN: usize = 8192;
 pub(crate) const MAX_RUN_LIMIT: u64 = 1 << 53;
 /// 9999-12-31T23:59:59Z: the last instant RFC 3339 (and every client library) can show.
 pub(crate) const MAX_TIMESTAMP_SECS: i64 = 253_402_300_799;
+/// Most bytes one job or schedule message carries besides its payload: every header
+/// at its limits with its protobuf framing, and a generous 64 KiB for the rest (ids,
+/// names, the namespace, a cron expression, an error message, times, counters).
+pub(crate) const MAX_RECORD_OVERHEAD: usize =
+    MAX_HEADERS * (MAX_HEADER_KEY_LEN + MAX_HEADER_VALUE_LEN + 16) + 64 * 1024;
 /// Longest namespace name.
 pub(crate) const MAX_NAMESPACE_LEN: usize = 64;
 

@@ -1,7 +1,9 @@
 //! Cross-cutting concerns, each a tower layer around every gRPC service (one concern
-//! per layer, in the spirit of linkerd2-proxy): the per-RPC tracing span here; auth,
+//! per layer, in the spirit of linkerd2-proxy): the per-RPC tracing span and the wording of an over-sized request here; auth,
 //! limits and metrics join them as layers of their own.
 
+mod message_size;
 mod trace;
 
+pub(crate) use message_size::MessageSizeLayer;
 pub(crate) use trace::TraceLayer;

@@ -21,12 +21,12 @@
 //! and mapped to instants here (see [`zone::first_instant_reaching`]);
 //! interval jobs use croner's own zoned search, which gets them right.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime};
+use chrono::{DateTime, NaiveDateTime};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 
-use super::{zone, TimingError};
+use super::{calendar, cron_fields, zone, TimingError};
 
 /// 0001-01-02T00:00:00Z. croner searches years 1..=5000 only; starting a
 /// search earlier than this could put the wall clock in year 0, so searches
@@ -56,12 +56,7 @@ impl CronRule {
     /// Parses and validates `expr` (already known non-empty).
     pub(super) fn parse(expr: &str) -> Result<CronRule, TimingError> {
         let expr = expr.trim();
-        if !expr.starts_with('@') {
-            let found = expr.split_whitespace().count();
-            if found != 5 && found != 6 {
-                return Err(TimingError::CronFieldCount { found });
-            }
-        }
+        cron_fields::check(expr)?;
         let parser = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Disallowed)
@@ -73,14 +68,15 @@ impl CronRule {
         let never = || TimingError::CronNeverMatches {
             expr: expr.to_string(),
         };
-        // Without a year field a pattern that matches once matches every
-        // 400 years, so one search over croner's range settles it.
-        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .ok_or_else(never)?;
-        cron.find_next_occurrence(&epoch, true)
-            .map_err(|_| never())?;
+        // Decided from the calendar, not by a search through the years (which
+        // cost tens of ms of CPU for a pattern that never matches).
         let p = &cron.pattern;
+        let times = [&p.seconds, &p.minutes, &p.hours];
+        if times.iter().any(|c| c.values().is_empty())
+            || !calendar::some_day_matches(p).some_day_matches
+        {
+            return Err(never());
+        }
         let fixed = [&p.seconds, &p.minutes, &p.hours]
             .iter()
             .all(|c| !c.from_wildcard && c.step == 1);
@@ -100,6 +96,13 @@ impl CronRule {
         } else {
             self.interval_next_after(tz, after_secs)
         }?;
+        // The walk croner made is bounded (see calendar::MAX_GAP_DAYS); a DST shift
+        // adds at most a day.
+        debug_assert!(
+            fire.at_ms / 1000 - after_secs <= (calendar::MAX_GAP_DAYS + 1) * 86_400,
+            "{after_secs} -> {}",
+            fire.at_ms
+        );
         (fire.at_ms > after_ms).then_some(fire)
     }
 

@@ -6,11 +6,14 @@
 //! `[start_time, end_time]` window (both ends inclusive), missed-slot
 //! counting and previews.
 
+mod calendar;
 mod cron;
+mod cron_fields;
 mod error;
 mod every;
 mod preview;
 mod zone;
+mod zone_name;
 
 #[cfg(test)]
 mod tests;
@@ -27,6 +30,17 @@ pub(crate) use preview::PreviewItem;
 /// count costs one search per slot, and past this the exact number tells an
 /// operator nothing more than "a lot".
 pub(crate) const MAX_SKIP_COUNT: u64 = 100_000;
+
+/// 9999-12-31T23:59:59.999Z, the last instant a protobuf Timestamp (RFC 3339) can
+/// carry. No fire time is later: a schedule whose next run would be is over, rather
+/// than stored with a time its clients cannot parse. `lua/lib/rules.lua` keeps the
+/// same bound for `every`.
+pub(crate) const MAX_TIME_MS: i64 = 253_402_300_799_999;
+
+/// Cron times are computed up to the year 5000 (croner's range); a cron schedule
+/// starting later would never fire, so a new one may not (4999-12-30T00:00:00Z,
+/// leaving room for any zone's offset).
+const CRON_LAST_START_MS: i64 = 95_617_411_200_000;
 
 /// Most fire times one preview returns; matches the API's `count` limit.
 pub(crate) const MAX_PREVIEW_COUNT: usize = 1000;
@@ -74,15 +88,7 @@ impl Timing {
     /// Validates a spec. `every` is anchored at `start_ms`, else the epoch.
     pub(crate) fn parse(spec: &TimingSpec) -> Result<Timing, TimingError> {
         let cron = spec.cron.filter(|c| !c.is_empty());
-        let tz = if spec.timezone.is_empty() {
-            Tz::UTC
-        } else {
-            spec.timezone
-                .parse()
-                .map_err(|_| TimingError::UnknownTimezone {
-                    name: spec.timezone.to_string(),
-                })?
-        };
+        let tz = zone_name::parse(spec.timezone)?;
         let rule = match (cron, spec.every_ms) {
             (Some(expr), None) => Rule::Cron(Box::new(CronRule::parse(expr)?)),
             (None, Some(every_ms)) => {
@@ -101,6 +107,25 @@ impl Timing {
             start_ms: spec.start_ms,
             end_ms: spec.end_ms,
         })
+    }
+
+    /// Validates a spec for a new or changed schedule: [`Timing::parse`], plus the
+    /// rules that only bind what is written from now on (stored schedules keep
+    /// parsing with [`Timing::parse`]): no legacy zone, and no zone beside `every`.
+    pub(crate) fn parse_new(spec: &TimingSpec) -> Result<Timing, TimingError> {
+        let timing = Timing::parse(spec)?;
+        zone_name::check_new(timing.tz)?;
+        if timing.is_cron()
+            && spec
+                .start_ms
+                .is_some_and(|start| start > CRON_LAST_START_MS)
+        {
+            return Err(TimingError::CronStartTooLate);
+        }
+        if !timing.is_cron() && !spec.timezone.is_empty() && timing.tz != Tz::UTC {
+            return Err(TimingError::TimezoneWithEvery);
+        }
+        Ok(timing)
     }
 
     pub(crate) fn is_cron(&self) -> bool {
@@ -236,6 +261,6 @@ impl Timing {
     }
 
     fn before_end(&self, at_ms: i64) -> bool {
-        self.end_ms.is_none_or(|end| at_ms <= end)
+        at_ms <= MAX_TIME_MS && self.end_ms.is_none_or(|end| at_ms <= end)
     }
 }

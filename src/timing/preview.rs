@@ -24,8 +24,7 @@ pub(crate) struct PreviewItem {
     pub(crate) note: String,
 }
 
-/// 9999-12-31T23:59:59.999Z. RFC 3339 (and protobuf's Timestamp) stop here.
-const RFC3339_MAX_MS: i64 = 253_402_300_799_999;
+use super::MAX_TIME_MS as RFC3339_MAX_MS;
 
 /// Renders an `every` fire. Intervals run in absolute time, so DST never
 /// moves them and there is nothing to note.

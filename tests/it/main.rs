@@ -7,6 +7,7 @@ mod common;
 
 mod bad_input;
 mod bench_smoke;
+mod binary;
 mod claim;
 mod concurrency;
 mod dev;

@@ -95,11 +95,25 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
     // What each example shows is really what the service answers.
     let list = output_of(" list")[0];
     for service in [
+        "dueq.v1.AdminService",
         "dueq.v1.QueueService",
         "grpc.health.v1.Health",
         "grpc.reflection.v1alpha.ServerReflection",
     ] {
         assert!(list.contains(service), "list lacks {service}:\n{list}");
+    }
+    // The comment above `list` names every dueq service it prints.
+    let comment = README
+        .lines()
+        .skip_while(|l| !l.starts_with("# What is served"))
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for service in list.lines().filter(|l| l.starts_with("dueq.")) {
+        assert!(
+            comment.contains(service.trim()),
+            "README's list comment lacks {service}: {comment}"
+        );
     }
     assert!(output_of("Health/Check")[0].contains("\"SERVING\""));
     let preview = output_of("PreviewSchedule")[0];
@@ -291,7 +305,12 @@ fn help_documents_every_setting_with_its_env_var() {
             "README config table lacks {flag}"
         );
     }
-    // Plain `dueq --help` works too and names the subcommand.
+    // DUEQ_LOG is not a flag, but is documented beside them, with its dueq= form.
+    assert!(
+        help.contains("DUEQ_LOG=dueq=debug"),
+        "--help lacks DUEQ_LOG:\n{help}"
+    );
+    // Plain `dueq --help` works too and names the subcommand and DUEQ_LOG.
     let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
         .arg("--help")
         .output()
@@ -304,6 +323,7 @@ fn help_documents_every_setting_with_its_env_var() {
             "--help lacks {subcommand}:\n{help}"
         );
     }
+    assert!(help.contains("DUEQ_LOG"), "{help}");
 }
 
 #[test]

@@ -187,7 +187,11 @@ pub(super) async fn fail(
     check::id("lease_token", &req.lease_token)?;
     check::max_len("error", &req.error, MAX_ERROR_LEN)?;
     let failure = Failure {
-        retry_after_ms: check::optional_ms("retry_after", &req.retry_after)?,
+        retry_after_ms: check::optional_later_ms(
+            "retry_after",
+            &req.retry_after,
+            api.schedules.now_ms(),
+        )?,
         error: req.error,
         non_retryable: req.non_retryable,
     };

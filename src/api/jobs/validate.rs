@@ -17,6 +17,7 @@ pub(super) fn new_job(
     req: proto::EnqueueRequest,
 ) -> Result<NewJob, ApiError> {
     let f = |name: &str| format!("{at}{name}");
+    let now_ms = api.schedules.now_ms();
     validate::id(&f("queue"), &req.queue)?;
     validate::id(&f("name"), &req.name)?;
     validate::payload(&f("payload"), &req.payload, api.limits.max_payload_size)?;
@@ -27,7 +28,7 @@ pub(super) fn new_job(
             RunAt::AtMs(validate::timestamp_ms(&f("run_at"), t)?)
         }
         Some(proto::enqueue_request::When::Delay(d)) => {
-            RunAt::DelayMs(validate::duration_ms(&f("delay"), d)?)
+            RunAt::DelayMs(validate::later_ms(&f("delay"), d, now_ms)?)
         }
     };
     if let Some(n) = req.max_attempts.filter(|n| !(1..=MAX_ATTEMPTS).contains(n)) {
@@ -36,7 +37,11 @@ pub(super) fn new_job(
             format!("must be 1-{MAX_ATTEMPTS}, got {n}"),
         ));
     }
-    let backoff = req.backoff.as_ref().map(|b| backoff(at, b)).transpose()?;
+    let backoff = req
+        .backoff
+        .as_ref()
+        .map(|b| backoff(at, b, now_ms))
+        .transpose()?;
     let lease_ms = req
         .lease
         .as_ref()
@@ -108,7 +113,7 @@ fn dedup(at: &str, req: &proto::EnqueueRequest) -> Result<Option<Dedup>, ApiErro
     }))
 }
 
-fn backoff(at: &str, b: &proto::Backoff) -> Result<Backoff, ApiError> {
+fn backoff(at: &str, b: &proto::Backoff, now_ms: i64) -> Result<Backoff, ApiError> {
     let f = |name: &str| format!("{at}backoff.{name}");
     let kind = match proto::BackoffKind::try_from(b.kind) {
         Ok(proto::BackoffKind::Fixed) => BackoffKind::Fixed,
@@ -123,10 +128,10 @@ fn backoff(at: &str, b: &proto::Backoff) -> Result<Backoff, ApiError> {
             ))
         }
     };
-    let base_ms = validate::optional_ms(&f("base"), &b.base)?
+    let base_ms = validate::optional_later_ms(&f("base"), &b.base, now_ms)?
         .ok_or_else(|| ApiError::invalid(f("base"), "is required"))?;
-    let cap_ms =
-        validate::optional_ms(&f("cap"), &b.cap)?.unwrap_or(Backoff::DEFAULT_CAP_MS.max(base_ms));
+    let cap_ms = validate::optional_later_ms(&f("cap"), &b.cap, now_ms)?
+        .unwrap_or(Backoff::DEFAULT_CAP_MS.max(base_ms));
     if kind == BackoffKind::Exponential && cap_ms < base_ms {
         return Err(ApiError::invalid(f("cap"), "must not be less than base"));
     }

@@ -36,7 +36,7 @@ pub(crate) struct BenchArgs {
     /// Records for the memory measurement (default 100k; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) records: Option<u64>,
-    /// Pre-index schedules to migrate (default 1m, the size; 1k with --smoke).
+    /// Pre-index schedules to migrate (default 1m; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) migrate: Option<u64>,
     /// Use this Redis instead of starting a redis-server (its data is NOT flushed;

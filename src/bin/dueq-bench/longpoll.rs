@@ -59,7 +59,7 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
     let with = idle(&mut conn, pid, window).await?;
 
     // Wake precision: schedules due at spread times while the waiters wait.
-    // (The issue: 1,000 due at spread times; 4 ms apart they span 4 s.)
+    // (The target: 1,000 due at spread times; 4 ms apart they span 4 s.)
     let due_count: usize = if plan.smoke { 5 } else { 1_000 };
     let first_due = redis_now(&mut conn).await? + 1_000;
     upsert_due_4ms_apart(&mut client, first_due, due_count).await?;

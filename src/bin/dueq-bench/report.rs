@@ -1,5 +1,5 @@
 //! The bench's results: rows grouped by section, printed as a table and as JSON,
-//! and the targets checked against them (targets.rs).
+//! and the performance targets checked against them (targets.rs).
 
 mod row;
 mod targets;

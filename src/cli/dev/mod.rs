@@ -24,7 +24,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     };
     // Every other setting as `dueq serve` reads it (DUEQ_* variables, defaults).
     let mut config = ServeConfig::for_redis(String::new());
-    crate::init_logging(config.log_format);
+    dueq::logging::init(config.log_format);
     let dir = match data_dir(&dev.data_dir) {
         Ok(dir) => dir,
         Err(error) => {
@@ -44,7 +44,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     };
     config.redis_url = redis.url();
     config.listen = dev.listen;
-    let Some(listener) = crate::bind(config.listen).await else {
+    let Some(listener) = crate::bind(&config.listen).await else {
         stop(redis).await;
         return ExitCode::FAILURE;
     };

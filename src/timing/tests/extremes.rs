@@ -89,7 +89,8 @@ fn every_range_edges() {
     assert_eq!(t.first_at_or_after(i64::MIN), Some(i64::MIN));
     assert_eq!(t.next_after(i64::MIN), Some(i64::MIN + 1_024));
     assert_eq!(t.first_at_or_after(i64::MAX), None);
-    assert_eq!(t.next_after(i64::MAX - 1_024), Some(i64::MAX - 1_023));
+    // Past the year 9999 nothing fires (see nothing_fires_past_the_year_9999).
+    assert_eq!(t.next_after(i64::MAX - 1_024), None);
     let t = every(1_000, None, None);
     assert_eq!(
         t.first_at_or_after(i64::MIN),
@@ -97,9 +98,29 @@ fn every_range_edges() {
     );
     assert_eq!(t.next_after(9_223_372_036_854_775_000), None);
     let t = every(1_000, Some(i64::MAX - 5), None);
-    assert_eq!(t.first_at_or_after(0), Some(i64::MAX - 5));
+    assert_eq!(t.first_at_or_after(0), None);
     assert_eq!(t.next_after(i64::MAX - 5), None);
     // Unrepresentable as a calendar date: preview stops instead of panicking.
     assert!(t.preview(0, 3).is_empty());
     assert!(every(1_000, None, None).preview(i64::MIN, 3).is_empty());
+}
+
+/// No fire time is past 9999-12-31T23:59:59.999Z, the last a protobuf Timestamp can
+/// carry: a schedule whose next run would be is over (`None`), in Rust as in Lua
+/// (`store::pins` runs both near the end).
+#[test]
+fn nothing_fires_past_the_year_9999() {
+    use super::super::MAX_TIME_MS;
+    let t = every(60_000, None, None);
+    let last = t.next_after(MAX_TIME_MS - 60_000).expect("a slot in 9999");
+    assert!(last <= MAX_TIME_MS);
+    assert_eq!(t.next_after(last), None);
+    assert_eq!(t.first_at_or_after(MAX_TIME_MS + 1), None);
+    let advance = t.advance(last, last + 3_600_000);
+    assert_eq!(advance.next_ms, None, "a late claim ends it too");
+    for t in all_timings() {
+        for probe in probes() {
+            assert!(t.next_after(probe).is_none_or(|at| at <= MAX_TIME_MS));
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! 2026-04-05 02:00→01:30 and springs forward 2026-10-04 02:00→02:30.
 
 mod advance;
+mod calendar;
 mod cron_dst;
 mod cron_syntax;
 mod every;

@@ -68,13 +68,7 @@ fn field_counts() {
 
 #[test]
 fn syntax_errors_carry_crone_message() {
-    for expr in [
-        "61 * * * *",
-        "* * * * foo",
-        "*/0 * * * *",
-        "@reboot",
-        "1-2-3 * * * *",
-    ] {
+    for expr in ["* * * * foo", "1-2-3 * * * *"] {
         let error = err(Some(expr), None, "");
         let TimingError::CronSyntax { expr: e, reason } = &error else {
             panic!("{expr}: {error:?}");
@@ -87,11 +81,80 @@ fn syntax_errors_carry_crone_message() {
         );
         assert_eq!(error.field(), "cron");
     }
-    let error = err(Some("61 * * * *"), None, "");
-    assert_eq!(
-        error.to_string(),
-        "cron: cannot parse \"61 * * * *\": Component error: Number out of bounds."
-    );
+}
+
+#[test]
+fn field_errors_name_the_field_and_its_range() {
+    for (expr, message) in [
+        (
+            "61 * * * *",
+            "cron field 1 (minute) value 61 is out of range 0-59",
+        ),
+        (
+            "0 24 * * *",
+            "cron field 2 (hour) value 24 is out of range 0-23",
+        ),
+        (
+            "0 0 0 * *",
+            "cron field 3 (day of month) value 0 is out of range 1-31",
+        ),
+        (
+            "0 0 32 * *",
+            "cron field 3 (day of month) value 32 is out of range 1-31",
+        ),
+        (
+            "0 0 1 13 *",
+            "cron field 4 (month) value 13 is out of range 1-12",
+        ),
+        (
+            "0 0 * * 8",
+            "cron field 5 (day of week) value 8 is out of range 0-7",
+        ),
+        (
+            "0 0 * * 9#2",
+            "cron field 5 (day of week) value 9 is out of range 0-7",
+        ),
+        (
+            "0 0 1-40 * *",
+            "cron field 3 (day of month) value 40 is out of range 1-31",
+        ),
+        (
+            "5,70 * * * *",
+            "cron field 1 (minute) value 70 is out of range 0-59",
+        ),
+        (
+            "60 0 0 * * *",
+            "cron field 1 (second) value 60 is out of range 0-59",
+        ),
+        (
+            "0 99999999999 0 * * *",
+            "cron field 2 (minute) value 4294967295 is out of range 0-59",
+        ),
+        (
+            "*/0 * * * *",
+            "cron field 1 (minute) step 0 must be at least 1",
+        ),
+    ] {
+        let error = err(Some(expr), None, "");
+        assert_eq!(error.to_string(), format!("cron: {message}"), "{expr}");
+        assert_eq!(error.field(), "cron");
+    }
+}
+
+#[test]
+fn an_at_word_that_is_not_an_alias_points_to_every() {
+    for expr in ["@every 5m", "@reboot", "@daily extra"] {
+        let error = err(Some(expr), None, "");
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("cron: {expr:?} is not a cron expression")),
+            "{message}"
+        );
+        assert!(message.contains("set every instead"), "{message}");
+        assert!(!message.contains("years"), "{message}");
+        assert_eq!(error.field(), "cron");
+    }
+    assert!(parse(Some("@DAILY"), None, "").is_ok());
 }
 
 #[test]
@@ -116,6 +179,10 @@ fn timezones() {
         "timezone: unknown IANA time zone \"Mars/Base\""
     );
     assert_eq!(error.field(), "timezone");
+    assert_eq!(
+        err(Some("* * * * *"), None, "Europe/berlin").to_string(),
+        "timezone: unknown IANA time zone \"Europe/berlin\"; did you mean Europe/Berlin?"
+    );
     // Validated for every too, and names are exact.
     assert_eq!(
         err(None, Some(60_000), "america/new_york").field(),
@@ -212,4 +279,47 @@ fn accessors() {
     let t = parse(Some("  30 2 * * *  "), None, NY).expect("valid");
     assert!(t.is_cron());
     assert_eq!(t.timezone_name(), NY);
+}
+
+fn parse_new(
+    cron: Option<&str>,
+    every_ms: Option<i64>,
+    timezone: &str,
+) -> Result<Timing, TimingError> {
+    Timing::parse_new(&TimingSpec {
+        cron,
+        every_ms,
+        timezone,
+        start_ms: None,
+        end_ms: None,
+    })
+}
+
+#[test]
+fn new_schedules_name_region_zones_and_no_zone_with_every() {
+    for legacy in [
+        "EST", "MST", "HST", "EST5EDT", "CST6CDT", "MST7MDT", "PST8PDT", "CET",
+    ] {
+        let error = parse_new(Some("0 9 * * *"), None, legacy).expect_err(legacy);
+        assert_eq!(error.field(), "timezone");
+        assert!(error.to_string().contains("legacy zone"), "{error}");
+        // Stored schedules that name one keep working.
+        assert!(parse(Some("0 9 * * *"), None, legacy).is_ok(), "{legacy}");
+    }
+    let est = parse_new(Some("0 9 * * *"), None, "EST").expect_err("EST");
+    assert!(est.to_string().contains("America/New_York"), "{est}");
+    assert!(est.to_string().contains("Etc/GMT+5"), "{est}");
+    for fine in ["UTC", "Etc/GMT+5", "America/New_York", "US/Eastern", ""] {
+        assert!(parse_new(Some("0 9 * * *"), None, fine).is_ok(), "{fine}");
+    }
+    let error = parse_new(None, Some(60_000), NY).expect_err("every with a zone");
+    assert_eq!(error, TimingError::TimezoneWithEvery);
+    assert_eq!(error.field(), "timezone");
+    assert!(
+        parse(None, Some(60_000), NY).is_ok(),
+        "stored ones still parse"
+    );
+    for fine in ["", "UTC"] {
+        assert!(parse_new(None, Some(60_000), fine).is_ok(), "{fine}");
+    }
 }

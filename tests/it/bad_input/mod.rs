@@ -7,6 +7,7 @@
 
 mod by_id;
 mod claims;
+mod far_times;
 mod limits;
 mod previews;
 mod serving;

@@ -37,7 +37,40 @@ fn bad_previews() -> Vec<(
             "cron minute 61",
             preview_of(cron("", "61 * * * *", "")),
             "schedule.cron",
-            "cannot parse",
+            "cron field 1 (minute) value 61 is out of range 0-59",
+        ),
+        (
+            "@every is not cron",
+            preview_of(cron("", "@every 5m", "")),
+            "schedule.cron",
+            "set every instead",
+        ),
+        (
+            "legacy zone EST",
+            preview_of(cron("", "0 9 * * *", "EST")),
+            "schedule.timezone",
+            "America/New_York",
+        ),
+        (
+            "time zone in the wrong case",
+            preview_of(cron("", "0 9 * * *", "Europe/berlin")),
+            "schedule.timezone",
+            "did you mean Europe/Berlin?",
+        ),
+        (
+            "time zone with every",
+            preview_of(proto::Schedule {
+                timezone: "Asia/Tokyo".into(),
+                ..every("", 60)
+            }),
+            "schedule.timezone",
+            "no effect with every",
+        ),
+        (
+            "cron never matching (31st of Feb and the 30-day months)",
+            preview_of(cron("", "0 0 31 2,4,6,9,11 *", "")),
+            "schedule.cron",
+            "never matches",
         ),
         (
             "cron with 3 fields",

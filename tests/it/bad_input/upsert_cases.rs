@@ -50,19 +50,55 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             "cron minute 61",
             cron(id, "61 * * * *", ""),
             "schedule.cron",
-            "cannot parse \"61 * * * *\"",
+            "cron field 1 (minute) value 61 is out of range 0-59",
         ),
         invalid(
             "cron hour 24",
             cron(id, "0 24 * * *", ""),
             "schedule.cron",
-            "cannot parse",
+            "cron field 2 (hour) value 24 is out of range 0-23",
         ),
         invalid(
             "cron month 13",
             cron(id, "0 0 1 13 *", ""),
             "schedule.cron",
-            "cannot parse",
+            "cron field 4 (month) value 13 is out of range 1-12",
+        ),
+        invalid(
+            "cron day of month 32",
+            cron(id, "0 0 32 * *", ""),
+            "schedule.cron",
+            "cron field 3 (day of month) value 32 is out of range 1-31",
+        ),
+        invalid(
+            "cron day of week 8",
+            cron(id, "0 0 * * 1-8", ""),
+            "schedule.cron",
+            "cron field 5 (day of week) value 8 is out of range 0-7",
+        ),
+        invalid(
+            "cron step 0",
+            cron(id, "*/0 * * * *", ""),
+            "schedule.cron",
+            "cron field 1 (minute) step 0 must be at least 1",
+        ),
+        invalid(
+            "cron second 60 (6 fields)",
+            cron(id, "60 * * * * *", ""),
+            "schedule.cron",
+            "cron field 1 (second) value 60 is out of range 0-59",
+        ),
+        invalid(
+            "@every is not cron",
+            cron(id, "@every 5m", ""),
+            "schedule.cron",
+            "is not a cron expression",
+        ),
+        invalid(
+            "cron never matching (31st of Feb and the 30-day months)",
+            cron(id, "0 0 31 2,4,6,9,11 *", ""),
+            "schedule.cron",
+            "never matches",
         ),
         invalid(
             "cron garbage field",
@@ -98,7 +134,7 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             "cron of 200 KB (echoed input)",
             cron(id, &format!("x{} * * * *", "y".repeat(200_000)), ""),
             "schedule.cron",
-            "cannot parse",
+            "must be at most 1024 bytes",
         ),
         // timezone
         invalid(
@@ -115,6 +151,51 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             },
             "schedule.timezone",
             "Mars/Olympus",
+        ),
+        invalid(
+            "time zone in the wrong case",
+            cron(id, "0 * * * *", "Europe/berlin"),
+            "schedule.timezone",
+            "did you mean Europe/Berlin?",
+        ),
+        invalid(
+            "legacy zone EST",
+            cron(id, "0 9 * * *", "EST"),
+            "schedule.timezone",
+            "America/New_York",
+        ),
+        invalid(
+            "legacy zone EST: the fixed-offset form",
+            cron(id, "0 9 * * *", "EST"),
+            "schedule.timezone",
+            "Etc/GMT+5",
+        ),
+        invalid(
+            "legacy zone PST8PDT",
+            cron(id, "0 9 * * *", "PST8PDT"),
+            "schedule.timezone",
+            "America/Los_Angeles",
+        ),
+        invalid(
+            "legacy zone HST",
+            cron(id, "0 9 * * *", "HST"),
+            "schedule.timezone",
+            "Pacific/Honolulu",
+        ),
+        invalid(
+            "legacy zone CET",
+            cron(id, "0 9 * * *", "CET"),
+            "schedule.timezone",
+            "legacy zone",
+        ),
+        invalid(
+            "time zone with every",
+            proto::Schedule {
+                timezone: "Europe/Berlin".into(),
+                ..every(id, 60)
+            },
+            "schedule.timezone",
+            "no effect with every",
         ),
         invalid(
             "time zone of 100 KB (echoed input)",
@@ -335,7 +416,7 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             code: Code::ResourceExhausted,
             field: "schedule.payload",
             reason: format!(
-                "{} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes",
+                "{} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes (--max-payload-size)",
                 PAYLOAD_LIMIT + 1
             ),
         },

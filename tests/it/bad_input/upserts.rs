@@ -111,10 +111,41 @@ async fn payload_over_max_payload_size_is_resource_exhausted() {
             got,
             Code::ResourceExhausted,
             "schedule.payload",
-            &format!("{len} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes"),
+            &format!("{len} bytes exceeds the limit of {PAYLOAD_LIMIT} bytes (--max-payload-size)"),
         );
         assert_eq!(failure, None);
     }
+    // Over the message size, tonic refuses the request before any handler sees it;
+    // the answer still names the limit's flag, as RESOURCE_EXHAUSTED.
+    let over_message = 4 * 1024 * 1024 + 1;
+    let got = c
+        .upsert_schedule(proto::UpsertScheduleRequest {
+            namespace: "ns".into(),
+            schedule: Some(with_payload(over_message)),
+        })
+        .await;
+    let failure = rejection(
+        "a request over --max-message-size",
+        got,
+        Code::ResourceExhausted,
+        "request",
+        "exceeds the server's --max-message-size of 4194304 bytes",
+    );
+    assert_eq!(failure, None);
+    let got = c
+        .enqueue(proto::EnqueueRequest {
+            payload: vec![b'p'; over_message],
+            ..job("q", "big")
+        })
+        .await;
+    let failure = rejection(
+        "an Enqueue over --max-message-size",
+        got,
+        Code::ResourceExhausted,
+        "request",
+        "--max-message-size",
+    );
+    assert_eq!(failure, None);
     assert_eq!(
         dbsize(&mut conn).await,
         0,

@@ -1,4 +1,4 @@
-//! The issue's targets, checked against a report's rows. A target whose rows this
+//! The performance targets dueq is held to, checked against a report's rows. A target whose rows this
 //! run did not measure is "n/a", neither met nor missed.
 
 use serde_json::Value;
@@ -17,7 +17,7 @@ pub(crate) struct Target {
 type Check = Option<(bool, String)>;
 
 impl Report {
-    /// Compares the results with the issue's targets.
+    /// Compares the results with the performance targets.
     pub(crate) fn check_targets(&mut self) {
         self.check_enqueue();
         self.check_claim_scaling();
@@ -94,7 +94,7 @@ impl Report {
             })
         });
         self.target(
-            "ClaimDueSchedule p50 at largest size <= 1.5x p50 at smallest (issue: 1M vs 1k)",
+            "ClaimDueSchedule p50 at largest size <= 1.5x p50 at smallest (1M vs 1k schedules)",
             t,
         );
     }

@@ -1,7 +1,5 @@
 //! `advance`: missed-slot counting and rescheduling.
 
-use std::time::Instant;
-
 use super::super::{Advance, MAX_SKIP_COUNT};
 use super::{cron, every, ms, BERLIN, NY};
 
@@ -57,12 +55,9 @@ fn cron_skips_saturate_and_next_stays_fast() {
     let t = cron("* * * * * *", BERLIN);
     let due = ms("2025-06-01T00:00:00Z");
     let now = due + 365 * DAY + 250;
-    let started = Instant::now();
     let adv = t.advance(due, now);
     assert_eq!(adv.skipped, MAX_SKIP_COUNT);
     assert_eq!(adv.next_ms, Some(due + 365 * DAY + SEC));
-    // Bounded work: 100k steps, a fraction of a second even unoptimised.
-    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
 
 #[test]
@@ -90,8 +85,8 @@ fn every_counts_arithmetically() {
     assert_eq!(t.advance(0, 10 * SEC + 999).skipped, 10);
     assert_eq!(t.advance(500, 10 * SEC).skipped, 10);
     assert_eq!(t.advance(0, 10 * SEC).next_ms, Some(11 * SEC));
-    // Saturates without iterating, even over the whole i64 range.
-    let started = Instant::now();
+    // Saturates without iterating, even over the whole i64 range (an iterating
+    // advance would not finish these).
     let adv = t.advance(0, i64::MAX / 2);
     assert_eq!(adv.skipped, MAX_SKIP_COUNT);
     // Past the year 9999: the schedule is over.
@@ -106,7 +101,6 @@ fn every_counts_arithmetically() {
             next_ms: None
         }
     );
-    assert!(started.elapsed().as_millis() < 100);
     assert_eq!(
         t.advance(0, MAX_SKIP_COUNT as i64 * SEC).skipped,
         MAX_SKIP_COUNT

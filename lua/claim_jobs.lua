@@ -11,10 +11,12 @@
 -- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
 -- ARGV[14..] queue names
--- Returns { now, next_ms, more, n, then per claimed job: field count, fields... }
+-- Returns { now, next_ms, more, register, n, then per claimed job: field count,
+--           fields... }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
+--   register: 1 to put the namespace in the prune due-set (a job went dead)
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
 -- * 1 (derived indexes): each index entry met is re-validated against the job record
@@ -37,6 +39,7 @@ local K = job_keys(ARGV, 1)
 local done = KEYS[1]
 local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
+local register = 0
 local queues = {}
 for i = 14, #ARGV do queues[#queues + 1] = ARGV[i] end
 
@@ -57,7 +60,7 @@ local function reclaim(queue)
         if r.attempts >= r.max_attempts then
           r.state, r.finished = 'dead', now
           job_save(key, r)
-          redis.call('ZADD', done, now, id)
+          register = math.max(register, finish_entry(done, id, now))
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
@@ -188,6 +191,6 @@ for _, q in ipairs(queues) do
   end
 end
 
-local out = { now, next_ms or '', more, #claimed }
+local out = { now, next_ms or '', more, register, #claimed }
 for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
 return out

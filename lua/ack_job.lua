@@ -5,7 +5,8 @@
 -- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[9] job id   ARGV[10] lease token
--- Returns { "ok", now } | { "missing" } | { "stale", state } | { "expired" }
+-- Returns { "ok", now, register (1: put the namespace in the prune due-set) }
+--       | { "missing" } | { "stale", state } | { "expired" }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
 -- * 4 (a lease is the only authority): only the current token of an active job whose
@@ -27,5 +28,4 @@ if not key then return r end
 r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
 job_save(key, r)
 redis.call('ZREM', K.leased .. r.queue, id)
-redis.call('ZADD', KEYS[1], now, id)
-return { 'ok', now }
+return { 'ok', now, finish_entry(KEYS[1], id, now) }

@@ -5,7 +5,8 @@
 -- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[9] job id
--- Returns { "ok", fields... } | { "missing" } | { "state", state }
+-- Returns { "ok", register (1: put the namespace in the prune due-set), fields... }
+--       | { "missing" } | { "state", state }
 --
 -- Invariant 1 (docs/DESIGN.md): the job leaves its delayed set and enters the finished set in the
 -- same script that marks it cancelled. A pending job's ready-list entry stays and is
@@ -28,7 +29,6 @@ elseif r.state ~= 'pending' then
 end
 r.state, r.finished, r.updated = 'cancelled', now, now
 job_save(key, r)
-redis.call('ZADD', KEYS[1], now, id)
-local out = { 'ok' }
+local out = { 'ok', finish_entry(KEYS[1], id, now) }
 for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
 return out

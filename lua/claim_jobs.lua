@@ -13,10 +13,12 @@
 -- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua job_bytes) over it
 -- ARGV[15..] queue names
--- Returns { now, next_ms, more, n, then per claimed job: field count, fields... }
+-- Returns { now, next_ms, more, register, n, then per claimed job: field count,
+--           fields... }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
+--   register: 1 to put the namespace in the prune due-set (a job went dead)
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
 -- * 1 (derived indexes): each index entry met is re-validated against the job record
@@ -43,6 +45,7 @@ local done = KEYS[1]
 local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_bytes = tonumber(ARGV[14])
+local register = 0
 local queues = {}
 for i = 15, #ARGV do queues[#queues + 1] = ARGV[i] end
 
@@ -63,7 +66,7 @@ local function reclaim(queue)
         if r.attempts >= r.max_attempts then
           r.state, r.finished = 'dead', now
           job_save(key, r)
-          redis.call('ZADD', done, now, id)
+          register = math.max(register, finish_entry(done, id, now))
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
@@ -198,6 +201,6 @@ for _, q in ipairs(queues) do
   end
 end
 
-local out = { now, next_ms or '', more, #claimed }
+local out = { now, next_ms or '', more, register, #claimed }
 for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
 return out

@@ -10,7 +10,8 @@
 --           lengths of its best 16 priorities + due delayed + expired leases) }
 --
 -- Read-only. O(Q log N): per queue ZRANGE of at most 16 priorities, an LLEN each,
--- ZCOUNT and ZRANGEBYSCORE LIMIT 1. The count wakes that many waiters; it may include
+-- and per delayed and leased set its head (ZRANGE 0 0), then ZCOUNT and ZRANGEBYSCORE
+-- LIMIT 1 only when the head is due (an idle queue costs three commands). The count wakes that many waiters; it may include
 -- stale ready entries (their claims drop them) and ignores priorities past the
 -- 16th (the claims that follow report `more`). Invariant 7 (docs/DESIGN.md): now is Redis TIME, so
 -- every replica's timer agrees on what is claimable. Invariant 5: refused while the
@@ -29,8 +30,12 @@ for i = 9, #ARGV do
     n = n + redis.call('LLEN', ready_list(K, q, priority))
   end
   for _, k in ipairs({ K.delayed .. q, K.leased .. q }) do
-    n = n + redis.call('ZCOUNT', k, '-inf', now)
-    local later = redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    -- The head alone answers the idle case (empty, or nothing due yet) in one call.
+    local later = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if #later > 0 and tonumber(later[2]) <= now then
+      n = n + redis.call('ZCOUNT', k, '-inf', now)
+      later = redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    end
     if #later > 0 then
       local s = tonumber(later[2])
       if earliest == nil or s < earliest then earliest = s end

@@ -6,7 +6,10 @@
 -- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[9] retention age ms   ARGV[10] retention count   ARGV[11] batch size
--- Returns { deleted, more (1 if another call would delete more), finished jobs kept }
+-- Returns { deleted, more (1 if another call would delete more), finished jobs kept,
+--           next ms: when the oldest kept job passes the retention age ("" none kept) }
+-- The caller keeps the namespace in the prune due-set (outside this slot, so written
+-- by plain commands after this script) scored by next ms, or drops it when none.
 --
 -- Invariant 3 (docs/DESIGN.md): O(batch log N) per call; the caller (a background task, off the
 -- request path) calls again while `more`. Only jobs in the finished set are ever
@@ -54,4 +57,7 @@ if excess > 0 and deleted < batch then
 end
 local more = 0
 if deleted >= batch then more = 1 end
-return { deleted, more, redis.call('ZCARD', done) }
+local oldest = redis.call('ZRANGE', done, 0, 0, 'WITHSCORES')
+local next_ms = ''
+if #oldest > 0 then next_ms = tonumber(oldest[2]) + age end
+return { deleted, more, redis.call('ZCARD', done), next_ms }

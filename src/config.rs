@@ -151,7 +151,7 @@ pub struct ServeConfig {
     pub job_retention_count: u64,
 
     /// How often each instance prunes finished jobs (in bounded batches, off the
-    /// request path) in the namespaces it serves.
+    /// request path) in the namespaces the prune due-set in Redis says are due.
     #[arg(long, env = "DUEQ_JOB_PRUNE_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub job_prune_interval: Duration,
 

@@ -11,9 +11,12 @@
 //!
 //! Schedules and jobs of a namespace have a timer each (they peek different indexes).
 //! Job waiters are grouped by the set of queues they claim from: the job timer peeks
-//! every queue any waiter is interested in with one script call, and wakes in each
-//! group as many waiters as jobs are claimable in that group's queues. Timers live in
-//! the namespace's registry entry and stop when it is evicted.
+//! the queues waiters are interested in, [`MAX_PEEK_QUEUES`] per script call, and
+//! wakes in each group as many waiters as jobs are claimable in that group's queues.
+//! A tick peeks at most [`MAX_PEEK_CALLS`] batches; with more queues waited on than
+//! that covers, ticks take turns round the queues (a cursor), so every waiter's queue
+//! is peeked within a bounded number of ticks however many other queues have waiters.
+//! Timers live in the namespace's registry entry and stop when it is evicted.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -38,8 +41,11 @@ use crate::{
     sync::lock,
 };
 
-/// Most distinct queues one job timer peeks per call (bounds the script's work).
+/// Most distinct queues one job peek script covers (bounds the script's work).
 const MAX_PEEK_QUEUES: usize = 256;
+/// Most job peek calls one timer tick makes (bounds a tick's work); queues beyond
+/// them are peeked by the next ticks, in turn.
+const MAX_PEEK_CALLS: usize = 4;
 /// Attempts in a row that find claimable work but claim none (all heads stale)
 /// before a long-poll parks instead of trying again at once.
 const MAX_EMPTY_RETRIES: usize = 8;
@@ -75,6 +81,9 @@ pub(crate) struct Timer {
     poke: Notify,
     /// Earliest due time known to this instance, epoch ms (i64::MAX: none known).
     earliest_ms: AtomicI64,
+    /// The last queue a job tick peeked when it could not peek them all: the next
+    /// tick starts after it.
+    cursor: Mutex<Option<String>>,
 }
 
 /// A handle to park on: one timer and one group of it. It holds the namespace's
@@ -115,6 +124,7 @@ impl Wakers {
                 groups: Mutex::new(HashMap::new()),
                 poke: Notify::new(),
                 earliest_ms: AtomicI64::new(i64::MAX),
+                cursor: Mutex::new(None),
             });
             tokio::spawn(self.clone().run_timer(
                 entry.name().to_owned(),
@@ -190,7 +200,7 @@ impl Wakers {
                 }
                 (peek.now_ms, peek.earliest_ms)
             }),
-            Work::Jobs => self.peek_jobs(namespace, &groups).await,
+            Work::Jobs => self.peek_jobs(namespace, timer, &groups).await,
         };
         match result {
             // Entries due now were handed to waiters; what they claim reports the rest.
@@ -205,21 +215,30 @@ impl Wakers {
     async fn peek_jobs(
         &self,
         namespace: &str,
+        timer: &Timer,
         groups: &[Arc<Group>],
     ) -> Result<(i64, Option<i64>), crate::store::StoreError> {
-        let queues: Vec<String> = groups
-            .iter()
-            .flat_map(|g| g.queues.iter().cloned())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .take(MAX_PEEK_QUEUES)
-            .collect();
-        let peek = self
-            .store
-            .run(namespace, &PeekJobs { queues: &queues })
-            .await?;
-        let claimable: HashMap<&String, u64> =
-            queues.iter().zip(peek.claimable.iter().copied()).collect();
+        let waited_on: BTreeSet<&String> = groups.iter().flat_map(|g| g.queues.iter()).collect();
+        let queues = {
+            let mut cursor = lock(&timer.cursor);
+            let (queues, next) = this_turn(&waited_on, cursor.as_deref());
+            *cursor = next;
+            queues
+        };
+        let mut claimable: HashMap<&String, u64> = HashMap::with_capacity(queues.len());
+        let (mut now_ms, mut earliest_ms) = (0, None::<i64>);
+        for batch in queues.chunks(MAX_PEEK_QUEUES) {
+            let peek = self
+                .store
+                .run(namespace, &PeekJobs { queues: batch })
+                .await?;
+            claimable.extend(batch.iter().zip(peek.claimable.iter().copied()));
+            now_ms = now_ms.max(peek.now_ms);
+            earliest_ms = match (earliest_ms, peek.earliest_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
         for group in groups {
             let n = group
                 .queues
@@ -228,7 +247,7 @@ impl Wakers {
                 .sum();
             wake(group, n);
         }
-        Ok((peek.now_ms, peek.earliest_ms))
+        Ok((now_ms, earliest_ms))
     }
 
     async fn run_timer(
@@ -280,6 +299,26 @@ impl Wakers {
             }
         }
     }
+}
+
+/// The queues one job tick peeks: all of them when they fit in its calls, else the
+/// next ones after `cursor`, wrapping round; and the cursor for the next tick (`None`
+/// when this one covered them all).
+fn this_turn(waited_on: &BTreeSet<&String>, cursor: Option<&str>) -> (Vec<String>, Option<String>) {
+    let most = MAX_PEEK_QUEUES * MAX_PEEK_CALLS;
+    if waited_on.len() <= most {
+        return (waited_on.iter().map(|q| (*q).clone()).collect(), None);
+    }
+    // `most` is under the set's size, so wrapping round never reaches the cursor again.
+    let queues: Vec<String> = waited_on
+        .iter()
+        .filter(|q| cursor.is_none_or(|c| q.as_str() > c))
+        .chain(waited_on.iter())
+        .take(most)
+        .map(|q| (*q).clone())
+        .collect();
+    let next = queues.last().cloned();
+    (queues, next)
 }
 
 /// Wakes up to `due` of a group's waiters.
@@ -373,5 +412,38 @@ where
             Woken::Notified => continue,
             Woken::Deadline | Woken::Shutdown => return Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::{this_turn, MAX_PEEK_CALLS, MAX_PEEK_QUEUES};
+
+    #[test]
+    fn ticks_take_turns_round_more_queues_than_one_tick_peeks() {
+        let most = MAX_PEEK_QUEUES * MAX_PEEK_CALLS;
+        let names: Vec<String> = (0..most * 2 + 7).map(|i| format!("q{i:05}")).collect();
+        let waited_on: BTreeSet<&String> = names.iter().collect();
+        let mut cursor = None;
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            let (queues, next) = this_turn(&waited_on, cursor.as_deref());
+            assert_eq!(queues.len(), most, "a tick peeks a bounded number");
+            let distinct: BTreeSet<&String> = queues.iter().collect();
+            assert_eq!(distinct.len(), most, "no queue twice in a tick");
+            seen.extend(queues);
+            cursor = next;
+        }
+        assert_eq!(seen.len(), names.len(), "three ticks cover every queue");
+
+        let few: Vec<String> = (0..10).map(|i| format!("q{i}")).collect();
+        let (queues, next) = this_turn(&few.iter().collect(), Some("q5"));
+        assert_eq!(
+            (queues.len(), next),
+            (10, None),
+            "what fits is peeked whole"
+        );
     }
 }

@@ -1,18 +1,18 @@
 //! The one registry of per-namespace in-memory state: the wake-up timers of both
 //! long-polls, the Enqueue grouping lane, the monitor's last finding, the
-//! needs-Migrate notice, and whether finished jobs still await pruning.
+//! needs-Migrate notice.
 //!
 //! One eviction rule covers all of it: an entry goes once no call has used its
-//! namespace for [`IDLE_AFTER`], nothing holds it (no long-poll waits on it, no
-//! grouped Enqueue is in flight) and the pruner found no finished jobs left to prune.
-//! Evicting it stops its timers. So memory and background work follow the namespaces
+//! namespace for [`IDLE_AFTER`] and nothing holds it (no long-poll waits on it, no
+//! grouped Enqueue is in flight). Evicting it stops its timers. Pruning keeps no
+//! entry: it is driven by the prune due-set in Redis (`jobs::retention`). So memory and background work follow the namespaces
 //! in use, not every namespace this instance ever saw; a namespace used again simply
 //! gets a fresh entry.
 
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc, Mutex, OnceLock,
     },
     time::Duration,
@@ -25,9 +25,6 @@ use crate::{domain::Finding, jobs::Lane, longpoll::Timer, sync::lock};
 
 /// How long an unused namespace's state is kept.
 pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(3600);
-
-/// Finished jobs kept is not known until the pruner has looked.
-const UNKNOWN: u64 = u64::MAX;
 
 /// The in-memory state of one namespace.
 pub(crate) struct Entry {
@@ -42,9 +39,8 @@ pub(crate) struct Entry {
     pub(crate) health: Mutex<(Finding, Option<Instant>)>,
     /// When a refused call last logged that the namespace needs Migrate.
     pub(crate) migrate_notice: Mutex<Option<Instant>>,
-    /// Finished jobs the last prune left (UNKNOWN before the first prune of a
-    /// namespace that served job calls).
-    finished_kept: AtomicU64,
+    /// A job call has used this entry.
+    served_jobs: AtomicBool,
 }
 
 impl Entry {
@@ -57,27 +53,13 @@ impl Entry {
         &self.retired
     }
 
-    /// Marks that job calls used the namespace: the pruner visits it from now on.
-    pub(crate) fn serves_jobs(&self) {
-        let _ =
-            self.finished_kept
-                .compare_exchange(0, UNKNOWN, Ordering::AcqRel, Ordering::Acquire);
-    }
-
-    /// Whether the pruner should visit it.
-    pub(crate) fn has_jobs(&self) -> bool {
-        self.finished_kept.load(Ordering::Acquire) != 0
-    }
-
-    /// Records how many finished jobs a prune left.
-    pub(crate) fn pruned(&self, kept: u64) {
-        self.finished_kept.store(kept, Ordering::Release);
+    /// True the first time a job call served through this entry asks, false after.
+    pub(crate) fn first_job_call(&self) -> bool {
+        !self.served_jobs.swap(true, Ordering::AcqRel)
     }
 
     fn evictable(&self, now: Instant) -> bool {
-        now.duration_since(*lock(&self.last_used)) >= IDLE_AFTER
-            && self.finished_kept.load(Ordering::Acquire) == 0
-            && lock(&self.lane).is_idle()
+        now.duration_since(*lock(&self.last_used)) >= IDLE_AFTER && lock(&self.lane).is_idle()
     }
 }
 
@@ -112,7 +94,7 @@ impl Namespaces {
             lane: Arc::new(Mutex::new(Lane::default())),
             health: Mutex::new((Finding::Healthy, None)),
             migrate_notice: Mutex::new(None),
-            finished_kept: AtomicU64::new(0),
+            served_jobs: AtomicBool::new(false),
         });
         entries.insert(name.to_owned(), entry.clone());
         entry
@@ -150,35 +132,32 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn an_entry_goes_once_idle_unheld_and_without_retention_work() {
+    async fn an_entry_goes_once_idle_and_unheld() {
         let namespaces = Namespaces::new(CancellationToken::new());
         let quiet = namespaces.entry("quiet");
         let retired = quiet.retired().clone();
         let held = namespaces.entry("held");
         let jobs = namespaces.entry("jobs");
-        jobs.serves_jobs();
+        assert!(jobs.first_job_call());
+        assert!(!jobs.first_job_call(), "only the first");
         drop((quiet, jobs));
 
         assert_eq!(namespaces.sweep(), 0, "nothing is idle yet");
         tokio::time::advance(IDLE_AFTER).await;
-        assert_eq!(namespaces.sweep(), 1, "only the quiet one goes");
-        assert!(retired.is_cancelled(), "its timers are told to stop");
-        assert_eq!(namespaces.len(), 2);
-
-        // Retention work keeps an entry until a prune finds nothing left.
-        namespaces.entry("jobs").pruned(3);
-        tokio::time::advance(IDLE_AFTER).await;
-        assert_eq!(namespaces.sweep(), 0);
-        namespaces.all().iter().for_each(|e| e.pruned(0));
-        tokio::time::advance(IDLE_AFTER).await;
         assert_eq!(
             namespaces.sweep(),
-            1,
-            "the job namespace goes, the held one stays"
+            2,
+            "the quiet one and the one that ran jobs go"
         );
+        assert!(retired.is_cancelled(), "its timers are told to stop");
+        assert_eq!(namespaces.len(), 1);
         drop(held);
         assert_eq!(namespaces.sweep(), 1);
         assert_eq!(namespaces.len(), 0);
+        assert!(
+            namespaces.entry("jobs").first_job_call(),
+            "a fresh entry registers again"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -164,7 +164,7 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
     tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));
     let pruner = Pruner::new(
         core.store.clone(),
-        core.namespaces.clone(),
+        core.clock.clone(),
         Retention {
             max_age: config.job_retention,
             max_count: config.job_retention_count,

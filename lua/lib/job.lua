@@ -261,3 +261,16 @@ local function leased_job(K, id, token, now)
   if refusal then return nil, refusal end
   return key, r
 end
+
+-- A job enters the finished set (retention). Returns 1 when the caller must put the
+-- namespace in the prune due-set (docs/DESIGN.md, "Pruning"), which no script may
+-- write (it is outside the namespace's slot): when the set was empty before (the
+-- namespace is not registered), and again whenever its size reaches a power of two
+-- or a multiple of 512, so count retention is visited soon and a registration lost
+-- with a reply is made again. O(log N).
+local function finish_entry(done, id, now)
+  redis.call('ZADD', done, now, id)
+  local n = redis.call('ZCARD', done)
+  if n % 512 == 0 or bit.band(n, n - 1) == 0 then return 1 end
+  return 0
+end

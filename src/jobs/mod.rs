@@ -29,6 +29,7 @@ use crate::{
         extend_lease::ExtendLease, fail_job::FailJob, get_job::GetJob, list_jobs::ListJobs,
         release_jobs::ReleaseJobs, retry_job::RetryJob,
     },
+    store::Store,
 };
 
 /// A page of jobs, and the job number to continue after.
@@ -90,11 +91,21 @@ impl Jobs {
         }
     }
 
-    /// The namespace's entry, marked as serving jobs (the pruner visits it).
     fn entry(&self, namespace: &str) -> Arc<Entry> {
-        let entry = self.cx.namespaces.entry(namespace);
-        entry.serves_jobs();
-        entry
+        self.cx.namespaces.entry(namespace)
+    }
+
+    /// After a claim or a finishing call succeeded: puts the namespace in the prune
+    /// due-set, due now (the pruner's visit schedules the real time), when its script
+    /// asked, or when this is the first such call its registry entry serves. The
+    /// latter adopts stores written before the due-set existed and makes again a
+    /// registration lost with a reply; the visit drops the namespace if nothing is
+    /// kept. (Only after success: a refused call writes nothing.)
+    async fn retain(&self, namespace: &str, asked: bool) {
+        let fresh = self.entry(namespace).first_job_call();
+        if asked || fresh {
+            register(&self.cx.store, namespace, self.cx.clock.now_ms()).await;
+        }
     }
 
     /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
@@ -180,6 +191,7 @@ impl Jobs {
             max_bytes: claim.max_bytes,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
+        self.retain(entry.name(), batch.register).await;
         self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
         Ok(Attempt {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
@@ -212,7 +224,9 @@ impl Jobs {
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
         let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
-        lease_result(id, check).map(|_| ())
+        let asked = lease_result(id, check)?;
+        self.retain(namespace, asked).await;
+        Ok(())
     }
 
     pub(crate) async fn fail(
@@ -228,7 +242,8 @@ impl Jobs {
             failure,
             random: random_unit(),
         };
-        let failed = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
+        let (failed, asked) = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
+        self.retain(namespace, asked).await;
         if failed.state != JobState::Dead {
             let entry = self.cx.namespaces.entry(namespace);
             self.cx.wakers.observe(&entry, Work::Jobs, failed.run_at_ms);
@@ -278,8 +293,10 @@ impl Jobs {
     }
 
     pub(crate) async fn cancel(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
-        let check = self.cx.store.run(namespace, &CancelJob { id }).await?;
-        state_result(id, check, JobAction::Cancel)
+        let (check, asked) = self.cx.store.run(namespace, &CancelJob { id }).await?;
+        let record = state_result(id, check, JobAction::Cancel)?;
+        self.retain(namespace, asked).await;
+        Ok(record)
     }
 
     pub(crate) async fn retry(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
@@ -290,6 +307,16 @@ impl Jobs {
             .wakers
             .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
         Ok(record)
+    }
+}
+
+/// Puts `namespace` in the prune due-set, due at `now_ms` (or sooner). A failure is
+/// logged, not returned: the call that finished the job succeeded, and the next
+/// registration its finished set asks for (lib/job.lua `finish_entry`) or the
+/// namespace's next first use on a replica makes it again.
+async fn register(store: &Store, namespace: &str, now_ms: i64) {
+    if let Err(error) = store.prune_soon(namespace, now_ms).await {
+        tracing::warn!(%namespace, %error, "could not register finished jobs for pruning");
     }
 }
 

@@ -30,6 +30,12 @@
 //! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
 //! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
 //! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
+//! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
+//!
+//! `prune-due` is the one key outside every namespace's slot. No script touches it
+//! (invariant 6): it is written by plain commands after the job scripts that tell
+//! the caller to (see docs/DESIGN.md, "Pruning"). It holds no `{`, so no namespace
+//! key can equal it.
 //!
 //! Every variable part (id, queue, dedup key) is the last part of its key and follows
 //! an infix no other kind of key uses, so `qd:a` can only be queue `a`'s delayed set.
@@ -42,6 +48,12 @@
 //! in `ready_list` and `listing_bucket` of lua/lib/job.lua, a number and a queue, the
 //! two compositions a library test pins to [`NamespaceKeys::ready_list`] and
 //! [`NamespaceKeys::listing_bucket`]).
+
+/// The prune due-set: namespaces with finished jobs, scored by when they next need
+/// a prune (epoch ms).
+pub(crate) fn prune_due(prefix: &str) -> String {
+    format!("{prefix}:prune-due")
+}
 
 /// Checks a key prefix: the namespace rules plus `:` for nesting (`app:dueq`), so it
 /// can hold no hash tag and no glob character.

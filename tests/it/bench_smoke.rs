@@ -87,6 +87,19 @@ fn bench_smoke_writes_every_section() {
         );
         assert!(row["p99_ms"].as_f64().is_some(), "{name}: no p99");
     }
+    let longpoll = report["sections"]["longpoll"]["rows"]
+        .as_array()
+        .expect("rows");
+    let idle = longpoll
+        .iter()
+        .find(|r| r["name"] == "idle cost per namespace")
+        .expect("an idle cost row");
+    for field in [
+        "idle_per_namespace_per_s",
+        "long_polled_per_namespace_per_s",
+    ] {
+        assert!(idle[field].as_f64().is_some(), "{field} missing: {idle}");
+    }
     assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
     assert!(report["meta"]["cores"].as_u64().is_some());
 }

@@ -565,3 +565,49 @@ async fn a_lease_expiring_on_the_last_attempt_makes_the_job_dead() {
     assert_eq!(dead.errors.len(), 2);
     assert!(dead.errors.iter().all(|e| e.message == "lease expired"));
 }
+
+/// Pins: a parked waiter is handed the job an enqueue through another replica puts in
+/// its queue, however many other queues have waiters (the waker once peeked only the
+/// first 256 queue names, so `emails` here, the 271st, starved for the whole wait).
+#[tokio::test]
+async fn a_waiter_is_not_starved_by_waiters_on_many_other_queues() {
+    let redis = Redis::start().await;
+    let mut ca = config(&redis.url());
+    ca.recheck_interval = Duration::from_millis(300);
+    let a = Service::start_with(ca).await;
+    let b = Service::start(&redis.url()).await;
+    let mut client_b = b.client().await;
+    let mut conn = redis.conn().await;
+
+    // Decoys on both sides of `emails`, spread over a few connections so no
+    // connection's stream limit holds a call back.
+    let decoys: Vec<String> = (0..270)
+        .map(|i| format!("a{i:03}"))
+        .chain((0..30).map(|i| format!("z{i:03}")))
+        .collect();
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(a.client().await);
+    }
+    let before = script_calls(&mut conn).await;
+    let parked: Vec<_> = decoys
+        .iter()
+        .enumerate()
+        .map(|(i, queue)| {
+            let mut c = clients[i % clients.len()].clone();
+            let queue = queue.clone();
+            tokio::spawn(async move { claim_job(&mut c, &[&queue], LONG_POLL_MS, None).await })
+        })
+        .collect();
+    wait_parked(&mut conn, before, decoys.len() as u64).await;
+
+    let mut c = a.client().await;
+    let before = script_calls(&mut conn).await;
+    let waiter =
+        tokio::spawn(async move { claim_job(&mut c, &["emails"], LONG_POLL_MS, None).await });
+    wait_parked(&mut conn, before, 1).await;
+    let e = enqueue(&mut client_b, job("emails", "welcome")).await;
+    let got = waiter.await.expect("task").expect("woken within the wait");
+    assert_eq!(got.job_id, e.job_id);
+    parked.iter().for_each(|p| p.abort());
+}

@@ -206,3 +206,136 @@ async fn a_large_payload_is_kept_out_of_its_record_and_pruned_with_it() {
     }
     assert_eq!(strlen(&mut conn, &payload).await, 0, "pruned with its job");
 }
+
+/// The namespaces the prune due-set holds, with their scores.
+async fn prune_due(
+    conn: &mut deadpool_redis::redis::aio::MultiplexedConnection,
+) -> Vec<(String, i64)> {
+    let pairs: Vec<(String, f64)> = query(
+        conn,
+        redis::cmd("ZRANGE")
+            .arg("dueq:prune-due")
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES"),
+    )
+    .await;
+    pairs.into_iter().map(|(ns, at)| (ns, at as i64)).collect()
+}
+
+/// Pins: pruning is driven from Redis, not by what a replica served: a namespace
+/// whose jobs only one replica ever touched is pruned by another (whose pruner is
+/// the only one running), and once nothing is kept it leaves the prune due-set.
+#[tokio::test]
+async fn a_namespace_served_by_one_replica_is_pruned_by_another() {
+    let redis = Redis::start().await;
+    let a = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut pruning = config_without_background_work(&redis.url());
+    pruning.job_retention = Duration::from_millis(300);
+    pruning.job_prune_interval = Duration::from_millis(100);
+    let _b = Service::start_with(pruning).await;
+    let mut c = a.client().await;
+    let mut conn = redis.conn().await;
+
+    let finished_from = redis_now(&mut conn).await;
+    let id = finish_one(&mut c, "q").await;
+    let patience = Patience::new("the other replica to prune the job");
+    while job_exists(&mut c, &id).await {
+        patience.wait().await;
+    }
+    assert!(
+        redis_now(&mut conn).await >= finished_from + 300,
+        "not before its age"
+    );
+    let patience = Patience::new("the namespace to leave the due-set");
+    while !prune_due(&mut conn).await.is_empty() {
+        patience.wait().await;
+    }
+    assert_eq!(zcard(&mut conn, "dueq:{ns}:jdone").await, 0);
+}
+
+/// Pins: namespaces that finished jobs and went idle cost no background scripts
+/// while their jobs are kept: each waits in the due-set, scored by when its oldest
+/// finished job passes the retention age, instead of being visited every tick.
+#[tokio::test]
+async fn idle_namespaces_with_kept_jobs_cost_no_background_scripts() {
+    let redis = Redis::start().await;
+    let mut config = config_without_background_work(&redis.url());
+    config.job_retention = Duration::from_secs(3600);
+    config.job_prune_interval = Duration::from_millis(50);
+    let service = Service::start_with(config).await;
+    let c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    let finished_from = redis_now(&mut conn).await;
+    for i in 0..20 {
+        let ns = format!("ns{i}");
+        let mut c = c.clone();
+        let mut req = job("q", "x");
+        req.namespace = ns.clone();
+        let id = enqueue(&mut c, req).await.job_id;
+        let mut claim = claim_req(&["q"], 0, None);
+        claim.namespace = ns.clone();
+        let j = c
+            .claim_job(claim)
+            .await
+            .expect("claim")
+            .into_inner()
+            .jobs
+            .remove(0);
+        c.ack_job(proto::AckJobRequest {
+            namespace: ns,
+            job_id: id,
+            lease_token: j.lease_token,
+        })
+        .await
+        .expect("ack");
+    }
+    // The first visits schedule each namespace at its retention time; then nothing.
+    wait_quiet(&mut conn, 15).await;
+    let due = prune_due(&mut conn).await;
+    assert_eq!(due.len(), 20, "{due:?}");
+    for (ns, at) in due {
+        assert!(
+            at >= finished_from + 3_600_000,
+            "{ns} is due at {at}, before its age"
+        );
+    }
+}
+
+/// Pins: a job that goes dead because its last lease ran out (found by a later
+/// claim) registers its namespace for pruning too, and is pruned.
+#[tokio::test]
+async fn a_job_dead_by_an_expired_lease_is_pruned() {
+    let redis = Redis::start().await;
+    let mut config = config_without_background_work(&redis.url());
+    config.job_retention = Duration::from_millis(300);
+    config.job_prune_interval = Duration::from_millis(100);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    let mut req = job("q", "abandoned");
+    req.max_attempts = Some(1);
+    let id = enqueue(&mut c, req).await.job_id;
+    claim_job(&mut c, &["q"], 0, Some(200))
+        .await
+        .expect("claim");
+    // The namespace's first use registered it; with nothing finished it leaves again.
+    let patience = Patience::new("the first visit to drop the namespace");
+    while !prune_due(&mut conn).await.is_empty() {
+        patience.wait().await;
+    }
+    let patience = Patience::new("the lease to run out and a claim to find it");
+    loop {
+        assert!(claim_job(&mut c, &["q"], 0, None).await.is_none());
+        if state(&get_job(&mut c, &id).await) == proto::JobState::Dead {
+            break;
+        }
+        patience.wait().await;
+    }
+    let patience = Patience::new("the dead job to be pruned");
+    while job_exists(&mut c, &id).await {
+        patience.wait().await;
+    }
+}

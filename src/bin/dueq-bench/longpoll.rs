@@ -2,7 +2,8 @@
 //! Redis commands per second while idle (INFO commandstats deltas, with and without
 //! the waiters), the service process's RSS and CPU (the bench's client side, which
 //! holds the other end of every waiter, is reported apart), and wake precision for
-//! schedules due at spread times while the waiters wait.
+//! schedules due at spread times while the waiters wait. Then the idle cost per
+//! namespace (`idle_cost`).
 
 use std::{
     sync::Arc,
@@ -67,6 +68,7 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
 
     push_idle_rows(report, &before, &with, plan.waiters);
     push_wake_row(report, &delays, due_count);
+    crate::idle_cost::run(plan, env, report, window).await?;
     report.note(
         S,
         format!(

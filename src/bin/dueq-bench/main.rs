@@ -17,6 +17,7 @@ mod cli;
 mod cpu;
 mod env;
 mod grpc;
+mod idle_cost;
 mod load;
 mod longpoll;
 mod memory;

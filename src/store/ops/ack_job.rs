@@ -11,8 +11,8 @@ pub(crate) struct AckJob<'a> {
 }
 
 impl Operation for AckJob<'_> {
-    /// The completion time.
-    type Output = LeaseCheck<i64>;
+    /// Whether the namespace must be put in the prune due-set.
+    type Output = LeaseCheck<bool>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -24,7 +24,10 @@ impl Operation for AckJob<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        lease_guarded(&mut reply, |reply| reply.int())
+        lease_guarded(&mut reply, |reply| {
+            reply.int()?; // Redis now
+            reply.flag()
+        })
     }
 }
 

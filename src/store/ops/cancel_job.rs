@@ -10,7 +10,8 @@ pub(crate) struct CancelJob<'a> {
 }
 
 impl Operation for CancelJob<'_> {
-    type Output = StateCheck;
+    /// The outcome, and whether the namespace must be put in the prune due-set.
+    type Output = (StateCheck, bool);
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -22,15 +23,23 @@ impl Operation for CancelJob<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        state_guarded(&mut reply, self.id)
+        state_guarded(&mut reply, self.id, true)
     }
 }
 
-/// The reply of a state-guarded job script: `"ok", fields...`, `"missing"` or
-/// `"state", state`.
-pub(crate) fn state_guarded(reply: &mut Reply, id: &str) -> Result<StateCheck, StoreError> {
+/// The reply of a state-guarded job script: `"ok", fields...` (`"ok", register,
+/// fields...` when `registers`), `"missing"` or `"state", state`.
+pub(crate) fn state_guarded(
+    reply: &mut Reply,
+    id: &str,
+    registers: bool,
+) -> Result<(StateCheck, bool), StoreError> {
+    let mut register = false;
     let check = match reply.text()?.as_str() {
         "ok" => {
+            if registers {
+                register = reply.flag()?;
+            }
             let fields = reply.rest_fields()?.named(format!("job {id:?}"));
             StateCheck::Done(Box::new(records::job(&fields)?))
         }
@@ -46,7 +55,7 @@ pub(crate) fn state_guarded(reply: &mut Reply, id: &str) -> Result<StateCheck, S
     if !reply.is_done() {
         return Err(StoreError::corrupt("job reply", "unexpected items left"));
     }
-    Ok(check)
+    Ok((check, register))
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ pub(crate) struct ClaimedBatch {
     pub(crate) next_ms: Option<i64>,
     /// Claimable jobs may be left in these queues.
     pub(crate) more: bool,
+    /// A job went dead: the namespace must be put in the prune due-set.
+    pub(crate) register: bool,
     pub(crate) jobs: Vec<JobRecord>,
 }
 
@@ -56,6 +58,7 @@ impl Operation for ClaimJobs<'_> {
         reply.int()?; // Redis now
         let next_ms = reply.opt_int()?;
         let more = reply.flag()?;
+        let register = reply.flag()?;
         let count = reply.count()?;
         let mut jobs = Vec::new();
         for _ in 0..count {
@@ -65,6 +68,7 @@ impl Operation for ClaimJobs<'_> {
         Ok(ClaimedBatch {
             next_ms,
             more,
+            register,
             jobs,
         })
     }

@@ -14,7 +14,8 @@ pub(crate) struct FailJob<'a> {
 }
 
 impl Operation for FailJob<'_> {
-    type Output = LeaseCheck<Failed>;
+    /// The outcome, and whether the namespace must be put in the prune due-set.
+    type Output = LeaseCheck<(Failed, bool)>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -33,10 +34,11 @@ impl Operation for FailJob<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         lease_guarded(&mut reply, |reply| {
             reply.int()?; // Redis now
-            Ok(Failed {
+            let failed = Failed {
                 state: reply.word(JobState::parse)?,
                 run_at_ms: reply.opt_int()?,
-            })
+            };
+            Ok((failed, reply.flag()?))
         })
     }
 }

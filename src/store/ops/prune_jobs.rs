@@ -15,8 +15,8 @@ pub(crate) struct Pruned {
     pub(crate) deleted: u64,
     /// Another call would delete more now.
     pub(crate) more: bool,
-    /// Finished jobs still kept (retention work the namespace will have later).
-    pub(crate) kept: u64,
+    /// When the oldest kept job passes the retention age (none kept: `None`).
+    pub(crate) next_ms: Option<i64>,
 }
 
 impl Operation for PruneJobs {
@@ -32,10 +32,12 @@ impl Operation for PruneJobs {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let (deleted, more) = (reply.count()?, reply.flag()?);
+        reply.count()?; // finished jobs kept: the next visit time says what matters
         let pruned = Pruned {
-            deleted: reply.count()?,
-            more: reply.flag()?,
-            kept: reply.count()?,
+            deleted,
+            more,
+            next_ms: reply.opt_int()?,
         };
         reply.finish()?;
         Ok(pruned)

@@ -1,3 +1,4 @@
+#!lua
 -- enqueue_jobs: store a batch of jobs (a single Enqueue is a batch of one).
 --
 -- KEYS[1] namespace meta (hash: schema, jobs, n:<queue>)   <prefix>:{<ns>}:meta

@@ -1,3 +1,4 @@
+#!lua
 -- migrate_finish: record that a namespace is fully migrated, and release the lock.
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

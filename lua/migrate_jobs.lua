@@ -1,3 +1,4 @@
+#!lua
 -- migrate_jobs: convert a batch of layout-1 jobs (one hash per job, sorted-set ready
 -- and listing indexes) to layout 2 (lib/job.lua), under Migrate's lock.
 --

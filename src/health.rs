@@ -29,7 +29,22 @@ async fn check_redis_settings(store: &Store) {
         ),
         Ok(_) => {}
         Err(error) => {
-            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)")
+            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)");
+            return;
+        }
+    }
+    // Without the append-only file Redis persists only snapshots: a Redis killed or
+    // crashed comes back without what was acknowledged since the last one (README,
+    // Durability).
+    if let Ok(Some(appendonly)) = store.config_value("appendonly").await {
+        if appendonly != "yes" {
+            tracing::warn!(
+                appendonly = %appendonly,
+                "Redis has AOF off: if Redis is killed or crashes, the enqueues, acks and \
+                 claims it acknowledged since its last RDB snapshot are lost, and jobs may \
+                 run twice; set appendonly yes (appendfsync everysec or always), see the \
+                 README's Durability section"
+            );
         }
     }
 }
@@ -45,7 +60,10 @@ async fn probe(store: &Store, clock: &Clock, serving: bool) -> bool {
             match store.load_scripts().await {
                 Ok(()) => true,
                 Err(error) => {
-                    tracing::warn!(%error, "redis answers but scripts could not be loaded");
+                    tracing::warn!(
+                        %error,
+                        "redis answers but scripts could not be loaded (dueq needs Redis 7.0 or later)"
+                    );
                     false
                 }
             }

@@ -174,8 +174,9 @@ async fn startup_log(redis_url: &str) -> Vec<String> {
     LoggedBinary::start(redis_url, &[]).await.stop().await
 }
 
-/// Pins: an evicting maxmemory-policy is warned about at startup (the listpack
-/// setting no longer is), and the advised settings start without a warning.
+/// Pins: an evicting maxmemory-policy and AOF off (issue 12 item 8) are warned about
+/// at startup (the listpack setting no longer is), and the advised settings start
+/// without a warning.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn risky_redis_settings_are_warned_about_at_startup() {
     let redis = Redis::start().await;
@@ -191,6 +192,11 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
         warned("maxmemory_policy") && warned("allkeys-lru"),
         "eviction policy warning expected in {lines:#?}"
     );
+    // The harness's Redis runs with appendonly no.
+    assert!(
+        warned("AOF off") && warned("\"appendonly\":\"no\""),
+        "AOF warning expected in {lines:#?}"
+    );
     // Records are packed strings: Redis's default hash-max-listpack-value (64) is
     // no reason to warn any more.
     assert!(
@@ -200,6 +206,7 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
 
     // With the advised settings there is nothing to warn about.
     config_set(&mut conn, "maxmemory-policy", "noeviction").await;
+    config_set(&mut conn, "appendonly", "yes").await;
     let lines = startup_log(&redis.url()).await;
     assert!(
         lines.iter().any(|l| l.contains("SERVING")),
@@ -207,6 +214,6 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
     );
     assert!(
         !lines.iter().any(|l| l.contains("\"WARN\"")),
-        "no warnings expected with noeviction: {lines:#?}"
+        "no warnings expected with noeviction and AOF on: {lines:#?}"
     );
 }

@@ -2,6 +2,7 @@
 //! instances crashing or shutting down under workers. Nothing may panic, hang, leak
 //! the Redis password or stall a schedule; the service recovers by itself.
 
+mod full;
 mod instances;
 mod redis_down;
 mod writes;

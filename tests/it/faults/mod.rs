@@ -3,6 +3,7 @@
 //! the Redis password or stall a schedule; the service recovers by itself.
 
 mod full;
+mod hung;
 mod instances;
 mod redis_down;
 mod writes;

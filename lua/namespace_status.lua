@@ -4,10 +4,12 @@
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids   KEYS[3] schema 3's listing top <prefix>:{<ns>}:lt
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
+-- KEYS[6] jobs marker <prefix>:{<ns>}:meta:jobs (lib/job.lua jobs_marker)
 -- Returns { schema ("" none), listing type ("set" schema 1, "zset" schema 2, "tree"
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
---           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq` }.
+--           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq`,
+--           1 if the jobs marker exists (jobs were stored) }.
 --
 -- Read-only; invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
@@ -30,4 +32,5 @@ return {
   listed,
   meta[3] or '',
   meta[4] and 1 or 0,
+  redis.call('EXISTS', KEYS[6]),
 }

@@ -5,6 +5,7 @@
 mod full;
 mod hung;
 mod instances;
+mod lost_meta;
 mod redis_down;
 mod writes;
 

@@ -105,6 +105,12 @@ impl Migrator {
         Ok(())
     }
 
+    /// Records the current job layout again, in meta and in the jobs marker.
+    pub(super) async fn mark_jobs(&self, namespace: &str, lease: &Lease<'_>) -> Result<(), Error> {
+        self.step(namespace, lease, false, JobStep::Finish).await?;
+        Ok(())
+    }
+
     async fn convert_records(
         &self,
         namespace: &str,

@@ -205,6 +205,10 @@ impl Migrator {
         } else if state.jobs_need_migrate() {
             self.convert_jobs(namespace, options, tx, &mut progress, lease)
                 .await?;
+        } else if state.jobs_layout.is_some() && !state.jobs_marker && !options.dry_run {
+            // Jobs stored before the marker existed: write it (the finish step
+            // records the layout the namespace is already in).
+            self.mark_jobs(namespace, lease).await?;
         }
         // 4. The version, last.
         progress.to_schema = if options.dry_run {

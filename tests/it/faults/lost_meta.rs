@@ -129,3 +129,22 @@ async fn lost_meta_is_refused_reported_and_rebuilt_by_migrate() {
     .await;
     assert_eq!(listed, 1, "the listing count is the listing's size");
 }
+
+/// Jobs stored before the jobs marker existed get it from the next Migrate, after
+/// which a lost meta is refused like any other.
+#[tokio::test]
+async fn migrate_marks_jobs_stored_before_the_marker() {
+    let redis = Redis::start().await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut c = service.client().await;
+    let mut admin = admin(&service).await;
+    let mut conn = redis.conn().await;
+    enqueue(&mut c, job("q", "old")).await;
+    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:meta:jobs")).await;
+
+    migrate_done(&mut admin, migrate_req("ns")).await;
+    assert!(exists(&mut conn, "dueq:{ns}:meta:jobs").await);
+    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:meta")).await;
+    let r = c.enqueue(job("q", "new")).await;
+    refused_until_migrate("Enqueue", r.expect_err("refused"));
+}

@@ -9,12 +9,14 @@
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
 --           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq`,
---           1 if the jobs marker exists (jobs were stored) }.
+--           1 if the jobs marker exists (jobs were stored), the namespace's job
+--           sequence (meta `gseq`, 0 none), which only rises }.
 --
 -- Read-only; invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
 
-local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq', 'listed')
+local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq', 'listed',
+  'gseq')
 local listing = redis.call('TYPE', KEYS[2])['ok']
 local listed = 0
 if listing == 'set' then listed = redis.call('SCARD', KEYS[2]) end
@@ -33,4 +35,5 @@ return {
   meta[3] or '',
   meta[4] and 1 or 0,
   redis.call('EXISTS', KEYS[6]),
+  tonumber(meta[6]) or 0,
 }

@@ -7,7 +7,10 @@ use std::{sync::Arc, time::Duration};
 use tokio_util::sync::CancellationToken;
 use tonic_health::{server::HealthReporter, ServingStatus};
 
-use crate::{clock::Clock, store::Store};
+use crate::{
+    clock::Clock,
+    store::{InstanceId, Store},
+};
 
 /// Health names reported; all of them need Redis.
 const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
@@ -79,6 +82,43 @@ async fn probe(store: &Store, clock: &Clock, serving: bool) -> bool {
     }
 }
 
+/// Notices a store flushed or replaced under the service: the instance id the store
+/// holds (written once by the first replica to connect) must stay the one this
+/// replica saw. FLUSHALL, FLUSHDB, a Redis restarted without persistence, or the URL
+/// now reaching another Redis all change it. (A restore of a backup of this store
+/// keeps it: the monitor's counter check covers that, src/monitor.rs.)
+#[derive(Default)]
+struct InstanceWatch {
+    seen: Option<String>,
+}
+
+impl InstanceWatch {
+    async fn check(&mut self, store: &Store) {
+        let candidate = uuid::Uuid::new_v4().simple().to_string();
+        let now = match store.instance_id(&candidate).await {
+            Ok(now) => now,
+            // Redis being away is reported by the probe.
+            Err(_) => return,
+        };
+        if let Some(seen) = &self.seen {
+            if seen != now.id() {
+                let how = match now {
+                    InstanceId::Written(_) => "its instance key is gone",
+                    InstanceId::Found(_) => "its instance key changed",
+                };
+                tracing::error!(
+                    redis = %store.display_url(),
+                    "the Redis store was flushed or replaced under the service ({how}): \
+                     jobs, schedules and leases stored before may be lost (FLUSHALL or \
+                     FLUSHDB, a Redis restarted without persistence, a failover, or \
+                     another Redis at this address?)"
+                );
+            }
+        }
+        self.seen = Some(now.id().to_owned());
+    }
+}
+
 pub(crate) async fn watch_redis(
     store: Arc<Store>,
     clock: Arc<Clock>,
@@ -87,8 +127,12 @@ pub(crate) async fn watch_redis(
     cancel: CancellationToken,
 ) {
     let mut serving = false;
+    let mut instance = InstanceWatch::default();
     loop {
         let healthy = probe(&store, &clock, serving).await;
+        if healthy {
+            instance.check(&store).await;
+        }
         if healthy != serving {
             serving = healthy;
             if serving {

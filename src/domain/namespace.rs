@@ -124,6 +124,9 @@ pub(crate) struct NamespaceHealth {
     /// The jobs marker exists: the namespace has held jobs (its copy of the layout
     /// outlives a lost meta).
     pub(crate) jobs_marker: bool,
+    /// The namespace's job sequence (meta `gseq`): it only rises, so a lower value
+    /// than one seen before means the store was rolled back.
+    pub(crate) job_sequence: u64,
 }
 
 impl NamespaceHealth {

@@ -233,6 +233,13 @@ impl PrefixKeys {
         }
     }
 
+    /// The store's instance id: written once by the first replica to connect, so a
+    /// store flushed or replaced under the service is noticed (src/health.rs). No
+    /// namespace key has it as a name (theirs all carry a `{namespace}` tag).
+    pub(crate) fn instance(&self) -> String {
+        format!("{}:instance", self.prefix)
+    }
+
     /// The SCAN pattern of every namespace's key named `marker` (a namespace holds
     /// `meta` once it has data, `ids` in the pre-index layout). The prefix holds no
     /// glob characters (validated at startup).

@@ -104,6 +104,16 @@ impl LoggedBinary {
         within_patience(&format!("a log line with {needle:?}"), wanted).await
     }
 
+    /// A line containing `needle` among those logged so far, without waiting.
+    fn logged(&mut self, needle: &str) -> Option<String> {
+        while let Ok(line) = self.lines.try_recv() {
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+        None
+    }
+
     /// Stops the binary; returns every line it logged and had not been read.
     async fn stop(mut self) -> Vec<String> {
         let _ = self.child.kill();
@@ -216,4 +226,67 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
         !lines.iter().any(|l| l.contains("\"WARN\"")),
         "no warnings expected with noeviction and AOF on: {lines:#?}"
     );
+}
+
+/// Pins issue 12 item 7: FLUSHALL under a running service is logged as an ERROR
+/// (the store's instance key is gone), and a namespace whose counters go back (its
+/// meta restored from a copy taken earlier) is logged as an ERROR too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_flushed_or_rolled_back_under_the_service_is_logged() {
+    let redis = Redis::start().await;
+    let mut binary = LoggedBinary::start(
+        &redis.url(),
+        &["--check-interval", "100ms", "--health-interval", "100ms"],
+    )
+    .await;
+    let mut c = proto::queue_service_client::QueueServiceClient::connect(binary.endpoint.clone())
+        .await
+        .expect("dueq binary answers");
+    let mut conn = redis.conn().await;
+    for i in 0..3 {
+        let mut req = job("q", "j");
+        req.job_id = format!("before-{i}");
+        enqueue(&mut c, req).await;
+    }
+
+    let _: () = query(&mut conn, &mut redis::cmd("FLUSHALL")).await;
+    let line = binary.line_containing("flushed or replaced").await;
+    assert!(line.contains("\"ERROR\""), "{line}");
+
+    // Another namespace (the flush may have been logged for "ns" as well): a backup
+    // of its meta; then more jobs, then the backup restored. Repeated until the
+    // monitor has seen the later sequence before the restore (it checks every
+    // 100 ms; the box may be slow).
+    let rb = |name: &str| proto::EnqueueRequest {
+        namespace: "rb".into(),
+        ..job("q", name)
+    };
+    enqueue(&mut c, rb("j")).await;
+    let backup: Vec<u8> = query(&mut conn, redis::cmd("DUMP").arg("dueq:{rb}:meta")).await;
+    let patience = Patience::new("the rollback to be logged");
+    let line = loop {
+        for _ in 0..3 {
+            enqueue(&mut c, rb("j")).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let _: () = query(
+            &mut conn,
+            redis::cmd("RESTORE")
+                .arg("dueq:{rb}:meta")
+                .arg(0)
+                .arg(&backup)
+                .arg("REPLACE"),
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        if let Some(line) = binary
+            .logged("went backwards")
+            .filter(|l| l.contains("\"rb\""))
+        {
+            break line;
+        }
+        patience.wait().await;
+    };
+    assert!(line.contains("\"ERROR\""), "{line}");
+    assert!(line.contains("\"namespace\":\"rb\""), "{line}");
 }

@@ -46,6 +46,7 @@ impl Operation for NamespaceStatus {
             jobs_layout: Some(reply.text()?).filter(|s| !s.is_empty()),
             legacy_jobs: reply.flag()?,
             jobs_marker: reply.flag()?,
+            job_sequence: reply.count()?,
         };
         reply.finish()?;
         Ok(health)

@@ -290,3 +290,31 @@ async fn a_store_flushed_or_rolled_back_under_the_service_is_logged() {
     assert!(line.contains("\"ERROR\""), "{line}");
     assert!(line.contains("\"namespace\":\"rb\""), "{line}");
 }
+
+/// Pins issue 12 item 4's log: a full Redis refusing every claim is logged as one
+/// ERROR, not one per refused call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_is_logged_once_however_many_claims_it_refuses() {
+    let redis = Redis::start().await;
+    let binary = LoggedBinary::start(&redis.url(), &[]).await;
+    let mut c = proto::queue_service_client::QueueServiceClient::connect(binary.endpoint.clone())
+        .await
+        .expect("dueq binary answers");
+    enqueue(&mut c, job("q", "j")).await;
+    let mut conn = redis.conn().await;
+    crate::faults::full::fill_redis(&mut conn).await;
+    for _ in 0..5 {
+        let status = c
+            .claim_job(claim_req(&["q"], 0, None))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    }
+    let lines = binary.stop().await;
+    let full: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("redis is full"))
+        .collect();
+    assert_eq!(full.len(), 1, "one line for five refusals: {lines:#?}");
+    assert!(full[0].contains("\"ERROR\""), "{}", full[0]);
+}

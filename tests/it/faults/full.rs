@@ -19,7 +19,7 @@ async fn info_memory(conn: &mut MultiplexedConnection, field: &str) -> u64 {
 /// refuses a write: Redis is full, as it would be in production. Then maxmemory
 /// goes a little below what it uses, so that memory freed in passing (a client's
 /// buffers) cannot give it room again during the test.
-async fn fill_redis(conn: &mut MultiplexedConnection) {
+pub(crate) async fn fill_redis(conn: &mut MultiplexedConnection) {
     let used = info_memory(conn, "used_memory").await;
     let _: () = query(
         conn,

@@ -2,7 +2,7 @@
 //! instances crashing or shutting down under workers. Nothing may panic, hang, leak
 //! the Redis password or stall a schedule; the service recovers by itself.
 
-mod full;
+pub(crate) mod full;
 mod hung;
 mod instances;
 mod lost_meta;

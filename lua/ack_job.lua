@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- ack_job: complete a claimed job, if the caller still holds its lease.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone

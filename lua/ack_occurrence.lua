@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- ack_occurrence: confirm a leased schedule occurrence was handled.
 --
 -- KEYS[1] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases

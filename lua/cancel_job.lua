@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- cancel_job: cancel a pending or delayed job.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone

@@ -1,3 +1,4 @@
+#!lua
 -- claim_due: hand the earliest due occurrence of a namespace to one caller.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

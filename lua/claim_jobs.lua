@@ -1,3 +1,4 @@
+#!lua
 -- claim_jobs: lease up to max_jobs claimable jobs from a set of queues.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- delete_schedule: remove a schedule, its due index entry and its listing entry.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

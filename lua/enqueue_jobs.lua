@@ -1,3 +1,4 @@
+#!lua
 -- enqueue_jobs: store a batch of jobs (a single Enqueue is a batch of one).
 --
 -- KEYS[1] namespace meta (hash: schema, jobs, n:<queue>)   <prefix>:{<ns>}:meta
@@ -30,9 +31,12 @@ if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
 if layout == nil then
-  -- The namespace's first jobs: record the layouts they are written in.
-  redis.call('HSETNX', meta, 'schema', ARGV[9])
+  -- The namespace's first jobs: record the layout they are written in, in meta and
+  -- in the marker that outlives a lost meta (lib/job.lua jobs_guard). The schedule
+  -- schema is not written here: a meta lost under stored schedules must stay
+  -- refused until Migrate rebuilds it.
   redis.call('HSET', meta, 'jobs', JOBS_LAYOUT)
+  redis.call('SET', jobs_marker(meta), JOBS_LAYOUT)
 end
 local n = tonumber(ARGV[10])
 -- Job i's 17 values start after b = 10 + i * FIELDS; these name their offsets, the

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- extend_lease: push a claimed job's lease deadline to now + lease, if the caller
 -- still holds the lease.
 --

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- fail_job: record a failed attempt of a claimed job; retry it after its backoff, or
 -- make it dead when it is out of attempts (or the failure is non-retryable).
 --

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- get_job: one job's record.
 --
 -- KEYS[1] namespace meta   <prefix>:{<ns>}:meta

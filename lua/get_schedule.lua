@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- get_schedule: read one schedule.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

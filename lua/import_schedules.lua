@@ -1,3 +1,4 @@
+#!lua
 -- import_schedules: write one batch of schedules imported from another queue's layout.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- list_jobs: one page of a queue's jobs in enqueue order.
 --
 -- KEYS[1] namespace meta (its `n:<queue>` is the queue's last job number)

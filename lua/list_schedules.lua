@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- list_schedules: one page of a namespace's schedules in id order.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,3 +1,4 @@
+#!lua
 -- migrate_apply: write one batch of Migrate's decisions.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,9 +1,12 @@
+#!lua
 -- migrate_finish: record that a namespace is fully migrated, and release the lock.
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 -- <prefix>:{<ns>}:ids   KEYS[3] due index <prefix>:{<ns>}:due
 -- KEYS[4] lock <prefix>:{<ns>}:migrate_lock
 -- ARGV[1] lock token   ARGV[2] schema version to record
+-- ARGV[3] the listing's size to record as meta `listed` ("" keeps it): sent when meta
+--         was lost, counted by the walk of the listing just done
 -- Returns { "ok", entries in the due index } | { "lost" }.
 --
 -- Invariant 5 (docs/DESIGN.md): the version is bumped only here, after every batch succeeded, so a
@@ -17,5 +20,6 @@ if redis.call('GET', KEYS[4]) ~= ARGV[1] then return { 'lost' } end
 redis.call('UNLINK', KEYS[2])
 local size = redis.call('ZCARD', KEYS[3])
 redis.call('HSET', KEYS[1], 'schema', ARGV[2], 'indexed', size)
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'listed', ARGV[3]) end
 redis.call('DEL', KEYS[4])
 return { 'ok', size }

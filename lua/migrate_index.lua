@@ -1,3 +1,4 @@
+#!lua
 -- migrate_index: walk one batch of the due index and drop what no record backs.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,3 +1,4 @@
+#!lua
 -- migrate_jobs: convert a batch of layout-1 jobs (one hash per job, sorted-set ready
 -- and listing indexes) to layout 2 (lib/job.lua), under Migrate's lock.
 --
@@ -8,16 +9,20 @@
 -- ARGV[4..11] job key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[12..] mode "ready": one value, the most members to take (not used by dry runs,
---          which count in mode "records"); mode "records": the job ids; other modes: none
+--          which count in mode "records"); modes "records" and "recount": the job
+--          ids; other modes: none
 -- Modes:
 --   "ready"   take the first members of the ready set in claim order (priority, then
 --             enqueue sequence), convert their jobs and append the pending ones to
 --             their layout-2 ready lists in that order, so FIFO survives the move
 --   "records" convert the given jobs (found by SCAN of layout-1 job hashes); a
 --             pending job that had no ready entry is appended to its ready list
+--   "recount" (meta lost) raise meta `n:<queue>` and `gseq` to the highest job
+--             number and sequence among the given layout-2 jobs, so jobs enqueued
+--             after the repair take numbers no stored job holds
 --   "drop"    UNLINK the given keys (O(1) on the main thread)
---   "finish"  record job layout 2 in meta (`jobs`), carry the layout-1 sequence
---             over as `gseq`, and remove `job_seq`
+--   "finish"  record job layout 2 in meta (`jobs`) and in the jobs marker, carry the
+--             layout-1 sequence over as `gseq`, and remove `job_seq`
 -- Returns { "ok", converted, pushed, remaining, then per problem: id, reason }
 --       | { "lost" }
 --   remaining: members left in the ready set (mode "ready"), else 0
@@ -126,6 +131,25 @@ elseif mode == 'records' then
       if not dry then ready_push(K, r.queue, r.priority, r.n, false) end
     end
   end
+elseif mode == 'recount' then
+  for i = 12, #ARGV do
+    local r = job_load(K.job .. ARGV[i])
+    if type(r) == 'table' and not is_error(r) then
+      converted = converted + 1
+      if not dry then
+        local field = 'n:' .. r.queue
+        if (tonumber(redis.call('HGET', meta, field)) or 0) < r.n then
+          redis.call('HSET', meta, field, r.n)
+        end
+        if (tonumber(redis.call('HGET', meta, 'gseq')) or 0) < r.gseq then
+          redis.call('HSET', meta, 'gseq', r.gseq)
+        end
+      end
+    elseif is_error(r) then
+      problems[#problems + 1] = ARGV[i]
+      problems[#problems + 1] = 'not a job record of this layout'
+    end
+  end
 elseif mode == 'drop' then
   if not dry then
     for i = 3, #KEYS do redis.call('UNLINK', KEYS[i]) end
@@ -136,6 +160,7 @@ elseif mode == 'finish' then
     if seq then redis.call('HSET', meta, 'gseq', seq) end
     redis.call('HDEL', meta, 'job_seq')
     redis.call('HSET', meta, 'jobs', JOBS_LAYOUT)
+    redis.call('SET', jobs_marker(meta), JOBS_LAYOUT)
   end
 end
 

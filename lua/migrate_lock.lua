@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- migrate_lock: the lease that keeps two Migrates off one namespace.
 --
 -- KEYS[1] lock <prefix>:{<ns>}:migrate_lock (string: holder token, with a TTL)

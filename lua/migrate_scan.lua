@@ -1,3 +1,4 @@
+#!lua
 -- migrate_scan: read one batch of schedule records for Migrate.
 --
 -- KEYS[1] the listing to walk: <prefix>:{<ns>}:ids (a SET in schema 1, a ZSET in

@@ -1,17 +1,22 @@
+#!lua flags=allow-oom
 -- namespace_status: what a namespace's store looks like, in O(1).
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids   KEYS[3] schema 3's listing top <prefix>:{<ns>}:lt
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
+-- KEYS[6] jobs marker <prefix>:{<ns>}:meta:jobs (lib/job.lua jobs_marker)
 -- Returns { schema ("" none), listing type ("set" schema 1, "zset" schema 2, "tree"
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
---           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq` }.
+--           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq`,
+--           1 if the jobs marker exists (jobs were stored), the namespace's job
+--           sequence (meta `gseq`, 0 none), which only rises }.
 --
 -- Read-only; invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
 
-local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq', 'listed')
+local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq', 'listed',
+  'gseq')
 local listing = redis.call('TYPE', KEYS[2])['ok']
 local listed = 0
 if listing == 'set' then listed = redis.call('SCARD', KEYS[2]) end
@@ -29,4 +34,6 @@ return {
   listed,
   meta[3] or '',
   meta[4] and 1 or 0,
+  redis.call('EXISTS', KEYS[6]),
+  tonumber(meta[6]) or 0,
 }

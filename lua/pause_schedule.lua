@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- pause_schedule: stop a schedule from firing until it is resumed.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- peek_due: what the per-namespace wake-up timer needs, in one call.
 --
 -- KEYS[1] due index <prefix>:{<ns>}:due

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- prune_jobs: delete finished (completed, dead, cancelled) jobs past the retention
 -- age, and the oldest ones beyond the retention count, at most a batch per call.
 --

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- release_jobs: give back leases a claim took but its reply could not carry.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone (unused; every

@@ -1,3 +1,4 @@
+#!lua
 -- resume_schedule: make a paused schedule active again, next run computed from now.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

@@ -1,3 +1,4 @@
+#!lua
 -- retry_job: make a dead job pending again, with its attempts reset to 0.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- set_follow: record the precomputed cron slot after a schedule's next run.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

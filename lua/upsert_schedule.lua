@@ -1,3 +1,4 @@
+#!lua
 -- upsert_schedule: create a schedule or replace its definition.
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2

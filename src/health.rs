@@ -9,7 +9,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tonic_health::{server::HealthReporter, ServingStatus};
 
-use crate::{clock::Clock, store::Store};
+use crate::{
+    clock::Clock,
+    store::{InstanceId, Store},
+};
 
 /// Health names reported; all of them need Redis.
 const SERVICE_NAMES: [&str; 3] = ["", "dueq.v1.QueueService", "dueq.v1.AdminService"];
@@ -31,7 +34,22 @@ async fn check_redis_settings(store: &Store) {
         ),
         Ok(_) => {}
         Err(error) => {
-            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)")
+            tracing::debug!(%error, "cannot read Redis settings (CONFIG GET refused?)");
+            return;
+        }
+    }
+    // Without the append-only file Redis persists only snapshots: a Redis killed or
+    // crashed comes back without what was acknowledged since the last one (README,
+    // Durability).
+    if let Ok(Some(appendonly)) = store.config_value("appendonly").await {
+        if appendonly != "yes" {
+            tracing::warn!(
+                appendonly = %appendonly,
+                "Redis has AOF off: if Redis is killed or crashes, the enqueues, acks and \
+                 claims it acknowledged since its last RDB snapshot are lost, and jobs may \
+                 run twice; set appendonly yes (appendfsync everysec or always), see the \
+                 README's Durability section"
+            );
         }
     }
 }
@@ -78,7 +96,10 @@ async fn probe(store: &Store, clock: &Clock, serving: bool, outage: &mut Outage)
             match store.load_scripts().await {
                 Ok(()) => true,
                 Err(error) => {
-                    tracing::warn!(%error, "redis answers but scripts could not be loaded");
+                    tracing::warn!(
+                        %error,
+                        "redis answers but scripts could not be loaded (dueq needs Redis 7.0 or later)"
+                    );
                     false
                 }
             }
@@ -101,6 +122,43 @@ async fn probe(store: &Store, clock: &Clock, serving: bool, outage: &mut Outage)
     }
 }
 
+/// Notices a store flushed or replaced under the service: the instance id the store
+/// holds (written once by the first replica to connect) must stay the one this
+/// replica saw. FLUSHALL, FLUSHDB, a Redis restarted without persistence, or the URL
+/// now reaching another Redis all change it. (A restore of a backup of this store
+/// keeps it: the monitor's counter check covers that, src/monitor.rs.)
+#[derive(Default)]
+struct InstanceWatch {
+    seen: Option<String>,
+}
+
+impl InstanceWatch {
+    async fn check(&mut self, store: &Store) {
+        let candidate = uuid::Uuid::new_v4().simple().to_string();
+        let now = match store.instance_id(&candidate).await {
+            Ok(now) => now,
+            // Redis being away is reported by the probe.
+            Err(_) => return,
+        };
+        if let Some(seen) = &self.seen {
+            if seen != now.id() {
+                let how = match now {
+                    InstanceId::Written(_) => "its instance key is gone",
+                    InstanceId::Found(_) => "its instance key changed",
+                };
+                tracing::error!(
+                    redis = %store.display_url(),
+                    "the Redis store was flushed or replaced under the service ({how}): \
+                     jobs, schedules and leases stored before may be lost (FLUSHALL or \
+                     FLUSHDB, a Redis restarted without persistence, a failover, or \
+                     another Redis at this address?)"
+                );
+            }
+        }
+        self.seen = Some(now.id().to_owned());
+    }
+}
+
 pub(crate) async fn watch_redis(
     store: Arc<Store>,
     clock: Arc<Clock>,
@@ -110,8 +168,12 @@ pub(crate) async fn watch_redis(
 ) {
     let mut serving = false;
     let mut outage = Outage::default();
+    let mut instance = InstanceWatch::default();
     loop {
         let healthy = probe(&store, &clock, serving, &mut outage).await;
+        if healthy {
+            instance.check(&store).await;
+        }
         if healthy != serving {
             serving = healthy;
             if serving {

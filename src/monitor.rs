@@ -7,8 +7,20 @@
 //! each namespace in the registry and logs what it finds: once when it appears, again
 //! every `REPEAT` while it lasts, and once when it is repaired.
 //! `QueueService.GetNamespaceStatus` reports the same facts on demand.
+//!
+//! It also remembers each namespace's job sequence, which only rises: one lower than
+//! the last seen means the store went back in time under the service (a restore of
+//! an older backup, a flush, a failover to a lagging replica), which is logged as an
+//! ERROR. What it cannot see: a rollback between two checks that the namespace's
+//! writes have already carried past the sequence seen, schedule-only namespaces
+//! (schedules keep no counter that only rises), namespaces this replica does not
+//! serve, and anything before the replica started.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -26,14 +38,20 @@ const REPEAT: Duration = Duration::from_secs(300);
 pub(crate) struct Monitor {
     store: Arc<Store>,
     namespaces: Arc<Namespaces>,
+    /// The job sequence last seen per served namespace (forgotten with the namespace).
+    sequences: HashMap<String, u64>,
 }
 
 impl Monitor {
     pub(crate) fn new(store: Arc<Store>, namespaces: Arc<Namespaces>) -> Self {
-        Self { store, namespaces }
+        Self {
+            store,
+            namespaces,
+            sequences: HashMap::new(),
+        }
     }
 
-    pub(crate) async fn run(self, interval: Duration, cancel: CancellationToken) {
+    pub(crate) async fn run(mut self, interval: Duration, cancel: CancellationToken) {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
@@ -47,15 +65,22 @@ impl Monitor {
                     "idle namespaces forgotten"
                 );
             }
-            for entry in self.namespaces.all() {
+            let entries = self.namespaces.all();
+            let served: HashSet<&str> = entries.iter().map(|entry| entry.name()).collect();
+            self.sequences
+                .retain(|name, _| served.contains(name.as_str()));
+            for entry in entries {
                 self.check(&entry).await;
             }
         }
     }
 
-    async fn check(&self, entry: &Entry) {
+    async fn check(&mut self, entry: &Entry) {
         let finding = match self.store.run(entry.name(), &NamespaceStatus).await {
-            Ok(health) => health.finding(),
+            Ok(health) => {
+                self.check_sequence(entry.name(), health.job_sequence);
+                health.finding()
+            }
             // Redis being away is reported by health; nothing to add per namespace.
             Err(_) => return,
         };
@@ -67,6 +92,24 @@ impl Monitor {
             *logged = Some(Instant::now());
         }
         *last = finding;
+    }
+}
+
+impl Monitor {
+    /// Logs an ERROR when a namespace's job sequence is lower than last seen.
+    fn check_sequence(&mut self, namespace: &str, now: u64) {
+        let seen = self.sequences.insert(namespace.to_owned(), now);
+        if let Some(seen) = seen.filter(|seen| now < *seen) {
+            tracing::error!(
+                %namespace,
+                seen,
+                now,
+                "the namespace's job sequence went backwards: the store was rolled back \
+                 or its data deleted under the service (a restore of an older backup, \
+                 FLUSHALL, a failover to a lagging replica?); jobs enqueued after that \
+                 point are lost and jobs finished after it may run again"
+            );
+        }
     }
 }
 

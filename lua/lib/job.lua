@@ -28,7 +28,12 @@
 --   use layout 2 (meta `jobs`) or it never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
 --   service turns into FAILED_PRECONDITION with the Migrate command. Layout 1 (one
 --   hash per job, sorted-set ready and listing indexes) is recognised by the
---   `job_seq` counter it kept in meta.
+--   `job_seq` counter it kept in meta; found "unknown" when meta lost `jobs` while
+--   jobs are stored (deleted by hand, evicted, a partial restore): the layout's copy
+--   in the jobs marker (jobs_marker(meta), keys.rs `jobs_marker`) is still there.
+--   Serving such a namespace would restart its job counters over existing jobs
+--   (invariant 1: no script re-creates metadata over existing data). The marker is
+--   read only when meta lacks `jobs`, so the hot path pays nothing for it.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record)
 -- job_fields(K, id, record) -> flat field/value list, the shape src/store/records.rs
@@ -49,12 +54,23 @@
 local JOBS_LAYOUT = '2'
 local LISTING_BUCKET = 64
 
+-- The key that keeps a copy of the job layout beside meta: written with the
+-- namespace's first jobs, it outlives a lost meta.
+local function jobs_marker(meta)
+  return meta .. ':jobs'
+end
+
 local function jobs_guard(meta)
   local found = redis.call('HGET', meta, 'jobs')
   if found == JOBS_LAYOUT then return nil, found end
   if not found then
-    if redis.call('HEXISTS', meta, 'job_seq') == 0 then return nil, nil end
-    found = '1'
+    if redis.call('HEXISTS', meta, 'job_seq') == 1 then
+      found = '1'
+    elseif redis.call('EXISTS', jobs_marker(meta)) == 1 then
+      found = 'unknown'
+    else
+      return nil, nil
+    end
   end
   return redis.error_reply('DUEQ_MIGRATE_JOBS ' .. found)
 end

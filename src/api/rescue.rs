@@ -4,7 +4,10 @@
 //! skip the mapping, the operator hint, the needs-Migrate notice or the bound on the
 //! message.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use tokio::time::Instant;
 use tonic::{Code, Response, Status};
@@ -14,6 +17,9 @@ use crate::{domain::FailureKind, namespaces::Namespaces, sync::lock};
 
 /// A namespace that needs Migrate is logged at most this often.
 const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
+
+/// A full Redis is logged at most this often.
+const FULL_NOTICE_EVERY: Duration = Duration::from_secs(60);
 
 /// Longest status message sent. It travels in an HTTP/2 header (`grpc-message`,
 /// percent-encoded) and messages echo request values, which can be megabytes: an
@@ -25,6 +31,8 @@ pub(crate) struct Rescue {
     /// Where operators reach this service, for the Migrate command in hints.
     address: String,
     namespaces: Arc<Namespaces>,
+    /// When a full Redis was last logged.
+    full_notice: Mutex<Option<Instant>>,
 }
 
 /// The operator's command that migrates `namespace`: the one wording of the hint.
@@ -39,6 +47,7 @@ impl Rescue {
         Self {
             address,
             namespaces,
+            full_notice: Mutex::new(None),
         }
     }
 
@@ -65,7 +74,20 @@ impl Rescue {
         if code == Code::Internal {
             tracing::error!(%error, "internal error");
         }
+        if error.kind() == FailureKind::Full {
+            self.full_notice(&message);
+        }
         Status::new(code, bounded(message))
+    }
+
+    /// Logs that Redis is full, at most once a minute: a full Redis refuses every
+    /// claim of every worker, and one line says it as well as thousands.
+    fn full_notice(&self, message: &str) {
+        let mut last = lock(&self.full_notice);
+        if last.is_none_or(|at| at.elapsed() >= FULL_NOTICE_EVERY) {
+            *last = Some(Instant::now());
+            tracing::error!(error = %message, "redis is full: work is not handed out");
+        }
     }
 
     /// Logs that a namespace is refused until it is migrated, at most once a minute.

@@ -89,6 +89,12 @@ impl fmt::Display for NeedsMigrate {
                     self.found
                 )
             }
+            Layout::Jobs if self.found == Found::MetaMissing => write!(
+                f,
+                "its job metadata (the job layout and the queues' job counters) is missing while \
+                 jobs are stored (deleted, evicted or a partial restore?); Migrate rebuilds it \
+                 from the job records"
+            ),
             Layout::Jobs => write!(
                 f,
                 "its jobs are stored in job layout {}, this dueq uses job layout {JOB_LAYOUT}",
@@ -115,6 +121,12 @@ pub(crate) struct NamespaceHealth {
     pub(crate) jobs_layout: Option<String>,
     /// Meta holds `job_seq`, which only job layout 1 kept.
     pub(crate) legacy_jobs: bool,
+    /// The jobs marker exists: the namespace has held jobs (its copy of the layout
+    /// outlives a lost meta).
+    pub(crate) jobs_marker: bool,
+    /// The namespace's job sequence (meta `gseq`): it only rises, so a lower value
+    /// than one seen before means the store was rolled back.
+    pub(crate) job_sequence: u64,
 }
 
 impl NamespaceHealth {
@@ -124,6 +136,8 @@ impl NamespaceHealth {
         match (&self.schema, &self.listing) {
             (Some(v), _) => v.parse().unwrap_or(0),
             (None, Listing::Set) => 1,
+            // Only jobs: no schedule to convert, so the schedules are current.
+            (None, Listing::None) if self.jobs_layout.is_some() => SCHEDULE_SCHEMA,
             _ => 0,
         }
     }
@@ -157,8 +171,19 @@ impl NamespaceHealth {
     pub(crate) fn jobs_need_migrate(&self) -> bool {
         match &self.jobs_layout {
             Some(v) => v.parse::<u32>().ok() != Some(JOB_LAYOUT),
-            None => self.legacy_jobs,
+            None => self.legacy_jobs || self.jobs_marker,
         }
+    }
+
+    /// Meta lost its job fields while jobs are stored: Migrate rebuilds them from
+    /// the records.
+    pub(crate) fn jobs_meta_lost(&self) -> bool {
+        self.jobs_layout.is_none() && !self.legacy_jobs && self.jobs_marker
+    }
+
+    /// Meta lost its schedule fields while schedules are listed.
+    pub(crate) fn schedules_meta_lost(&self) -> bool {
+        self.schema.is_none() && matches!(self.listing, Listing::Tree)
     }
 
     /// What refuses this namespace's calls, schedules first.
@@ -177,9 +202,14 @@ impl NamespaceHealth {
             });
         }
         if self.jobs_need_migrate() {
+            let found = if self.jobs_meta_lost() {
+                Found::MetaMissing
+            } else {
+                Found::Version(self.jobs_layout_version())
+            };
             out.push(NeedsMigrate {
                 layout: Layout::Jobs,
-                found: Found::Version(self.jobs_layout_version()),
+                found,
             });
         }
         out

@@ -67,6 +67,50 @@ impl Migrator {
         Ok(())
     }
 
+    /// Rebuilds a lost meta's job fields from the job records: each queue's job
+    /// counter and the namespace's sequence rise to the highest found, so every
+    /// stored job keeps its number (and its listing entry) and new jobs take numbers
+    /// after them; then the layout is recorded, last, which lets job calls in again.
+    pub(super) async fn recount_jobs(
+        &self,
+        namespace: &str,
+        options: Options,
+        tx: &ProgressTx,
+        progress: &mut Progress,
+        lease: &mut Lease<'_>,
+    ) -> Result<(), Error> {
+        progress.phase = Phase::Jobs;
+        send(tx, progress).await?;
+        let mut walk = LegacyJobWalk::new(LegacyJobKeys::JobRecords);
+        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
+            let ids = LegacyJobWalk::job_ids(&self.store, namespace, &found);
+            for chunk in ids.chunks(JOBS_PER_CALL) {
+                lease.keep().await?;
+                let started = Instant::now();
+                let counts = self
+                    .step(namespace, lease, options.dry_run, JobStep::Recount(chunk))
+                    .await?;
+                progress.absorb(counts, started);
+            }
+            send(tx, progress).await?;
+        }
+        if options.dry_run {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
+        progress.absorb(counts, started);
+        progress.to_jobs_layout = JOB_LAYOUT;
+        send(tx, progress).await?;
+        Ok(())
+    }
+
+    /// Records the current job layout again, in meta and in the jobs marker.
+    pub(super) async fn mark_jobs(&self, namespace: &str, lease: &Lease<'_>) -> Result<(), Error> {
+        self.step(namespace, lease, false, JobStep::Finish).await?;
+        Ok(())
+    }
+
     async fn convert_records(
         &self,
         namespace: &str,

@@ -243,15 +243,26 @@ impl Migrator {
         // schedule finish below releases the lock).
         progress.from_jobs_layout = state.jobs_layout_version();
         progress.to_jobs_layout = progress.from_jobs_layout;
-        if state.jobs_need_migrate() {
+        if state.jobs_meta_lost() {
+            self.recount_jobs(namespace, options, tx, &mut progress, lease)
+                .await?;
+        } else if state.jobs_need_migrate() {
             self.convert_jobs(namespace, options, tx, &mut progress, lease)
                 .await?;
+        } else if state.jobs_layout.is_some() && !state.jobs_marker && !options.dry_run {
+            // Jobs stored before the marker existed: write it (the finish step
+            // records the layout the namespace is already in).
+            self.mark_jobs(namespace, lease).await?;
         }
         // 4. The version, last.
         progress.to_schema = if options.dry_run {
             progress.from_schema
         } else {
-            self.finish(namespace, lease).await?;
+            // A lost meta's listing count is rebuilt from the listing just walked.
+            let listed = state
+                .schedules_meta_lost()
+                .then_some(progress.scanned_listed);
+            self.finish(namespace, lease, listed).await?;
             SCHEDULE_SCHEMA
         };
         progress.phase = Phase::Done;
@@ -298,7 +309,14 @@ fn walk_of(namespace: &str, state: &NamespaceHealth) -> Result<Walk, Error> {
         Listing::Set => Ok(Walk::Set),
         Listing::SortedSet => Ok(Walk::SortedSet),
         Listing::Tree => Ok(Walk::Tree),
-        Listing::None if state.schema.is_some() || state.index_size > 0 => Ok(Walk::Tree),
+        Listing::None
+            if state.schema.is_some()
+                || state.index_size > 0
+                || state.jobs_layout_version() > 0
+                || state.jobs_marker =>
+        {
+            Ok(Walk::Tree)
+        }
         Listing::None => Err(Error::NotFound(Missing::Namespace(namespace.to_owned()))),
         Listing::Foreign(kind) => Err(Error::Foreign {
             namespace: namespace.to_owned(),

@@ -23,6 +23,8 @@ pub(crate) struct Progress {
     pub(crate) namespace: String,
     pub(crate) phase: Phase,
     pub(crate) scanned: u64,
+    /// Schedule ids visited in the listing (not reported; counts a lost `listed`).
+    pub(crate) scanned_listed: u64,
     pub(crate) indexed: u64,
     pub(crate) repaired: u64,
     pub(crate) removed: u64,
@@ -49,6 +51,7 @@ impl Progress {
             namespace: namespace.to_owned(),
             phase: Phase::Started,
             scanned: 0,
+            scanned_listed: 0,
             indexed: 0,
             repaired: 0,
             removed: 0,

@@ -77,6 +77,7 @@ impl Migrator {
             let mut decisions = Vec::with_capacity(records.len());
             for record in &records {
                 progress.scanned += 1;
+                progress.scanned_listed += 1;
                 match decide(record, now_ms) {
                     Ok(Some(decision)) => decisions.push(decision),
                     Ok(None) => {}
@@ -155,9 +156,15 @@ impl Migrator {
     }
 
     /// Records the schema version and releases the lock.
-    pub(super) async fn finish(&self, namespace: &str, lease: &Lease<'_>) -> Result<(), Error> {
+    pub(super) async fn finish(
+        &self,
+        namespace: &str,
+        lease: &Lease<'_>,
+        listed: Option<u64>,
+    ) -> Result<(), Error> {
         let finish = MigrateFinish {
             token: &lease.token,
+            listed,
         };
         self.store
             .run(namespace, &finish)

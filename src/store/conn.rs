@@ -6,10 +6,16 @@
 //! of them from the pool once, keep them, and spread requests round-robin. A connection
 //! that fails with an I/O error is dropped and replaced from the pool on next use; the
 //! pool remains the one place connections are created and configured.
+//!
+//! One reconnect attempt runs at a time (an outage must not become a connect storm),
+//! and a caller that waited for an attempt takes its outcome: when it failed, the
+//! caller fails at once with its error instead of making an attempt of its own. So
+//! against a hung Redis every caller fails within about one `--redis-timeout`, where
+//! waiters taking turns failed one timeout after another (the Nth after N timeouts).
 
 use std::{
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Mutex,
     },
     time::Duration,
@@ -29,8 +35,11 @@ pub(super) struct Connections {
     next: AtomicUsize,
     /// The Redis URL without its password, for error messages.
     display_url: String,
-    /// Serialises reconnection so a Redis outage does not turn into a connect storm.
-    connect_lock: tokio::sync::Mutex<()>,
+    /// Serialises reconnection; holds the error of the latest attempt, if it failed.
+    connect_lock: tokio::sync::Mutex<Option<StoreError>>,
+    /// How many reconnect attempts have finished, so a caller can tell whether one
+    /// finished while it waited for the lock.
+    attempts: AtomicU64,
 }
 
 impl Connections {
@@ -59,7 +68,8 @@ impl Connections {
             slots: (0..size.max(1)).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             display_url,
-            connect_lock: tokio::sync::Mutex::new(()),
+            connect_lock: tokio::sync::Mutex::new(None),
+            attempts: AtomicU64::new(0),
         })
     }
 
@@ -73,15 +83,25 @@ impl Connections {
         if let Some(conn) = self.cached(slot) {
             return Ok((slot, conn));
         }
-        let _guard = self.connect_lock.lock().await;
+        let seen = self.attempts.load(Ordering::Acquire);
+        let mut last_failure = self.connect_lock.lock().await;
         if let Some(conn) = self.cached(slot) {
             return Ok((slot, conn));
         }
-        let conn = self.pool.get().await.map_err(|e| StoreError::Unavailable {
+        if self.attempts.load(Ordering::Acquire) != seen {
+            if let Some(failure) = &*last_failure {
+                // An attempt made while we waited failed: ours would fail the same way,
+                // one timeout later.
+                return Err(failure.clone());
+            }
+        }
+        let attempt = self.pool.get().await.map_err(|e| StoreError::Unavailable {
             url: self.display_url.clone(),
             reason: e.to_string(),
-        })?;
-        let conn = deadpool_redis::Connection::take(conn);
+        });
+        *last_failure = attempt.as_ref().err().cloned();
+        self.attempts.fetch_add(1, Ordering::Release);
+        let conn = deadpool_redis::Connection::take(attempt?);
         *lock(&self.slots[slot]) = Some(conn.clone());
         Ok((slot, conn))
     }

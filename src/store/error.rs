@@ -10,13 +10,15 @@ pub(crate) enum StoreError {
     /// Redis cannot be reached (refused, dropped, timed out, pool exhausted, busy).
     #[error("redis at {url} is unavailable: {reason}")]
     Unavailable { url: String, reason: String },
-    /// Redis refused a write because it reached `maxmemory` (with `noeviction`).
-    /// Redis refuses a script's write at OOM only while the script has written
-    /// nothing yet (later writes go through, so it never stops half-way), so the
-    /// refused call changed nothing.
+    /// Redis refused a script because it reached `maxmemory` (with `noeviction`).
+    /// Every script that adds or hands out work is flagged so that Redis refuses it
+    /// before it runs (src/store/script.rs), so the refused call changed nothing;
+    /// what finishes or releases work still runs.
     #[error(
-        "redis at {url} is out of memory (maxmemory reached): nothing was written; \
-         raise maxmemory, or let finished jobs be pruned (--job-retention), then retry"
+        "redis at {url} is out of memory (maxmemory reached): nothing was written, and \
+         no work is handed out until it has room; raise maxmemory, or let workers drain \
+         it (acks, failures, lease extensions and cancels still run, and finished jobs \
+         are pruned after --job-retention), then retry"
     )]
     OutOfMemory { url: String },
     /// Redis answered with an error we did not expect (a bug or a misconfigured server).

@@ -137,6 +137,13 @@ impl NamespaceKeys {
         format!("{}o:", self.base)
     }
 
+    /// The jobs marker: a copy of the job layout beside meta, written with a
+    /// namespace's first jobs, so a meta lost while jobs are stored is noticed (Lua
+    /// composes it from meta: lib/job.lua `jobs_marker`).
+    pub(crate) fn jobs_marker(&self) -> String {
+        format!("{}:jobs", self.meta())
+    }
+
     /// Finished (completed, dead, cancelled) job ids scored by finish time.
     pub(crate) fn jobs_done(&self) -> String {
         format!("{}jdone", self.base)
@@ -185,7 +192,9 @@ impl NamespaceKeys {
     pub(crate) fn legacy_job_pattern(&self, kind: LegacyJobKeys) -> String {
         match kind {
             LegacyJobKeys::ReadySets => format!("{}qr:*", self.base),
-            LegacyJobKeys::JobHashes => format!("{}j:*", self.base),
+            LegacyJobKeys::JobHashes | LegacyJobKeys::JobRecords => {
+                format!("{}j:*", self.base)
+            }
             LegacyJobKeys::Listings => format!("{}qj:*", self.base),
         }
     }
@@ -218,6 +227,9 @@ pub(crate) enum LegacyJobKeys {
     JobHashes,
     /// Listing sets `qj:<queue>` (zsets).
     Listings,
+    /// Job records `j:<id>` of the current layout (strings), for recounting a lost
+    /// meta's job counters (not layout 1's, but found the same way).
+    JobRecords,
 }
 
 /// Keys of the whole keyspace under the prefix, not of one namespace.
@@ -231,6 +243,13 @@ impl PrefixKeys {
         PrefixKeys {
             prefix: prefix.to_owned(),
         }
+    }
+
+    /// The store's instance id: written once by the first replica to connect, so a
+    /// store flushed or replaced under the service is noticed (src/health.rs). No
+    /// namespace key has it as a name (theirs all carry a `{namespace}` tag).
+    pub(crate) fn instance(&self) -> String {
+        format!("{}:instance", self.prefix)
     }
 
     /// The SCAN pattern of every namespace's key named `marker` (a namespace holds

@@ -28,6 +28,23 @@ use conn::Connections;
 use keys::NamespaceKeys;
 use reply::Reply;
 
+/// The store's instance id, as [`Store::instance_id`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InstanceId {
+    /// Stored before this call.
+    Found(String),
+    /// There was none: this call stored it.
+    Written(String),
+}
+
+impl InstanceId {
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            InstanceId::Found(id) | InstanceId::Written(id) => id,
+        }
+    }
+}
+
 /// Handle to the Redis store. Cheap to share behind an `Arc`.
 pub(crate) struct Store {
     conns: Connections,
@@ -119,6 +136,26 @@ impl Store {
         let started = Instant::now();
         let (secs, micros): (i64, i64) = self.query(redis::cmd("TIME")).await?;
         Ok((secs * 1000 + micros / 1000, started.elapsed()))
+    }
+
+    /// The store's instance id: the one stored, or `candidate` when none was (it is
+    /// stored then). One `SET ... NX GET`.
+    pub(crate) async fn instance_id(&self, candidate: &str) -> Result<InstanceId, StoreError> {
+        let key = keys::PrefixKeys::new(&self.prefix).instance();
+        let previous: Option<String> = self
+            .query(
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(candidate)
+                    .arg("NX")
+                    .arg("GET")
+                    .to_owned(),
+            )
+            .await?;
+        Ok(match previous {
+            Some(id) => InstanceId::Found(id),
+            None => InstanceId::Written(candidate.to_owned()),
+        })
     }
 
     /// A Redis setting (CONFIG GET); `None` when Redis does not report it.

@@ -209,3 +209,18 @@ return out";
         assert_eq!(got[1], keys.listing_bucket(queue, *n));
     }
 }
+
+#[tokio::test]
+async fn the_jobs_marker_lua_composes_is_the_one_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "billing.eu");
+    let lua = eval(
+        &mut conn,
+        Prelude::Job,
+        "return { jobs_marker(ARGV[1]) }",
+        &[keys.meta()],
+    )
+    .await;
+    assert_eq!(lua, vec![keys.jobs_marker()]);
+}

@@ -91,15 +91,37 @@ impl ScriptDef {
         }
     }
 
-    /// The script as Redis runs it: the prelude, then the file.
+    /// The script as Redis runs it: the file's shebang, the prelude, then the rest
+    /// of the file.
     pub(crate) fn script(&self) -> &Script {
         self.script.get_or_init(|| Script::new(&self.source()))
     }
 
     pub(crate) fn source(&self) -> String {
-        let mut source: String = self.prelude.parts().concat();
-        source.push_str(self.body);
+        let (shebang, rest) = self.shebang();
+        let mut source = String::with_capacity(self.body.len() + 16 * 1024);
+        source.push_str(shebang);
+        source.push('\n');
+        source.extend(self.prelude.parts().iter().copied());
+        source.push_str(rest);
         source
+    }
+
+    /// The file's first line, its Redis 7 shebang (`#!lua` or `#!lua flags=...`), and
+    /// the rest of the file. Redis reads flags only from the first line of the script
+    /// text, so the shebang goes before the prelude. Every script has one: without it
+    /// Redis runs a script in its compatibility mode, where at `maxmemory` only the
+    /// first write is refused, so whether a script ran depended on the order of its
+    /// commands (a claim whose first write was a pop went through, an ack whose first
+    /// write was a SET did not). With it, a script without `allow-oom` is refused
+    /// before it runs, and one with it always runs: work is handed out only while
+    /// Redis has room, and what finishes or releases work (or only reads) still
+    /// runs when it has none, so a full Redis drains instead of killing leases.
+    pub(crate) fn shebang(&self) -> (&'static str, &'static str) {
+        match self.body.split_once('\n') {
+            Some((first, rest)) if first.starts_with("#!lua") => (first, rest),
+            _ => ("#!lua", self.body),
+        }
     }
 }
 

@@ -158,6 +158,7 @@ impl LegacyJobWalk {
         };
         let kind = match self.kind {
             LegacyJobKeys::JobHashes => "hash",
+            LegacyJobKeys::JobRecords => "string",
             LegacyJobKeys::ReadySets | LegacyJobKeys::Listings => "zset",
         };
         let pattern = store.keys(namespace).legacy_job_pattern(self.kind);

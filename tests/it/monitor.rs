@@ -104,6 +104,16 @@ impl LoggedBinary {
         within_patience(&format!("a log line with {needle:?}"), wanted).await
     }
 
+    /// A line containing `needle` among those logged so far, without waiting.
+    fn logged(&mut self, needle: &str) -> Option<String> {
+        while let Ok(line) = self.lines.try_recv() {
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+        None
+    }
+
     /// Stops the binary; returns every line it logged and had not been read.
     async fn stop(mut self) -> Vec<String> {
         let _ = self.child.kill();
@@ -174,8 +184,9 @@ async fn startup_log(redis_url: &str) -> Vec<String> {
     LoggedBinary::start(redis_url, &[]).await.stop().await
 }
 
-/// Pins: an evicting maxmemory-policy is warned about at startup (the listpack
-/// setting no longer is), and the advised settings start without a warning.
+/// Pins: an evicting maxmemory-policy and AOF off (issue 12 item 8) are warned about
+/// at startup (the listpack setting no longer is), and the advised settings start
+/// without a warning.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn risky_redis_settings_are_warned_about_at_startup() {
     let redis = Redis::start().await;
@@ -191,6 +202,11 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
         warned("maxmemory_policy") && warned("allkeys-lru"),
         "eviction policy warning expected in {lines:#?}"
     );
+    // The harness's Redis runs with appendonly no.
+    assert!(
+        warned("AOF off") && warned("\"appendonly\":\"no\""),
+        "AOF warning expected in {lines:#?}"
+    );
     // Records are packed strings: Redis's default hash-max-listpack-value (64) is
     // no reason to warn any more.
     assert!(
@@ -200,6 +216,7 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
 
     // With the advised settings there is nothing to warn about.
     config_set(&mut conn, "maxmemory-policy", "noeviction").await;
+    config_set(&mut conn, "appendonly", "yes").await;
     let lines = startup_log(&redis.url()).await;
     assert!(
         lines.iter().any(|l| l.contains("SERVING")),
@@ -207,6 +224,97 @@ async fn risky_redis_settings_are_warned_about_at_startup() {
     );
     assert!(
         !lines.iter().any(|l| l.contains("\"WARN\"")),
-        "no warnings expected with noeviction: {lines:#?}"
+        "no warnings expected with noeviction and AOF on: {lines:#?}"
     );
+}
+
+/// Pins issue 12 item 7: FLUSHALL under a running service is logged as an ERROR
+/// (the store's instance key is gone), and a namespace whose counters go back (its
+/// meta restored from a copy taken earlier) is logged as an ERROR too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_flushed_or_rolled_back_under_the_service_is_logged() {
+    let redis = Redis::start().await;
+    let mut binary = LoggedBinary::start(
+        &redis.url(),
+        &["--check-interval", "100ms", "--health-interval", "100ms"],
+    )
+    .await;
+    let mut c = proto::queue_service_client::QueueServiceClient::connect(binary.endpoint.clone())
+        .await
+        .expect("dueq binary answers");
+    let mut conn = redis.conn().await;
+    for i in 0..3 {
+        let mut req = job("q", "j");
+        req.job_id = format!("before-{i}");
+        enqueue(&mut c, req).await;
+    }
+
+    let _: () = query(&mut conn, &mut redis::cmd("FLUSHALL")).await;
+    let line = binary.line_containing("flushed or replaced").await;
+    assert!(line.contains("\"ERROR\""), "{line}");
+
+    // Another namespace (the flush may have been logged for "ns" as well): a backup
+    // of its meta; then more jobs, then the backup restored. Repeated until the
+    // monitor has seen the later sequence before the restore (it checks every
+    // 100 ms; the box may be slow).
+    let rb = |name: &str| proto::EnqueueRequest {
+        namespace: "rb".into(),
+        ..job("q", name)
+    };
+    enqueue(&mut c, rb("j")).await;
+    let backup: Vec<u8> = query(&mut conn, redis::cmd("DUMP").arg("dueq:{rb}:meta")).await;
+    let patience = Patience::new("the rollback to be logged");
+    let line = loop {
+        for _ in 0..3 {
+            enqueue(&mut c, rb("j")).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let _: () = query(
+            &mut conn,
+            redis::cmd("RESTORE")
+                .arg("dueq:{rb}:meta")
+                .arg(0)
+                .arg(&backup)
+                .arg("REPLACE"),
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        if let Some(line) = binary
+            .logged("went backwards")
+            .filter(|l| l.contains("\"rb\""))
+        {
+            break line;
+        }
+        patience.wait().await;
+    };
+    assert!(line.contains("\"ERROR\""), "{line}");
+    assert!(line.contains("\"namespace\":\"rb\""), "{line}");
+}
+
+/// Pins issue 12 item 4's log: a full Redis refusing every claim is logged as one
+/// ERROR, not one per refused call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_is_logged_once_however_many_claims_it_refuses() {
+    let redis = Redis::start().await;
+    let binary = LoggedBinary::start(&redis.url(), &[]).await;
+    let mut c = proto::queue_service_client::QueueServiceClient::connect(binary.endpoint.clone())
+        .await
+        .expect("dueq binary answers");
+    enqueue(&mut c, job("q", "j")).await;
+    let mut conn = redis.conn().await;
+    crate::faults::full::fill_redis(&mut conn).await;
+    for _ in 0..5 {
+        let status = c
+            .claim_job(claim_req(&["q"], 0, None))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    }
+    let lines = binary.stop().await;
+    let full: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("redis is full"))
+        .collect();
+    assert_eq!(full.len(), 1, "one line for five refusals: {lines:#?}");
+    assert!(full[0].contains("\"ERROR\""), "{}", full[0]);
 }

@@ -4,10 +4,12 @@
 use super::{prelude::*, under_lock};
 use crate::domain::SCHEDULE_SCHEMA;
 
-script!("migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(2));
+script!("migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(3));
 
 pub(crate) struct MigrateFinish<'a> {
     pub(crate) token: &'a str,
+    /// The listing's size to record, when meta lost it; `None` keeps the count.
+    pub(crate) listed: Option<u64>,
 }
 
 impl Operation for MigrateFinish<'_> {
@@ -24,7 +26,8 @@ impl Operation for MigrateFinish<'_> {
             .key(keys.due())
             .key(keys.migrate_lock())
             .arg(self.token)
-            .arg(SCHEDULE_SCHEMA);
+            .arg(SCHEDULE_SCHEMA)
+            .opt(self.listed.map(|n| i64::try_from(n).unwrap_or(i64::MAX)));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -40,5 +43,8 @@ impl Operation for MigrateFinish<'_> {
 
 #[cfg(test)]
 pub(super) fn sample() -> MigrateFinish<'static> {
-    MigrateFinish { token: "t" }
+    MigrateFinish {
+        token: "t",
+        listed: None,
+    }
 }

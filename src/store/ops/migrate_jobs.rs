@@ -16,6 +16,8 @@ pub(crate) enum JobStep<'a> {
     Ready { set: &'a [u8] },
     /// Convert these jobs, by id.
     Records(&'a [String]),
+    /// Raise the job counters to these (current-layout) jobs' numbers, by id.
+    Recount(&'a [String]),
     /// Unlink these keys.
     Drop(&'a [Vec<u8>]),
     /// Record job layout 2.
@@ -50,6 +52,7 @@ impl Operation for MigrateJobs<'_> {
         let mode = match &self.step {
             JobStep::Ready { .. } => "ready",
             JobStep::Records(_) => "records",
+            JobStep::Recount(_) => "recount",
             JobStep::Drop(_) => "drop",
             JobStep::Finish => "finish",
         };
@@ -63,7 +66,7 @@ impl Operation for MigrateJobs<'_> {
             JobStep::Ready { set } => {
                 call.key(*set).arg(JOBS_PER_CALL);
             }
-            JobStep::Records(ids) => {
+            JobStep::Records(ids) | JobStep::Recount(ids) => {
                 for id in *ids {
                     call.arg(id);
                 }

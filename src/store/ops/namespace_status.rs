@@ -3,7 +3,7 @@
 use super::prelude::*;
 use crate::domain::{Listing, NamespaceHealth};
 
-script!("namespace_status", Core, Arity::Exactly(5), Arity::Exactly(0));
+script!("namespace_status", Core, Arity::Exactly(6), Arity::Exactly(0));
 
 pub(crate) struct NamespaceStatus;
 
@@ -19,7 +19,8 @@ impl Operation for NamespaceStatus {
             .key(keys.ids())
             .key(keys.listing_top())
             .key(keys.due())
-            .key(keys.migrate_lock());
+            .key(keys.migrate_lock())
+            .key(keys.jobs_marker());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -44,6 +45,8 @@ impl Operation for NamespaceStatus {
             listed: reply.count()?,
             jobs_layout: Some(reply.text()?).filter(|s| !s.is_empty()),
             legacy_jobs: reply.flag()?,
+            jobs_marker: reply.flag()?,
+            job_sequence: reply.count()?,
         };
         reply.finish()?;
         Ok(health)

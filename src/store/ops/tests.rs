@@ -78,7 +78,8 @@ fn group_size(header: &str, marker: &str) -> Option<usize> {
 
 /// The comment block that opens a script.
 fn header(def: &ScriptDef) -> String {
-    def.body
+    def.shebang()
+        .1
         .lines()
         .take_while(|line| line.starts_with("--"))
         .collect::<Vec<_>>()
@@ -125,6 +126,55 @@ fn every_lua_file_has_its_operation() {
     let mut names: Vec<String> = SCRIPTS.iter().map(|def| def.name.to_owned()).collect();
     names.sort();
     assert_eq!(files, names);
+}
+
+/// Scripts Redis runs at `maxmemory` (`#!lua flags=allow-oom`): those that finish,
+/// release or drop work, and reads. Every other script is refused at `maxmemory`
+/// before it changes anything, above all those that hand work out (issue 12 item 4:
+/// a full Redis drains instead of re-handing leases it cannot let anyone finish).
+const RUN_WHEN_FULL: &[&str] = &[
+    "ack_job",
+    "ack_occurrence",
+    "cancel_job",
+    "delete_schedule",
+    "extend_lease",
+    "fail_job",
+    "get_job",
+    "get_schedule",
+    "list_jobs",
+    "list_schedules",
+    "migrate_lock",
+    "namespace_status",
+    "pause_schedule",
+    "peek_due",
+    "peek_jobs",
+    "prune_jobs",
+    "release_jobs",
+    "set_follow",
+];
+
+#[test]
+fn every_script_declares_what_it_does_at_maxmemory() {
+    for def in SCRIPTS {
+        let first = def.body.lines().next().unwrap_or_default();
+        let expected = if RUN_WHEN_FULL.contains(&def.name) {
+            "#!lua flags=allow-oom"
+        } else {
+            "#!lua"
+        };
+        assert_eq!(first, expected, "{}: its first line", def.name);
+        assert!(
+            def.source().starts_with(&format!("{expected}\n")),
+            "{}: the shebang must be the first line Redis reads",
+            def.name
+        );
+    }
+    for name in ["claim_jobs", "claim_due", "enqueue_jobs", "upsert_schedule"] {
+        assert!(
+            !RUN_WHEN_FULL.contains(&name),
+            "{name} hands out or adds work"
+        );
+    }
 }
 
 #[tokio::test]

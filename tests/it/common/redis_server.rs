@@ -105,6 +105,8 @@ impl Redis {
         let child = Command::new(redis_server_binary())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            // DEBUG SLEEP hangs Redis for the fault tests (Redis 7 refuses DEBUG by default).
+            .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())

@@ -37,8 +37,14 @@ pub async fn snapshot(conn: &mut MultiplexedConnection) -> Snapshot {
     out
 }
 
+/// The store's instance id, which every service writes when it first connects.
+pub const INSTANCE_KEY: &str = "dueq:instance";
+
+/// How many keys Redis holds besides the store's instance id (which the service
+/// writes once when it connects, whatever calls it answers).
 pub async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
-    query(conn, &mut redis::cmd("DBSIZE")).await
+    let all: i64 = query(conn, &mut redis::cmd("DBSIZE")).await;
+    all - i64::from(exists(conn, INSTANCE_KEY).await)
 }
 
 pub async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {

@@ -2,7 +2,10 @@
 //! instances crashing or shutting down under workers. Nothing may panic, hang, leak
 //! the Redis password or stall a schedule; the service recovers by itself.
 
+pub(crate) mod full;
+mod hung;
 mod instances;
+mod lost_meta;
 mod redis_down;
 mod writes;
 

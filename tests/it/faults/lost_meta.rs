@@ -20,7 +20,7 @@ fn refused_until_migrate(what: &str, status: Status) {
     );
     assert!(
         status.message().contains("needs Migrate")
-            && status.message().contains("dueq.v1.AdminService/Migrate"),
+            && status.message().contains("dueq.v1.QueueService/Migrate"),
         "{what}: the message names the fix: {}",
         status.message()
     );
@@ -77,7 +77,7 @@ async fn lost_meta_is_refused_reported_and_rebuilt_by_migrate() {
         st.message
     );
     assert!(
-        st.message.contains("AdminService/Migrate"),
+        st.message.contains("QueueService/Migrate"),
         "{}",
         st.message
     );

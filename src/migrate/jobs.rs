@@ -24,6 +24,22 @@ use crate::{
     },
 };
 
+/// What a walk over the job records does to each chunk of ids.
+#[derive(Clone, Copy)]
+enum RecordPass {
+    Convert,
+    Recount,
+}
+
+impl RecordPass {
+    fn step(self, ids: &[String]) -> JobStep<'_> {
+        match self {
+            Self::Convert => JobStep::Records(ids),
+            Self::Recount => JobStep::Recount(ids),
+        }
+    }
+}
+
 impl Migrator {
     pub(super) async fn convert_jobs(
         &self,
@@ -59,12 +75,7 @@ impl Migrator {
             }
         }
         // 4. The layout, last.
-        let started = Instant::now();
-        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
-        progress.absorb(counts, started);
-        progress.to_jobs_layout = JOB_LAYOUT;
-        send(tx, progress).await?;
-        Ok(())
+        self.record_layout(namespace, tx, progress, lease).await
     }
 
     /// Rebuilds a lost meta's job fields from the job records: each queue's job
@@ -81,27 +92,62 @@ impl Migrator {
     ) -> Result<(), Error> {
         progress.phase = Phase::Jobs;
         send(tx, progress).await?;
-        let mut walk = LegacyJobWalk::new(LegacyJobKeys::JobRecords);
+        let walk = LegacyJobWalk::new(LegacyJobKeys::JobRecords);
+        self.step_over_jobs(
+            walk,
+            RecordPass::Recount,
+            namespace,
+            options,
+            tx,
+            progress,
+            lease,
+        )
+        .await?;
+        if options.dry_run {
+            return Ok(());
+        }
+        self.record_layout(namespace, tx, progress, lease).await
+    }
+
+    /// Records the job layout (the last step of a conversion or a recount) and says so.
+    async fn record_layout(
+        &self,
+        namespace: &str,
+        tx: &ProgressTx,
+        progress: &mut Progress,
+        lease: &Lease<'_>,
+    ) -> Result<(), Error> {
+        let started = Instant::now();
+        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
+        progress.absorb(counts, started);
+        progress.to_jobs_layout = JOB_LAYOUT;
+        send(tx, progress).await
+    }
+
+    /// Runs `pass` over every job the walk finds, a bounded chunk of ids per call.
+    #[allow(clippy::too_many_arguments)] // one Migrate pass's state, passed through
+    async fn step_over_jobs(
+        &self,
+        mut walk: LegacyJobWalk,
+        pass: RecordPass,
+        namespace: &str,
+        options: Options,
+        tx: &ProgressTx,
+        progress: &mut Progress,
+        lease: &mut Lease<'_>,
+    ) -> Result<(), Error> {
         while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
             let ids = LegacyJobWalk::job_ids(&self.store, namespace, &found);
             for chunk in ids.chunks(JOBS_PER_CALL) {
                 lease.keep().await?;
                 let started = Instant::now();
                 let counts = self
-                    .step(namespace, lease, options.dry_run, JobStep::Recount(chunk))
+                    .step(namespace, lease, options.dry_run, pass.step(chunk))
                     .await?;
                 progress.absorb(counts, started);
             }
             send(tx, progress).await?;
         }
-        if options.dry_run {
-            return Ok(());
-        }
-        let started = Instant::now();
-        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
-        progress.absorb(counts, started);
-        progress.to_jobs_layout = JOB_LAYOUT;
-        send(tx, progress).await?;
         Ok(())
     }
 
@@ -119,20 +165,17 @@ impl Migrator {
         progress: &mut Progress,
         lease: &mut Lease<'_>,
     ) -> Result<(), Error> {
-        let mut walk = LegacyJobWalk::new(LegacyJobKeys::JobHashes);
-        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
-            let ids = LegacyJobWalk::job_ids(&self.store, namespace, &found);
-            for chunk in ids.chunks(JOBS_PER_CALL) {
-                lease.keep().await?;
-                let started = Instant::now();
-                let counts = self
-                    .step(namespace, lease, options.dry_run, JobStep::Records(chunk))
-                    .await?;
-                progress.absorb(counts, started);
-            }
-            send(tx, progress).await?;
-        }
-        Ok(())
+        let walk = LegacyJobWalk::new(LegacyJobKeys::JobHashes);
+        self.step_over_jobs(
+            walk,
+            RecordPass::Convert,
+            namespace,
+            options,
+            tx,
+            progress,
+            lease,
+        )
+        .await
     }
 
     /// Moves every layout-1 ready set into layout-2 ready lists, in claim order.

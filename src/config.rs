@@ -80,9 +80,30 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: String,
 
-    /// Redis URL (redis://[user:password@]host:port[/db]).
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    /// Redis URL: redis://[user:password@]host:port[/db], rediss://… for TLS, or
+    /// unix:///path/redis.sock[?db=N&user=U&pass=P]. Its password is never shown.
+    // The env value is hidden from --help: it may hold the password.
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        default_value = "redis://127.0.0.1:6379",
+        hide_env_values = true
+    )]
     pub redis_url: String,
+
+    /// For a rediss:// URL: PEM file of the CA(s) to trust for Redis's certificate,
+    /// instead of the system trust store.
+    #[arg(long, env = "DUEQ_REDIS_TLS_CA")]
+    pub redis_tls_ca: Option<PathBuf>,
+
+    /// For a rediss:// URL: PEM client certificate to present (Redis with
+    /// tls-auth-clients); needs --redis-tls-key.
+    #[arg(long, env = "DUEQ_REDIS_TLS_CERT", requires = "redis_tls_key")]
+    pub redis_tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --redis-tls-cert.
+    #[arg(long, env = "DUEQ_REDIS_TLS_KEY", requires = "redis_tls_cert")]
+    pub redis_tls_key: Option<PathBuf>,
 
     /// Long-lived multiplexed Redis connections shared by all requests.
     #[arg(long, env = "DUEQ_POOL_SIZE", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -178,6 +199,15 @@ impl ServeConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The TLS files of the Redis connection.
+    pub(crate) fn redis_tls(&self) -> crate::store::RedisTls {
+        crate::store::RedisTls {
+            ca: self.redis_tls_ca.clone(),
+            cert: self.redis_tls_cert.clone(),
+            key: self.redis_tls_key.clone(),
+        }
     }
 
     /// Defaults for everything, pointing at `redis_url`; used by tests and tools.

@@ -64,6 +64,7 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let store = Arc::new(Store::new(
         &config.redis_url,
+        &config.redis_tls(),
         &config.key_prefix,
         usize::from(config.pool_size),
         config.redis_timeout,

@@ -70,8 +70,14 @@ impl TestRedis {
 
     /// A store over this Redis, under the key prefix `dueq`.
     pub(crate) fn store(&self) -> Store {
-        Store::new(&self.url, "dueq", 1, Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("store: {e}"))
+        Store::new(
+            &self.url,
+            &Default::default(),
+            "dueq",
+            1,
+            Duration::from_secs(5),
+        )
+        .unwrap_or_else(|e| panic!("store: {e}"))
     }
 }
 
@@ -79,8 +85,14 @@ impl TestRedis {
 /// connects to nothing), for tests of what a call holds rather than what it does.
 pub(crate) fn offline_context() -> Context {
     let store = Arc::new(
-        Store::new("redis://127.0.0.1:1", "dueq", 1, Duration::from_millis(100))
-            .unwrap_or_else(|e| panic!("store: {e}")),
+        Store::new(
+            "redis://127.0.0.1:1",
+            &Default::default(),
+            "dueq",
+            1,
+            Duration::from_millis(100),
+        )
+        .unwrap_or_else(|e| panic!("store: {e}")),
     );
     let clock = Arc::new(Clock::new());
     let shutdown = CancellationToken::new();

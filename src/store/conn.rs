@@ -26,7 +26,10 @@ use deadpool_redis::{
     Manager, Pool, Runtime,
 };
 
-use super::StoreError;
+use super::{
+    tls::{self, RedisTls},
+    StoreError,
+};
 use crate::sync::lock;
 
 pub(super) struct Connections {
@@ -43,16 +46,23 @@ pub(super) struct Connections {
 }
 
 impl Connections {
-    pub(super) fn new(url: &str, size: usize, timeout: Duration) -> Result<Self, StoreError> {
+    pub(super) fn new(
+        url: &str,
+        tls: &RedisTls,
+        size: usize,
+        timeout: Duration,
+    ) -> Result<Self, StoreError> {
         let display_url = redact(url);
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
-        let manager =
-            Manager::new_with_config(url, config).map_err(|e| StoreError::Unavailable {
-                url: display_url.clone(),
-                reason: format!("invalid Redis URL: {e}"),
-            })?;
+        let unavailable = |reason: String| StoreError::Unavailable {
+            url: display_url.clone(),
+            reason,
+        };
+        let info = tls::connection_info(url, tls).map_err(unavailable)?;
+        let manager = Manager::new_with_config(info, config)
+            .map_err(|e| unavailable(format!("invalid Redis URL: {e}")))?;
         let pool = Pool::builder(manager)
             .max_size(size)
             .runtime(Runtime::Tokio1)
@@ -118,15 +128,37 @@ impl Connections {
     }
 }
 
-/// `redis://user:secret@host` -> `redis://user:***@host`.
+/// What logs and statuses show of a URL that does not parse: where its password would
+/// be cannot be told, so none of it.
+const UNPARSABLE: &str = "(a Redis URL that does not parse; not shown, as it may hold a password)";
+
+/// The URL as logs, errors and statuses show it: `redis://user:secret@host` ->
+/// `redis://user:***@host`, `unix:///s.sock?pass=secret` -> `unix:///s.sock?pass=***`.
 pub(crate) fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return UNPARSABLE.to_owned();
+    };
+    if parsed.password().is_some() && parsed.set_password(Some("***")).is_err() {
+        return UNPARSABLE.to_owned();
     }
+    // The redis crate reads a unix socket URL's password from its `pass` parameter.
+    let secret =
+        |key: &str| key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password");
+    if parsed.query_pairs().any(|(key, _)| secret(&key)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if secret(&key) {
+                    "***".into()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
 
 #[cfg(test)]
@@ -138,5 +170,15 @@ mod tests {
             "redis://u:***@h:6379/0"
         );
         assert_eq!(super::redact("redis://h:1"), "redis://h:1");
+        assert_eq!(
+            super::redact("rediss://u:hunter2@h:6380"),
+            "rediss://u:***@h:6380"
+        );
+        assert_eq!(
+            super::redact("unix:///run/redis.sock?db=2&user=u&pass=hunter2"),
+            "unix:///run/redis.sock?db=2&user=u&pass=***"
+        );
+        let unparsable = super::redact("redis://:hunter2@h:notaport");
+        assert!(!unparsable.contains("hunter2"), "{unparsable}");
     }
 }

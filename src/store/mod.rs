@@ -11,6 +11,7 @@ mod prune_due;
 mod records;
 mod reply;
 mod script;
+mod tls;
 mod walk;
 
 #[cfg(test)]
@@ -22,6 +23,7 @@ use deadpool_redis::redis::{self, Value};
 
 pub(crate) use error::StoreError;
 pub(crate) use script::{Call, Operation, Prelude};
+pub(crate) use tls::RedisTls;
 pub(crate) use walk::{LegacyJobWalk, NamespaceWalk};
 
 use conn::Connections;
@@ -55,12 +57,13 @@ impl Store {
     /// Builds the store; does not connect yet (the service must start without Redis).
     pub(crate) fn new(
         url: &str,
+        tls: &RedisTls,
         prefix: &str,
         pool_size: usize,
         timeout: Duration,
     ) -> Result<Self, StoreError> {
         Ok(Self {
-            conns: Connections::new(url, pool_size, timeout)?,
+            conns: Connections::new(url, tls, pool_size, timeout)?,
             prefix: prefix.to_owned(),
         })
     }

@@ -223,3 +223,60 @@ fn a_payload_limit_larger_than_a_message_is_refused_at_startup() {
     assert!(line.contains("can be at most 3587072"), "{line}");
     assert!(!text.contains("listening"), "{text}");
 }
+
+/// Pins: the Redis password is never shown, for every URL form (`redis://`,
+/// `rediss://`, `unix://…?pass=`, and one that does not parse): not by `--help` (the
+/// env value is hidden), not in any line dueq writes (startup, health, fatal), not in
+/// the status a call gets while Redis is unreachable.
+#[tokio::test]
+async fn the_redis_password_is_never_shown() {
+    const SECRET: &str = "s3cret-4b8e-pw";
+    let dead = free_port();
+    let socket_dir = tempfile::tempdir().expect("temp dir");
+    let socket = socket_dir.path().join("none.sock");
+    let forms = [
+        format!("redis://worker:{SECRET}@127.0.0.1:{dead}"),
+        format!("rediss://worker:{SECRET}@127.0.0.1:{dead}/0"),
+        format!("unix://{}?user=worker&pass={SECRET}", socket.display()),
+        format!("redis://worker:{SECRET}@127.0.0.1:notaport"),
+    ];
+    for url in forms {
+        let help = Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["serve", "--help"])
+            .env("REDIS_URL", &url)
+            .output()
+            .expect("dueq serve --help");
+        let help = format!(
+            "{}{}",
+            String::from_utf8_lossy(&help.stdout),
+            String::from_utf8_lossy(&help.stderr)
+        );
+        assert!(help.contains("[env: REDIS_URL]"), "{help}");
+        assert!(!help.contains(SECRET), "--help showed {url}:\n{help}");
+
+        let port = free_port();
+        let mut dueq = Binary::spawn(&format!("127.0.0.1:{port}"), &url, "debug");
+        let mut shown = Vec::new();
+        if url.contains("notaport") {
+            let fatal = dueq.line_with(&["ERROR", "dueq failed"]).await;
+            assert!(fatal.contains("invalid Redis URL"), "{fatal}");
+        } else {
+            dueq.line_with(&["ERROR", "unavailable"]).await;
+            let channel = Channel::from_shared(format!("http://127.0.0.1:{port}"))
+                .expect("endpoint")
+                .connect()
+                .await
+                .expect("connect to dueq");
+            let status = dueq::proto::queue_service_client::QueueServiceClient::new(channel)
+                .enqueue(job("q", "a"))
+                .await
+                .expect_err("Enqueue with Redis unreachable");
+            assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+            assert!(status.message().contains("worker"), "{status:?}");
+            shown.push(format!("{status:?}"));
+        }
+        shown.extend(dueq.stop().await);
+        let all = shown.join("\n");
+        assert!(!all.contains(SECRET), "{url} was shown:\n{all}");
+    }
+}

@@ -28,5 +28,6 @@ mod longpoll;
 mod migrate;
 mod monitor;
 mod readme_examples;
+mod redis_tls;
 mod reply_budgets;
 mod schedule_api;

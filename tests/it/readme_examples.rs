@@ -282,6 +282,9 @@ fn help_documents_every_setting_with_its_env_var() {
     for (flag, env) in [
         ("--listen", "DUEQ_LISTEN"),
         ("--redis-url", "REDIS_URL"),
+        ("--redis-tls-ca", "DUEQ_REDIS_TLS_CA"),
+        ("--redis-tls-cert", "DUEQ_REDIS_TLS_CERT"),
+        ("--redis-tls-key", "DUEQ_REDIS_TLS_KEY"),
         ("--pool-size", "DUEQ_POOL_SIZE"),
         ("--key-prefix", "DUEQ_KEY_PREFIX"),
         ("--max-message-size", "DUEQ_MAX_MESSAGE_SIZE"),

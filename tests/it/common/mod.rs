@@ -2,6 +2,7 @@
 //! on another, talked to over real gRPC. No mocks.
 
 mod admin;
+mod certs;
 mod jobs;
 mod layout;
 mod patience;
@@ -11,6 +12,7 @@ mod service;
 mod store;
 
 pub use admin::*;
+pub use certs::*;
 pub use dueq::proto;
 pub use jobs::*;
 pub use layout::*;

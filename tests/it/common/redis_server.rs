@@ -9,13 +9,29 @@ use std::{
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use super::patience::{Patience, PATIENCE};
+use super::{
+    certs::Certs,
+    patience::{Patience, PATIENCE},
+};
 
 /// A redis-server child process, killed on drop.
 pub struct Redis {
     pub port: u16,
     child: Option<Child>,
     dir: tempfile::TempDir,
+    tls: Option<ServerTls>,
+}
+
+/// The files of a TLS-only redis-server, and the client certificate the harness's
+/// own connections present (so they pass `tls-auth-clients yes`).
+#[derive(Clone)]
+struct ServerTls {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
+    auth_clients: &'static str,
 }
 
 /// Ports handed out by `free_port`: below Linux's ephemeral range (32768 and up), so
@@ -54,6 +70,27 @@ async fn try_connect(url: &str) -> redis::RedisResult<MultiplexedConnection> {
         .await
 }
 
+/// A direct connection over TLS, trusting `tls.ca` and presenting the client
+/// certificate.
+async fn try_connect_tls(url: &str, tls: &ServerTls) -> redis::RedisResult<MultiplexedConnection> {
+    // rustls's process-wide crypto provider (dueq installs the same one).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let read = |path: &PathBuf| std::fs::read(path).expect("read a PEM file");
+    let certificates = redis::TlsCertificates {
+        client_tls: Some(redis::ClientTlsConfig {
+            client_cert: read(&tls.client_cert),
+            client_key: read(&tls.client_key),
+        }),
+        root_cert: Some(read(&tls.ca)),
+    };
+    let patient = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(PATIENCE))
+        .set_response_timeout(Some(PATIENCE));
+    redis::Client::build_with_tls(url, certificates)?
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+}
+
 fn redis_server_binary() -> PathBuf {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -81,6 +118,28 @@ impl Redis {
         panic!("redis-server could not listen on any of 5 free ports");
     }
 
+    /// Starts a TLS-only redis-server (rediss://) with `certs`' server certificate,
+    /// trusting their CA for client certificates; `auth_clients` is its
+    /// `tls-auth-clients`: "no", "optional" or "yes" (a client certificate required).
+    pub async fn start_tls(certs: &Certs, auth_clients: &'static str) -> Redis {
+        let tls = ServerTls {
+            ca: certs.ca.clone(),
+            cert: certs.server_cert.clone(),
+            key: certs.server_key.clone(),
+            client_cert: certs.client_cert.clone(),
+            client_key: certs.client_key.clone(),
+            auth_clients,
+        };
+        for _ in 0..5 {
+            let mut redis = Redis::unstarted(free_port());
+            redis.tls = Some(tls.clone());
+            if redis.spawn().await {
+                return redis;
+            }
+        }
+        panic!("a TLS redis-server could not listen on any of 5 free ports");
+    }
+
     /// Starts redis-server on a given port, e.g. one a service was already pointed at.
     pub async fn start_on(port: u16) -> Redis {
         let mut redis = Redis::unstarted(port);
@@ -96,14 +155,29 @@ impl Redis {
             port,
             child: None,
             dir: tempfile::tempdir().expect("temp dir"),
+            tls: None,
         }
     }
 
     /// Spawns redis-server and waits until it answers; false if it exited instead (its
     /// port was taken).
     async fn spawn(&mut self) -> bool {
-        let child = Command::new(redis_server_binary())
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let mut command = Command::new(redis_server_binary());
+        let port = self.port.to_string();
+        match &self.tls {
+            None => command.args(["--port", &port]),
+            Some(tls) => command
+                .args(["--port", "0", "--tls-port", &port])
+                .arg("--tls-cert-file")
+                .arg(&tls.cert)
+                .arg("--tls-key-file")
+                .arg(&tls.key)
+                .arg("--tls-ca-cert-file")
+                .arg(&tls.ca)
+                .args(["--tls-auth-clients", tls.auth_clients]),
+        };
+        let child = command
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             // DEBUG SLEEP hangs Redis for the fault tests (Redis 7 refuses DEBUG by default).
             .args(["--enable-debug-command", "local"])
@@ -146,17 +220,26 @@ impl Redis {
             .and_then(|pid| pid.trim().parse().ok())
     }
 
+    /// redis://127.0.0.1:port, or rediss:// for a TLS server.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
-        try_connect(&self.url()).await
+        match &self.tls {
+            None => try_connect(&self.url()).await,
+            Some(tls) => try_connect_tls(&self.url(), tls).await,
+        }
     }
 
     /// A direct connection, for tests that inspect or corrupt the store.
     pub async fn conn(&self) -> MultiplexedConnection {
-        connect(&self.url()).await
+        self.try_conn().await.expect("connect to test redis")
     }
 
     /// Kills redis-server (SIGKILL: nothing is saved).

@@ -160,8 +160,8 @@ fn refused_at_startup(args: &[&str], envs: &[(&str, &str)]) -> String {
     text
 }
 
-/// Pins: half of the TLS flags (also given as DUEQ_TLS_* variables), or a file that
-/// holds no certificate or key, stops the service at startup naming the flag.
+/// Pins: half of the TLS flags (also given as DUEQ_TLS_* variables), a file that
+/// holds no certificate or key, or a key that is not the certificate's, stops the service at startup naming the flag.
 #[test]
 fn half_the_tls_flags_or_a_bad_file_is_refused_at_startup() {
     let ca = Ca::new("dueq test CA");
@@ -171,8 +171,10 @@ fn half_the_tls_flags_or_a_bad_file_is_refused_at_startup() {
         files.key.to_str().expect("path"),
         files.client_ca.to_str().expect("path"),
     );
+    let other = ServerFiles::new(&ca.server("another server"), None);
+    let other_key = other.key.to_str().expect("path");
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (&["--tls-cert", cert], &[], "--tls-cert needs --tls-key"),
         (&[], &[("DUEQ_TLS_KEY", key)], "--tls-key needs --tls-cert"),
         (
@@ -183,6 +185,12 @@ fn half_the_tls_flags_or_a_bad_file_is_refused_at_startup() {
         // The key given as the certificate, and the other way round.
         (&["--tls-cert", key, "--tls-key", key], &[], "--tls-cert"),
         (&["--tls-cert", cert, "--tls-key", cert], &[], "--tls-key"),
+        // A key that is not the certificate's.
+        (
+            &["--tls-cert", cert, "--tls-key", other_key],
+            &[],
+            "with --tls-key",
+        ),
     ];
     for (args, envs, expected) in cases {
         let text = refused_at_startup(args, envs);

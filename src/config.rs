@@ -176,6 +176,20 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_JOB_PRUNE_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub job_prune_interval: Duration,
 
+    /// PEM certificate chain to serve gRPC over TLS with (needs --tls-key). Re-read,
+    /// with the key and client CA, on SIGHUP; a bad file keeps the old ones.
+    #[arg(long, env = "DUEQ_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "DUEQ_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// PEM CA certificate(s): with it, clients must present a certificate signed by
+    /// one of them (mTLS). Needs --tls-cert.
+    #[arg(long, env = "DUEQ_TLS_CLIENT_CA", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

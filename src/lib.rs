@@ -41,6 +41,7 @@ mod schedules;
 mod store;
 mod sync;
 mod timing;
+mod tls;
 
 #[cfg(test)]
 mod testing;

@@ -27,6 +27,7 @@ use crate::{
     },
     schedules::Schedules,
     store::{keys::check_prefix, Store, StoreError},
+    tls::{Tls, TlsFiles},
 };
 
 /// Idle time before TCP probes a silent peer (a long-poll client that vanished).
@@ -61,6 +62,13 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
     config.check_sizes().map_err(ServeError::Config)?;
+    let tls = TlsFiles::from_flags(
+        config.tls_cert.clone(),
+        config.tls_key.clone(),
+        config.tls_client_ca.clone(),
+    )
+    .and_then(|files| files.map(Tls::load).transpose())
+    .map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
     let store = Arc::new(Store::new(
         &config.redis_url,
@@ -100,7 +108,10 @@ pub async fn run(
         cancel.clone(),
     ));
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, redis = %core.store.display_url(), prefix = %config.key_prefix, "dueq listening");
+    if let Some(tls) = &tls {
+        tls.reload_on_sighup(cancel.clone());
+    }
+    tracing::info!(%addr, tls = tls.is_some(), redis = %core.store.display_url(), prefix = %config.key_prefix, "dueq listening");
 
     // On shutdown: wake every long-poll (they answer empty), then let tonic drain.
     let drain = cancel.clone();
@@ -118,7 +129,7 @@ pub async fn run(
             .with_keepalive(Some(TCP_KEEPALIVE)),
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
-    let server = Server::builder()
+    let router = Server::builder()
         .layer(TraceLayer)
         .layer(MessageSizeLayer {
             limit: config.max_message_size,
@@ -131,9 +142,18 @@ pub async fn run(
                 .max_decoding_message_size(config.max_message_size)
                 .max_encoding_message_size(config.max_message_size),
         )
-        .add_service(AdminServiceServer::from_arc(admin))
-        .serve_with_incoming_shutdown(incoming, signal);
-    drain_within(server, &cancel, config.shutdown_grace).await?;
+        .add_service(AdminServiceServer::from_arc(admin));
+    let grace = config.shutdown_grace;
+    match tls {
+        None => {
+            let server = router.serve_with_incoming_shutdown(incoming, signal);
+            drain_within(server, &cancel, grace).await?
+        }
+        Some(tls) => {
+            let server = router.serve_with_incoming_shutdown(tls.incoming(incoming), signal);
+            drain_within(server, &cancel, grace).await?
+        }
+    }
     tracing::info!("dueq stopped");
     Ok(())
 }

@@ -18,7 +18,7 @@ use crate::common::*;
 
 /// `dueq serve` as a child process; every line it writes on stdout or stderr is read
 /// on a thread. Killed on drop.
-struct Binary {
+pub(crate) struct Binary {
     child: Child,
     lines: mpsc::UnboundedReceiver<String>,
     seen: Vec<String>,
@@ -26,9 +26,15 @@ struct Binary {
 
 impl Binary {
     fn spawn(listen: &str, redis_url: &str, log: &str) -> Binary {
+        Binary::spawn_with(listen, redis_url, log, &[])
+    }
+
+    /// `spawn`, with `extra` flags.
+    pub(crate) fn spawn_with(listen: &str, redis_url: &str, log: &str, extra: &[&str]) -> Binary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
             .args(["serve", "--listen", listen, "--redis-url", redis_url])
             .args(["--health-interval", "200ms", "--redis-timeout", "1s"])
+            .args(extra)
             .env("DUEQ_LOG", log)
             .env_remove("NO_COLOR")
             .stdout(Stdio::piped())
@@ -47,8 +53,17 @@ impl Binary {
         }
     }
 
+    /// Sends SIGHUP to the process.
+    pub(crate) fn hangup(&self) {
+        let sent = Command::new("kill")
+            .args(["-HUP", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -HUP failed");
+    }
+
     /// The first line (from the start) containing every one of `needles`.
-    async fn line_with(&mut self, needles: &[&str]) -> String {
+    pub(crate) async fn line_with(&mut self, needles: &[&str]) -> String {
         let matches = |line: &String| needles.iter().all(|n| line.contains(n));
         if let Some(line) = self.seen.iter().find(|l| matches(l)) {
             return line.clone();

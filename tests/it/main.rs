@@ -31,3 +31,4 @@ mod readme_examples;
 mod redis_tls;
 mod reply_budgets;
 mod schedule_api;
+mod tls;

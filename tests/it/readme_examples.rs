@@ -299,6 +299,9 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--job-retention", "DUEQ_JOB_RETENTION"),
         ("--job-retention-count", "DUEQ_JOB_RETENTION_COUNT"),
         ("--job-prune-interval", "DUEQ_JOB_PRUNE_INTERVAL"),
+        ("--tls-cert", "DUEQ_TLS_CERT"),
+        ("--tls-key", "DUEQ_TLS_KEY"),
+        ("--tls-client-ca", "DUEQ_TLS_CLIENT_CA"),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

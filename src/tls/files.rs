@@ -1,0 +1,94 @@
+//! The PEM files named by `--tls-cert`, `--tls-key` and `--tls-client-ca`, read into
+//! a rustls server config.
+
+use std::{path::PathBuf, sync::Arc};
+
+use rustls_pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::{
+    crypto::ring, server::WebPkiClientVerifier, RootCertStore, ServerConfig,
+};
+
+/// Where the certificate, its key and (for mTLS) the client CA are read from.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsFiles {
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
+    pub(crate) client_ca: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// The files the flags name; None without TLS flags, an error for a half set.
+    pub(crate) fn from_flags(
+        cert: Option<PathBuf>,
+        key: Option<PathBuf>,
+        client_ca: Option<PathBuf>,
+    ) -> Result<Option<TlsFiles>, String> {
+        match (cert, key) {
+            (Some(cert), Some(key)) => Ok(Some(TlsFiles {
+                cert,
+                key,
+                client_ca,
+            })),
+            (None, None) if client_ca.is_none() => Ok(None),
+            (None, None) => Err("--tls-client-ca needs --tls-cert and --tls-key: client \
+                                 certificates are only asked for over TLS"
+                .into()),
+            (Some(_), None) => {
+                Err("--tls-cert needs --tls-key (the certificate's private key)".into())
+            }
+            (None, Some(_)) => {
+                Err("--tls-key needs --tls-cert (the certificate chain it signs for)".into())
+            }
+        }
+    }
+
+    /// A server config from the files as they are now, speaking HTTP/2 only (gRPC).
+    pub(crate) fn server_config(&self) -> Result<ServerConfig, String> {
+        let chain = read_certs(&self.cert, "--tls-cert")?;
+        let key = PrivateKeyDer::from_pem_file(&self.key)
+            .map_err(|e| format!("--tls-key {}: {e}", self.key.display()))?;
+        let provider = Arc::new(ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let builder = match &self.client_ca {
+            None => builder.with_no_client_auth(),
+            Some(path) => {
+                let mut roots = RootCertStore::empty();
+                for cert in read_certs(path, "--tls-client-ca")? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("--tls-client-ca {}: {e}", path.display()))?;
+                }
+                let verifier =
+                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                        .build()
+                        .map_err(|e| format!("--tls-client-ca {}: {e}", path.display()))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder.with_single_cert(chain, key).map_err(|e| {
+            format!(
+                "--tls-cert {} with --tls-key {}: {e}",
+                self.cert.display(),
+                self.key.display()
+            )
+        })?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(config)
+    }
+}
+
+/// Every certificate in a PEM file; an error if there is none.
+fn read_certs(path: &PathBuf, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{flag} {}: no PEM certificate in it",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}

@@ -1,0 +1,288 @@
+//! gRPC over TLS: served to clients that trust the CA, refused to plaintext ones;
+//! with `--tls-client-ca`, only to clients with a certificate that CA signed; the
+//! flags checked at startup; the files re-read on SIGHUP (reload.rs).
+
+mod pki;
+mod reload;
+
+use std::{net::SocketAddr, process::Command};
+
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+use tonic_health::pb::{
+    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+};
+
+use self::pki::{Ca, Leaf, ServerFiles};
+use crate::common::*;
+
+const SERVING: i32 = ServingStatus::Serving as i32;
+
+/// A TLS connection to `addr` (verified as 127.0.0.1) trusting only `ca`, showing
+/// `identity` if given.
+async fn tls_channel(
+    addr: SocketAddr,
+    ca: &str,
+    identity: Option<&Leaf>,
+) -> Result<Channel, String> {
+    let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
+    if let Some(leaf) = identity {
+        tls = tls.identity(Identity::from_pem(&leaf.cert, &leaf.key));
+    }
+    Channel::from_shared(format!("https://{addr}"))
+        .map_err(|e| e.to_string())?
+        .tls_config(tls)
+        .map_err(|e| e.to_string())?
+        .connect()
+        .await
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// The queue service's health status over `channel`.
+async fn check(channel: Channel) -> Result<i32, String> {
+    let request = HealthCheckRequest {
+        service: "dueq.v1.QueueService".into(),
+    };
+    HealthClient::new(channel)
+        .check(request)
+        .await
+        .map(|r| r.into_inner().status)
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// The health status over a new TLS connection.
+async fn health_over(addr: SocketAddr, ca: &str, identity: Option<&Leaf>) -> Result<i32, String> {
+    check(tls_channel(addr, ca, identity).await?).await
+}
+
+/// A TLS connection on which the service has answered SERVING.
+async fn serving_channel(addr: SocketAddr, ca: &str, identity: Option<&Leaf>) -> Channel {
+    let patience = Patience::new("SERVING over TLS");
+    loop {
+        if let Ok(channel) = tls_channel(addr, ca, identity).await {
+            if check(channel.clone()).await == Ok(SERVING) {
+                return channel;
+            }
+        }
+        patience.wait().await;
+    }
+}
+
+/// The service in-process over TLS with `files`, mTLS if `mtls`.
+async fn start_tls(redis: &Redis, files: &ServerFiles, mtls: bool) -> Service {
+    let mut config = config(&redis.url());
+    config.tls_cert = Some(files.cert.clone());
+    config.tls_key = Some(files.key.clone());
+    if mtls {
+        config.tls_client_ca = Some(files.client_ca.clone());
+    }
+    Service::start_unready(config).await
+}
+
+/// The health status over plaintext HTTP/2.
+async fn health_plaintext(addr: SocketAddr) -> Result<i32, String> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .map_err(|e| e.to_string())?
+        .connect()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    check(channel).await
+}
+
+/// Pins: with --tls-cert/--tls-key the service answers over TLS to a client that
+/// trusts the signing CA (checking the IP SAN), with every service behind it; a
+/// plaintext client and a client trusting another CA get no answer.
+#[tokio::test]
+async fn tls_serves_clients_that_trust_the_ca_and_refuses_plaintext() {
+    let redis = Redis::start().await;
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.server("dueq server"), None);
+    let service = start_tls(&redis, &files, false).await;
+    let channel = serving_channel(service.addr, &ca.pem(), None).await;
+    let mut client = dueq::proto::queue_service_client::QueueServiceClient::new(channel);
+    upsert(&mut client, "ns", every("e", 60)).await;
+
+    let plaintext = health_plaintext(service.addr).await;
+    assert!(plaintext.is_err(), "plaintext answered: {plaintext:?}");
+    let stranger = Ca::new("another CA");
+    let untrusted = health_over(service.addr, &stranger.pem(), None).await;
+    assert!(
+        untrusted.is_err(),
+        "a client trusting another CA connected: {untrusted:?}"
+    );
+}
+
+/// Pins: with --tls-client-ca a client certificate signed by that CA is accepted;
+/// no client certificate, or one from another CA, is refused.
+#[tokio::test]
+async fn mtls_accepts_certificates_of_the_client_ca_only() {
+    let redis = Redis::start().await;
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.server("dueq server"), Some(&ca));
+    let service = start_tls(&redis, &files, true).await;
+    let client = ca.client("worker-1", &["worker-1.example"]);
+    serving_channel(service.addr, &ca.pem(), Some(&client)).await;
+
+    let without = health_over(service.addr, &ca.pem(), None).await;
+    assert!(without.is_err(), "no client certificate, yet: {without:?}");
+    let stranger = Ca::new("another CA").client("worker-1", &["worker-1.example"]);
+    let foreign = health_over(service.addr, &ca.pem(), Some(&stranger)).await;
+    assert!(
+        foreign.is_err(),
+        "a client certificate of another CA, yet: {foreign:?}"
+    );
+    let plaintext = health_plaintext(service.addr).await;
+    assert!(plaintext.is_err(), "plaintext answered: {plaintext:?}");
+}
+
+/// `dueq serve` with `args` and `envs` that must fail at startup: its output.
+fn refused_at_startup(args: &[&str], envs: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis-url",
+            "redis://127.0.0.1:1",
+        ])
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("run dueq");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "started with {args:?} {envs:?}:\n{text}"
+    );
+    text
+}
+
+/// Pins: half of the TLS flags (also given as DUEQ_TLS_* variables), a file that
+/// holds no certificate or key, or a key that is not the certificate's, stops the service at startup naming the flag.
+#[test]
+fn half_the_tls_flags_or_a_bad_file_is_refused_at_startup() {
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.server("dueq server"), Some(&ca));
+    let (cert, key, client_ca) = (
+        files.cert.to_str().expect("path"),
+        files.key.to_str().expect("path"),
+        files.client_ca.to_str().expect("path"),
+    );
+    let other = ServerFiles::new(&ca.server("another server"), None);
+    let other_key = other.key.to_str().expect("path");
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
+        (&["--tls-cert", cert], &[], "--tls-cert needs --tls-key"),
+        (&[], &[("DUEQ_TLS_KEY", key)], "--tls-key needs --tls-cert"),
+        (
+            &[],
+            &[("DUEQ_TLS_CLIENT_CA", client_ca)],
+            "--tls-client-ca needs --tls-cert",
+        ),
+        // The key given as the certificate, and the other way round.
+        (&["--tls-cert", key, "--tls-key", key], &[], "--tls-cert"),
+        (&["--tls-cert", cert, "--tls-key", cert], &[], "--tls-key"),
+        // A key that is not the certificate's.
+        (
+            &["--tls-cert", cert, "--tls-key", other_key],
+            &[],
+            "with --tls-key",
+        ),
+    ];
+    for (args, envs, expected) in cases {
+        let text = refused_at_startup(args, envs);
+        assert!(
+            text.contains(expected),
+            "{args:?} {envs:?}: wanted {expected:?} in:\n{text}"
+        );
+        assert!(text.contains("ERROR"), "{text}");
+    }
+}
+
+const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+
+/// The shell commands between the README's grpcurl-tls-examples markers, one per
+/// entry (continuation lines joined, comments dropped).
+fn readme_tls_commands() -> Vec<String> {
+    let start = README
+        .find("<!-- grpcurl-tls-examples:begin -->")
+        .expect("begin marker");
+    let end = README
+        .find("<!-- grpcurl-tls-examples:end -->")
+        .expect("end marker");
+    let mut commands = vec![String::new()];
+    for line in README[start..end].lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            commands.push(String::new());
+        } else if !(trimmed.starts_with("```")
+            || trimmed.starts_with("<!--")
+            || trimmed.starts_with('#'))
+        {
+            let current = commands.last_mut().expect("one");
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    commands.retain(|c| !c.trim().is_empty());
+    commands
+}
+
+/// Runs `command` in `dir` against `addr`: whether it succeeded, and its output.
+async fn run_in(dir: &std::path::Path, command: &str, addr: SocketAddr) -> (bool, String) {
+    // Not a std Command: it would block the test's one runtime thread, which the
+    // in-process service needs to answer.
+    let out = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(command.replace("localhost:50051", &addr.to_string()))
+        .current_dir(dir)
+        .output()
+        .await
+        .expect("bash");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Pins: the README's grpcurl examples over TLS run: `-cacert` against a TLS
+/// service, `-cert`/`-key` against an mTLS one (which refuses the former).
+#[tokio::test]
+async fn readme_tls_grpcurl_examples_run() {
+    if !crate::readme_examples::grpcurl_available() {
+        return;
+    }
+    let commands = readme_tls_commands();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let redis = Redis::start().await;
+    let ca = Ca::new("dueq test CA");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = ca.client("worker-1", &["worker-1.example"]);
+    pki::write(&dir.path().join("ca.pem"), &ca.pem());
+    pki::write(&dir.path().join("client.pem"), &client.cert);
+    pki::write(&dir.path().join("client-key.pem"), &client.key);
+    let tls_files = ServerFiles::new(&ca.server("dueq server"), None);
+    let tls = start_tls(&redis, &tls_files, false).await;
+    let mtls_files = ServerFiles::new(&ca.server("dueq server"), Some(&ca));
+    let mtls = start_tls(&redis, &mtls_files, true).await;
+    serving_channel(tls.addr, &ca.pem(), None).await;
+    serving_channel(mtls.addr, &ca.pem(), Some(&client)).await;
+
+    let (ok, text) = run_in(dir.path(), &commands[0], tls.addr).await;
+    assert!(
+        ok && text.contains("dueq.v1.QueueService"),
+        "{}\n{text}",
+        commands[0]
+    );
+    let (ok, text) = run_in(dir.path(), &commands[1], mtls.addr).await;
+    assert!(ok && text.contains("SERVING"), "{}\n{text}", commands[1]);
+    // grpcurl retries a refused handshake until its dial timeout (10 s by default).
+    let quick = commands[0].replace("grpcurl ", "grpcurl -connect-timeout 2 ");
+    let (ok, text) = run_in(dir.path(), &quick, mtls.addr).await;
+    assert!(!ok, "no client certificate, yet mTLS answered: {text}");
+}

@@ -215,6 +215,17 @@ mod tests {
     }
 
     #[test]
+    fn the_compose_auth_file_loads_with_its_environment() {
+        let text = include_str!("../../deploy/auth.toml");
+        assert!(parse(text, &|_| None)
+            .expect_err("refused without the hash")
+            .contains("DUEQ_TOKEN_SHA256 is not set"));
+        let env = |var: &str| (var == "DUEQ_TOKEN_SHA256").then(|| HASH.to_owned());
+        let principals = parse(text, &env).expect("loads");
+        assert!(principals.authenticate(Some("secret-token"), &[]).is_some());
+    }
+
+    #[test]
     fn the_hash_may_come_from_the_environment() {
         let text = "[[principal]]\nname = \"app\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
                     token_sha256_env = \"DUEQ_TOKEN_SHA256\"\n";

@@ -549,3 +549,143 @@ fn a_bad_auth_file_stops_startup_naming_the_principal_and_field() {
         assert!(text.contains(needle), "{text} lacks {needle}");
     }
 }
+
+/// `dueq serve` on a free loopback port, serving the README's example auth file with
+/// the `ops` principal's hash (from the environment) made from `ops-token`; its
+/// stdout lines come through the receiver.
+struct ReadmeService {
+    child: std::process::Child,
+    addr: String,
+    lines: std::sync::mpsc::Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for ReadmeService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The first TOML block of the README's Security section.
+fn readme_auth_file() -> &'static str {
+    let readme = readme_examples::README;
+    let security = &readme[readme.find("## Security").expect("Security section")..];
+    let start = security.find("```toml\n").expect("toml block") + "```toml\n".len();
+    let end = start + security[start..].find("```").expect("block end");
+    &security[start..end]
+}
+
+async fn start_readme_service(redis: &Redis) -> ReadmeService {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("auth.toml");
+    std::fs::write(&path, readme_auth_file()).expect("write auth file");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["serve", "--listen", &addr, "--redis-url", &redis.url()])
+        .args(["--auth-file", path.to_str().expect("utf-8")])
+        .args(["--log-format", "json"])
+        .env("DUEQ_LOG", "info")
+        .env("DUEQ_OPS_TOKEN_SHA256", token_hash("ops-token"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dueq");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let patience = Patience::new(format!("dueq on {addr} to be SERVING"));
+    loop {
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .connect()
+            .await;
+        if let Ok(channel) = channel {
+            let request = tonic_health::pb::HealthCheckRequest {
+                service: "dueq.v1.QueueService".into(),
+            };
+            let health = tonic_health::pb::health_client::HealthClient::new(channel)
+                .check(request)
+                .await;
+            if health.is_ok_and(|r| r.into_inner().status == 1) {
+                break;
+            }
+        }
+        patience.wait().await;
+    }
+    ReadmeService {
+        child,
+        addr,
+        lines,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_security_examples_run() {
+    if !readme_examples::grpcurl_available() {
+        return;
+    }
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let commands = readme_examples::commands_between("auth-examples");
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let (ok, text) =
+            tokio::task::block_in_place(|| readme_examples::run(command, &service.addr));
+        assert!(ok, "README example failed:\n{command}\n{text}");
+        outputs.push(text);
+    }
+    assert!(outputs[0].contains("jobId"), "{}", outputs[0]);
+    for needle in [
+        "PermissionDenied",
+        "principal \"shop-producer\" may not call Enqueue on namespace \"billing\"",
+    ] {
+        assert!(outputs[1].contains(needle), "{} lacks {needle}", outputs[1]);
+    }
+    assert!(outputs[2].contains("SERVING"), "{}", outputs[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_actions_are_audited_with_the_principal() {
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let channel = Channel::from_shared(format!("http://{}", service.addr))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel);
+    let delete = proto::DeleteScheduleRequest {
+        namespace: "shop-eu".into(),
+        id: "gone".into(),
+    };
+    // Allowed or not found, the call was let through, so it is audited.
+    let _ = client
+        .delete_schedule(with_token(delete, Some("ops-token")))
+        .await;
+    let audit = within_patience("an audit line", async {
+        loop {
+            match service.lines.try_recv() {
+                Ok(line) if line.contains("dueq::audit") => return line,
+                Ok(_) => continue,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
+    for needle in ["\"principal\":\"ops\"", "DeleteSchedule", "shop-eu"] {
+        assert!(audit.contains(needle), "{audit} lacks {needle}");
+    }
+}

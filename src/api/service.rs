@@ -1,8 +1,9 @@
 //! The tonic service traits, one line per RPC: each calls its handler and answers
 //! through [`Rescue::respond`](super::Rescue::respond). Handlers return
 //! `Result<Message, ApiError>` and never build a status, so none can bypass the
-//! mapping. Each call is authorised (`authorize`) before its handler runs. The operators' RPCs (Migrate, GetNamespaceStatus) are served by
-//! QueueService and by the deprecated AdminService through the same two lines.
+//! mapping. Each call is authorised (`authorize`) before its handler runs, so a
+//! denied call writes nothing. The operators' RPCs (Migrate, GetNamespaceStatus) are
+//! served by QueueService and by the deprecated AdminService through the same lines.
 
 use tonic::{Request, Response, Status};
 

@@ -44,6 +44,8 @@ RUN apt-get update \
 COPY --from=build /src/target/release/dueq /usr/local/bin/dueq
 # Not root: the service needs no privilege (it listens above 1024 and writes nothing).
 USER 10001
+# A public address needs DUEQ_AUTH_FILE (or DUEQ_ALLOW_UNAUTHENTICATED=true): without
+# either dueq refuses to start (README, Security; docker-compose.yml ships one).
 ENV DUEQ_LISTEN=0.0.0.0:50051
 EXPOSE 50051
 # `dueq health` asks the service's gRPC health endpoint on 127.0.0.1:50051 and exits

@@ -190,6 +190,19 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_TLS_CLIENT_CA", value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
 
+    /// Principals allowed to call, with their roles and namespaces (TOML; README,
+    /// Security). Without it every caller may do everything.
+    #[arg(long, env = "DUEQ_AUTH_FILE")]
+    pub auth_file: Option<PathBuf>,
+
+    /// Listen on a non-loopback address without --auth-file (refused otherwise).
+    #[arg(long, env = "DUEQ_ALLOW_UNAUTHENTICATED")]
+    pub allow_unauthenticated: bool,
+
+    /// Serve gRPC reflection (grpcurl describe/list); --reflection=false closes it.
+    #[arg(long, env = "DUEQ_REFLECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub reflection: bool,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -26,6 +26,7 @@ pub mod server;
 
 mod accept;
 mod api;
+mod auth;
 mod clock;
 mod context;
 mod domain;

@@ -17,7 +17,7 @@ use crate::{
     context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{MessageSizeLayer, TraceLayer},
+    layers::{AuthLayer, MessageSizeLayer, TraceLayer},
     longpoll::Wakers,
     migrate::Migrator,
     monitor::Monitor,
@@ -68,6 +68,12 @@ pub async fn run(
         config.tls_client_ca.clone(),
     )
     .and_then(|files| files.map(Tls::load).transpose())
+    .map_err(ServeError::Config)?;
+    let principals = crate::auth::principals_for(
+        config.auth_file.as_deref(),
+        config.allow_unauthenticated,
+        listener.local_addr()?,
+    )
     .map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
     let store = Arc::new(Store::new(
@@ -131,12 +137,13 @@ pub async fn run(
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let router = Server::builder()
         .layer(TraceLayer)
+        .layer(AuthLayer { principals })
         .layer(MessageSizeLayer {
             limit: config.max_message_size,
         })
         .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
+        .add_optional_service(config.reflection.then_some(reflection_v1))
+        .add_optional_service(config.reflection.then_some(reflection_v1alpha))
         .add_service(
             QueueServiceServer::new(queue)
                 .max_decoding_message_size(config.max_message_size)

@@ -17,6 +17,9 @@ pub(crate) enum ApiError {
         /// The server flag that sets the limit, so the caller knows what to ask for.
         flag: &'static str,
     },
+    /// The caller may not make this call; nothing was written.
+    #[error("{0}")]
+    Denied(String),
     #[error(transparent)]
     App(#[from] Error),
 }
@@ -26,6 +29,7 @@ impl ApiError {
         match self {
             ApiError::Invalid { .. } => FailureKind::Invalid,
             ApiError::TooLarge { .. } => FailureKind::TooLarge,
+            ApiError::Denied(_) => FailureKind::Denied,
             ApiError::App(error) => error.kind(),
         }
     }

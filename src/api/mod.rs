@@ -5,6 +5,7 @@
 //! (`crate::layers`), not lines in handlers.
 
 mod admin;
+mod authorize;
 mod convert;
 mod cpu;
 mod deadline;

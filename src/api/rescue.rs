@@ -107,6 +107,7 @@ fn code(kind: FailureKind) -> Code {
         FailureKind::Invalid => Code::InvalidArgument,
         FailureKind::TooLarge | FailureKind::Full => Code::ResourceExhausted,
         FailureKind::NotFound => Code::NotFound,
+        FailureKind::Denied => Code::PermissionDenied,
         FailureKind::Precondition => Code::FailedPrecondition,
         // The caller lost the work (stale token, expired lease, another Migrate took
         // over): it should drop this attempt and start again, a retry at a higher level.

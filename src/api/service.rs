@@ -1,12 +1,17 @@
 //! The tonic service traits, one line per RPC: each calls its handler and answers
 //! through [`Rescue::respond`](super::Rescue::respond). Handlers return
 //! `Result<Message, ApiError>` and never build a status, so none can bypass the
-//! mapping. The operators' RPCs (Migrate, GetNamespaceStatus) are served by
-//! QueueService and by the deprecated AdminService through the same two lines.
+//! mapping. Each call is authorised (`authorize`) before its handler runs, so a
+//! denied call writes nothing. The operators' RPCs (Migrate, GetNamespaceStatus) are
+//! served by QueueService and by the deprecated AdminService through the same lines.
 
 use tonic::{Request, Response, Status};
 
-use super::{admin, jobs, schedules, AdminApi, QueueApi};
+use super::{
+    admin,
+    authorize::{authorize, method_of},
+    jobs, schedules, AdminApi, QueueApi,
+};
 use crate::proto::{self, admin_service_server::AdminService, queue_service_server::QueueService};
 
 /// `method(Request) -> Response = handler;` for each unary RPC of a service, then
@@ -23,6 +28,8 @@ macro_rules! rpcs {
                     &self,
                     request: Request<proto::$req>,
                 ) -> Result<Response<proto::$resp>, Status> {
+                    authorize(&request, method_of(stringify!($req)))
+                        .map_err(|denied| self.rescue.status(denied))?;
                     self.rescue.respond($handler(self, request).await)
                 }
             )*
@@ -35,6 +42,7 @@ macro_rules! rpcs {
             ) -> Result<Response<Self::MigrateStream>, Status> {
                 let $op = self;
                 let api: &AdminApi = $admin;
+                authorize(&request, "Migrate").map_err(|denied| api.rescue.status(denied))?;
                 api.rescue.respond(admin::migrate(api, request))
             }
 
@@ -44,6 +52,8 @@ macro_rules! rpcs {
             ) -> Result<Response<proto::NamespaceStatus>, Status> {
                 let $op = self;
                 let api: &AdminApi = $admin;
+                authorize(&request, "GetNamespaceStatus")
+                    .map_err(|denied| api.rescue.status(denied))?;
                 api.rescue.respond(admin::status(api, request).await)
             }
         }

@@ -9,6 +9,8 @@ pub(crate) enum FailureKind {
     /// A request value exceeds a configured limit; nothing was written.
     TooLarge,
     NotFound,
+    /// The caller's principal may not make this call; nothing was written.
+    Denied,
     /// The store or the record is not in a state the request applies to; fixing the
     /// state (Migrate, a retry of the job) lets it pass.
     Precondition,

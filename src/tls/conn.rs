@@ -61,7 +61,6 @@ impl TlsConn {
 /// The names the verified client certificate of `request`'s connection goes by (SAN
 /// DNS, URI and email names, then the subject CN); empty without TLS, without mTLS,
 /// or for a certificate with none.
-#[allow(dead_code)] // the authorization layer's (issue 13)
 pub(crate) fn client_cert_names(extensions: &http::Extensions) -> Vec<String> {
     extensions
         .get::<TlsConnectInfo>()

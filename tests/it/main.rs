@@ -5,6 +5,7 @@
 
 mod common;
 
+mod auth;
 mod bad_input;
 mod bench_smoke;
 mod binary;

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::common::*;
 
-const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+pub(crate) const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
 
 pub(crate) fn grpcurl_available() -> bool {
     let found = Command::new("grpcurl").arg("-version").output().is_ok();
@@ -25,11 +25,16 @@ pub(crate) fn grpcurl_available() -> bool {
 /// The shell commands between the README's grpcurl-examples markers, one per entry
 /// (continuation lines joined, comments dropped).
 pub(crate) fn readme_commands() -> Vec<String> {
+    commands_between("grpcurl-examples")
+}
+
+/// The shell commands between `<!-- {name}:begin -->` and `<!-- {name}:end -->`.
+pub(crate) fn commands_between(name: &str) -> Vec<String> {
     let start = README
-        .find("<!-- grpcurl-examples:begin -->")
+        .find(&format!("<!-- {name}:begin -->"))
         .expect("begin marker");
     let end = README
-        .find("<!-- grpcurl-examples:end -->")
+        .find(&format!("<!-- {name}:end -->"))
         .expect("end marker");
     let mut commands = Vec::new();
     let mut current = String::new();
@@ -302,6 +307,9 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--tls-cert", "DUEQ_TLS_CERT"),
         ("--tls-key", "DUEQ_TLS_KEY"),
         ("--tls-client-ca", "DUEQ_TLS_CLIENT_CA"),
+        ("--auth-file", "DUEQ_AUTH_FILE"),
+        ("--allow-unauthenticated", "DUEQ_ALLOW_UNAUTHENTICATED"),
+        ("--reflection", "DUEQ_REFLECTION"),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

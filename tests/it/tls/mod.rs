@@ -286,3 +286,56 @@ async fn readme_tls_grpcurl_examples_run() {
     let (ok, text) = run_in(dir.path(), &quick, mtls.addr).await;
     assert!(!ok, "no client certificate, yet mTLS answered: {text}");
 }
+
+/// Pins: over mTLS a principal is known by its client certificate (`client_cert_subject`
+/// matched against the certificate's SAN or CN) without any token: let in to its
+/// roles and namespaces, PERMISSION_DENIED outside them; a certificate of the same
+/// CA that names no principal is UNAUTHENTICATED.
+#[tokio::test]
+async fn an_mtls_client_certificate_names_its_principal() {
+    let redis = Redis::start().await;
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.server("dueq server"), Some(&ca));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let auth_file = dir.path().join("auth.toml");
+    std::fs::write(
+        &auth_file,
+        "[[principal]]\nname = \"cert-producer\"\nroles = [\"producer\"]\n\
+         namespaces = [\"ns\"]\nclient_cert_subject = \"producer-1.example\"\n",
+    )
+    .expect("write auth file");
+    let mut config = config(&redis.url());
+    config.tls_cert = Some(files.cert.clone());
+    config.tls_key = Some(files.key.clone());
+    config.tls_client_ca = Some(files.client_ca.clone());
+    config.auth_file = Some(auth_file);
+    let service = Service::start_unready(config).await;
+
+    let known = ca.client("producer-1", &["producer-1.example"]);
+    let channel = serving_channel(service.addr, &ca.pem(), Some(&known)).await;
+    let mut client = dueq::proto::queue_service_client::QueueServiceClient::new(channel);
+    client
+        .enqueue(job("emails", "welcome"))
+        .await
+        .expect("the certificate's principal enqueues in its namespace");
+    let mut elsewhere = job("emails", "welcome");
+    elsewhere.namespace = "other".into();
+    let denied = client
+        .enqueue(elsewhere)
+        .await
+        .expect_err("outside its namespaces");
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied:?}");
+    assert!(
+        denied.message().contains("cert-producer") && denied.message().contains("other"),
+        "{denied:?}"
+    );
+
+    let unknown = ca.client("stranger", &["stranger.example"]);
+    let channel = serving_channel(service.addr, &ca.pem(), Some(&unknown)).await;
+    let mut client = dueq::proto::queue_service_client::QueueServiceClient::new(channel);
+    let refused = client
+        .enqueue(job("emails", "welcome"))
+        .await
+        .expect_err("no principal has this certificate");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+}

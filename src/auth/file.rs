@@ -1,0 +1,236 @@
+//! Reading `--auth-file`: TOML, one `[[principal]]` table per principal. Every
+//! mistake stops startup with a message naming the file, the principal and the field,
+//! because a half-read auth file would let the wrong callers in or lock everyone out.
+
+use std::{collections::HashSet, path::Path, sync::Arc};
+
+use serde::Deserialize;
+
+use super::{pattern::Pattern, roles::Role, Principal, Principals};
+
+#[derive(Debug, thiserror::Error)]
+#[error("auth file {path}: {reason}")]
+pub(crate) struct AuthFileError {
+    path: String,
+    reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    principal: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    roles: Vec<Role>,
+    namespaces: Vec<String>,
+    token_sha256: Option<String>,
+    /// The name of an environment variable holding `token_sha256`, so a deployment
+    /// (docker-compose) can ship the file and take the hash from its environment.
+    token_sha256_env: Option<String>,
+    client_cert_subject: Option<String>,
+}
+
+pub(super) fn load(path: &Path) -> Result<Principals, AuthFileError> {
+    let fail = |reason: String| AuthFileError {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    parse(&text, &|var| std::env::var(var).ok()).map_err(fail)
+}
+
+fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals, String> {
+    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    if file.principal.is_empty() {
+        return Err("no [[principal]]: every call would be refused".into());
+    }
+    let mut names = HashSet::new();
+    let mut hashes = HashSet::new();
+    let mut principals = Vec::new();
+    for (index, entry) in file.principal.into_iter().enumerate() {
+        let at = |field: &str, reason: String| {
+            format!(
+                "principal {:?} (#{}): {field}: {reason}",
+                entry.name,
+                index + 1
+            )
+        };
+        if entry.name.trim().is_empty() {
+            return Err(at("name", "must not be empty".into()));
+        }
+        if !names.insert(entry.name.clone()) {
+            return Err(at("name", "another principal has the same name".into()));
+        }
+        if entry.roles.is_empty() {
+            return Err(at(
+                "roles",
+                "list at least one of producer, worker, reader, admin".into(),
+            ));
+        }
+        if entry.namespaces.is_empty() || entry.namespaces.iter().any(|p| p.is_empty()) {
+            return Err(at(
+                "namespaces",
+                "list namespace names or patterns (shop-*, *), none empty".into(),
+            ));
+        }
+        let token = match (&entry.token_sha256, &entry.token_sha256_env) {
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    "token_sha256_env",
+                    "set token_sha256 or token_sha256_env, not both".into(),
+                ))
+            }
+            (Some(hex), None) => Some(sha256_hex(hex).map_err(|r| at("token_sha256", r))?),
+            (None, Some(var)) => {
+                let hex = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    at(
+                        "token_sha256_env",
+                        format!("environment variable {var} is not set"),
+                    )
+                })?;
+                Some(
+                    sha256_hex(hex.trim())
+                        .map_err(|r| at(&format!("token_sha256_env ({var})"), r))?,
+                )
+            }
+            (None, None) => None,
+        };
+        if token.is_none() && entry.client_cert_subject.is_none() {
+            return Err(at(
+                "token_sha256",
+                "a principal needs token_sha256 (or token_sha256_env) and/or client_cert_subject"
+                    .into(),
+            ));
+        }
+        if let Some(hash) = token {
+            if !hashes.insert(hash) {
+                return Err(at(
+                    "token_sha256",
+                    "another principal has the same token; each token must name one principal"
+                        .into(),
+                ));
+            }
+        }
+        if entry
+            .client_cert_subject
+            .as_ref()
+            .is_some_and(|s| s.is_empty())
+        {
+            return Err(at("client_cert_subject", "must not be empty".into()));
+        }
+        principals.push(Arc::new(Principal {
+            namespaces: entry.namespaces.iter().map(|p| Pattern::new(p)).collect(),
+            name: entry.name,
+            roles: entry.roles,
+            token_sha256: token,
+            client_cert_subject: entry.client_cert_subject,
+        }));
+    }
+    Ok(Principals { principals })
+}
+
+/// 64 lower-case hex digits; the token itself is never stored.
+fn sha256_hex(hex: &str) -> Result<[u8; 32], String> {
+    let well_formed = hex.len() == 64
+        && hex
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+    if !well_formed {
+        return Err(
+            "must be the SHA-256 of the token as 64 lower-case hex digits \
+             (printf %s \"$TOKEN\" | sha256sum)"
+                .into(),
+        );
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    const HASH: &str = "930bbdc51b6aed5c2a5678fd6e28dee7a05e8a4b643cfc0b4427c3efb86c0d94";
+
+    fn error(text: &str) -> String {
+        parse(text, &|_| None).expect_err("refused")
+    }
+
+    #[test]
+    fn a_good_file_loads() {
+        let text = format!(
+            "[[principal]]\nname = \"shop\"\nroles = [\"producer\", \"worker\"]\n\
+             namespaces = [\"shop-*\"]\ntoken_sha256 = \"{HASH}\"\n\n\
+             [[principal]]\nname = \"ops\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
+             client_cert_subject = \"ops.internal\"\n"
+        );
+        assert_eq!(parse(&text, &|_| None).expect("loads").principals.len(), 2);
+    }
+
+    #[test]
+    fn mistakes_name_the_principal_and_the_field() {
+        let base = |extra: &str| {
+            format!("[[principal]]\nname = \"shop\"\nroles = [\"producer\"]\nnamespaces = [\"a\"]\n{extra}")
+        };
+        for (text, needles) in [
+            (base(""), vec!["\"shop\"", "token_sha256"]),
+            (base("token_sha256 = \"ABC\""), vec!["\"shop\"", "token_sha256", "lower-case hex"]),
+            (
+                base(&format!("token_sha256 = \"{}\"", HASH.to_uppercase())),
+                vec!["token_sha256", "lower-case"],
+            ),
+            (
+                format!("[[principal]]\nname = \"shop\"\nroles = [\"boss\"]\nnamespaces = [\"a\"]\ntoken_sha256 = \"{HASH}\""),
+                vec!["roles", "boss"],
+            ),
+            (
+                format!("[[principal]]\nname = \"shop\"\nroles = []\nnamespaces = [\"a\"]\ntoken_sha256 = \"{HASH}\""),
+                vec!["\"shop\"", "roles"],
+            ),
+            (
+                format!("[[principal]]\nname = \"shop\"\nroles = [\"admin\"]\nnamespaces = []\ntoken_sha256 = \"{HASH}\""),
+                vec!["\"shop\"", "namespaces"],
+            ),
+            (base(&format!("token_sha256 = \"{HASH}\"\ntoken = \"x\"")), vec!["token"]),
+            (base("token_sha256_env = \"NOPE\""), vec!["\"shop\"", "NOPE", "not set"]),
+            (
+                format!("{}\n{}", base(&format!("token_sha256 = \"{HASH}\"")), base(&format!("token_sha256 = \"{HASH}\""))),
+                vec!["\"shop\" (#2)", "name"],
+            ),
+            ("".to_owned(), vec!["no [[principal]]"]),
+        ] {
+            let message = error(&text);
+            for needle in needles {
+                assert!(message.contains(needle), "{message:?} lacks {needle:?} for:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_compose_auth_file_loads_with_its_environment() {
+        let text = include_str!("../../deploy/auth.toml");
+        assert!(parse(text, &|_| None)
+            .expect_err("refused without the hash")
+            .contains("DUEQ_TOKEN_SHA256 is not set"));
+        let env = |var: &str| (var == "DUEQ_TOKEN_SHA256").then(|| HASH.to_owned());
+        let principals = parse(text, &env).expect("loads");
+        assert!(principals.authenticate(Some("secret-token"), &[]).is_some());
+    }
+
+    #[test]
+    fn the_hash_may_come_from_the_environment() {
+        let text = "[[principal]]\nname = \"app\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
+                    token_sha256_env = \"DUEQ_TOKEN_SHA256\"\n";
+        let env = |var: &str| (var == "DUEQ_TOKEN_SHA256").then(|| super::tests::HASH.to_owned());
+        let principals = parse(text, &env).expect("loads");
+        assert!(principals.authenticate(Some("secret-token"), &[]).is_some());
+    }
+}

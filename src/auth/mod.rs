@@ -1,0 +1,197 @@
+//! Who may call what: the principals of `--auth-file`, each with roles and the
+//! namespaces they apply to, and the check of one call against them. The tower layer
+//! `crate::layers::AuthLayer` authenticates (a bearer token, or the names of an mTLS
+//! client certificate) and hands the [`Caller`] to the handlers in the request's
+//! extensions; the handler path (`api::service`) authorises once it has decoded the
+//! request, because the namespace is in the message.
+
+mod file;
+mod pattern;
+mod roles;
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+pub(crate) use file::AuthFileError;
+pub(crate) use roles::Role;
+
+use pattern::Pattern;
+
+/// The principals to serve with, from `--auth-file`; None when there is none, which
+/// is refused on an address other hosts can reach unless `--allow-unauthenticated`.
+pub(crate) fn principals_for(
+    auth_file: Option<&std::path::Path>,
+    allow_unauthenticated: bool,
+    addr: std::net::SocketAddr,
+) -> Result<Option<Arc<Principals>>, String> {
+    match auth_file {
+        Some(path) => Principals::load(path)
+            .map(|p| Some(Arc::new(p)))
+            .map_err(|e| e.to_string()),
+        None if addr.ip().is_loopback() || allow_unauthenticated => Ok(None),
+        None => Err(format!(
+            "refusing to listen on {addr} without --auth-file: anyone who can reach it \
+             could read and change every namespace; pass --auth-file FILE, listen on a \
+             loopback address, or pass --allow-unauthenticated"
+        )),
+    }
+}
+
+/// One `[[principal]]` of the auth file.
+#[derive(Debug)]
+pub(crate) struct Principal {
+    pub(crate) name: String,
+    roles: Vec<Role>,
+    namespaces: Vec<Pattern>,
+    token_sha256: Option<[u8; 32]>,
+    client_cert_subject: Option<String>,
+}
+
+/// What a call reaches: one namespace, or every namespace (Migrate with
+/// `all_namespaces` or an import from another application's keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope<'a> {
+    Namespace(&'a str),
+    Everything,
+}
+
+impl std::fmt::Display for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Namespace(namespace) => write!(f, "namespace {namespace:?}"),
+            Scope::Everything => f.write_str("all namespaces (needs admin on \"*\")"),
+        }
+    }
+}
+
+impl Principal {
+    /// Whether this principal may call `method` (the proto name, e.g. `Enqueue`) on
+    /// `scope`. Every namespace at once takes the admin role and the pattern `*`.
+    pub(crate) fn allows(&self, method: &str, scope: Scope<'_>) -> bool {
+        match scope {
+            Scope::Namespace(namespace) => {
+                self.roles.iter().any(|role| role.allows(method))
+                    && self.namespaces.iter().any(|p| p.matches(namespace))
+            }
+            Scope::Everything => {
+                self.roles.contains(&Role::Admin) && self.namespaces.iter().any(Pattern::is_all)
+            }
+        }
+    }
+}
+
+/// The caller of one RPC, put in the request's extensions by the auth layer.
+#[derive(Debug, Clone)]
+pub(crate) enum Caller {
+    /// No `--auth-file`: every caller may do everything.
+    Unrestricted,
+    Principal(Arc<Principal>),
+}
+
+impl Caller {
+    /// The name for audit lines.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            Caller::Unrestricted => "(no auth file)",
+            Caller::Principal(principal) => &principal.name,
+        }
+    }
+}
+
+/// The principals of an auth file.
+#[derive(Debug)]
+pub(crate) struct Principals {
+    principals: Vec<Arc<Principal>>,
+}
+
+impl Principals {
+    /// Reads and checks `path`; the error names the principal and the field.
+    pub(crate) fn load(path: &std::path::Path) -> Result<Principals, AuthFileError> {
+        file::load(path)
+    }
+
+    /// The principal a bearer token or a client certificate's names (SANs and CN)
+    /// belong to. Every token hash is compared, in constant time, so the answer's
+    /// timing says nothing about how much of a hash matched.
+    pub(crate) fn authenticate(
+        &self,
+        token: Option<&str>,
+        client_names: &[String],
+    ) -> Option<Arc<Principal>> {
+        if let Some(token) = token {
+            let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+            let mut found = None;
+            for principal in &self.principals {
+                if let Some(hash) = &principal.token_sha256 {
+                    if bool::from(hash.ct_eq(&digest)) && found.is_none() {
+                        found = Some(principal.clone());
+                    }
+                }
+            }
+            if found.is_some() {
+                return found;
+            }
+        }
+        self.principals
+            .iter()
+            .find(|p| {
+                p.client_cert_subject
+                    .as_ref()
+                    .is_some_and(|subject| client_names.iter().any(|n| n == subject))
+            })
+            .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(roles: &[Role], namespaces: &[&str]) -> Principal {
+        Principal {
+            name: "p".into(),
+            roles: roles.to_vec(),
+            namespaces: namespaces.iter().map(|p| Pattern::new(p)).collect(),
+            token_sha256: None,
+            client_cert_subject: None,
+        }
+    }
+
+    #[test]
+    fn everything_takes_admin_on_star() {
+        let ns = Scope::Everything;
+        assert!(principal(&[Role::Admin], &["*"]).allows("Migrate", ns));
+        assert!(!principal(&[Role::Admin], &["shop-*"]).allows("Migrate", ns));
+        assert!(!principal(&[Role::Producer, Role::Worker], &["*"]).allows("Migrate", ns));
+    }
+
+    #[test]
+    fn roles_and_namespaces_both_apply() {
+        let p = principal(&[Role::Worker], &["shop-*", "billing"]);
+        assert!(p.allows("ClaimJob", Scope::Namespace("shop-eu")));
+        assert!(p.allows("ClaimJob", Scope::Namespace("billing")));
+        assert!(!p.allows("ClaimJob", Scope::Namespace("billing-2")));
+        assert!(!p.allows("Enqueue", Scope::Namespace("shop-eu")));
+    }
+
+    #[test]
+    fn a_token_or_a_certificate_name_finds_its_principal() {
+        let mut by_token = principal(&[Role::Reader], &["*"]);
+        by_token.name = "token".into();
+        by_token.token_sha256 = Some(Sha256::digest(b"secret").into());
+        let mut by_cert = principal(&[Role::Reader], &["*"]);
+        by_cert.name = "cert".into();
+        by_cert.client_cert_subject = Some("worker.internal".into());
+        let all = Principals {
+            principals: vec![Arc::new(by_token), Arc::new(by_cert)],
+        };
+        let name = |token, names: &[String]| all.authenticate(token, names).map(|p| p.name.clone());
+        assert_eq!(name(Some("secret"), &[]), Some("token".into()));
+        assert_eq!(name(Some("wrong"), &[]), None);
+        assert_eq!(name(None, &[]), None);
+        assert_eq!(name(None, &["worker.internal".into()]), Some("cert".into()));
+        assert_eq!(name(None, &["other".into()]), None);
+    }
+}

@@ -1,0 +1,133 @@
+//! Authentication: every call to dueq's own services carries a bearer token (or
+//! comes over mTLS with a client certificate) that names a principal of
+//! `--auth-file`, or is answered UNAUTHENTICATED before any handler runs. The
+//! [`Caller`] goes into the request's extensions; authorisation needs the decoded
+//! request (the namespace is in the message), so the handler path does it
+//! (`api::authorize`). Health and reflection stay open: load balancers and grpcurl
+//! use them, and they reveal nothing of any tenant.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use tonic::{codegen::http, Status};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::auth::{Caller, Principals};
+
+/// gRPC services any caller may use, auth file or not.
+const OPEN_SERVICES: &[&str] = &[
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+#[derive(Debug, Clone)]
+pub(crate) struct AuthLayer {
+    /// None: no `--auth-file`, every caller is unrestricted.
+    pub(crate) principals: Option<Arc<Principals>>,
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = Auth<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Auth {
+            inner,
+            principals: self.principals.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Auth<S> {
+    inner: S,
+    principals: Option<Arc<Principals>>,
+}
+
+/// The names (DNS/URI/email SANs, then the CN) of the client's verified mTLS
+/// certificate, which the TLS acceptor puts in the request's extensions; none
+/// without mTLS.
+fn client_cert_names<B>(request: &http::Request<B>) -> Vec<String> {
+    crate::tls::client_cert_names(request.extensions())
+}
+
+/// The token of `authorization: Bearer <token>` (the scheme is case-insensitive).
+fn bearer<B>(request: &http::Request<B>) -> Option<&str> {
+    let value = request
+        .headers()
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+impl<S, B, R> Service<http::Request<B>> for Auth<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+    S::Future: Send + 'static,
+    R: Default + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let path = request.uri().path();
+        let caller = match &self.principals {
+            None => Some(Caller::Unrestricted),
+            Some(_) if OPEN_SERVICES.iter().any(|open| path.starts_with(open)) => {
+                Some(Caller::Unrestricted)
+            }
+            Some(principals) => principals
+                .authenticate(bearer(&request), &client_cert_names(&request))
+                .map(Caller::Principal),
+        };
+        match caller {
+            Some(caller) => {
+                request.extensions_mut().insert(caller);
+                Box::pin(self.inner.call(request))
+            }
+            None => {
+                let status = Status::unauthenticated(
+                    "no known credential: send `authorization: Bearer <token>` with a token \
+                     whose SHA-256 is a principal's token_sha256 in the server's --auth-file",
+                );
+                let (parts, ()) = status.into_http::<()>().into_parts();
+                Box::pin(async move { Ok(http::Response::from_parts(parts, R::default())) })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tonic::codegen::http;
+
+    #[test]
+    fn reads_a_bearer_token() {
+        let with = |value: &str| {
+            http::Request::builder()
+                .header("authorization", value)
+                .body(())
+                .expect("request")
+        };
+        assert_eq!(super::bearer(&with("Bearer abc")), Some("abc"));
+        assert_eq!(super::bearer(&with("bearer  abc ")), Some("abc"));
+        assert_eq!(super::bearer(&with("Basic abc")), None);
+        assert_eq!(super::bearer(&with("Bearer ")), None);
+        assert_eq!(super::bearer(&http::Request::new(())), None);
+    }
+}

@@ -1,0 +1,691 @@
+//! Authentication and authorisation (`--auth-file`): every RPC × role, namespace
+//! patterns, unknown callers, Migrate over every namespace, what stays open (health,
+//! reflection), and the refusal to serve a public address without an auth file.
+
+#![allow(deprecated)] // AdminService (deprecated) must be guarded like QueueService.
+
+use std::{
+    path::Path,
+    process::{Command, Stdio},
+};
+
+use dueq::proto::admin_service_client::AdminServiceClient;
+use tonic::{transport::Channel, Code, Request, Status};
+
+use crate::{common::*, readme_examples};
+
+/// One principal per role, on `shop-*`; `root` is admin on `*`, `billing` a producer
+/// on exactly `billing`. Each one's token is `t-<name>`.
+const PRINCIPALS: &[(&str, &str, &str)] = &[
+    ("producer", "producer", "shop-*"),
+    ("worker", "worker", "shop-*"),
+    ("reader", "reader", "shop-*"),
+    ("admin", "admin", "shop-*"),
+    ("root", "admin", "*"),
+    ("billing", "producer", "billing"),
+];
+
+const READS: &[&str] = &[
+    "GetSchedule",
+    "ListSchedules",
+    "GetJob",
+    "ListJobs",
+    "PreviewSchedule",
+    "GetNamespaceStatus",
+];
+
+/// The issue's role table, written out here independently of the server's.
+fn allowed(role: &str, method: &str) -> bool {
+    let producer = [
+        "Enqueue",
+        "EnqueueBatch",
+        "UpsertSchedule",
+        "PauseSchedule",
+        "ResumeSchedule",
+        "DeleteSchedule",
+        "CancelJob",
+        "PreviewSchedule",
+    ];
+    let worker = [
+        "ClaimJob",
+        "AckJob",
+        "FailJob",
+        "ExtendLease",
+        "ClaimDueSchedule",
+        "AckOccurrence",
+    ];
+    match role {
+        "admin" => true,
+        "reader" => READS.contains(&method),
+        "producer" => READS.contains(&method) || producer.contains(&method),
+        "worker" => READS.contains(&method) || worker.contains(&method),
+        other => panic!("no role {other}"),
+    }
+}
+
+/// Every RPC of QueueService and AdminService, `Service/Method`.
+const RPCS: &[&str] = &[
+    "QueueService/UpsertSchedule",
+    "QueueService/GetSchedule",
+    "QueueService/ListSchedules",
+    "QueueService/DeleteSchedule",
+    "QueueService/PauseSchedule",
+    "QueueService/ResumeSchedule",
+    "QueueService/ClaimDueSchedule",
+    "QueueService/AckOccurrence",
+    "QueueService/PreviewSchedule",
+    "QueueService/Enqueue",
+    "QueueService/EnqueueBatch",
+    "QueueService/ClaimJob",
+    "QueueService/AckJob",
+    "QueueService/FailJob",
+    "QueueService/ExtendLease",
+    "QueueService/GetJob",
+    "QueueService/ListJobs",
+    "QueueService/CancelJob",
+    "QueueService/RetryJob",
+    "QueueService/Migrate",
+    "QueueService/GetNamespaceStatus",
+    "AdminService/Migrate",
+    "AdminService/GetNamespaceStatus",
+];
+
+fn token_hash(token: &str) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(token.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8_lossy(&out.stdout)[..64].to_owned()
+}
+
+fn write_auth_file(dir: &Path) -> std::path::PathBuf {
+    let mut text = String::new();
+    for (name, role, pattern) in PRINCIPALS {
+        text.push_str(&format!(
+            "[[principal]]\nname = \"{name}\"\nroles = [\"{role}\"]\nnamespaces = [\"{pattern}\"]\n\
+             token_sha256 = \"{}\"\n\n",
+            token_hash(&format!("t-{name}"))
+        ));
+    }
+    let path = dir.join("auth.toml");
+    std::fs::write(&path, text).expect("write auth file");
+    path
+}
+
+async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
+    let mut config = config(&redis.url());
+    config.auth_file = Some(write_auth_file(dir));
+    config.reflection = reflection;
+    Service::start_with(config).await
+}
+
+fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+    let mut request = Request::new(message);
+    if let Some(token) = token {
+        let value = format!("Bearer {token}").parse().expect("header value");
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}
+
+/// Calls `rpc` on `namespace` with a request that names only the namespace (a
+/// Migrate is a dry run); the status, or Ok if the call was answered.
+// Some requests have no field but the namespace, so `..Default::default()` is moot.
+#[allow(clippy::needless_update)]
+async fn call(
+    channel: &Channel,
+    rpc: &str,
+    namespace: &str,
+    token: Option<&str>,
+) -> Result<(), Status> {
+    let ns = namespace.to_owned();
+    let mut queue = Client::new(channel.clone());
+    let mut admin = AdminServiceClient::new(channel.clone());
+    macro_rules! send {
+        ($client:ident.$method:ident($req:ident { $($field:ident: $value:expr),* })) => {
+            $client
+                .$method(with_token(
+                    proto::$req { namespace: ns, $($field: $value,)* ..Default::default() },
+                    token,
+                ))
+                .await
+                .map(|_| ())
+        };
+    }
+    match rpc {
+        "QueueService/UpsertSchedule" => send!(queue.upsert_schedule(UpsertScheduleRequest {
+            schedule: Some(every("s", 60))
+        })),
+        "QueueService/GetSchedule" => send!(queue.get_schedule(GetScheduleRequest {})),
+        "QueueService/ListSchedules" => send!(queue.list_schedules(ListSchedulesRequest {})),
+        "QueueService/DeleteSchedule" => send!(queue.delete_schedule(DeleteScheduleRequest {})),
+        "QueueService/PauseSchedule" => send!(queue.pause_schedule(PauseScheduleRequest {})),
+        "QueueService/ResumeSchedule" => send!(queue.resume_schedule(ResumeScheduleRequest {})),
+        "QueueService/ClaimDueSchedule" => {
+            send!(queue.claim_due_schedule(ClaimDueScheduleRequest {}))
+        }
+        "QueueService/AckOccurrence" => send!(queue.ack_occurrence(AckOccurrenceRequest {})),
+        "QueueService/PreviewSchedule" => send!(queue.preview_schedule(PreviewScheduleRequest {})),
+        "QueueService/Enqueue" => send!(queue.enqueue(EnqueueRequest {
+            queue: "q".into(),
+            name: "j".into()
+        })),
+        "QueueService/EnqueueBatch" => send!(queue.enqueue_batch(EnqueueBatchRequest {})),
+        "QueueService/ClaimJob" => send!(queue.claim_job(ClaimJobRequest {})),
+        "QueueService/AckJob" => send!(queue.ack_job(AckJobRequest {})),
+        "QueueService/FailJob" => send!(queue.fail_job(FailJobRequest {})),
+        "QueueService/ExtendLease" => send!(queue.extend_lease(ExtendLeaseRequest {})),
+        "QueueService/GetJob" => send!(queue.get_job(GetJobRequest {})),
+        "QueueService/ListJobs" => send!(queue.list_jobs(ListJobsRequest {})),
+        "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
+        "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
+        "QueueService/Migrate" => send!(queue.migrate(MigrateRequest { dry_run: true })),
+        "QueueService/GetNamespaceStatus" => {
+            send!(queue.get_namespace_status(GetNamespaceStatusRequest {}))
+        }
+        "AdminService/Migrate" => send!(admin.migrate(MigrateRequest { dry_run: true })),
+        "AdminService/GetNamespaceStatus" => {
+            send!(admin.get_namespace_status(GetNamespaceStatusRequest {}))
+        }
+        other => panic!("no rpc {other}"),
+    }
+}
+
+fn assert_denied(result: Result<(), Status>, principal: &str, method: &str, namespace: &str) {
+    let status = result.expect_err("denied");
+    assert_eq!(
+        status.code(),
+        Code::PermissionDenied,
+        "{principal} {method}: {status:?}"
+    );
+    for needle in [&format!("\"{principal}\""), method, namespace] {
+        assert!(
+            status.message().contains(needle),
+            "{principal} {method}: {:?} lacks {needle}",
+            status.message()
+        );
+    }
+}
+
+fn assert_let_through(result: Result<(), Status>, principal: &str, rpc: &str) {
+    if let Err(status) = result {
+        assert!(
+            ![Code::PermissionDenied, Code::Unauthenticated].contains(&status.code()),
+            "{principal} may call {rpc}: {status:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rpc_by_every_role_in_and_outside_its_namespaces() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    for (name, role, _) in &PRINCIPALS[..4] {
+        let token = format!("t-{name}");
+        for rpc in RPCS {
+            let method = rpc.split_once('/').expect("rpc").1;
+            let inside = call(&channel, rpc, "shop-a", Some(&token)).await;
+            if allowed(role, method) {
+                assert_let_through(inside, name, rpc);
+            } else {
+                assert_denied(inside, name, method, "\"shop-a\"");
+            }
+            // Outside its namespaces every call is denied, whatever the role.
+            let outside = call(&channel, rpc, "billing", Some(&token)).await;
+            assert_denied(outside, name, method, "\"billing\"");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_patterns_exact_prefix_and_all() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let enqueue = "QueueService/Enqueue";
+    for (principal, namespace, ok) in [
+        ("billing", "billing", true),
+        ("billing", "billing-2", false),
+        ("billing", "billin", false),
+        ("producer", "shop-a", true),
+        ("producer", "shop-", true),
+        ("producer", "shop", false),
+        ("producer", "shopping", false),
+        ("root", "shop-a", true),
+        ("root", "anything.else", true),
+    ] {
+        let result = call(
+            &channel,
+            enqueue,
+            namespace,
+            Some(&format!("t-{principal}")),
+        )
+        .await;
+        if ok {
+            result.unwrap_or_else(|s| panic!("{principal} enqueues in {namespace}: {s:?}"));
+        } else {
+            assert_denied(result, principal, "Enqueue", &format!("\"{namespace}\""));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_or_unknown_token_is_unauthenticated_and_health_stays_open() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    for token in [None, Some("t-nobody"), Some("")] {
+        for rpc in [
+            "QueueService/Enqueue",
+            "QueueService/GetJob",
+            "AdminService/Migrate",
+        ] {
+            let status = call(&channel, rpc, "shop-a", token)
+                .await
+                .expect_err("refused");
+            assert_eq!(
+                status.code(),
+                Code::Unauthenticated,
+                "{token:?} {rpc}: {status:?}"
+            );
+            assert!(
+                status.message().contains("authorization: Bearer"),
+                "{status:?}"
+            );
+        }
+    }
+    // Health answers without a credential.
+    assert_eq!(service.health().await, 1, "SERVING without a token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_write_writes_nothing() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel.clone());
+    let upsert = |token: &str| {
+        with_token(
+            proto::UpsertScheduleRequest {
+                namespace: "shop-a".into(),
+                schedule: Some(every("kept", 60)),
+            },
+            Some(token),
+        )
+    };
+    client
+        .upsert_schedule(upsert("t-producer"))
+        .await
+        .expect("producer upserts");
+    let mut job = job("q", "j");
+    job.namespace = "shop-a".into();
+    let denied = client
+        .enqueue(with_token(job, Some("t-reader")))
+        .await
+        .map(|_| ());
+    assert_denied(denied, "reader", "Enqueue", "\"shop-a\"");
+    let delete = proto::DeleteScheduleRequest {
+        namespace: "shop-a".into(),
+        id: "kept".into(),
+    };
+    let denied = client
+        .delete_schedule(with_token(delete, Some("t-worker")))
+        .await
+        .map(|_| ());
+    assert_denied(denied, "worker", "DeleteSchedule", "\"shop-a\"");
+    let denied = client.upsert_schedule(upsert("t-reader")).await.map(|_| ());
+    assert_denied(denied, "reader", "UpsertSchedule", "\"shop-a\"");
+
+    let jobs = client
+        .list_jobs(with_token(
+            proto::ListJobsRequest {
+                namespace: "shop-a".into(),
+                queue: "q".into(),
+                ..Default::default()
+            },
+            Some("t-root"),
+        ))
+        .await
+        .expect("list jobs")
+        .into_inner();
+    assert!(
+        jobs.jobs.is_empty(),
+        "a denied Enqueue stored a job: {jobs:?}"
+    );
+    let schedules = client
+        .list_schedules(with_token(
+            proto::ListSchedulesRequest {
+                namespace: "shop-a".into(),
+                ..Default::default()
+            },
+            Some("t-root"),
+        ))
+        .await
+        .expect("list schedules")
+        .into_inner();
+    let ids: Vec<_> = schedules.schedules.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["kept"],
+        "a denied delete removed it, or a denied upsert wrote"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_over_every_namespace_or_an_import_needs_admin_on_star() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let all = proto::MigrateRequest {
+        all_namespaces: true,
+        dry_run: true,
+        ..Default::default()
+    };
+    let import = proto::MigrateRequest {
+        namespace: "shop-a".into(),
+        source: proto::MigrateSource::BoringnodeQueue as i32,
+        dry_run: true,
+        ..Default::default()
+    };
+    for request in [all, import] {
+        let mut queue = Client::new(channel.clone());
+        let denied = queue
+            .migrate(with_token(request.clone(), Some("t-admin")))
+            .await
+            .map(|_| ());
+        assert_denied(denied, "admin", "Migrate", "all namespaces");
+        let mut admin = AdminServiceClient::new(channel.clone());
+        let denied = admin
+            .migrate(with_token(request.clone(), Some("t-admin")))
+            .await
+            .map(|_| ());
+        assert_denied(denied, "admin", "Migrate", "all namespaces");
+        let allowed = queue
+            .migrate(with_token(request, Some("t-root")))
+            .await
+            .map(|_| ());
+        assert_let_through(allowed, "root", "Migrate");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reflection_stays_open_with_auth_and_can_be_closed() {
+    if !readme_examples::grpcurl_available() {
+        return;
+    }
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = start(&redis, dir.path(), true).await;
+    let (ok, text) = readme_examples::run(
+        "grpcurl -plaintext localhost:50051 list",
+        &open.addr.to_string(),
+    );
+    assert!(ok && text.contains("dueq.v1.QueueService"), "{text}");
+    let closed = start(&redis, dir.path(), false).await;
+    let (ok, text) = readme_examples::run(
+        "grpcurl -plaintext localhost:50051 list",
+        &closed.addr.to_string(),
+    );
+    assert!(!ok && !text.contains("dueq.v1.QueueService"), "{text}");
+}
+
+/// Runs `dueq serve` with `args` and a Redis nobody listens on; waits for it to exit
+/// or for `within` of output.
+fn dueq(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dueq"));
+    command
+        .arg("serve")
+        .args(["--redis-url", &format!("redis://127.0.0.1:{}", free_port())])
+        .args(args)
+        .env_remove("DUEQ_AUTH_FILE")
+        .env_remove("DUEQ_ALLOW_UNAUTHENTICATED");
+    command
+}
+
+#[test]
+fn a_public_address_without_an_auth_file_is_refused_in_one_line() {
+    let out = dueq(&["--listen", "0.0.0.0:0"]).output().expect("run dueq");
+    assert!(!out.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<_> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    for needle in [
+        "refusing to listen on 0.0.0.0",
+        "--auth-file",
+        "--allow-unauthenticated",
+    ] {
+        assert!(text.contains(needle), "{text} lacks {needle}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_address_is_served_with_allow_unauthenticated() {
+    let mut child = dueq(&["--listen", "0.0.0.0:0", "--allow-unauthenticated"])
+        .env("DUEQ_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dueq");
+    let stdout = child.stdout.take().expect("stdout");
+    let listening = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.contains("dueq listening"))
+    });
+    let line = within_patience("dueq to listen", listening)
+        .await
+        .expect("reader");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.is_some_and(|l| l.contains("0.0.0.0")),
+        "no listening line"
+    );
+}
+
+#[test]
+fn a_bad_auth_file_stops_startup_naming_the_principal_and_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("auth.toml");
+    std::fs::write(
+        &path,
+        "[[principal]]\nname = \"shop\"\nroles = [\"producer\"]\nnamespaces = [\"shop-*\"]\n\
+         token_sha256 = \"not-hex\"\n",
+    )
+    .expect("write");
+    let out = dueq(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--auth-file",
+        path.to_str().expect("utf-8"),
+    ])
+    .output()
+    .expect("run dueq");
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["auth file", "\"shop\"", "token_sha256"] {
+        assert!(text.contains(needle), "{text} lacks {needle}");
+    }
+}
+
+/// `dueq serve` on a free loopback port, serving the README's example auth file with
+/// the `ops` principal's hash (from the environment) made from `ops-token`; its
+/// stdout lines come through the receiver.
+struct ReadmeService {
+    child: std::process::Child,
+    addr: String,
+    lines: std::sync::mpsc::Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for ReadmeService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The first TOML block of the README's Security section.
+fn readme_auth_file() -> &'static str {
+    let readme = readme_examples::README;
+    let security = &readme[readme.find("## Security").expect("Security section")..];
+    let start = security.find("```toml\n").expect("toml block") + "```toml\n".len();
+    let end = start + security[start..].find("```").expect("block end");
+    &security[start..end]
+}
+
+async fn start_readme_service(redis: &Redis) -> ReadmeService {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("auth.toml");
+    std::fs::write(&path, readme_auth_file()).expect("write auth file");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["serve", "--listen", &addr, "--redis-url", &redis.url()])
+        .args(["--auth-file", path.to_str().expect("utf-8")])
+        .args(["--log-format", "json"])
+        .env("DUEQ_LOG", "info")
+        .env("DUEQ_OPS_TOKEN_SHA256", token_hash("ops-token"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dueq");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let patience = Patience::new(format!("dueq on {addr} to be SERVING"));
+    loop {
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .expect("endpoint")
+            .connect()
+            .await;
+        if let Ok(channel) = channel {
+            let request = tonic_health::pb::HealthCheckRequest {
+                service: "dueq.v1.QueueService".into(),
+            };
+            let health = tonic_health::pb::health_client::HealthClient::new(channel)
+                .check(request)
+                .await;
+            if health.is_ok_and(|r| r.into_inner().status == 1) {
+                break;
+            }
+        }
+        patience.wait().await;
+    }
+    ReadmeService {
+        child,
+        addr,
+        lines,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_security_examples_run() {
+    if !readme_examples::grpcurl_available() {
+        return;
+    }
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let commands = readme_examples::commands_between("auth-examples");
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let (ok, text) =
+            tokio::task::block_in_place(|| readme_examples::run(command, &service.addr));
+        assert!(ok, "README example failed:\n{command}\n{text}");
+        outputs.push(text);
+    }
+    assert!(outputs[0].contains("jobId"), "{}", outputs[0]);
+    for needle in [
+        "PermissionDenied",
+        "principal \"shop-producer\" may not call Enqueue on namespace \"billing\"",
+    ] {
+        assert!(outputs[1].contains(needle), "{} lacks {needle}", outputs[1]);
+    }
+    assert!(outputs[2].contains("SERVING"), "{}", outputs[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_actions_are_audited_with_the_principal() {
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let channel = Channel::from_shared(format!("http://{}", service.addr))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel);
+    let delete = proto::DeleteScheduleRequest {
+        namespace: "shop-eu".into(),
+        id: "gone".into(),
+    };
+    // Allowed or not found, the call was let through, so it is audited.
+    let _ = client
+        .delete_schedule(with_token(delete, Some("ops-token")))
+        .await;
+    let audit = within_patience("an audit line", async {
+        loop {
+            match service.lines.try_recv() {
+                Ok(line) if line.contains("dueq::audit") => return line,
+                Ok(_) => continue,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await;
+    for needle in ["\"principal\":\"ops\"", "DeleteSchedule", "shop-eu"] {
+        assert!(audit.contains(needle), "{audit} lacks {needle}");
+    }
+}

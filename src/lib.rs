@@ -27,6 +27,7 @@ pub mod server;
 mod accept;
 mod api;
 mod clock;
+mod connections;
 mod context;
 mod domain;
 mod error;

@@ -1,9 +1,15 @@
 //! Cross-cutting concerns, each a tower layer around every gRPC service (one concern
-//! per layer, in the spirit of linkerd2-proxy): the per-RPC tracing span and the wording of an over-sized request here; auth,
-//! limits and metrics join them as layers of their own.
+//! per layer, in the spirit of linkerd2-proxy): the per-RPC tracing span, the wording
+//! of an over-sized request, load shedding beyond the in-flight caps and the unary
+//! timeout here; auth and metrics join them as layers of their own.
 
+mod kind;
 mod message_size;
+mod shed;
+mod timeout;
 mod trace;
 
 pub(crate) use message_size::MessageSizeLayer;
+pub(crate) use shed::ShedLayer;
+pub(crate) use timeout::TimeoutLayer;
 pub(crate) use trace::TraceLayer;

@@ -30,3 +30,4 @@ mod monitor;
 mod readme_examples;
 mod reply_budgets;
 mod schedule_api;
+mod transport_limits;

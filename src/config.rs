@@ -205,6 +205,11 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_HTTP2_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub http2_header_timeout: Duration,
 
+    /// Most schedules one namespace may hold (0: no limit); a create beyond it is
+    /// answered RESOURCE_EXHAUSTED and writes nothing. Updates always pass.
+    #[arg(long, env = "DUEQ_MAX_SCHEDULES_PER_NAMESPACE", default_value_t = 0)]
+    pub max_schedules_per_namespace: u64,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -172,7 +172,7 @@ fn queue_api(
     admin: Arc<AdminApi>,
 ) -> QueueApi {
     QueueApi::new(
-        Arc::new(Schedules::new(core.clone())),
+        Arc::new(Schedules::new(core.clone()).with_quota(config.max_schedules_per_namespace)),
         Arc::new(Jobs::new(core.clone(), config.max_lease)),
         Limits {
             max_payload_size: config.max_payload_size,

@@ -27,6 +27,7 @@ mod jobs_validation;
 mod longpoll;
 mod migrate;
 mod monitor;
+mod quotas;
 mod readme_examples;
 mod reply_budgets;
 mod schedule_api;

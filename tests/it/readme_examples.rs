@@ -312,6 +312,10 @@ fn help_documents_every_setting_with_its_env_var() {
         ),
         ("--max-connections", "DUEQ_MAX_CONNECTIONS"),
         ("--http2-header-timeout", "DUEQ_HTTP2_HEADER_TIMEOUT"),
+        (
+            "--max-schedules-per-namespace",
+            "DUEQ_MAX_SCHEDULES_PER_NAMESPACE",
+        ),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

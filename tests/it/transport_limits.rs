@@ -227,3 +227,19 @@ async fn a_silent_connection_is_closed() {
     });
     closed.await;
 }
+
+/// Pins: a connection older than --max-connection-age is sent GOAWAY and ends (the
+/// grace, for calls still running on it, is tonic's to enforce).
+#[tokio::test]
+async fn old_connections_are_closed() {
+    let (_redis, service) = start(|c| {
+        c.max_connection_age = Duration::from_millis(300);
+        c.max_connection_age_grace = Duration::from_millis(300);
+    })
+    .await;
+    let tcp = TcpStream::connect(service.addr).await.expect("connect");
+    let (_send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    within_patience("the old connection to end", connection)
+        .await
+        .ok();
+}

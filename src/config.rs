@@ -165,9 +165,10 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_IN_FLIGHT", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight: u64,
 
-    /// Most long-polls (ClaimJob, ClaimDueSchedule) and streams (Migrate, health
-    /// Watch, reflection) in flight in the whole server, a cap of their own since
-    /// each holds its slot up to --max-wait; beyond it RESOURCE_EXHAUSTED at once.
+    /// Most long-polls (ClaimJob, ClaimDueSchedule) in flight in the whole server, a
+    /// cap of their own since each holds its slot up to --max-wait (streams such as
+    /// Migrate count here until their response starts); beyond it
+    /// RESOURCE_EXHAUSTED at once.
     #[arg(long, env = "DUEQ_MAX_LONG_POLLS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_long_polls: u64,
 

@@ -2,9 +2,10 @@
 //! answered RESOURCE_EXHAUSTED at once, naming the flag, instead of queueing without
 //! end (tower's ConcurrencyLimit + LoadShed, with a status a gRPC client understands:
 //! tower's `Overloaded` error would reach the client as UNKNOWN). Unary calls share
-//! `--max-in-flight`; long-polls and streams, which hold their slot up to
-//! `--max-wait` or longer, share `--max-long-polls`, so waiting workers cannot starve
-//! producers and a flood of quick calls cannot refuse the workers.
+//! `--max-in-flight`; long-polls, which hold their slot up to `--max-wait`, share
+//! `--max-long-polls` (with streams, until their response starts), so waiting
+//! workers cannot starve producers and a flood of quick calls cannot refuse the
+//! workers.
 
 use std::{
     future::Future,

@@ -19,7 +19,9 @@
 -- ARGV[15] next run ms computed by the caller from the new timing ("" = never)
 -- ARGV[16] follow ms: the cron slot after ARGV[15] ("" unknown, "end" none)
 -- ARGV[17] schema version of this layout (written to a new namespace's meta)
--- Returns: { created (0|1), fields of the stored schedule... }
+-- ARGV[18] most schedules the namespace may hold (0 = no limit)
+-- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
+--   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
 --
 -- Invariant 1 (docs/DESIGN.md: canonical record, derived index): the status/next run written to the
 -- record and the due index entry are written together, here. The caller's next run
@@ -29,7 +31,9 @@
 -- claim_due. Any upsert also re-asserts the index entry, repairing one that went
 -- missing. Invariant 5: refused (lib/guard.lua) in a namespace that needs Migrate;
 -- keeps the meta `indexed` count. Invariant 8: a key holding something other than a
--- schedule record is reported (DUEQ_CORRUPT) and left as it is.
+-- schedule record is reported (DUEQ_CORRUPT) and left as it is. The quota is
+-- counted by meta `listed` (lib/schedule.lua), which every create and delete keeps:
+-- O(1), and right under deletes, since the same scripts write both.
 
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
@@ -50,6 +54,10 @@ local function schedule_from_timing()
     if follow ~= 'end' then follow = tonumber(follow) or '' end
     r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[15]), follow
   end
+end
+local quota = tonumber(ARGV[18]) or 0
+if r == nil and quota > 0 and (tonumber(redis.call('HGET', KEYS[1], 'listed')) or 0) >= quota then
+  return redis.error_reply('DUEQ_QUOTA schedules ' .. quota)
 end
 redis.call('HSETNX', KEYS[1], 'schema', ARGV[17])
 local created = 0

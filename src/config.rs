@@ -203,6 +203,62 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_REFLECTION", default_value_t = true, action = clap::ArgAction::Set)]
     pub reflection: bool,
 
+    /// Most concurrent calls (HTTP/2 streams) one connection may open; the client
+    /// is told in the HTTP/2 SETTINGS, and its calls beyond it wait on its side.
+    #[arg(long, env = "DUEQ_MAX_CONCURRENT_STREAMS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_streams: u32,
+
+    /// Most unary calls in flight in the whole server; beyond it a call is answered
+    /// RESOURCE_EXHAUSTED at once (load shedding) instead of queueing.
+    #[arg(long, env = "DUEQ_MAX_IN_FLIGHT", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_in_flight: u64,
+
+    /// Most long-polls (ClaimJob, ClaimDueSchedule) in flight in the whole server, a
+    /// cap of their own since each holds its slot up to --max-wait (streams such as
+    /// Migrate count here until their response starts); beyond it
+    /// RESOURCE_EXHAUSTED at once.
+    #[arg(long, env = "DUEQ_MAX_LONG_POLLS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_long_polls: u64,
+
+    /// Longest a unary call may take before it is answered DEADLINE_EXCEEDED;
+    /// long-polls and streams are not cut by it (a claim waits up to --max-wait).
+    #[arg(long, env = "DUEQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
+
+    /// How often an HTTP/2 PING is sent on each connection to notice a peer that
+    /// vanished (0s: never).
+    #[arg(long, env = "DUEQ_HTTP2_KEEPALIVE_INTERVAL", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub http2_keepalive_interval: Duration,
+
+    /// How long a keepalive PING may go unanswered before the connection is closed.
+    #[arg(long, env = "DUEQ_HTTP2_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub http2_keepalive_timeout: Duration,
+
+    /// Age after which a connection is asked to go away (HTTP/2 GOAWAY; clients
+    /// reconnect, which spreads them over replicas behind a load balancer); 0s: never.
+    #[arg(long, env = "DUEQ_MAX_CONNECTION_AGE", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub max_connection_age: Duration,
+
+    /// How long calls in flight on a connection past --max-connection-age may take to
+    /// finish before it is closed; longer than --max-wait, so long-polls end normally.
+    #[arg(long, env = "DUEQ_MAX_CONNECTION_AGE_GRACE", default_value = "90s", value_parser = humantime::parse_duration)]
+    pub max_connection_age_grace: Duration,
+
+    /// Most client connections open at once; a connection beyond it is closed as
+    /// soon as it is accepted.
+    #[arg(long, env = "DUEQ_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+
+    /// How long a new connection may take to send the HTTP/2 connection preface
+    /// before it is closed (a client that connects and sends nothing).
+    #[arg(long, env = "DUEQ_HTTP2_HEADER_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub http2_header_timeout: Duration,
+
+    /// Most schedules one namespace may hold (0: no limit); a create beyond it is
+    /// answered RESOURCE_EXHAUSTED and writes nothing. Updates always pass.
+    #[arg(long, env = "DUEQ_MAX_SCHEDULES_PER_NAMESPACE", default_value_t = 0)]
+    pub max_schedules_per_namespace: u64,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -28,6 +28,7 @@ mod accept;
 mod api;
 mod auth;
 mod clock;
+mod connections;
 mod context;
 mod domain;
 mod error;

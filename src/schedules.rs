@@ -55,11 +55,24 @@ pub(crate) type SchedulePage = (Vec<ScheduleRecord>, Option<String>);
 
 pub(crate) struct Schedules {
     cx: Context,
+    /// `--max-schedules-per-namespace` (0: no limit).
+    max_schedules: u64,
 }
 
 impl Schedules {
     pub(crate) fn new(cx: Context) -> Self {
-        Self { cx }
+        Self {
+            cx,
+            max_schedules: 0,
+        }
+    }
+
+    /// Creates beyond `max` schedules in a namespace are refused (0: no limit).
+    pub(crate) fn with_quota(self, max: u64) -> Self {
+        Self {
+            max_schedules: max,
+            ..self
+        }
     }
 
     /// Redis's time, as this instance best knows it.
@@ -82,7 +95,11 @@ impl Schedules {
         let entry = self.cx.namespaces.entry(namespace);
         // A slot must be strictly after now to not fire "in the past" on create.
         let next = NextRun::from(timing, self.cx.clock.now_ms() + 1);
-        let upsert = UpsertSchedule { def: &def, next };
+        let upsert = UpsertSchedule {
+            def: &def,
+            next,
+            max_schedules: self.max_schedules,
+        };
         let (created, record) = self.cx.store.run(namespace, &upsert).await?;
         self.cx
             .wakers

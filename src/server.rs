@@ -14,10 +14,11 @@ use crate::{
     api::{AdminApi, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
+    connections::LimitedIncoming,
     context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{AuthLayer, MessageSizeLayer, TraceLayer},
+    layers::{AuthLayer, MessageSizeLayer, ShedLayer, TimeoutLayer, TraceLayer},
     longpoll::Wakers,
     migrate::Migrator,
     monitor::Monitor,
@@ -129,15 +130,26 @@ pub async fn run(
     // serve_with_incoming ignores the builder's TCP settings, so they go on the
     // incoming stream. Without TCP_NODELAY small HTTP/2 frames wait for Nagle's timer
     // (a 40 ms tail on every RPC); keepalive notices long-poll clients that vanished.
-    let incoming = BackoffIncoming::new(
-        TcpIncoming::from(listener)
-            .with_nodelay(Some(true))
-            .with_keepalive(Some(TCP_KEEPALIVE)),
+    let incoming = LimitedIncoming::new(
+        BackoffIncoming::new(
+            TcpIncoming::from(listener)
+                .with_nodelay(Some(true))
+                .with_keepalive(Some(TCP_KEEPALIVE)),
+        ),
+        usize::try_from(config.max_connections).unwrap_or(usize::MAX),
+        config.http2_header_timeout,
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
-    let router = Server::builder()
+    let router = transport(&config)
         .layer(TraceLayer)
+        .layer(ShedLayer::new(
+            usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
+            usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
+        ))
         .layer(AuthLayer { principals })
+        .layer(TimeoutLayer {
+            timeout: config.request_timeout,
+        })
         .layer(MessageSizeLayer {
             limit: config.max_message_size,
         })
@@ -165,6 +177,22 @@ pub async fn run(
     Ok(())
 }
 
+/// The HTTP/2 limits of every connection (`--max-concurrent-streams`, keepalive,
+/// connection age).
+fn transport(config: &ServeConfig) -> Server {
+    let nonzero = |d: Duration| (!d.is_zero()).then_some(d);
+    let server = Server::builder()
+        .max_concurrent_streams(config.max_concurrent_streams)
+        .http2_keepalive_interval(nonzero(config.http2_keepalive_interval))
+        .http2_keepalive_timeout(Some(config.http2_keepalive_timeout));
+    match nonzero(config.max_connection_age) {
+        Some(age) => server
+            .max_connection_age(age)
+            .max_connection_age_grace(config.max_connection_age_grace),
+        None => server,
+    }
+}
+
 fn queue_api(
     core: &Context,
     config: &ServeConfig,
@@ -172,7 +200,7 @@ fn queue_api(
     admin: Arc<AdminApi>,
 ) -> QueueApi {
     QueueApi::new(
-        Arc::new(Schedules::new(core.clone())),
+        Arc::new(Schedules::new(core.clone()).with_quota(config.max_schedules_per_namespace)),
         Arc::new(Jobs::new(core.clone(), config.max_lease)),
         Limits {
             max_payload_size: config.max_payload_size,

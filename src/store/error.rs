@@ -31,9 +31,30 @@ pub(crate) enum StoreError {
         namespace: String,
         needs: NeedsMigrate,
     },
+    /// A create would take the namespace beyond a per-namespace quota; the script
+    /// refused before writing.
+    #[error(
+        "namespace {namespace:?} holds the most {what} the server's --max-{what}-per-namespace \
+         allows ({limit}); nothing was written: delete some, or raise the limit"
+    )]
+    Quota {
+        namespace: String,
+        what: String,
+        limit: u64,
+    },
     /// A record or script reply did not have the expected shape.
     #[error("corrupt data in {what}: {detail}")]
     Corrupt { what: String, detail: String },
+}
+
+/// A script's DUEQ_QUOTA refusal: "<what> <limit>".
+fn quota(namespace: &str, detail: &str) -> StoreError {
+    let (what, limit) = detail.trim().split_once(' ').unwrap_or((detail, ""));
+    StoreError::Quota {
+        namespace: namespace.to_owned(),
+        what: what.to_owned(),
+        limit: limit.parse().unwrap_or_default(),
+    }
 }
 
 impl StoreError {
@@ -64,6 +85,7 @@ impl StoreError {
             },
             Some("DUEQ_MIGRATE") => needs(Layout::Schedules),
             Some("DUEQ_MIGRATE_JOBS") => needs(Layout::Jobs),
+            Some("DUEQ_QUOTA") => quota(namespace, err.detail().unwrap_or_default()),
             Some("DUEQ_CORRUPT") => StoreError::corrupt(
                 err.detail().unwrap_or_default(),
                 "not a record of this dueq's layout",
@@ -84,6 +106,7 @@ impl StoreError {
             StoreError::Unavailable { .. } => FailureKind::Unavailable,
             StoreError::NeedsMigrate { .. } => FailureKind::Precondition,
             StoreError::OutOfMemory { .. } => FailureKind::Full,
+            StoreError::Quota { .. } => FailureKind::TooLarge,
             StoreError::Redis(_) | StoreError::Corrupt { .. } => FailureKind::Internal,
         }
     }

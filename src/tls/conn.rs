@@ -9,36 +9,40 @@ use std::{
 };
 
 use rustls_pki_types::CertificateDer;
-use tokio::{
-    io::{AsyncRead, AsyncWrite, ReadBuf},
-    net::TcpStream,
-};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_rustls::server::TlsStream;
-use tonic::{codegen::http, transport::server::Connected};
+use tonic::{
+    codegen::http,
+    transport::server::{Connected, TcpConnectInfo},
+};
 use x509_parser::{extensions::GeneralName, prelude::*};
 
-/// A connection after its TLS handshake.
-pub(crate) struct TlsConn {
-    stream: TlsStream<TcpStream>,
+/// A connection after its TLS handshake, over the transport `IO` (a TCP connection
+/// as the connection limits admitted it).
+pub(crate) struct TlsConn<IO> {
+    stream: TlsStream<IO>,
     info: TlsConnectInfo,
 }
 
 /// The connection info in every request's extensions on a TLS connection.
-// Read by the authorization layer (issue 13), which matches principals by name.
-#[allow(dead_code)]
 #[derive(Debug, Clone)]
 pub(crate) struct TlsConnectInfo {
+    // Kept for handlers and logs: on a TLS connection tonic has no TcpConnectInfo,
+    // so `Request::remote_addr` is None and this is where the peer's address is.
+    #[allow(dead_code)]
     pub(crate) remote_addr: Option<SocketAddr>,
     /// The client's certificate chain, leaf first, as rustls verified it against
     /// `--tls-client-ca`; None without mTLS.
+    // Kept beside the names for an authorizer that wants more than the names.
+    #[allow(dead_code)]
     pub(crate) client_certs: Option<Arc<[CertificateDer<'static>]>>,
     /// The leaf's SAN DNS, URI and email names, then its subject CN; parsed once
     /// per connection.
     pub(crate) client_names: Arc<[String]>,
 }
 
-impl TlsConn {
-    pub(super) fn new(stream: TlsStream<TcpStream>) -> TlsConn {
+impl<IO: Connected<ConnectInfo = TcpConnectInfo>> TlsConn<IO> {
+    pub(super) fn new(stream: TlsStream<IO>) -> TlsConn<IO> {
         let (tcp, session) = stream.get_ref();
         let client_certs: Option<Arc<[CertificateDer<'static>]>> = session
             .peer_certificates()
@@ -50,7 +54,7 @@ impl TlsConn {
             .unwrap_or_default()
             .into();
         let info = TlsConnectInfo {
-            remote_addr: tcp.peer_addr().ok(),
+            remote_addr: tcp.connect_info().remote_addr(),
             client_certs,
             client_names,
         };
@@ -92,7 +96,7 @@ fn names_of(cert: &CertificateDer<'_>) -> Vec<String> {
     names
 }
 
-impl Connected for TlsConn {
+impl<IO> Connected for TlsConn<IO> {
     type ConnectInfo = TlsConnectInfo;
 
     fn connect_info(&self) -> TlsConnectInfo {
@@ -100,7 +104,7 @@ impl Connected for TlsConn {
     }
 }
 
-impl AsyncRead for TlsConn {
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsConn<IO> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -110,7 +114,7 @@ impl AsyncRead for TlsConn {
     }
 }
 
-impl AsyncWrite for TlsConn {
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsConn<IO> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

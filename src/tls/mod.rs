@@ -6,7 +6,7 @@
 //! in force at that moment, and a reload swaps that config. Connections already open
 //! keep the session they negotiated; only new ones see the new certificate.
 //!
-//! For authorization, every request on a TLS connection carries a [`TlsConnectInfo`]
+//! For authorization, every request on a TLS connection carries a `conn::TlsConnectInfo`
 //! in its extensions (tonic puts a connection's `Connected::ConnectInfo` there): in a
 //! tower layer `http_request.extensions().get::<TlsConnectInfo>()`, in a handler
 //! `request.extensions().get::<TlsConnectInfo>()`; [`client_cert_names`] reads the
@@ -17,13 +17,17 @@ mod files;
 
 use std::{io, sync::Arc, sync::Mutex, time::Duration};
 
-use tokio::{net::TcpStream, sync::mpsc, task::JoinSet};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::mpsc,
+    task::JoinSet,
+};
 use tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 
-#[allow(unused_imports)] // client_cert_names and TlsConnectInfo: for the authorization layer
-pub(crate) use conn::{client_cert_names, TlsConn, TlsConnectInfo};
+pub(crate) use conn::{client_cert_names, TlsConn};
 pub(crate) use files::TlsFiles;
 
 use crate::sync::lock;
@@ -94,9 +98,18 @@ impl Tls {
     /// slow one holds up no other); failed ones are logged at debug and dropped.
     /// Accept errors pass through to tonic as before. The accepting task ends when
     /// tonic drops the stream (shutdown), closing the listener.
-    pub(crate) fn incoming<S>(self: Arc<Self>, mut tcp: S) -> ReceiverStream<io::Result<TlsConn>>
+    pub(crate) fn incoming<S, IO>(
+        self: Arc<Self>,
+        mut tcp: S,
+    ) -> ReceiverStream<io::Result<TlsConn<IO>>>
     where
-        S: Stream<Item = io::Result<TcpStream>> + Unpin + Send + 'static,
+        S: Stream<Item = io::Result<IO>> + Unpin + Send + 'static,
+        IO: Connected<ConnectInfo = TcpConnectInfo>
+            + AsyncRead
+            + AsyncWrite
+            + Unpin
+            + Send
+            + 'static,
     {
         let (tx, rx) = mpsc::channel(READY_BACKLOG);
         tokio::spawn(async move {
@@ -127,8 +140,11 @@ impl Tls {
     }
 }
 
-async fn handshake(acceptor: TlsAcceptor, stream: TcpStream) -> Option<TlsConn> {
-    let peer = stream.peer_addr().ok();
+async fn handshake<IO>(acceptor: TlsAcceptor, stream: IO) -> Option<TlsConn<IO>>
+where
+    IO: Connected<ConnectInfo = TcpConnectInfo> + AsyncRead + AsyncWrite + Unpin,
+{
+    let peer = stream.connect_info().remote_addr();
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(TlsConn::new(tls)),
         Ok(Err(error)) => {

@@ -310,6 +310,26 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--auth-file", "DUEQ_AUTH_FILE"),
         ("--allow-unauthenticated", "DUEQ_ALLOW_UNAUTHENTICATED"),
         ("--reflection", "DUEQ_REFLECTION"),
+        ("--max-concurrent-streams", "DUEQ_MAX_CONCURRENT_STREAMS"),
+        ("--max-in-flight", "DUEQ_MAX_IN_FLIGHT"),
+        ("--max-long-polls", "DUEQ_MAX_LONG_POLLS"),
+        ("--request-timeout", "DUEQ_REQUEST_TIMEOUT"),
+        (
+            "--http2-keepalive-interval",
+            "DUEQ_HTTP2_KEEPALIVE_INTERVAL",
+        ),
+        ("--http2-keepalive-timeout", "DUEQ_HTTP2_KEEPALIVE_TIMEOUT"),
+        ("--max-connection-age", "DUEQ_MAX_CONNECTION_AGE"),
+        (
+            "--max-connection-age-grace",
+            "DUEQ_MAX_CONNECTION_AGE_GRACE",
+        ),
+        ("--max-connections", "DUEQ_MAX_CONNECTIONS"),
+        ("--http2-header-timeout", "DUEQ_HTTP2_HEADER_TIMEOUT"),
+        (
+            "--max-schedules-per-namespace",
+            "DUEQ_MAX_SCHEDULES_PER_NAMESPACE",
+        ),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

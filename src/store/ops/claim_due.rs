@@ -209,7 +209,11 @@ mod tests {
         };
         let first = cron("0 * * * *");
         store
-            .run("ns", &UpsertSchedule { def: &first, next: due })
+            .run("ns", &UpsertSchedule {
+                    def: &first,
+                    next: due,
+                    max_schedules: 0,
+                })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let claim = |hint| ClaimDue {
@@ -226,7 +230,11 @@ mod tests {
         // The timing changes (revision 2) while the hint is computed; same next run.
         let second = cron("30 * * * *");
         store
-            .run("ns", &UpsertSchedule { def: &second, next: due })
+            .run("ns", &UpsertSchedule {
+                    def: &second,
+                    next: due,
+                    max_schedules: 0,
+                })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let stale = ClaimHint {

@@ -3,12 +3,14 @@
 use super::{prelude::*, schedule_head};
 use crate::domain::{Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA};
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(17));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(18));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
     pub(crate) def: &'a ScheduleDef,
     pub(crate) next: NextRun,
+    /// `--max-schedules-per-namespace` (0: no limit), checked on create.
+    pub(crate) max_schedules: u64,
 }
 
 /// Follow as the scripts read it: ms, "end", or "" (unknown).
@@ -46,7 +48,7 @@ impl Operation for UpsertSchedule<'_> {
             .flag(def.paused)
             .opt(self.next.next_ms);
         follow_arg(call, self.next.follow);
-        call.arg(SCHEDULE_SCHEMA);
+        call.arg(SCHEDULE_SCHEMA).arg(self.max_schedules);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -77,5 +79,6 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
             next_ms: Some(60_000),
             follow: Follow::Unknown,
         },
+        max_schedules: 0,
     }
 }

@@ -1,0 +1,250 @@
+//! Admission of connections, on the listener's incoming stream (after
+//! `accept::BackoffIncoming`): at most `--max-connections` open at once, and a
+//! connection that has not sent the HTTP/2 connection preface within
+//! `--http2-header-timeout` of being accepted is closed.
+//!
+//! Beyond the cap a new connection is accepted and closed at once rather than left in
+//! the kernel's backlog: the client learns at once (its connect fails), and the
+//! backlog never fills with connections nobody will serve. Each connection holds a
+//! permit, given back when hyper drops the connection.
+//!
+//! The preface deadline catches the client that opens TCP and sends nothing (or a
+//! few bytes at a time): hyper waits for the preface without a timer of its own.
+//! Once the preface is in, HTTP/2 keepalive pings, the per-connection stream cap and
+//! `--request-timeout` bound what the connection can hold.
+
+use std::{
+    future::Future,
+    io,
+    pin::Pin,
+    sync::Arc,
+    task::{ready, Context, Poll},
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::{sleep, Instant, Sleep},
+};
+use tokio_stream::Stream;
+use tonic::transport::server::Connected;
+
+/// `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`, what every HTTP/2 client sends first.
+const PREFACE_LEN: usize = 24;
+/// At most one warning per this long while connections are refused.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// `inner`'s connections, at most `max` open at once, each closed unless it sends the
+/// preface within `preface_timeout`.
+pub(crate) struct LimitedIncoming<S> {
+    inner: S,
+    permits: Arc<Semaphore>,
+    max: usize,
+    preface_timeout: Duration,
+    last_warning: Option<Instant>,
+    /// Connections refused since the last warning.
+    refused: u64,
+}
+
+impl<S> LimitedIncoming<S> {
+    pub(crate) fn new(inner: S, max: usize, preface_timeout: Duration) -> Self {
+        let max = max.min(Semaphore::MAX_PERMITS);
+        LimitedIncoming {
+            inner,
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+            preface_timeout,
+            last_warning: None,
+            refused: 0,
+        }
+    }
+
+    fn refuse(&mut self) {
+        self.refused += 1;
+        let due = self
+            .last_warning
+            .is_none_or(|at| at.elapsed() >= WARN_EVERY);
+        if due {
+            tracing::warn!(
+                max_connections = self.max,
+                refused = self.refused,
+                "closing new connections: --max-connections are open"
+            );
+            self.last_warning = Some(Instant::now());
+            self.refused = 0;
+        }
+    }
+}
+
+impl<S, IO, E> Stream for LimitedIncoming<S>
+where
+    S: Stream<Item = Result<IO, E>> + Unpin,
+{
+    type Item = Result<Limited<IO>, E>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            match ready!(Pin::new(&mut this.inner).poll_next(cx)) {
+                Some(Ok(io)) => match this.permits.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        return Poll::Ready(Some(Ok(Limited {
+                            io,
+                            _permit: permit,
+                            preface: Some(Box::pin(sleep(this.preface_timeout))),
+                            read: 0,
+                        })));
+                    }
+                    // Dropping the stream closes it.
+                    Err(_) => this.refuse(),
+                },
+                Some(Err(error)) => return Poll::Ready(Some(Err(error))),
+                None => return Poll::Ready(None),
+            }
+        }
+    }
+}
+
+/// One admitted connection: holds its permit until dropped.
+pub(crate) struct Limited<IO> {
+    io: IO,
+    _permit: OwnedSemaphorePermit,
+    /// Until the preface is in: when to give up on it.
+    preface: Option<Pin<Box<Sleep>>>,
+    /// Bytes read so far, until the preface is in.
+    read: usize,
+}
+
+impl<IO: Connected> Connected for Limited<IO> {
+    type ConnectInfo = IO::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Limited<IO> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(deadline) = this.preface.as_mut() {
+            if deadline.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no HTTP/2 preface within --http2-header-timeout",
+                )));
+            }
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.io).poll_read(cx, buf))?;
+        if this.preface.is_some() {
+            this.read += buf.filled().len() - before;
+            if this.read >= PREFACE_LEN {
+                this.preface = None;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Limited<IO> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_stream::StreamExt;
+
+    use super::LimitedIncoming;
+
+    /// A connection beyond the cap is closed; closing one makes room.
+    #[tokio::test]
+    async fn refuses_beyond_the_cap_until_one_closes() {
+        let (a, _a) = tokio::io::duplex(64);
+        let (b, mut b_peer) = tokio::io::duplex(64);
+        let (c, _c) = tokio::io::duplex(64);
+        let accepts = [a, b, c].into_iter().map(Ok::<_, std::io::Error>);
+        let mut incoming =
+            LimitedIncoming::new(tokio_stream::iter(accepts), 1, Duration::from_secs(60));
+        let first = incoming.next().await.and_then(|r| r.ok());
+        assert!(first.is_some());
+        // b is dropped (closed): its peer reads end-of-stream.
+        let third = incoming.next().await;
+        assert!(
+            third.is_none(),
+            "b refused, and c refused too while a is open"
+        );
+        let mut byte = [0u8; 1];
+        assert_eq!(b_peer.read(&mut byte).await.ok(), Some(0));
+        drop(first);
+        let (d, _d) = tokio::io::duplex(64);
+        let mut incoming = LimitedIncoming::new(
+            tokio_stream::iter([Ok::<_, std::io::Error>(d)]),
+            1,
+            Duration::from_secs(60),
+        );
+        assert!(incoming.next().await.is_some());
+    }
+
+    /// A connection that does not send the preface in time fails its reads; one that
+    /// does is left alone after.
+    #[tokio::test(start_paused = true)]
+    async fn closes_a_connection_without_preface() {
+        let (silent, _silent_peer) = tokio::io::duplex(64);
+        let (talker, mut talker_peer) = tokio::io::duplex(64);
+        let accepts = [silent, talker].into_iter().map(Ok::<_, std::io::Error>);
+        let mut incoming =
+            LimitedIncoming::new(tokio_stream::iter(accepts), 10, Duration::from_secs(5));
+        let mut silent = incoming.next().await.and_then(|r| r.ok()).expect("silent");
+        let mut talker = incoming.next().await.and_then(|r| r.ok()).expect("talker");
+        let mut buf = [0u8; 64];
+        talker_peer
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .expect("write");
+        assert_eq!(talker.read(&mut buf).await.ok(), Some(24));
+
+        let error = silent.read(&mut buf).await.expect_err("timed out");
+        assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        talker_peer.write_all(b"x").await.expect("write");
+        assert_eq!(
+            talker.read(&mut buf).await.ok(),
+            Some(1),
+            "no deadline after"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! A global cap on calls in flight, with load shedding: a call beyond the cap is
+//! answered RESOURCE_EXHAUSTED at once, naming the flag, instead of queueing without
+//! end (tower's ConcurrencyLimit + LoadShed, with a status a gRPC client understands:
+//! tower's `Overloaded` error would reach the client as UNKNOWN). Unary calls share
+//! `--max-in-flight`; long-polls, which hold their slot up to `--max-wait`, share
+//! `--max-long-polls` (with streams, until their response starts), so waiting
+//! workers cannot starve producers and a flood of quick calls cannot refuse the
+//! workers.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use tokio::sync::Semaphore;
+use tonic::{codegen::http, Status};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::kind::{call_kind, CallKind};
+
+#[derive(Debug, Clone)]
+pub(crate) struct ShedLayer {
+    unary: Arc<Semaphore>,
+    long: Arc<Semaphore>,
+}
+
+impl ShedLayer {
+    /// `max_unary`: `--max-in-flight`; `max_long`: `--max-long-polls`.
+    pub(crate) fn new(max_unary: usize, max_long: usize) -> Self {
+        ShedLayer {
+            unary: Arc::new(Semaphore::new(max_unary.min(Semaphore::MAX_PERMITS))),
+            long: Arc::new(Semaphore::new(max_long.min(Semaphore::MAX_PERMITS))),
+        }
+    }
+}
+
+impl<S> Layer<S> for ShedLayer {
+    type Service = Shed<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Shed {
+            inner,
+            limits: self.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Shed<S> {
+    inner: S,
+    limits: ShedLayer,
+}
+
+impl<S, B, R> Service<http::Request<B>> for Shed<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+    S::Future: Send + 'static,
+    R: Default + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let (semaphore, flag) = match call_kind(request.uri().path()) {
+            CallKind::Unary => (&self.limits.unary, "--max-in-flight"),
+            CallKind::Long => (&self.limits.long, "--max-long-polls"),
+        };
+        let Ok(permit) = semaphore.clone().try_acquire_owned() else {
+            let status = Status::resource_exhausted(format!(
+                "server overloaded: {flag} calls are already in flight; retry with backoff"
+            ));
+            return Box::pin(async move { Ok(status.into_http()) });
+        };
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            let response = call.await;
+            // Held until the handler has answered (a stream's body may outlive it;
+            // the stream's own limits bound that).
+            drop(permit);
+            response
+        })
+    }
+}

@@ -4,9 +4,10 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "ceiling",
     "grpc",
+    "security",
     "claim_scaling",
     "peers",
     "longpoll",
@@ -59,6 +60,7 @@ fn bench_smoke_writes_every_section() {
     for section in [
         "ceiling",
         "grpc",
+        "security",
         "claim_scaling",
         "longpoll",
         "memory",
@@ -87,6 +89,38 @@ fn bench_smoke_writes_every_section() {
         );
         assert!(row["p99_ms"].as_f64().is_some(), "{name}: no p99");
     }
+    // TLS + auth against plaintext: both rows of each call ran, and the TLS+auth row
+    // carries its ratio to the plaintext one.
+    let security = report["sections"]["security"]["rows"]
+        .as_array()
+        .expect("rows");
+    for call in ["Enqueue", "ClaimDueSchedule"] {
+        let find = |name: String| {
+            security
+                .iter()
+                .find(|r| r["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("no security row {name} in {text}"))
+        };
+        let plain = find(format!("{call} plaintext"));
+        let tls = find(format!("{call} TLS+auth"));
+        for row in [plain, tls] {
+            assert!(
+                row["ops_per_s"].as_f64().unwrap_or(0.0) > 0.0,
+                "no ops: {row}"
+            );
+            assert!(row["p99_ms"].as_f64().is_some(), "no p99: {row}");
+        }
+        let ratio = tls["ratio_to_plaintext"].as_f64().expect("a ratio");
+        let expected = tls["ops_per_s"].as_f64().unwrap() / plain["ops_per_s"].as_f64().unwrap();
+        assert!(
+            (ratio - expected).abs() < 1e-9,
+            "{call}: {ratio} vs {expected}"
+        );
+        assert!(
+            table.contains(&format!("{call} TLS+auth")),
+            "table lacks {call} TLS+auth"
+        );
+    }
     let longpoll = report["sections"]["longpoll"]["rows"]
         .as_array()
         .expect("rows");
@@ -113,7 +147,14 @@ fn only_runs_the_families_asked_for() {
             .map_or(0, |r| r.len())
     };
     assert!(rows("memory") > 0, "memory ran");
-    for skipped in ["ceiling", "grpc", "claim_scaling", "longpoll", "migrate"] {
+    for skipped in [
+        "ceiling",
+        "grpc",
+        "security",
+        "claim_scaling",
+        "longpoll",
+        "migrate",
+    ] {
         assert_eq!(rows(skipped), 0, "{skipped} should not have run");
     }
 }

@@ -66,6 +66,7 @@ pub(crate) enum Family {
     Migrate,
     Longpoll,
     Peers,
+    Security,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -8,7 +8,8 @@
 //! every key comes from `dueq::probe::Keys`.
 //!
 //! Every family lives in its own file and adds one section to the report:
-//! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`.
+//! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`,
+//! `security`.
 
 mod binaries;
 mod ceiling;
@@ -29,6 +30,7 @@ mod procfs;
 mod redis_info;
 mod report;
 mod script_time;
+mod security;
 mod seed;
 mod service;
 
@@ -98,6 +100,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
             grpc::run(plan, env, &ceiling, report).await?;
             env.reset().await?;
         }
+    }
+    if plan.runs(Family::Security) {
+        step("security");
+        security::run(plan, env, report).await?;
+        env.reset().await?;
     }
     if plan.runs(Family::ClaimScaling) {
         step("claim scaling");

@@ -14,9 +14,10 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 7] = [
+pub(crate) const SECTIONS: [&str; 8] = [
     "ceiling",
     "grpc",
+    "security",
     "claim_scaling",
     "peers",
     "longpoll",

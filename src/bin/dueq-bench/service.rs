@@ -2,6 +2,7 @@
 //! own, apart from the bench's client side, as they would be in production.
 
 use std::{
+    ffi::OsString,
     net::SocketAddr,
     path::Path,
     process::{Child, Command, ExitStatus, Stdio},
@@ -17,6 +18,17 @@ impl Service {
     /// Starts `dueq serve` from `binary` on `listen`. Every setting is passed as a
     /// flag, so DUEQ_* variables in the environment cannot change what is measured.
     pub(crate) fn start(binary: &Path, listen: SocketAddr, redis_url: &str) -> Result<Service> {
+        Service::start_with(binary, listen, redis_url, &[])
+    }
+
+    /// As `start`, with `extra` flags after the common ones (the security family's
+    /// TLS and auth file).
+    pub(crate) fn start_with(
+        binary: &Path,
+        listen: SocketAddr,
+        redis_url: &str,
+        extra: &[OsString],
+    ) -> Result<Service> {
         let child = Command::new(binary)
             .arg("serve")
             .args(["--listen", &listen.to_string()])
@@ -24,6 +36,7 @@ impl Service {
             .args(["--key-prefix", PREFIX])
             .args(["--health-interval", "200ms", "--max-batch", "10000"])
             .args(["--shutdown-grace", "2s", "--pool-size", "4"])
+            .args(extra)
             .env("DUEQ_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

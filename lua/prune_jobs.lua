@@ -3,7 +3,8 @@
 -- age, and the oldest ones beyond the retention count, at most a batch per call.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
--- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- KEYS[2] namespace meta (`stored` loses the counted records deleted, see
+--         enqueue_jobs.lua)                   <prefix>:{<ns>}:meta
 -- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[9] retention age ms   ARGV[10] retention count   ARGV[11] batch size
@@ -26,6 +27,10 @@ local K = job_keys(ARGV, 1)
 local done = KEYS[1]
 local age, keep, batch = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
 
+-- Records enqueue_jobs.lua counted in `stored` (created since `stored_since`) that
+-- this call deletes.
+local counted_since = tonumber(redis.call('HGET', KEYS[2], 'stored_since') or '')
+local counted_deleted = 0
 local function delete(id)
   local key = K.job .. id
   redis.call('ZREM', done, id)
@@ -35,6 +40,9 @@ local function delete(id)
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
+  if counted_since and tonumber(r.created) >= counted_since then
+    counted_deleted = counted_deleted + 1
+  end
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)
   if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
@@ -58,6 +66,7 @@ if excess > 0 and deleted < batch then
 end
 local more = 0
 if deleted >= batch then more = 1 end
+if counted_deleted > 0 then redis.call('HINCRBY', KEYS[2], 'stored', -counted_deleted) end
 local oldest = redis.call('ZRANGE', done, 0, 0, 'WITHSCORES')
 local next_ms = ''
 if #oldest > 0 then next_ms = tonumber(oldest[2]) + age end

@@ -259,6 +259,12 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_SCHEDULES_PER_NAMESPACE", default_value_t = 0)]
     pub max_schedules_per_namespace: u64,
 
+    /// Most unfinished (pending, delayed, leased) jobs one namespace may hold (0: no
+    /// limit); an Enqueue that would create one more is answered RESOURCE_EXHAUSTED
+    /// and writes nothing (in EnqueueBatch, per item). Duplicates still answer.
+    #[arg(long, env = "DUEQ_MAX_JOBS_PER_NAMESPACE", default_value_t = 0)]
+    pub max_jobs_per_namespace: u64,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

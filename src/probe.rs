@@ -44,7 +44,15 @@ pub fn enqueue_jobs(prefix: &str, namespace: &str, queue: &str, jobs: usize) -> 
             dedup: None,
         })
         .collect();
-    command(prefix, namespace, &EnqueueJobs { jobs: &specs })
+    command(
+        prefix,
+        namespace,
+        &EnqueueJobs {
+            namespace,
+            jobs: &specs,
+            max_jobs: 0,
+        },
+    )
 }
 
 /// The `claim_due` call of a ClaimDueSchedule without a lease (first round, no hint).

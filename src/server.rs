@@ -201,7 +201,9 @@ fn queue_api(
 ) -> QueueApi {
     QueueApi::new(
         Arc::new(Schedules::new(core.clone()).with_quota(config.max_schedules_per_namespace)),
-        Arc::new(Jobs::new(core.clone(), config.max_lease)),
+        Arc::new(
+            Jobs::new(core.clone(), config.max_lease).with_quota(config.max_jobs_per_namespace),
+        ),
         Limits {
             max_payload_size: config.max_payload_size,
             max_message_size: config.max_message_size,

@@ -83,6 +83,7 @@ pub(crate) async fn enqueue(
     store: &Arc<Store>,
     entry: &Arc<Entry>,
     spec: JobSpec,
+    max_jobs: u64,
 ) -> Result<Enqueued, StoreError> {
     let (reply, answer) = oneshot::channel();
     let start_flush = {
@@ -95,7 +96,7 @@ pub(crate) async fn enqueue(
         start
     };
     if start_flush {
-        tokio::spawn(flush(store.clone(), entry.clone()));
+        tokio::spawn(flush(store.clone(), entry.clone(), max_jobs));
     }
     answer.await.unwrap_or_else(|_| {
         // Only a panicking flush task drops a reply unanswered.
@@ -107,7 +108,7 @@ pub(crate) async fn enqueue(
 }
 
 /// Sends the lane's waiting jobs in groups until none are left.
-async fn flush(store: Arc<Store>, entry: Arc<Entry>) {
+async fn flush(store: Arc<Store>, entry: Arc<Entry>, max_jobs: u64) {
     let mut slot = FlushSlot {
         lane: entry.lane.clone(),
         released: false,
@@ -136,7 +137,14 @@ async fn flush(store: Arc<Store>, entry: Arc<Entry>) {
         let namespace = entry.name();
         let span = tracing::debug_span!("enqueue_group", %namespace, jobs = specs.len());
         let result = store
-            .run(namespace, &EnqueueJobs { jobs: &specs })
+            .run(
+                namespace,
+                &EnqueueJobs {
+                    namespace,
+                    jobs: &specs,
+                    max_jobs,
+                },
+            )
             .instrument(span)
             .await;
         answer(replies, result);
@@ -144,11 +152,11 @@ async fn flush(store: Arc<Store>, entry: Arc<Entry>) {
 }
 
 /// Hands each grouped caller its result (or the call's error).
-fn answer(replies: Vec<Reply>, result: Result<Vec<Enqueued>, StoreError>) {
+fn answer(replies: Vec<Reply>, result: Result<Vec<Result<Enqueued, StoreError>>, StoreError>) {
     match result {
         Ok(results) => {
             for (reply, result) in replies.into_iter().zip(results) {
-                let _ = reply.send(Ok(result));
+                let _ = reply.send(result);
             }
         }
         Err(error) => {

@@ -52,6 +52,9 @@ pub(crate) struct Jobs {
     cx: Context,
     /// Longest lease, which caps a job's default lease.
     max_lease_ms: i64,
+    /// Most unfinished jobs a namespace may hold (`--max-jobs-per-namespace`, 0: no
+    /// limit); enforced per job inside the enqueue script.
+    max_jobs: u64,
 }
 
 fn random_unit() -> f64 {
@@ -88,7 +91,14 @@ impl Jobs {
         Self {
             cx,
             max_lease_ms: i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX),
+            max_jobs: 0,
         }
+    }
+
+    /// Refuses creates beyond `max` unfinished jobs per namespace (0: no limit).
+    pub(crate) fn with_quota(mut self, max: u64) -> Self {
+        self.max_jobs = max;
+        self
     }
 
     fn entry(&self, namespace: &str) -> Arc<Entry> {
@@ -109,13 +119,14 @@ impl Jobs {
     }
 
     /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
-    /// in input order. A failure stops the rest: the chunks before it are stored, and
-    /// a retry with the same ids reports them as duplicates.
+    /// in input order, a job refused by the quota as its own error. A failure of a
+    /// call stops the rest: the chunks before it are stored, and a retry with the same
+    /// ids reports them as duplicates.
     pub(crate) async fn enqueue(
         &self,
         namespace: &str,
         jobs: Vec<NewJob>,
-    ) -> Result<Vec<Enqueued>, Error> {
+    ) -> Result<Vec<Result<Enqueued, Error>>, Error> {
         let entry = self.entry(namespace);
         let specs: Vec<JobSpec> = jobs
             .into_iter()
@@ -123,9 +134,14 @@ impl Jobs {
             .collect();
         let mut results = Vec::with_capacity(specs.len());
         for jobs in chunks::chunks(&specs) {
-            let stored = self.cx.store.run(namespace, &EnqueueJobs { jobs }).await?;
-            self.observe_enqueued(&entry, &stored);
-            results.extend(stored);
+            let op = EnqueueJobs {
+                namespace,
+                jobs,
+                max_jobs: self.max_jobs,
+            };
+            let stored = self.cx.store.run(namespace, &op).await?;
+            self.observe_enqueued(&entry, stored.iter().flatten());
+            results.extend(stored.into_iter().map(|r| r.map_err(Error::from)));
         }
         Ok(results)
     }
@@ -139,14 +155,14 @@ impl Jobs {
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
         let spec = job.into_spec(self.max_lease_ms);
-        let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
-        self.observe_enqueued(&entry, std::slice::from_ref(&result));
+        let result = coalesce::enqueue(&self.cx.store, &entry, spec, self.max_jobs).await?;
+        self.observe_enqueued(&entry, [&result]);
         Ok(result)
     }
 
     /// Tells this instance's job timer that work became claimable.
-    fn observe_enqueued(&self, entry: &Entry, results: &[Enqueued]) {
-        let claimable = results.iter().any(|e| {
+    fn observe_enqueued<'a>(&self, entry: &Entry, results: impl IntoIterator<Item = &'a Enqueued>) {
+        let claimable = results.into_iter().any(|e| {
             e.outcome == EnqueueOutcome::Created
                 && matches!(e.state, JobState::Pending | JobState::Delayed)
         });

@@ -35,7 +35,8 @@ pub(crate) enum StoreError {
     /// refused before writing.
     #[error(
         "namespace {namespace:?} holds the most {what} the server's --max-{what}-per-namespace \
-         allows ({limit}); nothing was written: delete some, or raise the limit"
+         allows ({limit}); nothing was written: make room (finish, cancel or delete some), or \
+         raise the limit"
     )]
     Quota {
         namespace: String,

@@ -374,14 +374,15 @@ async fn enqueue_calls(
                 return None;
             };
             let args: Vec<String> = args.iter().map(text).collect();
-            // EVALSHA sha 1 meta <8 prefixes> schema n id...: the enqueue_jobs shape.
+            // EVALSHA sha 2 meta jdone <8 prefixes> schema n quota id...: the
+            // enqueue_jobs shape.
             let is_enqueue = args
                 .first()
                 .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
-                && args.get(2).map(String::as_str) == Some("1")
+                && args.get(2).map(String::as_str) == Some("2")
                 && args.get(3).map(String::as_str) == Some("dueq:{ns}:meta")
-                && args.get(14).is_some_and(|id| id.starts_with("item-"));
-            is_enqueue.then(|| (args[13].parse().unwrap_or(0), args[14].clone()))
+                && args.get(16).is_some_and(|id| id.starts_with("item-"));
+            is_enqueue.then(|| (args[14].parse().unwrap_or(0), args[16].clone()))
         })
         .collect();
     calls

@@ -70,11 +70,14 @@ pub(super) async fn enqueue_batch(
         positions
             .into_iter()
             .zip(stored)
-            .map(|(i, e)| proto::EnqueueBatchResult {
-                index: i as u32,
-                result: Some(proto::enqueue_batch_result::Result::Ok(
-                    convert::enqueued_to_proto(e),
-                )),
+            .map(|(i, stored)| match stored {
+                Ok(e) => proto::EnqueueBatchResult {
+                    index: i as u32,
+                    result: Some(proto::enqueue_batch_result::Result::Ok(
+                        convert::enqueued_to_proto(e),
+                    )),
+                },
+                Err(error) => item_error(api, i, error.into()),
             }),
     );
     results.sort_by_key(|r| r.index);

@@ -7,29 +7,36 @@ use crate::domain::{EnqueueOutcome, Enqueued, JobSpec, JobState, RunAt, SCHEDULE
 script!(
     "enqueue_jobs",
     Job,
-    Arity::Exactly(1),
+    Arity::Exactly(2),
     Arity::Groups {
-        fixed: 10,
+        fixed: 11,
         group: 17
     }
 );
 
 pub(crate) struct EnqueueJobs<'a> {
+    pub(crate) namespace: &'a str,
     pub(crate) jobs: &'a [JobSpec],
+    /// Most unfinished jobs the namespace may hold (`--max-jobs-per-namespace`; 0:
+    /// no limit). A create beyond it is refused per job, nothing written for it.
+    pub(crate) max_jobs: u64,
 }
 
 impl Operation for EnqueueJobs<'_> {
-    /// One result per job, in order.
-    type Output = Vec<Enqueued>;
+    /// One result per job, in order: a job refused by the quota is
+    /// `StoreError::Quota`, the others are unaffected.
+    type Output = Vec<Result<Enqueued, StoreError>>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
     }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
-        call.key(keys.meta());
+        call.key(keys.meta()).key(keys.jobs_done());
         job_prefixes(keys, call);
-        call.arg(SCHEDULE_SCHEMA).arg(self.jobs.len());
+        call.arg(SCHEDULE_SCHEMA)
+            .arg(self.jobs.len())
+            .arg(self.max_jobs);
         for spec in self.jobs {
             encode_job(call, spec);
         }
@@ -38,11 +45,24 @@ impl Operation for EnqueueJobs<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let mut results = Vec::with_capacity(self.jobs.len());
         for _ in self.jobs {
-            results.push(Enqueued {
-                outcome: reply.word(EnqueueOutcome::parse)?,
+            let outcome = reply.text()?;
+            if outcome == "quota" {
+                let _id = reply.text()?;
+                let _state = reply.text()?;
+                results.push(Err(StoreError::Quota {
+                    namespace: self.namespace.to_owned(),
+                    what: "jobs".into(),
+                    limit: self.max_jobs,
+                }));
+                continue;
+            }
+            let outcome = EnqueueOutcome::parse(&outcome)
+                .ok_or_else(|| StoreError::corrupt("enqueue_jobs", format!("outcome {outcome:?}")))?;
+            results.push(Ok(Enqueued {
+                outcome,
                 id: reply.text()?,
                 state: reply.word(JobState::parse)?,
-            });
+            }));
         }
         reply.finish()?;
         Ok(results)
@@ -92,5 +112,9 @@ pub(super) fn sample() -> EnqueueJobs<'static> {
         dedup: None,
     });
     static JOBS: LazyLock<Vec<JobSpec>> = LazyLock::new(|| vec![SPEC.clone(), SPEC.clone()]);
-    EnqueueJobs { jobs: &JOBS }
+    EnqueueJobs {
+        namespace: "ns",
+        jobs: &JOBS,
+        max_jobs: 0,
+    }
 }

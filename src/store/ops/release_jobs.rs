@@ -56,7 +56,13 @@ mod tests {
         let one = enqueue_jobs::sample();
         let jobs = &one.jobs[..1];
         store
-            .run("ns", &enqueue_jobs::EnqueueJobs { jobs })
+            .run(
+                "ns",
+                &enqueue_jobs::EnqueueJobs {
+                    jobs,
+                    ..enqueue_jobs::sample()
+                },
+            )
             .await
             .unwrap_or_else(|e| panic!("enqueue: {e}"));
         let queues = ["q".to_owned()];

@@ -1,11 +1,14 @@
 //! Transport limits (issue 13): the per-connection stream cap, load shedding beyond
 //! the in-flight caps, the unary timeout (long-polls exempt), the connection cap and
-//! the preface deadline.
+//! the preface deadline, keepalive pings.
 
 use std::time::Duration;
 
 use dueq::config::ServeConfig;
-use tokio::{io::AsyncReadExt, net::TcpStream};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
 use tonic::{codegen::http, Code};
 
 use crate::common::*;
@@ -242,4 +245,47 @@ async fn old_connections_are_closed() {
     within_patience("the old connection to end", connection)
         .await
         .ok();
+}
+
+/// Pins: the server pings every --http2-keepalive-interval, and a client that
+/// never answers (a dead peer behind a NAT that still holds the socket) is closed
+/// after --http2-keepalive-timeout, instead of holding a connection for ever.
+#[tokio::test]
+async fn a_client_that_never_answers_keepalive_pings_is_closed() {
+    let (_redis, service) = start(|c| {
+        c.http2_keepalive_interval = Duration::from_millis(300);
+        c.http2_keepalive_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut tcp = TcpStream::connect(service.addr).await.expect("tcp connect");
+    // The client preface and an empty SETTINGS frame; then never another byte.
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    tcp.write_all(&hello).await.expect("send the preface");
+
+    const PING: u8 = 6;
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    within_patience("the unresponsive connection to close", async {
+        loop {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => received.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    // Walk the frames the server sent: 9-byte headers (24-bit length, type, ...).
+    let mut pings = 0;
+    let mut at = 0;
+    while at + 9 <= received.len() {
+        let len = usize::from(received[at]) << 16
+            | usize::from(received[at + 1]) << 8
+            | usize::from(received[at + 2]);
+        if received[at + 3] == PING && received[at + 4] & 1 == 0 {
+            pings += 1;
+        }
+        at += 9 + len;
+    }
+    assert!(pings >= 1, "the server sent keepalive pings before closing");
 }

@@ -1,0 +1,4 @@
+//! dueq on Redis Cluster and Redis Sentinel: real clusters of redis-server processes
+//! the harness starts (tests/it/common/cluster.rs), the real service over gRPC.
+
+mod harness;

@@ -1,4 +1,5 @@
 //! dueq on Redis Cluster and Redis Sentinel: real clusters of redis-server processes
 //! the harness starts (tests/it/common/cluster.rs), the real service over gRPC.
 
+mod basics;
 mod harness;

@@ -250,10 +250,7 @@ fn port_of(address: &str) -> u16 {
 
 /// The ports of the masters that serve slots and are not failed, sorted.
 async fn masters_of(conn: &mut MultiplexedConnection) -> redis::RedisResult<Vec<u16>> {
-    let nodes: String = redis::cmd("CLUSTER")
-        .arg("NODES")
-        .query_async(conn)
-        .await?;
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
     let mut ports: Vec<u16> = nodes
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -280,9 +277,11 @@ impl Sentinels {
     /// and the other two sentinels.
     pub async fn start() -> Sentinels {
         let master = Redis::start_with_args(&[], None).await;
-        let replica =
-            Redis::start_with_args(&s(&["--replicaof", "127.0.0.1", &master.port.to_string()]), None)
-                .await;
+        let replica = Redis::start_with_args(
+            &s(&["--replicaof", "127.0.0.1", &master.port.to_string()]),
+            None,
+        )
+        .await;
         let conf = tempfile::tempdir().expect("temp dir");
         let mut sentinels = Vec::new();
         for i in 0..3 {

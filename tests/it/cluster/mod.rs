@@ -2,4 +2,5 @@
 //! the harness starts (tests/it/common/cluster.rs), the real service over gRPC.
 
 mod basics;
+mod failover;
 mod harness;

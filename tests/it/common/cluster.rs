@@ -195,6 +195,14 @@ impl Cluster {
 
     /// The port of the master serving `key`'s slot.
     pub async fn master_of(&self, key: &str) -> u16 {
+        self.try_master_of(key)
+            .await
+            .unwrap_or_else(|| panic!("no master serves the slot of {key}"))
+    }
+
+    /// The port of the master serving `key`'s slot, if one does (not while its
+    /// master is failing).
+    pub async fn try_master_of(&self, key: &str) -> Option<u16> {
         let node = self.nodes.iter().find(|n| n.is_running()).expect("a node");
         let mut conn = node.conn().await;
         let slot: u16 = redis::cmd("CLUSTER")
@@ -220,12 +228,12 @@ impl Cluster {
                 };
                 if let (Some(lo), Some(hi)) = (lo, hi) {
                     if (lo..=hi).contains(&slot) {
-                        return port_of(fields[1]);
+                        return Some(port_of(fields[1]));
                     }
                 }
             }
         }
-        panic!("no master serves slot {slot}");
+        None
     }
 }
 
@@ -354,7 +362,13 @@ impl Sentinels {
                 }
             }
             if ok {
-                let mut conn = self.replica.conn().await;
+                let master = self.master_port().await;
+                let replica = if self.master.port == master {
+                    &self.replica
+                } else {
+                    &self.master
+                };
+                let mut conn = replica.conn().await;
                 let info: String = redis::cmd("INFO")
                     .arg("replication")
                     .query_async(&mut conn)

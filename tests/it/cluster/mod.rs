@@ -2,5 +2,7 @@
 //! the harness starts (tests/it/common/cluster.rs), the real service over gRPC.
 
 mod basics;
+mod config;
 mod failover;
 mod harness;
+mod load;

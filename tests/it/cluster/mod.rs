@@ -6,3 +6,4 @@ mod config;
 mod failover;
 mod harness;
 mod load;
+mod routing;

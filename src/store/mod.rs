@@ -280,3 +280,32 @@ impl Store {
         err
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every script `--redis-wait-replicas` waits after exists, and every script
+    /// that hands out or accepts work is waited after: a renamed or new script is
+    /// not silently left out.
+    #[test]
+    fn the_waited_scripts_are_scripts_and_cover_the_work_writes() {
+        let names: Vec<&str> = super::ops::SCRIPTS.iter().map(|d| d.name).collect();
+        for waited in super::WAITED_SCRIPTS {
+            assert!(names.contains(waited), "{waited} is not a script");
+        }
+        // Reads, Migrate's steps and the pruner are the only ones not waited for.
+        let unwaited: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !super::WAITED_SCRIPTS.contains(n))
+            .collect();
+        for name in &unwaited {
+            let known = name.starts_with("get_")
+                || name.starts_with("list_")
+                || name.starts_with("peek_")
+                || name.starts_with("migrate_")
+                || *name == "namespace_status"
+                || *name == "prune_jobs";
+            assert!(known, "{name}: is it a work write? add it to WAITED_SCRIPTS");
+        }
+    }
+}

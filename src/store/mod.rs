@@ -305,7 +305,10 @@ mod tests {
                 || name.starts_with("migrate_")
                 || *name == "namespace_status"
                 || *name == "prune_jobs";
-            assert!(known, "{name}: is it a work write? add it to WAITED_SCRIPTS");
+            assert!(
+                known,
+                "{name}: is it a work write? add it to WAITED_SCRIPTS"
+            );
         }
     }
 }

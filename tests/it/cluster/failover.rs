@@ -33,7 +33,7 @@ const AFTER: u64 = 300;
 
 enum Setup {
     Cluster(Cluster),
-    Sentinel(Sentinels),
+    Sentinel(Box<Sentinels>),
 }
 
 impl Setup {
@@ -312,7 +312,12 @@ async fn cluster_failover_with_wait_replicas_loses_no_acknowledged_enqueue() {
 /// and dueq reconnects to the new master by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sentinel_failover_recovers_by_itself() {
-    let counts = failover(Setup::Sentinel(Sentinels::start().await), 0, "sentinel").await;
+    let counts = failover(
+        Setup::Sentinel(Box::new(Sentinels::start().await)),
+        0,
+        "sentinel",
+    )
+    .await;
     assert_recovered(&counts);
 }
 
@@ -320,7 +325,12 @@ async fn sentinel_failover_recovers_by_itself() {
 /// enqueue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sentinel_failover_with_wait_replicas_loses_no_acknowledged_enqueue() {
-    let counts = failover(Setup::Sentinel(Sentinels::start().await), 1, "sentinel").await;
+    let counts = failover(
+        Setup::Sentinel(Box::new(Sentinels::start().await)),
+        1,
+        "sentinel",
+    )
+    .await;
     assert_recovered(&counts);
     assert_eq!(counts.lost, 0, "acknowledged enqueues lost");
 }

@@ -25,7 +25,8 @@ fn namespace_of(key: &str) -> Option<&str> {
 
 /// Pins: 50 namespaces used through a cluster-mode dueq (a schedule and a job each,
 /// claimed and acked) land on at least two masters, every namespace's keys on one
-/// master (its slot), and the global keys (instance id, prune due-set) are written.
+/// master (its slot), GetNamespaceStatus reads each one, and the global keys
+/// (instance id, prune due-set) are written.
 #[tokio::test]
 async fn fifty_namespaces_spread_over_the_masters_each_in_one_slot() {
     let cluster = Cluster::start().await;
@@ -55,6 +56,11 @@ async fn fifty_namespaces_spread_over_the_masters_each_in_one_slot() {
         })
         .await
         .expect("ack");
+    }
+    let mut admin = admin(&service).await;
+    for ns in &namespaces {
+        let st = status(&mut admin, ns).await;
+        assert_eq!((st.index_size, st.index_damaged), (1, false), "{st:?}");
     }
     let by_master = cluster.keys_by_master().await;
     let mut home: BTreeMap<&str, BTreeSet<u16>> = BTreeMap::new();

@@ -7,3 +7,4 @@ mod failover;
 mod harness;
 mod load;
 mod routing;
+mod sentinel;

@@ -284,12 +284,20 @@ impl Sentinels {
     /// Starts the setup and waits until every sentinel knows the master, the replica
     /// and the other two sentinels.
     pub async fn start() -> Sentinels {
-        let master = Redis::start_with_args(&[], None).await;
-        let replica = Redis::start_with_args(
-            &s(&["--replicaof", "127.0.0.1", &master.port.to_string()]),
-            None,
-        )
-        .await;
+        Sentinels::start_with_password(None).await
+    }
+
+    /// The setup with `requirepass` (and `masterauth`) `password` on master and
+    /// replica; the sentinels know it (`auth-pass`) and need none themselves.
+    pub async fn start_with_password(password: Option<&str>) -> Sentinels {
+        let auth = match password {
+            Some(p) => s(&["--requirepass", p, "--masterauth", p]),
+            None => Vec::new(),
+        };
+        let master = Redis::start_with_args(&auth, password).await;
+        let mut replica_args = s(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        replica_args.extend(auth.iter().cloned());
+        let replica = Redis::start_with_args(&replica_args, password).await;
         let conf = tempfile::tempdir().expect("temp dir");
         let mut sentinels = Vec::new();
         for i in 0..3 {
@@ -301,8 +309,11 @@ impl Sentinels {
                     "sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {} 2\n\
                      sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
                      sentinel failover-timeout {SENTINEL_MASTER} 5000\n\
-                     sentinel parallel-syncs {SENTINEL_MASTER} 1\n",
-                    master.port
+                     sentinel parallel-syncs {SENTINEL_MASTER} 1\n{}",
+                    master.port,
+                    password
+                        .map(|p| format!("sentinel auth-pass {SENTINEL_MASTER} {p}\n"))
+                        .unwrap_or_default()
                 ),
             )
             .expect("write sentinel.conf");

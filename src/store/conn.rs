@@ -424,4 +424,26 @@ mod tests {
         let unparsable = super::redact("redis://:hunter2@h:notaport");
         assert!(!unparsable.contains("hunter2"), "{unparsable}");
     }
+
+    /// Every seed node's and sentinel's password is masked in what errors show.
+    #[test]
+    fn redacts_every_url_of_a_cluster_or_sentinel_list() {
+        use super::{Connections, Topology};
+        let urls = "redis://u:hunter2@h1:7000, redis://u:hunter2@h2:7001";
+        for topology in [Topology::Cluster, Topology::Sentinel { master: "m".into() }] {
+            let conns = Connections::new(
+                urls,
+                &Default::default(),
+                &topology,
+                1,
+                std::time::Duration::from_secs(1),
+            )
+            .unwrap_or_else(|e| panic!("{topology:?}: {e}"));
+            assert_eq!(
+                conns.display_url(),
+                "redis://u:***@h1:7000,redis://u:***@h2:7001",
+                "{topology:?}"
+            );
+        }
+    }
 }

@@ -67,6 +67,7 @@ pub(crate) enum Family {
     Longpoll,
     Peers,
     Security,
+    Cluster,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

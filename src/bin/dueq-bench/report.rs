@@ -14,10 +14,11 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 8] = [
+pub(crate) const SECTIONS: [&str; 9] = [
     "ceiling",
     "grpc",
     "security",
+    "cluster",
     "claim_scaling",
     "peers",
     "longpoll",

@@ -15,7 +15,7 @@
 --          the jobs' bytes (lib/job.lua job_bytes) over it
 -- ARGV[15..] queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: field count,
---           fields... }
+--           fields..., then per queue in ARGV order: leases that expired here }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
@@ -47,6 +47,7 @@ local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_bytes = tonumber(ARGV[14])
 local register = 0
+local expired = {}
 local queues = {}
 for i = 15, #ARGV do queues[#queues + 1] = ARGV[i] end
 
@@ -62,6 +63,7 @@ local function reclaim(queue)
     if r and not is_error(r) and r.state == 'active' and r.queue == queue
         and r.lease_until ~= '' then
       if r.lease_until <= now then
+        expired[queue] = (expired[queue] or 0) + 1
         push_error(r, r.attempts, 'lease expired', now)
         r.token, r.lease_until, r.updated = '', '', now
         if r.attempts >= r.max_attempts then
@@ -204,4 +206,5 @@ end
 
 local out = { now, next_ms or '', more, register, #claimed }
 for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
+for _, q in ipairs(queues) do out[#out + 1] = expired[q] or 0 end
 return out

@@ -206,6 +206,7 @@ impl Schedules {
     ) -> Result<Option<Occurrence>, Error> {
         let entry = self.cx.namespaces.entry(namespace);
         let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
+        let _waiting = (!wait.is_zero()).then(|| self.cx.metrics.waiting("schedules"));
         long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
             self.attempt(&entry, lease_ms)
         })
@@ -251,6 +252,9 @@ impl Schedules {
                     lease,
                 } => {
                     self.fill_follow(namespace, &schedule);
+                    self.cx
+                        .metrics
+                        .occurrence(namespace, now_ms - due_ms, skipped);
                     let occurrence = Occurrence {
                         occurrence_id: occurrence_id(
                             namespace,

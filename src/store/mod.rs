@@ -51,6 +51,8 @@ impl InstanceId {
 pub(crate) struct Store {
     conns: Connections,
     prefix: String,
+    /// Round trips of script calls (`dueq_redis_command_duration_seconds`).
+    timings: Option<prometheus_client::metrics::histogram::Histogram>,
 }
 
 impl Store {
@@ -65,7 +67,19 @@ impl Store {
         Ok(Self {
             conns: Connections::new(url, tls, pool_size, timeout)?,
             prefix: prefix.to_owned(),
+            timings: None,
         })
+    }
+
+    /// Observes every script call's round trip in `histogram`.
+    pub(crate) fn with_timings(
+        self,
+        histogram: prometheus_client::metrics::histogram::Histogram,
+    ) -> Self {
+        Self {
+            timings: Some(histogram),
+            ..self
+        }
     }
 
     fn keys(&self, namespace: &str) -> NamespaceKeys {
@@ -86,6 +100,7 @@ impl Store {
         let def = op.script();
         let cmd = self.command(namespace, op);
         let (slot, mut conn) = self.conns.get().await?;
+        let started = Instant::now();
         let value = match cmd.query_async::<Value>(&mut conn).await {
             // Redis restarted or its script cache was flushed: load and run again.
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
@@ -99,6 +114,9 @@ impl Store {
             other => other,
         }
         .map_err(|e| self.fail(slot, namespace, e))?;
+        if let Some(timings) = &self.timings {
+            timings.observe(started.elapsed().as_secs_f64());
+        }
         op.decode(Reply::new(value, def.name))
     }
 

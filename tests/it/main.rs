@@ -26,6 +26,7 @@ mod jobs_occurrence_lease;
 mod jobs_retention;
 mod jobs_validation;
 mod longpoll;
+mod metrics;
 mod migrate;
 mod monitor;
 mod quotas;

@@ -53,6 +53,7 @@ operations!(
     release_jobs,
     resume_schedule,
     retry_job,
+    schedule_gauges,
     set_follow,
     upsert_schedule,
 );

@@ -302,3 +302,42 @@ fn now_ms() -> i64 {
         .expect("clock");
     i64::try_from(since.as_millis()).expect("ms")
 }
+
+/// Every metric the Grafana dashboard queries is one the README's metric table (the
+/// contract the other tests here check the service against) lists.
+#[test]
+fn the_dashboard_queries_only_documented_metrics() {
+    let readme = crate::readme_examples::README;
+    let table = &readme[readme.find("## Observability").expect("Observability")..];
+    let documented: Vec<&str> = table
+        .lines()
+        .take_while(|line| !line.starts_with("## Security"))
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|line| line.split('`').next())
+        .collect();
+    assert!(documented.len() >= 21, "{documented:?}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/dueq.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("dashboard")).expect("json");
+    let mut queried = 0;
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if !(word.starts_with("dueq_") || word.starts_with("grpc_server_")) {
+                    continue;
+                }
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| word.strip_suffix(suffix))
+                    .unwrap_or(word);
+                assert!(
+                    documented.contains(&family),
+                    "the dashboard queries {word}, which the README does not list"
+                );
+                queried += 1;
+            }
+        }
+    }
+    assert!(queried >= 16, "{queried}");
+}

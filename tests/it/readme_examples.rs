@@ -330,6 +330,9 @@ fn help_documents_every_setting_with_its_env_var() {
             "--max-schedules-per-namespace",
             "DUEQ_MAX_SCHEDULES_PER_NAMESPACE",
         ),
+        ("--metrics-listen", "DUEQ_METRICS_LISTEN"),
+        ("--metrics-max-series", "DUEQ_METRICS_MAX_SERIES"),
+        ("--overdue-after", "DUEQ_OVERDUE_AFTER"),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

@@ -67,6 +67,8 @@ pub(crate) enum Family {
     Longpoll,
     Peers,
     Security,
+    /// The Redis cost of one /metrics scrape.
+    Metrics,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

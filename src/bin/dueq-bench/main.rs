@@ -9,7 +9,7 @@
 //!
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`,
-//! `security`.
+//! `security`, `metrics`.
 
 mod binaries;
 mod ceiling;
@@ -22,6 +22,7 @@ mod idle_cost;
 mod load;
 mod longpoll;
 mod memory;
+mod metrics;
 mod migrate;
 mod own_redis;
 mod peers;
@@ -124,6 +125,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
     if plan.runs(Family::Longpoll) {
         step("long-poll");
         longpoll::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Metrics) {
+        step("metrics");
+        metrics::run(env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::Peers) {

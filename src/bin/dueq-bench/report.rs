@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 8] = [
+pub(crate) const SECTIONS: [&str; 9] = [
     "ceiling",
     "grpc",
     "security",
@@ -23,6 +23,7 @@ pub(crate) const SECTIONS: [&str; 8] = [
     "longpoll",
     "memory",
     "migrate",
+    "metrics",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

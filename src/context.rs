@@ -6,7 +6,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{clock::Clock, longpoll::Wakers, namespaces::Namespaces, store::Store};
+use crate::{
+    clock::Clock,
+    longpoll::Wakers,
+    namespaces::{Entry, Namespaces},
+    store::{Store, StoreError},
+};
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -16,4 +21,18 @@ pub(crate) struct Context {
     pub(crate) wakers: Arc<Wakers>,
     /// Cancelled when the service stops: pending long-polls answer empty.
     pub(crate) shutdown: CancellationToken,
+}
+
+impl Context {
+    /// Puts the entry's namespace in the store's namespace registry before its first
+    /// write: one `ZADD NX` per process per namespace (the entry remembers it; a
+    /// fresh entry after eviction registers again, which changes nothing). The
+    /// registry is outside the namespace's slot, so no script may write it.
+    pub(crate) async fn register(&self, entry: &Entry) -> Result<(), StoreError> {
+        if !entry.registered() {
+            self.store.register_namespace(entry.name()).await?;
+            entry.mark_registered();
+        }
+        Ok(())
+    }
 }

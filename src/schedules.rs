@@ -93,6 +93,7 @@ impl Schedules {
             def.id = uuid::Uuid::new_v4().to_string();
         }
         let entry = self.cx.namespaces.entry(namespace);
+        self.cx.register(&entry).await?;
         // A slot must be strictly after now to not fire "in the past" on create.
         let next = NextRun::from(timing, self.cx.clock.now_ms() + 1);
         let upsert = UpsertSchedule {

@@ -117,6 +117,7 @@ impl Jobs {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<Enqueued>, Error> {
         let entry = self.entry(namespace);
+        self.cx.register(&entry).await?;
         let specs: Vec<JobSpec> = jobs
             .into_iter()
             .map(|job| job.into_spec(self.max_lease_ms))
@@ -138,6 +139,7 @@ impl Jobs {
         job: NewJob,
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
+        self.cx.register(&entry).await?;
         let spec = job.into_spec(self.max_lease_ms);
         let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
         self.observe_enqueued(&entry, std::slice::from_ref(&result));

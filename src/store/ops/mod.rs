@@ -50,6 +50,7 @@ operations!(
     peek_due,
     peek_jobs,
     prune_jobs,
+    queue_stats,
     release_jobs,
     resume_schedule,
     retry_job,

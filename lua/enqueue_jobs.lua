@@ -61,7 +61,12 @@ end
 for q, count in pairs(per_queue) do
   next_n[q] = redis.call('HINCRBY', meta, 'n:' .. q, count) - count + 1
   -- A queue's first jobs register it (Migrate's recount registers older ones).
-  if next_n[q] == 1 then redis.call('ZADD', queue_registry(meta), 'NX', 0, q) end
+  -- A queue new to a namespace whose counts Migrate has yet to recount is counted
+  -- from its first job (rc -1: lib/job.lua count_pending).
+  if next_n[q] == 1 then
+    redis.call('ZADD', queue_registry(meta), 'NX', 0, q)
+    if not COUNTS_KEPT then redis.call('HSET', meta, 'rc:' .. q, -1) end
+  end
 end
 -- The namespace-wide order of jobs, for claims across queues of equal priority.
 local gseq = redis.call('HINCRBY', meta, 'gseq', n) - n

@@ -10,7 +10,7 @@ use crate::{
     clock::Clock,
     longpoll::Wakers,
     namespaces::{Entry, Namespaces},
-    store::{Store, StoreError},
+    store::Store,
 };
 
 #[derive(Clone)]
@@ -24,15 +24,22 @@ pub(crate) struct Context {
 }
 
 impl Context {
-    /// Puts the entry's namespace in the store's namespace registry before its first
-    /// write: one `ZADD NX` per process per namespace (the entry remembers it; a
-    /// fresh entry after eviction registers again, which changes nothing). The
-    /// registry is outside the namespace's slot, so no script may write it.
-    pub(crate) async fn register(&self, entry: &Entry) -> Result<(), StoreError> {
-        if !entry.registered() {
-            self.store.register_namespace(entry.name()).await?;
-            entry.mark_registered();
+    /// Puts the entry's namespace in the store's namespace registry after a write
+    /// that stored something succeeded: one `ZADD NX` per process per namespace (the
+    /// entry remembers it; a fresh entry after eviction registers again, which
+    /// changes nothing). After, not before: a refused call writes nothing (invariant
+    /// 8). The registry is outside the namespace's slot, so no script may write it;
+    /// a registration that fails is logged and made by the next write (the entry is
+    /// not marked), or by Migrate, which registers every namespace it meets.
+    pub(crate) async fn register(&self, entry: &Entry) {
+        if entry.registered() {
+            return;
         }
-        Ok(())
+        match self.store.register_namespace(entry.name()).await {
+            Ok(()) => entry.mark_registered(),
+            Err(error) => {
+                tracing::warn!(namespace = %entry.name(), %error, "could not register the namespace");
+            }
+        }
     }
 }

@@ -93,7 +93,6 @@ impl Schedules {
             def.id = uuid::Uuid::new_v4().to_string();
         }
         let entry = self.cx.namespaces.entry(namespace);
-        self.cx.register(&entry).await?;
         // A slot must be strictly after now to not fire "in the past" on create.
         let next = NextRun::from(timing, self.cx.clock.now_ms() + 1);
         let upsert = UpsertSchedule {
@@ -102,6 +101,7 @@ impl Schedules {
             max_schedules: self.max_schedules,
         };
         let (created, record) = self.cx.store.run(namespace, &upsert).await?;
+        self.cx.register(&entry).await;
         self.cx
             .wakers
             .observe(&entry, Work::Schedules, record.next_run_ms);

@@ -117,7 +117,6 @@ impl Jobs {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<Enqueued>, Error> {
         let entry = self.entry(namespace);
-        self.cx.register(&entry).await?;
         let specs: Vec<JobSpec> = jobs
             .into_iter()
             .map(|job| job.into_spec(self.max_lease_ms))
@@ -126,6 +125,7 @@ impl Jobs {
         for jobs in chunks::chunks(&specs) {
             let stored = self.cx.store.run(namespace, &EnqueueJobs { jobs }).await?;
             self.observe_enqueued(&entry, &stored);
+            self.cx.register(&entry).await;
             results.extend(stored);
         }
         Ok(results)
@@ -139,9 +139,9 @@ impl Jobs {
         job: NewJob,
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
-        self.cx.register(&entry).await?;
         let spec = job.into_spec(self.max_lease_ms);
         let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
+        self.cx.register(&entry).await;
         self.observe_enqueued(&entry, std::slice::from_ref(&result));
         Ok(result)
     }

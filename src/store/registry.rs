@@ -65,6 +65,54 @@ impl Store {
         })
     }
 
+    /// Whether `namespace`'s queue counts are kept (meta `counts`): false for a
+    /// namespace whose jobs predate them until Migrate recounts it.
+    pub(crate) async fn queue_counts_kept(&self, namespace: &str) -> Result<bool, StoreError> {
+        let kept: Option<String> = self
+            .query(
+                redis::cmd("HGET")
+                    .arg(self.keys(namespace).meta())
+                    .arg("counts")
+                    .to_owned(),
+            )
+            .await?;
+        Ok(kept.as_deref() == Some("1"))
+    }
+
+    /// Every queue `namespace`'s meta holds a job counter for (`n:<queue>`), by HSCAN
+    /// of meta (Migrate only: O(queues) over several calls).
+    pub(crate) async fn meta_queues(&self, namespace: &str) -> Result<Vec<String>, StoreError> {
+        let meta = self.keys(namespace).meta();
+        let mut queues = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, pairs): (u64, Vec<Vec<u8>>) = self
+                .query(
+                    redis::cmd("HSCAN")
+                        .arg(&meta)
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg("n:*")
+                        .arg("COUNT")
+                        .arg(500)
+                        .to_owned(),
+                )
+                .await?;
+            for field in pairs.iter().step_by(2) {
+                if let Some(queue) = field.strip_prefix(b"n:") {
+                    queues.push(String::from_utf8_lossy(queue).into_owned());
+                }
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        queues.sort();
+        queues.dedup();
+        Ok(queues)
+    }
+
     /// A page of `namespace`'s queues after `after` ("" from the first), by name, with
     /// their counts by state, oldest pending job and paused flag: one script call,
     /// O(1) per queue (plus the heads of its ready lists). `limit` is capped at
@@ -214,6 +262,27 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(counts(&store, "q").await, (1, 1, 0, 1), "b is dead");
+        // The keys the Lua library composes are the ones keys.rs names.
+        {
+            use crate::store::keys::NamespaceKeys;
+            use deadpool_redis::redis;
+            let keys = NamespaceKeys::new("dueq", "ns");
+            let mut conn = redis.conn().await;
+            let (pending, dead, listed): (i64, Option<i64>, Option<i64>) = redis::pipe()
+                .cmd("HGET")
+                .arg(keys.queue_state("q"))
+                .arg("pending")
+                .cmd("ZSCORE")
+                .arg(keys.queue_dead("q"))
+                .arg("b")
+                .cmd("ZSCORE")
+                .arg(keys.queue_registry())
+                .arg("q")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((pending, dead.is_some(), listed), (1, true, Some(0)));
+        }
 
         store
             .run("ns", &RetryJob { id: "b" })
@@ -271,5 +340,121 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(page.namespaces, ["c"]);
         assert_eq!(page.next_after, None);
+    }
+
+    /// A namespace whose jobs predate the counts is recounted by Migrate's batches
+    /// while jobs keep moving between them: a job is counted once, by the walk or
+    /// by its transition, never both; new queues count from their first job.
+    #[tokio::test]
+    async fn the_recount_is_exact_while_jobs_move() {
+        use crate::store::{keys::NamespaceKeys, ops::migrate_counts::MigrateCounts};
+        use deadpool_redis::redis;
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let mut conn = redis.conn().await;
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let jobs: Vec<JobSpec> = (0..200)
+            .map(|i| spec(&format!("j{i:03}"), "q", RunAt::Now, 1))
+            .collect();
+        store
+            .run("ns", &EnqueueJobs { jobs: &jobs })
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        // j000 dies (one attempt, failed).
+        let fatal = Failure {
+            error: "x".into(),
+            retry_after_ms: None,
+            non_retryable: true,
+        };
+        let (id, token) = claim(&store, "q").await;
+        store
+            .run(
+                "ns",
+                &FailJob {
+                    id: &id,
+                    token: &token,
+                    failure: &fatal,
+                    random: 0.0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // As a store written before the counts: none of their keys, no meta flag.
+        let _: () = redis::pipe()
+            .cmd("HDEL")
+            .arg(keys.meta())
+            .arg("counts")
+            .ignore()
+            .cmd("DEL")
+            .arg(keys.queue_state("q"))
+            .arg(keys.queue_dead("q"))
+            .arg(keys.queue_registry())
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _: () = redis::cmd("SET")
+            .arg(keys.migrate_lock())
+            .arg("t")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let step = |queue: Option<&'static str>| MigrateCounts {
+            token: "t",
+            queue,
+            batch: 64,
+        };
+        // First batch: jobs 1..=63 visited.
+        let first = store
+            .run("ns", &step(Some("q")))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.map(|s| s.done), Some(false));
+        // Moves between batches: j001 (visited) and j150 (not yet) are claimed; j151
+        // is cancelled; a new queue gets a job.
+        let (a, _) = claim(&store, "q").await;
+        assert_eq!(a, "j001");
+        store
+            .run("ns", &CancelJob { id: "j151" })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let more = [spec("n1", "fresh", RunAt::Now, 1)];
+        store
+            .run("ns", &EnqueueJobs { jobs: &more })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        loop {
+            let s = store
+                .run("ns", &step(Some("q")))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            if s.unwrap_or_else(|| panic!("lock lost")).done {
+                break;
+            }
+        }
+        store
+            .run("ns", &step(None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // 200 - dead j000 - active j001 - cancelled j151 = 197 pending.
+        assert_eq!(counts(&store, "q").await, (197, 0, 1, 1));
+        assert_eq!(counts(&store, "fresh").await, (1, 0, 0, 0));
+        assert!(store
+            .queue_counts_kept("ns")
+            .await
+            .unwrap_or_else(|e| panic!("{e}")));
+        // A lost lock writes nothing.
+        let other = MigrateCounts {
+            token: "u",
+            queue: Some("q"),
+            batch: 64,
+        };
+        assert_eq!(
+            store
+                .run("ns", &other)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+            None
+        );
     }
 }

@@ -40,6 +40,7 @@ operations!(
     list_jobs,
     list_schedules,
     migrate_apply,
+    migrate_counts,
     migrate_finish,
     migrate_index,
     migrate_jobs,

@@ -128,6 +128,7 @@ impl Jobs {
                 self.count_enqueued(namespace, &spec.queue, result);
             }
             self.observe_enqueued(&entry, &stored);
+            self.cx.register(&entry).await;
             results.extend(stored);
         }
         Ok(results)
@@ -145,6 +146,7 @@ impl Jobs {
         let queue = spec.queue.clone();
         let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
         self.count_enqueued(namespace, &queue, &result);
+        self.cx.register(&entry).await;
         self.observe_enqueued(&entry, std::slice::from_ref(&result));
         Ok(result)
     }

@@ -64,6 +64,11 @@ impl Bound {
         (pair.0, OTHER.to_owned())
     }
 
+    /// `--metrics-max-series`.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
     /// The namespaces admitted so far (for the gauges read at scrape time).
     pub(crate) fn namespaces(&self) -> Vec<String> {
         let mut names: Vec<String> = lock(&self.namespaces).iter().cloned().collect();

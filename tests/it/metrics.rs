@@ -43,22 +43,56 @@ async fn jobs_and_rpcs_are_counted_exactly() {
     ack_job(&mut c, &claimed.job_id, &claimed.lease_token)
         .await
         .expect("ack");
+    let mut later = job("later", "in an hour");
+    later.when = Some(proto::enqueue_request::When::Delay(dur(3_600_000)));
+    enqueue(&mut c, later).await;
+    let leased = job("leased", "held");
+    enqueue(&mut c, leased).await;
+    claim_job(&mut c, &["leased"], 0, Some(60_000))
+        .await
+        .expect("claimable");
 
     let s = scrape(&metrics).await;
     let q = "namespace=\"ns\",queue=\"q\"";
+    // The queue gauges, read from Redis.
+    let gauge = |queue: &str, state: &str| {
+        s.value(&format!(
+            "dueq_queue_jobs{{namespace=\"ns\",queue=\"{queue}\",state=\"{state}\"}}"
+        ))
+    };
+    assert_eq!(gauge("q", "pending"), 3.0);
+    assert_eq!(gauge("q", "active"), 0.0);
+    assert_eq!(gauge("later", "delayed"), 1.0);
+    assert_eq!(gauge("later", "pending"), 0.0);
+    assert_eq!(gauge("leased", "active"), 1.0);
+    assert_eq!(
+        s.series_of("dueq_queue_jobs").len(),
+        12,
+        "3 queues x 4 states"
+    );
+    assert!(s.samples.contains_key(&format!("dueq_queue_paused{{{q}}}")));
+    assert_eq!(s.value(&format!("dueq_queue_paused{{{q}}}")), 0.0);
+    assert!(s
+        .samples
+        .contains_key(&format!("dueq_queue_oldest_pending_age_seconds{{{q}}}")));
+    assert_eq!(
+        s.value("dueq_queue_oldest_pending_age_seconds{namespace=\"ns\",queue=\"later\"}"),
+        0.0,
+        "no pending job"
+    );
     assert_eq!(s.value(&format!("dueq_jobs_enqueued_total{{{q}}}")), 4.0);
     assert_eq!(s.value(&format!("dueq_jobs_claimed_total{{{q}}}")), 1.0);
     assert_eq!(s.value(&format!("dueq_jobs_completed_total{{{q}}}")), 1.0);
     assert_eq!(s.value(&format!("dueq_job_wait_seconds_count{{{q}}}")), 1.0);
     assert_eq!(
         s.value(&format!("grpc_server_started_total{{{ENQUEUE}}}")),
-        6.0
+        8.0
     );
     assert_eq!(
         s.value(&format!(
             "grpc_server_handled_total{{{ENQUEUE},grpc_code=\"OK\"}}"
         )),
-        5.0
+        7.0
     );
     assert_eq!(
         s.value(&format!(
@@ -68,14 +102,14 @@ async fn jobs_and_rpcs_are_counted_exactly() {
     );
     assert_eq!(
         s.value(&format!("grpc_server_handling_seconds_count{{{ENQUEUE}}}")),
-        6.0
+        8.0
     );
     // The long-poll is counted, but kept out of the histogram.
     assert_eq!(
         s.value(&format!(
             "grpc_server_handled_total{{{CLAIM},grpc_code=\"OK\"}}"
         )),
-        1.0
+        2.0
     );
     assert!(s
         .series_of("grpc_server_handling_seconds_count")
@@ -140,6 +174,10 @@ async fn failures_count_retry_then_dead_and_expired_leases() {
         1.0
     );
     assert_eq!(s.value(&format!("dueq_jobs_claimed_total{{{q}}}")), 2.0);
+    assert_eq!(
+        s.value(&format!("dueq_queue_jobs{{{q},state=\"dead\"}}")),
+        1.0
+    );
     let lease = "namespace=\"ns\",queue=\"lease\"";
     assert_eq!(
         s.value(&format!("dueq_jobs_lease_expired_total{{{lease}}}")),
@@ -238,6 +276,15 @@ async fn ten_thousand_queues_fold_into_other_beyond_the_bound() {
         s.value("dueq_jobs_enqueued_total{namespace=\"ns\",queue=\"_other\"}"),
         9_950.0
     );
+    // The queue gauges read at most --metrics-max-series queues, and only those
+    // with label values of their own.
+    let gauges = s.series_of("dueq_queue_jobs");
+    assert!(
+        !gauges.is_empty() && gauges.len() <= 4 * 50,
+        "{}",
+        gauges.len()
+    );
+    assert!(gauges.iter().all(|(series, _)| !series.contains("_other")));
 }
 
 #[tokio::test]

@@ -149,6 +149,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "peek_due",
     "peek_jobs",
     "prune_jobs",
+    "queue_stats",
     "release_jobs",
     "set_follow",
 ];

@@ -388,3 +388,29 @@ fn the_dashboard_queries_only_documented_metrics() {
     }
     assert!(queried >= 16, "{queried}");
 }
+
+/// A replica that never served a namespace still reports its queue and schedule
+/// gauges: it finds the namespace in the registry in Redis.
+#[tokio::test]
+async fn a_replica_reports_gauges_of_namespaces_another_one_served() {
+    let redis = Redis::start().await;
+    let writer = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut c = writer.client().await;
+    let mut req = job("q", "elsewhere");
+    req.namespace = "other".into();
+    enqueue(&mut c, req).await;
+    upsert(&mut c, "other", every("s", 3600)).await;
+
+    let (_reader, metrics) = start(&redis, |_| {}).await;
+    let s = scrape(&metrics).await;
+    assert_eq!(
+        s.value("dueq_queue_jobs{namespace=\"other\",queue=\"q\",state=\"pending\"}"),
+        1.0
+    );
+    assert_eq!(
+        s.value("dueq_schedules{namespace=\"other\",status=\"active\"}"),
+        1.0
+    );
+    // Its counters are the writer's: none here.
+    assert!(s.series_of("dueq_jobs_enqueued_total").is_empty());
+}

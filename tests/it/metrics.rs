@@ -414,3 +414,34 @@ async fn a_replica_reports_gauges_of_namespaces_another_one_served() {
     // Its counters are the writer's: none here.
     assert!(s.series_of("dueq_jobs_enqueued_total").is_empty());
 }
+
+/// A paused queue shows in dueq_queue_paused. (The flag is set in Redis as
+/// PauseQueue sets it: `<prefix>:{<ns>}:meta:q:<queue>` field `paused`.)
+#[tokio::test]
+async fn a_paused_queue_shows_as_paused() {
+    let redis = Redis::start().await;
+    let (service, metrics) = start(&redis, |_| {}).await;
+    let mut c = service.client().await;
+    enqueue(&mut c, job("held", "waits")).await;
+    enqueue(&mut c, job("open", "waits")).await;
+    let mut conn = redis.conn().await;
+    let _: () = deadpool_redis::redis::cmd("HSET")
+        .arg("dueq:{ns}:meta:q:held")
+        .arg("paused")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .expect("pause");
+    let s = scrape(&metrics).await;
+    assert_eq!(
+        s.value("dueq_queue_paused{namespace=\"ns\",queue=\"held\"}"),
+        1.0
+    );
+    assert!(s
+        .samples
+        .contains_key("dueq_queue_paused{namespace=\"ns\",queue=\"open\"}"));
+    assert_eq!(
+        s.value("dueq_queue_paused{namespace=\"ns\",queue=\"open\"}"),
+        0.0
+    );
+}

@@ -6,6 +6,7 @@
 
 mod chunks;
 mod coalesce;
+mod queues;
 mod retention;
 
 use std::{sync::Arc, time::Duration};

@@ -162,16 +162,19 @@ impl NamespaceKeys {
 
     /// A queue's state hash: `pending` count, `paused` flag (lib/job.lua
     /// `queue_state`).
+    #[cfg(test)]
     pub(crate) fn queue_state(&self, queue: &str) -> String {
         format!("{}:q:{queue}", self.meta())
     }
 
     /// A queue's dead jobs scored by when they died (lib/job.lua `queue_dead`).
+    #[cfg(test)]
     pub(crate) fn queue_dead(&self, queue: &str) -> String {
         format!("{}:dead:{queue}", self.meta())
     }
 
     /// The namespace's queues, by name (lib/job.lua `queue_registry`).
+    #[cfg(test)]
     pub(crate) fn queue_registry(&self) -> String {
         format!("{}:queues", self.meta())
     }

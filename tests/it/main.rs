@@ -29,6 +29,7 @@ mod longpoll;
 mod metrics;
 mod migrate;
 mod monitor;
+mod queue_ops;
 mod quotas;
 mod readme_examples;
 mod redis_tls;

@@ -415,8 +415,7 @@ async fn a_replica_reports_gauges_of_namespaces_another_one_served() {
     assert!(s.series_of("dueq_jobs_enqueued_total").is_empty());
 }
 
-/// A paused queue shows in dueq_queue_paused. (The flag is set in Redis as
-/// PauseQueue sets it: `<prefix>:{<ns>}:meta:q:<queue>` field `paused`.)
+/// A paused queue shows in dueq_queue_paused.
 #[tokio::test]
 async fn a_paused_queue_shows_as_paused() {
     let redis = Redis::start().await;
@@ -424,14 +423,12 @@ async fn a_paused_queue_shows_as_paused() {
     let mut c = service.client().await;
     enqueue(&mut c, job("held", "waits")).await;
     enqueue(&mut c, job("open", "waits")).await;
-    let mut conn = redis.conn().await;
-    let _: () = deadpool_redis::redis::cmd("HSET")
-        .arg("dueq:{ns}:meta:q:held")
-        .arg("paused")
-        .arg("1")
-        .query_async(&mut conn)
-        .await
-        .expect("pause");
+    c.pause_queue(proto::PauseQueueRequest {
+        namespace: "ns".into(),
+        queue: "held".into(),
+    })
+    .await
+    .expect("pause");
     let s = scrape(&metrics).await;
     assert_eq!(
         s.value("dueq_queue_paused{namespace=\"ns\",queue=\"held\"}"),

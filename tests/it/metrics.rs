@@ -314,12 +314,64 @@ async fn openmetrics_on_request_and_nothing_but_metrics() {
     assert_eq!(http_get(&metrics, "/other", "").await.status, 404);
 }
 
+/// The TCP sockets process `pid` listens on (its socket fds that /proc/net lists
+/// in state LISTEN).
+fn listening_sockets(pid: u32) -> usize {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fds")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            let inode = target.strip_prefix("socket:[")?.strip_suffix(']')?;
+            Some(inode.to_owned())
+        })
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // st is the 4th field, the inode the 10th.
+                    (fields.get(3) == Some(&"0A")).then(|| fields.get(9).map(|i| i.to_string()))
+                })
+                .flatten()
+                .collect::<Vec<_>>()
+        })
+        .filter(|inode| inodes.contains(inode))
+        .count()
+}
+
 #[tokio::test]
 async fn metrics_are_off_by_default() {
     let config = ServeConfig::for_redis("redis://127.0.0.1:1");
     assert_eq!(config.metrics_listen, None);
     assert_eq!(config.metrics_max_series, 1000);
     assert_eq!(config.overdue_after, Duration::from_secs(60));
+
+    // The binary with its defaults listens on its gRPC address alone; with the flag,
+    // on the metrics address too.
+    let redis = Redis::start().await;
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut plain = crate::binary::Binary::spawn_with(&listen, &redis.url(), "info", &[]);
+    plain.line_with(&["dueq listening"]).await;
+    assert_eq!(listening_sockets(plain.pid()), 1);
+    drop(plain);
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut on = crate::binary::Binary::spawn_with(
+        &listen,
+        &redis.url(),
+        "info",
+        &["--metrics-listen", &metrics],
+    );
+    on.line_with(&["serving metrics", &metrics]).await;
+    on.line_with(&["dueq listening"]).await;
+    assert_eq!(listening_sockets(on.pid()), 2);
+    assert_eq!(scrape(&metrics).await.status, 200);
 }
 
 #[tokio::test]

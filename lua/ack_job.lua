@@ -6,7 +6,8 @@
 -- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
 --            delayed, leased, listing, dedup
 -- ARGV[9] job id   ARGV[10] lease token
--- Returns { "ok", now, register (1: put the namespace in the prune due-set) }
+-- Returns { "ok", now, register (1: put the namespace in the prune due-set), the
+--           job's queue (for the metrics) }
 --       | { "missing" } | { "stale", state } | { "expired" }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
@@ -29,4 +30,4 @@ if not key then return r end
 r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
 job_save(key, r)
 redis.call('ZREM', K.leased .. r.queue, id)
-return { 'ok', now, finish_entry(KEYS[1], id, now) }
+return { 'ok', now, finish_entry(KEYS[1], id, now), r.queue }

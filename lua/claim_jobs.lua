@@ -15,7 +15,7 @@
 --          the jobs' bytes (lib/job.lua job_bytes) over it
 -- ARGV[15..] queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: field count,
---           fields... }
+--           fields..., then per queue in ARGV order: leases that expired here }
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
@@ -33,6 +33,9 @@
 --   failed or re-handed; an expired lease makes it pending again here (attempt + 1 at
 --   its next claim) or dead if it has used max_attempts.
 -- * 5: refused while the namespace's jobs are in an older layout.
+-- * queue state (lib/job.lua): every move into or out of pending changes its queue's
+--   pending count and a job going dead enters its queue's dead set, here; a paused
+--   queue (one HGET per queue) is skipped entirely.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
 -- * 9 (bounded replies): a job the reply could not carry is not leased; it stays at
 --   the head of its list for the next claim. The first job is always leased: the
@@ -47,6 +50,7 @@ local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_bytes = tonumber(ARGV[14])
 local register = 0
+local expired = {}
 local queues = {}
 for i = 15, #ARGV do queues[#queues + 1] = ARGV[i] end
 
@@ -62,16 +66,19 @@ local function reclaim(queue)
     if r and not is_error(r) and r.state == 'active' and r.queue == queue
         and r.lease_until ~= '' then
       if r.lease_until <= now then
+        expired[queue] = (expired[queue] or 0) + 1
         push_error(r, r.attempts, 'lease expired', now)
         r.token, r.lease_until, r.updated = '', '', now
         if r.attempts >= r.max_attempts then
           r.state, r.finished = 'dead', now
           job_save(key, r)
           register = math.max(register, finish_entry(done, id, now))
+          dead_add(KEYS[2], id, r, now)
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
           ready_push(K, queue, r.priority, r.n, true)
+          count_pending(KEYS[2], r, 1)
         end
       else
         redis.call('ZADD', lkey, r.lease_until, id) -- stale score: the record says later
@@ -95,9 +102,18 @@ local function promote(queue)
         r.state = 'pending'
         job_save(key, r)
         ready_push(K, queue, r.priority, r.n, false)
+        count_pending(KEYS[2], r, 1)
       end
     end
   end
+end
+
+-- A paused queue is left alone: nothing of it is reclaimed, promoted or claimed, and
+-- it adds nothing to next_ms or more (so no timer wakes a long-poll for it).
+local all_queues = queues
+queues = {}
+for _, q in ipairs(all_queues) do
+  if not queue_paused(KEYS[2], q) then queues[#queues + 1] = q end
 end
 
 for _, q in ipairs(queues) do
@@ -180,6 +196,7 @@ while #claimed < max_jobs and skips < budget do
     r.worker, r.attempts, r.updated = worker, r.attempts + 1, now
     job_save(key, r)
     redis.call('ZADD', K.leased .. h.queue, until_ms, id)
+    count_pending(KEYS[2], r, -1)
     claimed[#claimed + 1] = { id, r }
   else
     skips = skips + 1 -- dangling or stale ready entry (cancelled, pruned), dropped
@@ -204,4 +221,5 @@ end
 
 local out = { now, next_ms or '', more, register, #claimed }
 for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
+for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
 return out

@@ -11,7 +11,7 @@
 -- ARGV[13] "1" = non-retryable
 -- ARGV[14] a uniform random number in [0, 1) from the caller, for jitter
 -- Returns { "ok", now, new state, run_at ms ("" when dead),
---           register (1: put the namespace in the prune due-set) }
+--           register (1: put the namespace in the prune due-set), the job's queue }
 --       | { "missing" } | { "stale", state } | { "expired" }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
@@ -19,6 +19,7 @@
 --   changes nothing.
 -- * 1: state, error history and the lease/delayed/ready/finished entries change
 --   together. O(log N).
+-- * queue state (lib/job.lua): pending count and dead set follow the new state.
 -- * 5: refused while the namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -36,7 +37,8 @@ redis.call('ZREM', K.leased .. r.queue, id)
 if ARGV[13] == '1' or r.attempts >= r.max_attempts then
   r.state, r.finished = 'dead', now
   job_save(key, r)
-  return { 'ok', now, 'dead', '', finish_entry(KEYS[1], id, now) }
+  dead_add(KEYS[2], id, r, now)
+  return { 'ok', now, 'dead', '', finish_entry(KEYS[1], id, now), r.queue }
 end
 
 local delay = tonumber(ARGV[12])
@@ -54,10 +56,11 @@ if delay <= 0 then
   r.state, r.run_at = 'pending', now
   job_save(key, r)
   ready_push(K, r.queue, r.priority, r.n, true)
-  return { 'ok', now, 'pending', now, 0 }
+  count_pending(KEYS[2], r, 1)
+  return { 'ok', now, 'pending', now, 0, r.queue }
 end
 local run_at = now + delay
 r.state, r.run_at = 'delayed', run_at
 job_save(key, r)
 redis.call('ZADD', K.delayed .. r.queue, run_at, id)
-return { 'ok', now, 'delayed', run_at, 0 }
+return { 'ok', now, 'delayed', run_at, 0, r.queue }

@@ -43,6 +43,7 @@ local function delete(id)
   if counted_since and tonumber(r.created) >= counted_since then
     counted_deleted = counted_deleted + 1
   end
+  if r.state == 'dead' then dead_remove(KEYS[2], id, r) end
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)
   if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then

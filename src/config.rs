@@ -293,6 +293,20 @@ pub struct ServeConfig {
     /// and writes nothing (in EnqueueBatch, per item). Duplicates still answer.
     #[arg(long, env = "DUEQ_MAX_JOBS_PER_NAMESPACE", default_value_t = 0)]
     pub max_jobs_per_namespace: u64,
+    /// Address to serve Prometheus metrics on, as GET /metrics over HTTP (host:port;
+    /// a host name resolves). Off when unset.
+    #[arg(long, env = "DUEQ_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+
+    /// Most namespaces, and most (namespace, queue) pairs, that get label values of
+    /// their own in the metrics; the rest are counted under `_other`.
+    #[arg(long, env = "DUEQ_METRICS_MAX_SERIES", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub metrics_max_series: u32,
+
+    /// An active schedule due more than this long ago and not yet claimed counts in
+    /// dueq_schedules_overdue.
+    #[arg(long, env = "DUEQ_OVERDUE_AFTER", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub overdue_after: Duration,
 
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]

@@ -164,6 +164,7 @@ pub(crate) async fn watch_redis(
     clock: Arc<Clock>,
     reporter: HealthReporter,
     interval: Duration,
+    metrics: Arc<crate::metrics::Metrics>,
     cancel: CancellationToken,
 ) {
     let mut serving = false;
@@ -171,6 +172,7 @@ pub(crate) async fn watch_redis(
     let mut instance = InstanceWatch::default();
     loop {
         let healthy = probe(&store, &clock, serving, &mut outage).await;
+        metrics.set_redis_up(healthy);
         if healthy {
             instance.check(&store).await;
         }

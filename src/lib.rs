@@ -36,6 +36,7 @@ mod health;
 mod jobs;
 mod layers;
 mod longpoll;
+mod metrics;
 mod migrate;
 mod monitor;
 mod namespaces;

@@ -101,6 +101,7 @@ impl Schedules {
             max_schedules: self.max_schedules,
         };
         let (created, record) = self.cx.store.run(namespace, &upsert).await?;
+        self.cx.register(&entry).await;
         self.cx
             .wakers
             .observe(&entry, Work::Schedules, record.next_run_ms);
@@ -206,6 +207,7 @@ impl Schedules {
     ) -> Result<Option<Occurrence>, Error> {
         let entry = self.cx.namespaces.entry(namespace);
         let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
+        let _waiting = (!wait.is_zero()).then(|| self.cx.metrics.waiting("schedules"));
         long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
             self.attempt(&entry, lease_ms)
         })
@@ -251,6 +253,9 @@ impl Schedules {
                     lease,
                 } => {
                     self.fill_follow(namespace, &schedule);
+                    self.cx
+                        .metrics
+                        .occurrence(namespace, now_ms - due_ms, skipped);
                     let occurrence = Occurrence {
                         occurrence_id: occurrence_id(
                             namespace,

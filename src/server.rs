@@ -1,6 +1,7 @@
 //! Assembles and runs the service: the use cases over one store, the gRPC services
-//! (queue, admin, health, reflection) behind the tower layers, and the background
-//! tasks (Redis health and clock, the namespace monitor, finished-job pruning).
+//! (queue, admin, health, reflection) behind the tower layers, the metrics endpoint,
+//! and the background tasks (Redis health and clock, the namespace monitor,
+//! finished-job pruning).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -18,8 +19,9 @@ use crate::{
     context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{AuthLayer, MessageSizeLayer, ShedLayer, TimeoutLayer, TraceLayer},
+    layers::{AuthLayer, MessageSizeLayer, MetricsLayer, ShedLayer, TimeoutLayer, TraceLayer},
     longpoll::Wakers,
+    metrics::{self, Metrics},
     migrate::Migrator,
     monitor::Monitor,
     namespaces::Namespaces,
@@ -76,6 +78,14 @@ pub async fn run(
         listener.local_addr()?,
     )
     .map_err(ServeError::Config)?;
+    let metrics_listener = match &config.metrics_listen {
+        Some(listen) => Some(metrics::bind(listen).await.map_err(ServeError::Config)?),
+        None => None,
+    };
+    let metrics = Metrics::new(
+        usize::try_from(config.metrics_max_series).unwrap_or(usize::MAX),
+        config.overdue_after,
+    );
     let cancel = CancellationToken::new();
     let topology = config.redis_topology().map_err(ServeError::Config)?;
     let store = Arc::new(
@@ -87,12 +97,14 @@ pub async fn run(
             usize::from(config.pool_size),
             config.redis_timeout,
         )?
-        .wait_for_replicas(config.redis_wait_replicas),
+        .wait_for_replicas(config.redis_wait_replicas)
+        .with_timings(metrics.redis_seconds()),
     );
     let clock = Arc::new(Clock::new());
     let core = Context {
         wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
         namespaces: Namespaces::new(cancel.clone()),
+        metrics: metrics.clone(),
         store,
         clock,
         shutdown: cancel.clone(),
@@ -117,8 +129,22 @@ pub async fn run(
         core.clock.clone(),
         reporter,
         config.health_interval,
+        metrics.clone(),
         cancel.clone(),
     ));
+    if let Some(listener) = metrics_listener {
+        let sources = metrics::Sources {
+            store: core.store.clone(),
+            namespaces: core.namespaces.clone(),
+        };
+        tracing::info!(addr = %listener.local_addr()?, "serving metrics on /metrics");
+        tokio::spawn(metrics::serve(
+            listener,
+            metrics.clone(),
+            sources,
+            cancel.clone(),
+        ));
+    }
     let addr = listener.local_addr()?;
     if let Some(tls) = &tls {
         tls.reload_on_sighup(cancel.clone());
@@ -147,6 +173,7 @@ pub async fn run(
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let router = transport(&config)
         .layer(TraceLayer)
+        .layer(MetricsLayer::new(metrics.clone()))
         .layer(ShedLayer::new(
             usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
             usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),

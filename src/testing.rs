@@ -99,6 +99,7 @@ pub(crate) fn offline_context() -> Context {
     Context {
         wakers: Wakers::new(store.clone(), clock.clone(), Duration::from_secs(1)),
         namespaces: Namespaces::new(shutdown.clone()),
+        metrics: crate::metrics::Metrics::new(100, Duration::from_secs(60)),
         store,
         clock,
         shutdown,

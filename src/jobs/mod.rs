@@ -6,6 +6,7 @@
 
 mod chunks;
 mod coalesce;
+mod queues;
 mod retention;
 
 use std::{sync::Arc, time::Duration};
@@ -140,7 +141,13 @@ impl Jobs {
                 max_jobs: self.max_jobs,
             };
             let stored = self.cx.store.run(namespace, &op).await?;
+            for (spec, result) in jobs.iter().zip(&stored) {
+                if let Ok(result) = result {
+                    self.count_enqueued(namespace, &spec.queue, result);
+                }
+            }
             self.observe_enqueued(&entry, stored.iter().flatten());
+            self.cx.register(&entry).await;
             results.extend(stored.into_iter().map(|r| r.map_err(Error::from)));
         }
         Ok(results)
@@ -155,9 +162,20 @@ impl Jobs {
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
         let spec = job.into_spec(self.max_lease_ms);
+        let queue = spec.queue.clone();
         let result = coalesce::enqueue(&self.cx.store, &entry, spec, self.max_jobs).await?;
+        self.count_enqueued(namespace, &queue, &result);
+        self.cx.register(&entry).await;
         self.observe_enqueued(&entry, [&result]);
         Ok(result)
+    }
+
+    /// Counts a job the enqueue created (a duplicate, replaced or extended job is not
+    /// a new one).
+    fn count_enqueued(&self, namespace: &str, queue: &str, result: &Enqueued) {
+        if result.outcome == EnqueueOutcome::Created {
+            self.cx.metrics.job_enqueued(namespace, queue);
+        }
     }
 
     /// Tells this instance's job timer that work became claimable.
@@ -182,6 +200,7 @@ impl Jobs {
         let entry = self.entry(namespace);
         let waiter =
             (!claim.wait.is_zero()).then(|| self.cx.wakers.job_waiter(&entry, claim.queues));
+        let _waiting = (!claim.wait.is_zero()).then(|| self.cx.metrics.waiting("jobs"));
         let found = long_poll(
             waiter,
             Instant::now() + claim.wait,
@@ -207,6 +226,18 @@ impl Jobs {
             max_bytes: claim.max_bytes,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
+        for (queue, expired) in claim.queues.iter().zip(&batch.expired) {
+            self.cx
+                .metrics
+                .leases_expired(entry.name(), queue, *expired);
+        }
+        for job in &batch.jobs {
+            // The claim stamped the job's update time with Redis's now.
+            let wait_ms = job.update_ms - job.run_at_ms.unwrap_or(job.update_ms);
+            self.cx
+                .metrics
+                .job_claimed(entry.name(), &job.queue, wait_ms);
+        }
         self.retain(entry.name(), batch.register).await;
         self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
         Ok(Attempt {
@@ -240,7 +271,8 @@ impl Jobs {
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
         let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
-        let asked = lease_result(id, check)?;
+        let (asked, queue) = lease_result(id, check)?;
+        self.cx.metrics.job_completed(namespace, &queue);
         self.retain(namespace, asked).await;
         Ok(())
     }
@@ -258,7 +290,10 @@ impl Jobs {
             failure,
             random: random_unit(),
         };
-        let (failed, asked) = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
+        let (failed, asked, queue) = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
+        self.cx
+            .metrics
+            .job_failed(namespace, &queue, failed.state == JobState::Dead);
         self.retain(namespace, asked).await;
         if failed.state != JobState::Dead {
             let entry = self.cx.namespaces.entry(namespace);

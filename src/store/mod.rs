@@ -9,6 +9,7 @@ pub(crate) mod keys;
 pub(crate) mod ops;
 mod prune_due;
 mod records;
+mod registry;
 mod reply;
 mod script;
 mod tls;
@@ -57,6 +58,8 @@ pub(crate) struct Store {
     wait_replicas: u32,
     /// How long such a WAIT waits for them.
     wait_timeout: Duration,
+    /// Round trips of script calls (`dueq_redis_command_duration_seconds`).
+    timings: Option<prometheus_client::metrics::histogram::Histogram>,
 }
 
 /// The scripts after which `--redis-wait-replicas` waits for replicas: those that
@@ -109,6 +112,7 @@ impl Store {
             wait_replicas: 0,
             // Within the response timeout of the connection the WAIT is sent on.
             wait_timeout: timeout / 2,
+            timings: None,
         })
     }
 
@@ -117,6 +121,17 @@ impl Store {
     pub(crate) fn wait_for_replicas(mut self, n: u32) -> Self {
         self.wait_replicas = n;
         self
+    }
+
+    /// Observes every script call's round trip in `histogram`.
+    pub(crate) fn with_timings(
+        self,
+        histogram: prometheus_client::metrics::histogram::Histogram,
+    ) -> Self {
+        Self {
+            timings: Some(histogram),
+            ..self
+        }
     }
 
     fn keys(&self, namespace: &str) -> NamespaceKeys {
@@ -141,6 +156,7 @@ impl Store {
         // A cluster routes the script by its first key: the namespace's slot.
         let route_key = call.first_key().unwrap_or_default().to_vec();
         let (slot, mut conn) = self.conns.get().await?;
+        let started = Instant::now();
         let value = match cmd.query_async::<Value>(&mut conn).await {
             // Redis restarted, failed over to a replica, or its script cache was
             // flushed: load on that node and run again.
@@ -157,6 +173,9 @@ impl Store {
             other => other,
         }
         .map_err(|e| self.fail(slot, namespace, e))?;
+        if let Some(timings) = &self.timings {
+            timings.observe(started.elapsed().as_secs_f64());
+        }
         if self.wait_replicas > 0 && WAITED_SCRIPTS.contains(&def.name) {
             self.wait(slot, &mut conn, &route_key, namespace).await?;
         }

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "ceiling",
     "grpc",
     "security",
@@ -14,6 +14,7 @@ const SECTIONS: [&str; 9] = [
     "longpoll",
     "memory",
     "migrate",
+    "metrics",
 ];
 
 /// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
@@ -67,6 +68,7 @@ fn bench_smoke_writes_every_section() {
         "longpoll",
         "memory",
         "migrate",
+        "metrics",
     ] {
         let rows = report["sections"][section]["rows"]
             .as_array()
@@ -160,6 +162,16 @@ fn bench_smoke_writes_every_section() {
     ] {
         assert!(idle[field].as_f64().is_some(), "{field} missing: {idle}");
     }
+    // One scrape with 100 queues: its Redis commands are counted.
+    let metrics = report["sections"]["metrics"]["rows"]
+        .as_array()
+        .expect("rows");
+    let first = metrics
+        .iter()
+        .find(|r| r["name"] == "first scrape, 100 queues in 10 namespaces")
+        .unwrap_or_else(|| panic!("no first scrape row in {text}"));
+    assert!(first["redis_commands"].as_u64().is_some(), "{first}");
+    assert!(first["response_bytes"].as_u64().unwrap_or(0) > 0, "{first}");
     assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
     assert!(report["meta"]["cores"].as_u64().is_some());
 }
@@ -181,6 +193,7 @@ fn only_runs_the_families_asked_for() {
         "claim_scaling",
         "longpoll",
         "migrate",
+        "metrics",
     ] {
         assert_eq!(rows(skipped), 0, "{skipped} should not have run");
     }

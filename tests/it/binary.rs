@@ -53,6 +53,11 @@ impl Binary {
         }
     }
 
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGHUP to the process.
     pub(crate) fn hangup(&self) {
         let sent = Command::new("kill")

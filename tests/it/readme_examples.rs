@@ -190,6 +190,19 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         "{retried}"
     );
     assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
+
+    // Queues: digest-alice (retried) and report-1 are pending in "emails".
+    let namespaces = output_of("ListNamespaces")[0];
+    assert!(namespaces.contains("\"shop\""), "{namespaces}");
+    let queues = output_of("ListQueues")[0];
+    assert!(
+        queues.contains("\"queue\": \"emails\"") && queues.contains("\"pending\": \"2\""),
+        "{queues}"
+    );
+    assert!(output_of("PauseQueue")[0].contains("\"changed\": true"));
+    assert!(output_of("ResumeQueue")[0].contains("\"changed\": true"));
+    assert!(!output_of("RetryDeadJobs")[0].contains("retried"));
+    assert!(!output_of("PurgeJobs")[0].contains("purged"));
     let status = output_of("QueueService/GetNamespaceStatus")[0];
     assert!(
         status.contains("\"schemaVersion\": 3") && status.contains("\"message\": \"ok\""),
@@ -330,6 +343,9 @@ fn help_documents_every_setting_with_its_env_var() {
             "--max-schedules-per-namespace",
             "DUEQ_MAX_SCHEDULES_PER_NAMESPACE",
         ),
+        ("--metrics-listen", "DUEQ_METRICS_LISTEN"),
+        ("--metrics-max-series", "DUEQ_METRICS_MAX_SERIES"),
+        ("--overdue-after", "DUEQ_OVERDUE_AFTER"),
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");

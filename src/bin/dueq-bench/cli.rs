@@ -68,6 +68,8 @@ pub(crate) enum Family {
     Peers,
     Security,
     Cluster,
+    /// The Redis cost of one /metrics scrape.
+    Metrics,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -9,7 +9,7 @@
 //!
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`,
-//! `security`, `cluster`.
+//! `security`, `cluster`, `metrics`.
 
 mod binaries;
 mod ceiling;
@@ -23,6 +23,7 @@ mod idle_cost;
 mod load;
 mod longpoll;
 mod memory;
+mod metrics;
 mod migrate;
 mod own_redis;
 mod peers;
@@ -130,6 +131,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
     if plan.runs(Family::Longpoll) {
         step("long-poll");
         longpoll::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Metrics) {
+        step("metrics");
+        metrics::run(env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::Peers) {

@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 9] = [
+pub(crate) const SECTIONS: [&str; 10] = [
     "ceiling",
     "grpc",
     "security",
@@ -24,6 +24,7 @@ pub(crate) const SECTIONS: [&str; 9] = [
     "longpoll",
     "memory",
     "migrate",
+    "metrics",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

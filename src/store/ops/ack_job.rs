@@ -11,8 +11,8 @@ pub(crate) struct AckJob<'a> {
 }
 
 impl Operation for AckJob<'_> {
-    /// Whether the namespace must be put in the prune due-set.
-    type Output = LeaseCheck<bool>;
+    /// Whether the namespace must be put in the prune due-set, and the job's queue.
+    type Output = LeaseCheck<(bool, String)>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -26,7 +26,7 @@ impl Operation for AckJob<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         lease_guarded(&mut reply, |reply| {
             reply.int()?; // Redis now
-            reply.flag()
+            Ok((reply.flag()?, reply.text()?))
         })
     }
 }

@@ -32,6 +32,9 @@ pub(crate) struct ClaimedBatch {
     /// A job went dead: the namespace must be put in the prune due-set.
     pub(crate) register: bool,
     pub(crate) jobs: Vec<JobRecord>,
+    /// Leases that expired and were taken back in this call, per queue (in the
+    /// order of `ClaimJobs::queues`).
+    pub(crate) expired: Vec<u64>,
 }
 
 impl Operation for ClaimJobs<'_> {
@@ -64,18 +67,24 @@ impl Operation for ClaimJobs<'_> {
         for _ in 0..count {
             jobs.push(records::job(&reply.counted_fields()?)?);
         }
+        let expired = self
+            .queues
+            .iter()
+            .map(|_| reply.count())
+            .collect::<Result<_, _>>()?;
         reply.finish()?;
         Ok(ClaimedBatch {
             next_ms,
             more,
             register,
             jobs,
+            expired,
         })
     }
 }
 
 #[cfg(test)]
-pub(super) fn sample() -> ClaimJobs<'static> {
+pub(crate) fn sample() -> ClaimJobs<'static> {
     use std::sync::LazyLock;
     static QUEUES: LazyLock<Vec<String>> = LazyLock::new(|| vec!["a".into(), "b".into()]);
     ClaimJobs {

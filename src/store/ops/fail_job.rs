@@ -14,8 +14,9 @@ pub(crate) struct FailJob<'a> {
 }
 
 impl Operation for FailJob<'_> {
-    /// The outcome, and whether the namespace must be put in the prune due-set.
-    type Output = LeaseCheck<(Failed, bool)>;
+    /// The outcome, whether the namespace must be put in the prune due-set, and the
+    /// job's queue.
+    type Output = LeaseCheck<(Failed, bool, String)>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -38,7 +39,7 @@ impl Operation for FailJob<'_> {
                 state: reply.word(JobState::parse)?,
                 run_at_ms: reply.opt_int()?,
             };
-            Ok((failed, reply.flag()?))
+            Ok((failed, reply.flag()?, reply.text()?))
         })
     }
 }

@@ -1,5 +1,7 @@
 //! Command-line flags and environment variables of `dueq serve`, and the flags of
-//! the other subcommands (`dev`, `health`).
+//! the other subcommands (`dev`, `health`, and the operator commands in `ctl`).
+
+pub mod ctl;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -35,6 +37,9 @@ pub enum Command {
     /// Ask a running service whether it is SERVING (exit 0) or not (exit 1); for
     /// container health checks.
     Health(HealthConfig),
+    /// The operator commands: clients of a running service.
+    #[command(flatten)]
+    Operator(ctl::OperatorCommand),
 }
 
 /// Flags of `dueq dev`. The service's other settings come from the same environment

@@ -52,7 +52,7 @@ async fn check(config: &HealthConfig) -> Result<(), String> {
 /// An error with its causes, on one line: tonic's top-level "transport error" alone
 /// does not say that the connection was refused. Causes that repeat their inner text
 /// are said once.
-fn sources(error: &dyn std::error::Error) -> String {
+pub(crate) fn sources(error: &dyn std::error::Error) -> String {
     let mut parts = vec![error.to_string()];
     let mut cause = error.source();
     while let Some(inner) = cause {

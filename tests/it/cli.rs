@@ -1,0 +1,727 @@
+//! The operator CLI (`dueq jobs`, `job`, `schedules`, `schedule`, `preview`,
+//! `migrate`): the built binary against a live service. Each command's JSON against
+//! state the test made through the API, a table smoke check, the errors and their
+//! exit codes, and TLS with mTLS and a bearer token.
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// Runs the dueq binary with `args` and `envs` (DUEQ_* from the test's own
+/// environment removed, so a developer's settings do not leak in).
+fn dueq_with(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    tokio::task::block_in_place(|| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dueq"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("DUEQ_") {
+                command.env_remove(key);
+            }
+        }
+        command.args(args).envs(envs.iter().copied());
+        command.output().expect("run dueq")
+    })
+}
+
+/// `dueq <args> --addr <service>`.
+fn dueq(service: &Service, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    let addr = service.endpoint();
+    all.extend(["--addr", addr.as_str()]);
+    dueq_with(&all, &[])
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The one JSON document a successful command printed.
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        stdout(out),
+        stderr(out)
+    );
+    serde_json::from_str(&stdout(out))
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", stdout(out)))
+}
+
+/// The exit code, and the one line on stderr, of a command that failed.
+fn failure(out: &Output) -> (i32, String) {
+    let err = stderr(out);
+    assert_eq!(err.trim().lines().count(), 1, "one line on stderr:\n{err}");
+    assert!(
+        stdout(out).is_empty(),
+        "nothing on stdout:\n{}",
+        stdout(out)
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    (out.status.code().expect("an exit code"), err)
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+fn ids(list: &Value, id: &str) -> Vec<String> {
+    list.as_array()
+        .expect("an array")
+        .iter()
+        .map(|item| item[id].as_str().expect("an id").to_string())
+        .collect()
+}
+
+/// In namespace "ns", queue "emails": j1 dead (failed as non-retryable with
+/// "boom"), j2 pending, j3 delayed an hour; in queue "other": o1 pending.
+async fn three_jobs(client: &mut Client) {
+    for (id, delay) in [("j1", None), ("j2", None), ("j3", Some(3_600_000))] {
+        let mut req = job("emails", "email.send");
+        req.job_id = id.into();
+        req.when = delay.map(|ms| proto::enqueue_request::When::Delay(dur(ms)));
+        enqueue(client, req).await;
+    }
+    let mut other = job("other", "other.job");
+    other.job_id = "o1".into();
+    enqueue(client, other).await;
+    let claimed = claim_job(client, &["emails"], 0, None)
+        .await
+        .expect("j1 claimable");
+    assert_eq!(claimed.job_id, "j1");
+    client
+        .fail_job(proto::FailJobRequest {
+            namespace: "ns".into(),
+            job_id: "j1".into(),
+            lease_token: claimed.lease_token,
+            error: "boom".into(),
+            non_retryable: true,
+            ..Default::default()
+        })
+        .await
+        .expect("fail j1");
+}
+
+/// Pins: `dueq jobs --output json` lists a queue's jobs in enqueue order with their
+/// states and errors, one document with stable keys; --state filters; --limit cuts
+/// and says more follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_json_lists_a_queue_by_state() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    three_jobs(&mut client).await;
+
+    let all = json_of(&dueq(
+        &service,
+        &["jobs", "-n", "ns", "emails", "-o", "json"],
+    ));
+    assert_eq!(keys(&all), ["jobs", "more", "namespace", "queue", "state"]);
+    assert_eq!(
+        (&all["namespace"], &all["queue"]),
+        (&json!("ns"), &json!("emails"))
+    );
+    assert_eq!(all["state"], Value::Null);
+    assert_eq!(all["more"], json!(false));
+    assert_eq!(ids(&all["jobs"], "job_id"), ["j1", "j2", "j3"]);
+    let states: Vec<&Value> = all["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| &j["state"])
+        .collect();
+    assert_eq!(
+        states,
+        [&json!("dead"), &json!("pending"), &json!("delayed")]
+    );
+    let j1 = &all["jobs"][0];
+    assert_eq!(
+        keys(j1),
+        [
+            "attempts",
+            "create_time",
+            "dedup_key",
+            "errors",
+            "finish_time",
+            "job_id",
+            "lease_deadline",
+            "lease_seconds",
+            "max_attempts",
+            "name",
+            "priority",
+            "queue",
+            "run_at",
+            "state",
+            "update_time",
+            "worker_id",
+        ]
+    );
+    assert_eq!(j1["attempts"], json!(1));
+    assert_eq!(j1["max_attempts"], json!(3));
+    assert_eq!(j1["worker_id"], json!("test-worker"));
+    assert_eq!(j1["errors"][0]["message"], json!("boom"));
+    assert_eq!(j1["errors"][0]["attempt"], json!(1));
+    assert!(
+        j1["finish_time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{j1}"
+    );
+    assert_eq!(all["jobs"][1]["finish_time"], Value::Null);
+
+    let dead = json_of(&dueq(
+        &service,
+        &[
+            "jobs", "-n", "ns", "emails", "--state", "dead", "-o", "json",
+        ],
+    ));
+    assert_eq!(dead["state"], json!("dead"));
+    assert_eq!(ids(&dead["jobs"], "job_id"), ["j1"]);
+    let pending = json_of(&dueq(
+        &service,
+        &[
+            "jobs", "-n", "ns", "emails", "--state", "pending", "-o", "json",
+        ],
+    ));
+    assert_eq!(ids(&pending["jobs"], "job_id"), ["j2"]);
+
+    let first = json_of(&dueq(
+        &service,
+        &["jobs", "-n", "ns", "emails", "--limit", "2", "-o", "json"],
+    ));
+    assert_eq!(ids(&first["jobs"], "job_id"), ["j1", "j2"]);
+    assert_eq!(first["more"], json!(true));
+
+    let other = json_of(&dueq(
+        &service,
+        &["jobs", "-n", "ns", "other", "-o", "json"],
+    ));
+    assert_eq!(ids(&other["jobs"], "job_id"), ["o1"]);
+}
+
+/// Pins: `dueq job --output json` shows the whole job: payload (base64), headers,
+/// backoff, error history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_json_shows_one_job_whole() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let mut req = job("emails", "email.welcome");
+    req.job_id = "welcome".into();
+    req.payload = b"hello".to_vec();
+    req.headers = [("tenant".to_string(), "acme".to_string())].into();
+    req.priority = 5;
+    enqueue(&mut client, req).await;
+
+    let doc = json_of(&dueq(
+        &service,
+        &["job", "-n", "ns", "welcome", "-o", "json"],
+    ));
+    assert_eq!(keys(&doc), ["job", "namespace"]);
+    let job = &doc["job"];
+    assert_eq!(job["job_id"], json!("welcome"));
+    assert_eq!(job["queue"], json!("emails"));
+    assert_eq!(job["name"], json!("email.welcome"));
+    assert_eq!(job["state"], json!("pending"));
+    assert_eq!(job["priority"], json!(5));
+    assert_eq!(job["payload_base64"], json!("aGVsbG8="));
+    assert_eq!(job["headers"], json!({"tenant": "acme"}));
+    assert_eq!(job["lease_seconds"], json!(30.0));
+    assert_eq!(
+        job["backoff"],
+        json!({"kind": "exponential", "base_seconds": 1.0, "cap_seconds": 3600.0, "jitter": 0.0})
+    );
+    assert_eq!(job["errors"], json!([]));
+}
+
+/// Pins: `dueq schedules --output json` lists schedules in id order (with
+/// --status), and `dueq schedule pause|resume|show` change and show one, as the
+/// service then reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_json_and_schedule_pause_resume() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    upsert(
+        &mut client,
+        "ns",
+        cron("a-nightly", "0 7 * * *", "America/New_York"),
+    )
+    .await;
+    upsert(&mut client, "ns", every("b-minutely", 60)).await;
+
+    let all = json_of(&dueq(&service, &["schedules", "-n", "ns", "-o", "json"]));
+    assert_eq!(keys(&all), ["more", "namespace", "schedules", "status"]);
+    assert_eq!(ids(&all["schedules"], "id"), ["a-nightly", "b-minutely"]);
+    let a = &all["schedules"][0];
+    assert_eq!(
+        keys(a),
+        [
+            "create_time",
+            "cron",
+            "end_time",
+            "every_seconds",
+            "id",
+            "job_name",
+            "last_run_time",
+            "next_run_time",
+            "revision",
+            "run_count",
+            "run_limit",
+            "start_time",
+            "status",
+            "timezone",
+            "update_time",
+        ]
+    );
+    assert_eq!(a["cron"], json!("0 7 * * *"));
+    assert_eq!(a["every_seconds"], Value::Null);
+    assert_eq!(a["timezone"], json!("America/New_York"));
+    assert_eq!(a["status"], json!("active"));
+    assert_eq!(all["schedules"][1]["every_seconds"], json!(60.0));
+
+    let paused = json_of(&dueq(
+        &service,
+        &["schedule", "pause", "-n", "ns", "a-nightly", "-o", "json"],
+    ));
+    assert_eq!(paused["schedule"]["status"], json!("paused"));
+    assert_eq!(paused["schedule"]["next_run_time"], Value::Null);
+    assert_eq!(
+        get(&mut client, "ns", "a-nightly").await.status,
+        proto::ScheduleStatus::Paused as i32
+    );
+    let only_paused = json_of(&dueq(
+        &service,
+        &["schedules", "-n", "ns", "--status", "paused", "-o", "json"],
+    ));
+    assert_eq!(ids(&only_paused["schedules"], "id"), ["a-nightly"]);
+
+    let resumed = json_of(&dueq(
+        &service,
+        &["schedule", "resume", "-n", "ns", "a-nightly", "-o", "json"],
+    ));
+    assert_eq!(resumed["schedule"]["status"], json!("active"));
+    let stored = get(&mut client, "ns", "a-nightly").await;
+    assert_eq!(stored.status, proto::ScheduleStatus::Active as i32);
+    let shown = json_of(&dueq(
+        &service,
+        &["schedule", "show", "-n", "ns", "a-nightly", "-o", "json"],
+    ));
+    assert_eq!(
+        shown["schedule"]["next_run_time"].as_str(),
+        crate::cli::rfc3339(&stored.next_run_time).as_deref()
+    );
+    assert_eq!(shown["schedule"]["payload_base64"], json!(""));
+}
+
+/// A timestamp as the CLI prints it.
+pub(crate) fn rfc3339(ts: &Option<prost_types::Timestamp>) -> Option<String> {
+    let ts = ts.as_ref()?;
+    chrono::DateTime::<chrono::Utc>::from_timestamp(ts.seconds, ts.nanos as u32)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+}
+
+/// Pins: `dueq preview --output json` lists a cron's fire times in its zone,
+/// across a DST gap (2026-03-08 02:00 does not exist in New York: fires at 03:00
+/// EDT), and an interval's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_json_lists_fire_times_across_dst() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let doc = json_of(&dueq(
+        &service,
+        &[
+            "preview",
+            "0 2 * * *",
+            "--tz",
+            "America/New_York",
+            "--count",
+            "3",
+            "--from",
+            "2026-03-07T12:00:00Z",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(keys(&doc), ["fire_times", "timezone"]);
+    assert_eq!(doc["timezone"], json!("America/New_York"));
+    let times: Vec<&Value> = doc["fire_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["time"])
+        .collect();
+    assert_eq!(
+        times,
+        [
+            &json!("2026-03-08T07:00:00Z"),
+            &json!("2026-03-09T06:00:00Z"),
+            &json!("2026-03-10T06:00:00Z")
+        ]
+    );
+    let gap = &doc["fire_times"][0];
+    assert_eq!(gap["dst_adjusted"], json!(true));
+    assert_eq!(gap["local_time"], json!("2026-03-08T03:00:00-04:00"));
+    assert_eq!(gap["utc_offset_seconds"], json!(-14400));
+    assert_eq!(doc["fire_times"][1]["dst_adjusted"], json!(false));
+
+    let every = json_of(&dueq(
+        &service,
+        &[
+            "preview",
+            "--every",
+            "90m",
+            "--count",
+            "2",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "-o",
+            "json",
+        ],
+    ));
+    let times: Vec<&Value> = every["fire_times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["time"])
+        .collect();
+    assert_eq!(
+        times,
+        [
+            &json!("2026-01-01T00:00:00Z"),
+            &json!("2026-01-01T01:30:00Z")
+        ]
+    );
+}
+
+/// Pins: `dueq migrate --output json` follows Migrate's stream to its end and
+/// prints each namespace's summary; --dry-run says so and writes nothing (the
+/// namespace status is unchanged); --all covers every namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_json_prints_the_summary_of_each_namespace() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    upsert(&mut client, "ns", every("a", 60)).await;
+    upsert(&mut client, "ns", every("b", 60)).await;
+    upsert(&mut client, "other", every("c", 60)).await;
+
+    let dry = json_of(&dueq(
+        &service,
+        &["migrate", "-n", "ns", "--dry-run", "-o", "json"],
+    ));
+    assert_eq!(keys(&dry), ["dry_run", "namespaces"]);
+    assert_eq!(dry["dry_run"], json!(true));
+    let ns = &dry["namespaces"][0];
+    assert_eq!(
+        keys(ns),
+        [
+            "already_present",
+            "batches",
+            "from_jobs_layout",
+            "from_schema",
+            "imported",
+            "indexed",
+            "jobs_converted",
+            "longest_batch_seconds",
+            "namespace",
+            "problems",
+            "removed",
+            "repaired",
+            "scanned",
+            "schedules_converted",
+            "to_jobs_layout",
+            "to_schema",
+        ]
+    );
+    assert_eq!(ns["namespace"], json!("ns"));
+    assert_eq!(ns["scanned"], json!(2));
+    assert_eq!(
+        (&ns["from_schema"], &ns["to_schema"]),
+        (&json!(3), &json!(3))
+    );
+    assert_eq!(ns["problems"], json!([]));
+
+    let real = json_of(&dueq(
+        &service,
+        &["migrate", "-n", "ns", "--batch-size", "1", "-o", "json"],
+    ));
+    assert_eq!(real["dry_run"], json!(false));
+    assert_eq!(real["namespaces"][0]["scanned"], json!(2));
+    assert!(
+        real["namespaces"][0]["batches"]
+            .as_u64()
+            .is_some_and(|b| b >= 2),
+        "{real}"
+    );
+
+    let all = json_of(&dueq(&service, &["migrate", "--all", "-o", "json"]));
+    let mut names = ids(&all["namespaces"], "namespace");
+    names.sort();
+    assert_eq!(names, ["ns", "other"]);
+}
+
+/// Pins: the default output is a table with a header and the rows asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_by_default() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    three_jobs(&mut client).await;
+    upsert(&mut client, "ns", cron("nightly", "0 7 * * *", "UTC")).await;
+
+    let out = dueq(&service, &["jobs", "-n", "ns", "emails", "--state", "dead"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("JOB ID") && text.contains("STATE"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("j1"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains("dead") && row.contains("boom") && row.contains("1/3"),
+        "{row}"
+    );
+    assert!(!text.contains("j2"), "{text}");
+
+    let out = dueq(&service, &["job", "-n", "ns", "j1"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("FIELD") && text.contains("boom") && text.contains("ATTEMPT"),
+        "{text}"
+    );
+
+    let out = dueq(&service, &["schedules", "-n", "ns"]);
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.contains("nightly"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains("cron 0 7 * * * (UTC)") && row.contains("active"),
+        "{row}"
+    );
+
+    let out = dueq(&service, &["preview", "0 7 * * *", "--count", "2"]);
+    let text = stdout(&out);
+    assert_eq!(text.matches("T07:00:00Z").count(), 2, "{text}");
+
+    let out = dueq(&service, &["migrate", "-n", "ns"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("NAMESPACE") && text.contains("3 -> 3"),
+        "{text}"
+    );
+}
+
+/// Pins: errors are one line on stderr with the gRPC code and the service's
+/// message, and the documented exit codes: 1 a service error, 2 a bad command
+/// line or file, 3 no service.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_the_code_and_exit_non_zero() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+
+    let (code, err) = failure(&dueq(
+        &service,
+        &["job", "-n", "ns", "missing", "-o", "json"],
+    ));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq job: NOT_FOUND: ") && err.contains("missing"),
+        "{err}"
+    );
+
+    let (code, err) = failure(&dueq(&service, &["migrate", "-n", "nowhere"]));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq migrate: NOT_FOUND: ") && err.contains("nowhere"),
+        "{err}"
+    );
+
+    let (code, err) = failure(&dueq(&service, &["jobs", "-n", "bad ns!", "emails"]));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq jobs: INVALID_ARGUMENT: ") && err.contains("namespace"),
+        "{err}"
+    );
+
+    let (code, err) = failure(&dueq(&service, &["schedule", "pause", "-n", "ns", "nope"]));
+    assert_eq!(code, 1);
+    assert!(err.starts_with("dueq schedule pause: NOT_FOUND: "), "{err}");
+
+    // Bad command lines: clap's message, exit 2, nothing sent.
+    let out = dueq(
+        &service,
+        &["jobs", "-n", "ns", "emails", "--state", "sleeping"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--state"), "{}", stderr(&out));
+    let out = dueq(&service, &["jobs", "emails"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--namespace"), "{}", stderr(&out));
+    let tls_addr = format!("https://{}", service.addr);
+    let (code, err) = failure(&dueq_with(
+        &[
+            "jobs",
+            "-n",
+            "ns",
+            "q",
+            "--addr",
+            &tls_addr,
+            "--tls-ca",
+            "/nonexistent/ca.pem",
+        ],
+        &[],
+    ));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--tls-ca") && err.contains("/nonexistent/ca.pem"),
+        "{err}"
+    );
+
+    // TLS flags with a plaintext address: exit 2, not a silent plaintext call.
+    let (code, err) = failure(&dueq(
+        &service,
+        &["jobs", "-n", "ns", "q", "--tls-ca", "/x.pem"],
+    ));
+    assert_eq!(code, 2);
+    assert!(err.contains("use https://"), "{err}");
+
+    // Nothing listening: exit 3.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let (code, err) = failure(&dueq_with(
+        &["jobs", "-n", "ns", "q", "--addr", &nowhere],
+        &[],
+    ));
+    assert_eq!(code, 3);
+    assert!(
+        err.contains("cannot connect") && err.contains(&nowhere),
+        "{err}"
+    );
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Pins: over TLS with a client certificate (mTLS) and an --auth-file, the CLI
+/// presents the certificate and the DUEQ_TOKEN (or --token) bearer token; without
+/// the token the call is refused UNAUTHENTICATED (exit 1); the token never shows in
+/// the output; without --tls-ca the service's certificate is not trusted (exit 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_client_certificate_and_token() {
+    let redis = Redis::start().await;
+    let certs = Certs::generate();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let auth = dir.path().join("auth.toml");
+    let token = "s3cret-operator-token";
+    std::fs::write(
+        &auth,
+        format!(
+            "[[principal]]\nname = \"ops\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
+             token_sha256 = \"{}\"\n",
+            sha256_hex(token)
+        ),
+    )
+    .expect("write auth file");
+    let mut config = config(&redis.url());
+    config.tls_cert = Some(certs.server_cert.clone());
+    config.tls_key = Some(certs.server_key.clone());
+    config.tls_client_ca = Some(certs.ca.clone());
+    config.auth_file = Some(auth);
+    let service = Service::start_unready(config).await;
+    let addr = format!("https://{}", service.addr);
+    let ca = certs.ca.to_str().unwrap();
+    let cert = certs.client_cert.to_str().unwrap();
+    let key = certs.client_key.to_str().unwrap();
+    let tls = [
+        "--addr",
+        &addr,
+        "--tls-ca",
+        ca,
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+    ];
+    let with = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut all = args.to_vec();
+        all.extend(tls);
+        dueq_with(&all, envs)
+    };
+
+    // The service comes up in the background: wait until the CLI is answered.
+    let patience = Patience::new("the TLS service to answer the CLI");
+    let doc = loop {
+        let out = with(
+            &["schedules", "-n", "ns", "-o", "json"],
+            &[("DUEQ_TOKEN", token)],
+        );
+        if out.status.success() {
+            break json_of(&out);
+        }
+        patience.wait().await;
+    };
+    assert_eq!(doc["schedules"], json!([]));
+    let out = with(
+        &[
+            "preview",
+            "0 7 * * *",
+            "--count",
+            "1",
+            "--token",
+            token,
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        json_of(&out)["fire_times"].as_array().map(Vec::len),
+        Some(1)
+    );
+
+    let (code, err) = failure(&with(&["schedules", "-n", "ns"], &[]));
+    assert_eq!(code, 1);
+    assert!(err.contains("UNAUTHENTICATED"), "{err}");
+    let (code, err) = failure(&with(&["job", "-n", "ns", "x"], &[("DUEQ_TOKEN", "wrong")]));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("UNAUTHENTICATED") && !err.contains("wrong"),
+        "{err}"
+    );
+    let out = with(&["job", "-n", "ns", "x"], &[("DUEQ_TOKEN", token)]);
+    assert!(!stdout(&out).contains(token) && !stderr(&out).contains(token));
+    assert!(stderr(&out).contains("NOT_FOUND"), "{}", stderr(&out));
+
+    // A client that does not trust the CA (the system store does not hold it), or
+    // shows no certificate: no call gets through.
+    let (code, err) = failure(&dueq_with(
+        &["schedules", "-n", "ns", "--addr", &addr],
+        &[("DUEQ_TOKEN", token)],
+    ));
+    assert_eq!(code, 3, "{err}");
+    let out = dueq_with(
+        &["schedules", "-n", "ns", "--addr", &addr, "--tls-ca", ca],
+        &[("DUEQ_TOKEN", token)],
+    );
+    assert!(
+        !out.status.success(),
+        "no client certificate, yet:\n{}",
+        stdout(&out)
+    );
+    assert!(!stderr(&out).contains(token));
+    // --help does not show the token's value even when it is set.
+    let out = dueq_with(&["jobs", "--help"], &[("DUEQ_TOKEN", token)]);
+    assert!(stdout(&out).contains("DUEQ_TOKEN") && !stdout(&out).contains(token));
+}

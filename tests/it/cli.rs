@@ -725,3 +725,138 @@ async fn tls_client_certificate_and_token() {
     let out = dueq_with(&["jobs", "--help"], &[("DUEQ_TOKEN", token)]);
     assert!(stdout(&out).contains("DUEQ_TOKEN") && !stdout(&out).contains(token));
 }
+
+/// The state of the README's grpcurl examples that its CLI examples read: in `shop`,
+/// queue `emails`, digest-alice dead ("mailbox full") and welcome-alice pending; in
+/// `billing`, the schedule nightly-invoices.
+async fn readme_state(client: &mut Client) {
+    let shop = |id: &str, name: &str| proto::EnqueueRequest {
+        namespace: "shop".into(),
+        queue: "emails".into(),
+        name: name.into(),
+        job_id: id.into(),
+        ..Default::default()
+    };
+    enqueue(client, shop("digest-alice", "email.digest")).await;
+    let mut claim = claim_req(&["emails"], 0, None);
+    claim.namespace = "shop".into();
+    claim.worker_id = "worker-1".into();
+    let claimed = client
+        .claim_job(claim)
+        .await
+        .expect("claim")
+        .into_inner()
+        .jobs
+        .pop()
+        .expect("digest-alice claimable");
+    client
+        .fail_job(proto::FailJobRequest {
+            namespace: "shop".into(),
+            job_id: claimed.job_id,
+            lease_token: claimed.lease_token,
+            error: "mailbox full".into(),
+            non_retryable: true,
+            ..Default::default()
+        })
+        .await
+        .expect("fail digest-alice");
+    enqueue(client, shop("welcome-alice", "email.welcome")).await;
+    let mut nightly = cron("nightly-invoices", "0 3 * * *", "Europe/Berlin");
+    nightly.job_name = "invoices.run".into();
+    upsert(client, "billing", nightly).await;
+}
+
+/// Pins: every CLI example in the README runs, in order, against a live service
+/// (the `dueq` on PATH is this build; DUEQ_ADDR points at the service), and prints
+/// what the README says it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_readme_cli_example_runs() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    readme_state(&mut client).await;
+    let commands = crate::readme_examples::commands_between("cli-examples");
+    assert_eq!(commands.len(), 9, "{commands:#?}");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let out = tokio::task::block_in_place(|| {
+            Command::new("bash")
+                .arg("-c")
+                .arg(command)
+                .env("PATH", &path)
+                .env("DUEQ_ADDR", service.endpoint())
+                .env_remove("DUEQ_TOKEN")
+                .env_remove("DUEQ_NAMESPACE")
+                .output()
+                .expect("bash")
+        });
+        assert!(
+            out.status.success(),
+            "README example failed:\n{command}\n{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        outputs.push(stdout(&out));
+    }
+    // The table the README shows is the one the first example prints.
+    let dead = &outputs[0];
+    assert!(
+        dead.contains("digest-alice") && dead.contains("mailbox full"),
+        "{dead}"
+    );
+    assert!(!dead.contains("welcome-alice"), "{dead}");
+    let shown = crate::readme_examples::README
+        .split("`dueq jobs -n shop emails --state dead` prints:")
+        .nth(1)
+        .and_then(|rest| rest.split("```text\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README shows the dead-jobs table");
+    let columns = |text: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.contains("digest-alice"))
+            .map(|l| {
+                l.split('┆')
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.contains('T') || !c.ends_with('Z'))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        columns(shown),
+        columns(dead),
+        "README:\n{shown}\nprinted:\n{dead}"
+    );
+
+    let job: Value = serde_json::from_str(&outputs[1]).expect("JSON");
+    assert_eq!(job["job"]["state"], json!("dead"));
+    assert_eq!(job["job"]["errors"][0]["message"], json!("mailbox full"));
+    assert!(outputs[2].contains("nightly-invoices") && outputs[2].contains("Europe/Berlin"));
+    assert!(outputs[3].contains("paused"), "{}", outputs[3]);
+    assert!(outputs[4].contains("active"), "{}", outputs[4]);
+    assert!(
+        outputs[5].contains("2026-03-08T07:00:00Z") && outputs[5].contains("03:00:00-04:00"),
+        "{}",
+        outputs[5]
+    );
+    assert!(
+        outputs[6].contains("dry run: nothing was written"),
+        "{}",
+        outputs[6]
+    );
+    assert!(
+        outputs[7].contains("billing") && outputs[7].contains("3 -> 3"),
+        "{}",
+        outputs[7]
+    );
+    assert_eq!(outputs[8].trim(), "digest-alice");
+}

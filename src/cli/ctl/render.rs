@@ -41,21 +41,22 @@ pub(crate) fn fields(rows: Vec<(&str, String)>) -> Table {
 }
 
 /// A timestamp as RFC 3339 in UTC, or None.
-pub(crate) fn time(ts: &Option<prost_types::Timestamp>) -> Option<String> {
+fn time(ts: &Option<prost_types::Timestamp>, format: SecondsFormat) -> Option<String> {
     let ts = ts.as_ref()?;
     let nanos = u32::try_from(ts.nanos).ok()?;
-    DateTime::<Utc>::from_timestamp(ts.seconds, nanos)
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+    DateTime::<Utc>::from_timestamp(ts.seconds, nanos).map(|t| t.to_rfc3339_opts(format, true))
 }
 
-/// A timestamp for JSON: a string or null.
+/// A timestamp for JSON: a string (with as many fraction digits as it has) or null.
 pub(crate) fn time_json(ts: &Option<prost_types::Timestamp>) -> Value {
-    time(ts).map(Value::String).unwrap_or(Value::Null)
+    time(ts, SecondsFormat::AutoSi)
+        .map(Value::String)
+        .unwrap_or(Value::Null)
 }
 
-/// A timestamp for a table: the time or "-".
+/// A timestamp for a table: to the second, or "-".
 pub(crate) fn time_cell(ts: &Option<prost_types::Timestamp>) -> String {
-    time(ts).unwrap_or_else(|| "-".into())
+    time(ts, SecondsFormat::Secs).unwrap_or_else(|| "-".into())
 }
 
 /// A duration in seconds, or None.

@@ -5,6 +5,7 @@
 
 use std::process::{Command, Output};
 
+use deadpool_redis::redis;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -859,4 +860,46 @@ async fn every_readme_cli_example_runs() {
         outputs[7]
     );
     assert_eq!(outputs[8].trim(), "digest-alice");
+}
+
+/// Pins: a Migrate that reports records it could not use still prints its summary
+/// (the JSON lists them) and exits 4, with one line on stderr saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_with_problems_exits_4() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    upsert(&mut client, "good", every("a", 60)).await;
+    let mut conn = redis.conn().await;
+    // A namespace-shaped meta key holding the wrong type: that namespace fails.
+    let _: () = query(
+        &mut conn,
+        redis::cmd("SET").arg("dueq:{broken}:meta").arg("x"),
+    )
+    .await;
+
+    let out = dueq(&service, &["migrate", "--all", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("dueq migrate: 1 record(s) could not be used"),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("one JSON document");
+    let summaries = doc["namespaces"].as_array().expect("namespaces");
+    let broken = summaries
+        .iter()
+        .find(|s| s["namespace"] == json!("broken"))
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(
+        broken["problems"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+    let good = summaries
+        .iter()
+        .find(|s| s["namespace"] == json!("good"))
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(good["problems"], json!([]));
 }

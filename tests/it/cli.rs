@@ -903,3 +903,45 @@ async fn migrate_with_problems_exits_4() {
         .unwrap_or_else(|| panic!("{doc}"));
     assert_eq!(good["problems"], json!([]));
 }
+
+/// Pins: on a terminal (a pseudo-terminal from `script`), `dueq migrate` draws its
+/// progress bar on stderr as the stream goes (the namespace, the phase and the
+/// scanned count), then clears it and prints the summary; off a terminal (every
+/// other test) nothing but the summary is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_draws_a_progress_bar_on_a_terminal() {
+    let script_found = Command::new("script").arg("--version").output().is_ok();
+    if !script_found {
+        eprintln!("skipping: no `script` (util-linux) to make a pseudo-terminal");
+        return;
+    }
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    for i in 0..20 {
+        upsert(&mut client, "ns", every(&format!("s{i:02}"), 60)).await;
+    }
+    let command = format!(
+        "{} migrate -n ns --batch-size 1 --addr {}",
+        env!("CARGO_BIN_EXE_dueq"),
+        service.endpoint()
+    );
+    let out = tokio::task::block_in_place(|| {
+        Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("TERM", "xterm")
+            .output()
+            .expect("script")
+    });
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ns records") && text.contains("/20"),
+        "no progress bar drawn:\n{text:?}"
+    );
+    assert!(text.contains("3 -> 3"), "{text}");
+
+    let plain = dueq(&service, &["migrate", "-n", "ns", "--batch-size", "1"]);
+    assert!(stderr(&plain).is_empty(), "{}", stderr(&plain));
+    assert!(!stdout(&plain).contains("records"), "{}", stdout(&plain));
+}

@@ -59,9 +59,13 @@ pub struct DevConfig {
 /// Flags of `dueq health`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HealthConfig {
-    /// The service to ask, at its gRPC health endpoint.
+    /// The service to ask, at its gRPC health endpoint: http://host:port, or
+    /// https://host:port for TLS.
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     pub addr: String,
+
+    #[command(flatten)]
+    pub tls: ctl::TlsArgs,
 
     /// How long to wait for a connection and an answer.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]

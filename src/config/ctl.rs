@@ -54,24 +54,8 @@ pub struct ClientArgs {
     #[arg(long, env = "DUEQ_ADDR", default_value = "http://127.0.0.1:50051")]
     pub addr: String,
 
-    /// PEM CA certificate(s) to trust for the service's certificate, instead of the
-    /// system trust store. Implies TLS.
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-
-    /// PEM client certificate to present (a service with --tls-client-ca, mTLS);
-    /// needs --tls-key. Implies TLS.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-
-    /// PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-
-    /// The name to check the service's certificate against, when it is not the host
-    /// of --addr.
-    #[arg(long, value_name = "NAME")]
-    pub tls_server_name: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 
     /// Bearer token sent with every call (a service with --auth-file). Never printed.
     // The env value is hidden from --help: it is a secret.
@@ -93,14 +77,41 @@ impl fmt::Debug for ClientArgs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientArgs")
             .field("addr", &self.addr)
-            .field("tls_ca", &self.tls_ca)
-            .field("tls_cert", &self.tls_cert)
-            .field("tls_key", &self.tls_key)
-            .field("tls_server_name", &self.tls_server_name)
+            .field("tls", &self.tls)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
             .field("output", &self.output)
             .finish()
+    }
+}
+
+/// TLS to the service: shared by the operator commands and `dueq health`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// PEM CA certificate(s) to trust for the service's certificate, instead of the
+    /// system trust store. Implies TLS.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// PEM client certificate to present (a service with --tls-client-ca, mTLS);
+    /// needs --tls-key. Implies TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// The name to check the service's certificate against, when it is not the host
+    /// of --addr.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+}
+
+impl TlsArgs {
+    /// Whether any TLS flag is given.
+    pub fn any(&self) -> bool {
+        self.tls_ca.is_some() || self.tls_cert.is_some() || self.tls_server_name.is_some()
     }
 }
 

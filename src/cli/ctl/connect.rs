@@ -2,7 +2,10 @@
 //! the system trust store, a client certificate for mTLS), and a bearer token on
 //! every call. Nothing here prints the token.
 
-use dueq::{config::ctl::ClientArgs, proto::queue_service_client::QueueServiceClient};
+use dueq::{
+    config::ctl::{ClientArgs, TlsArgs},
+    proto::queue_service_client::QueueServiceClient,
+};
 use tonic::{
     metadata::{Ascii, MetadataValue},
     service::{interceptor::InterceptedService, Interceptor},
@@ -11,6 +14,7 @@ use tonic::{
 };
 
 use super::Failure;
+use crate::cli::health::sources;
 
 /// Room for the largest messages the service may send (a page of full jobs).
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;
@@ -32,26 +36,44 @@ impl Interceptor for Bearer {
     }
 }
 
-/// Whether `args` ask for TLS: an https:// address or any TLS file.
-fn wants_tls(args: &ClientArgs) -> bool {
-    args.tls_ca.is_some() || args.tls_cert.is_some() || args.tls_server_name.is_some()
-}
-
 /// The address with its scheme: a bare host:port is https:// with TLS flags and
 /// http:// without.
-fn address(args: &ClientArgs) -> Result<String, Failure> {
-    let tls = wants_tls(args);
-    if args.addr.contains("://") {
-        if tls && args.addr.starts_with("http://") {
+pub(crate) fn address(addr: &str, tls: &TlsArgs) -> Result<String, Failure> {
+    if addr.contains("://") {
+        if tls.any() && addr.starts_with("http://") {
             return Err(Failure::Usage(format!(
-                "--addr {} is plaintext but TLS flags are given: use https://",
-                args.addr
+                "--addr {addr} is plaintext but TLS flags are given: use https://"
             )));
         }
-        return Ok(args.addr.clone());
+        return Ok(addr.to_string());
     }
-    let scheme = if tls { "https" } else { "http" };
-    Ok(format!("{scheme}://{}", args.addr))
+    let scheme = if tls.any() { "https" } else { "http" };
+    Ok(format!("{scheme}://{addr}"))
+}
+
+/// `endpoint` with TLS when `addr` is https://: trusting --tls-ca or the system
+/// store, showing the client certificate if given.
+pub(crate) fn secure(endpoint: Endpoint, addr: &str, args: &TlsArgs) -> Result<Endpoint, Failure> {
+    if !addr.starts_with("https://") {
+        return Ok(endpoint);
+    }
+    let mut tls = ClientTlsConfig::new();
+    tls = match &args.tls_ca {
+        Some(ca) => tls.ca_certificate(Certificate::from_pem(read(ca, "--tls-ca")?)),
+        None => tls.with_native_roots(),
+    };
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        tls = tls.identity(Identity::from_pem(
+            read(cert, "--tls-cert")?,
+            read(key, "--tls-key")?,
+        ));
+    }
+    if let Some(name) = &args.tls_server_name {
+        tls = tls.domain_name(name.clone());
+    }
+    endpoint
+        .tls_config(tls)
+        .map_err(|e| Failure::Usage(format!("TLS: {}", sources(&e))))
 }
 
 fn read(path: &std::path::Path, what: &str) -> Result<Vec<u8>, Failure> {
@@ -61,7 +83,7 @@ fn read(path: &std::path::Path, what: &str) -> Result<Vec<u8>, Failure> {
 
 /// Connects; `per_call_timeout` cuts each call at --timeout (not for streams).
 pub(crate) async fn connect(args: &ClientArgs, per_call_timeout: bool) -> Result<Client, Failure> {
-    let addr = address(args)?;
+    let addr = address(&args.addr, &args.tls)?;
     let token = match &args.token {
         None => None,
         Some(token) => Some(
@@ -81,31 +103,11 @@ pub(crate) async fn connect(args: &ClientArgs, per_call_timeout: bool) -> Result
     if per_call_timeout {
         endpoint = endpoint.timeout(args.timeout);
     }
-    if addr.starts_with("https://") {
-        let mut tls = ClientTlsConfig::new();
-        tls = match &args.tls_ca {
-            Some(ca) => tls.ca_certificate(Certificate::from_pem(read(ca, "--tls-ca")?)),
-            None => tls.with_native_roots(),
-        };
-        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-            tls = tls.identity(Identity::from_pem(
-                read(cert, "--tls-cert")?,
-                read(key, "--tls-key")?,
-            ));
-        }
-        if let Some(name) = &args.tls_server_name {
-            tls = tls.domain_name(name.clone());
-        }
-        endpoint = endpoint
-            .tls_config(tls)
-            .map_err(|e| Failure::Usage(format!("TLS: {}", super::super::health::sources(&e))))?;
-    }
-    let channel = endpoint.connect().await.map_err(|e| {
-        Failure::Unreachable(format!(
-            "{addr}: cannot connect: {}",
-            super::super::health::sources(&e)
-        ))
-    })?;
+    endpoint = secure(endpoint, &addr, &args.tls)?;
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| Failure::Unreachable(format!("{addr}: cannot connect: {}", sources(&e))))?;
     Ok(QueueServiceClient::with_interceptor(channel, Bearer(token))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE))

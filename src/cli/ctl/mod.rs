@@ -3,7 +3,7 @@
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
-mod connect;
+pub(crate) mod connect;
 mod jobs;
 mod migrate;
 mod render;
@@ -34,6 +34,19 @@ impl Failure {
             Failure::Usage(_) => 2,
             Failure::Unreachable(_) => 3,
             Failure::Problems(_) => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Status(status) => {
+                write!(f, "{}: {}", code_name(status.code()), status.message())
+            }
+            Failure::Usage(why) | Failure::Unreachable(why) | Failure::Problems(why) => {
+                f.write_str(why)
+            }
         }
     }
 }
@@ -74,16 +87,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            match &failure {
-                Failure::Status(status) => eprintln!(
-                    "dueq {name}: {}: {}",
-                    code_name(status.code()),
-                    status.message()
-                ),
-                Failure::Usage(why) | Failure::Unreachable(why) | Failure::Problems(why) => {
-                    eprintln!("dueq {name}: {why}")
-                }
-            }
+            eprintln!("dueq {name}: {failure}");
             ExitCode::from(failure.exit_code())
         }
     }

@@ -86,12 +86,15 @@ pub(crate) async fn connect(args: &ClientArgs, per_call_timeout: bool) -> Result
     let addr = address(&args.addr, &args.tls)?;
     let token = match &args.token {
         None => None,
-        Some(token) => Some(
-            format!("Bearer {token}")
+        Some(token) => {
+            let mut value = format!("Bearer {token}")
                 .parse::<MetadataValue<Ascii>>()
                 // The token itself is not repeated.
-                .map_err(|_| Failure::Usage("the token is not valid in an HTTP header".into()))?,
-        ),
+                .map_err(|_| Failure::Usage("the token is not valid in an HTTP header".into()))?;
+            // Kept out of Debug prints and of HPACK's shared table.
+            value.set_sensitive(true);
+            Some(value)
+        }
     };
     let mut endpoint = Endpoint::from_shared(addr.clone())
         .map_err(|e| {

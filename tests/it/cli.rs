@@ -945,3 +945,48 @@ async fn migrate_draws_a_progress_bar_on_a_terminal() {
     assert!(stderr(&plain).is_empty(), "{}", stderr(&plain));
     assert!(!stdout(&plain).contains("records"), "{}", stdout(&plain));
 }
+
+/// Pins: `dueq --help` names every operator command, and each command's help
+/// documents the exit codes and the connection flags.
+#[test]
+fn help_names_the_operator_commands_and_their_exit_codes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .arg("--help")
+        .output()
+        .expect("run dueq");
+    let help = stdout(&out);
+    for command in ["jobs", "job", "schedules", "schedule", "preview", "migrate"] {
+        assert!(
+            help.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{command} "))),
+            "--help lacks {command}:\n{help}"
+        );
+    }
+    for command in [
+        &["jobs"][..],
+        &["job"],
+        &["schedules"],
+        &["schedule", "pause"],
+        &["preview"],
+        &["migrate"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(&args)
+            .output()
+            .expect("run dueq");
+        let help = stdout(&out);
+        for needle in [
+            "Exit codes: 0",
+            "--addr",
+            "DUEQ_ADDR",
+            "--tls-ca",
+            "--token",
+            "DUEQ_TOKEN",
+            "--output",
+        ] {
+            assert!(help.contains(needle), "{args:?} lacks {needle}:\n{help}");
+        }
+    }
+}

@@ -13,7 +13,8 @@
 -- same script that marks it cancelled. A pending job's ready-list entry stays and is
 -- dropped by the claim that meets it (the record says cancelled): removing it here
 -- would be an O(N) LREM. An active job (leased to a worker) is refused, so
--- cancelling never races a worker's ack. O(log N). Invariant 5: refused while the
+-- cancelling never races a worker's ack. A pending job leaves its queue's pending
+-- count here (lib/job.lua queue state). O(log N). Invariant 5: refused while the
 -- namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -25,7 +26,9 @@ local key, r = job_at(K, id)
 if not key then return r end
 if r.state == 'delayed' then
   redis.call('ZREM', K.delayed .. r.queue, id)
-elseif r.state ~= 'pending' then
+elseif r.state == 'pending' then
+  count_pending(KEYS[2], r, -1)
+else
   return { 'state', r.state }
 end
 r.state, r.finished, r.updated = 'cancelled', now, now

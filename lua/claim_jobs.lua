@@ -33,6 +33,9 @@
 --   failed or re-handed; an expired lease makes it pending again here (attempt + 1 at
 --   its next claim) or dead if it has used max_attempts.
 -- * 5: refused while the namespace's jobs are in an older layout.
+-- * queue state (lib/job.lua): every move into or out of pending changes its queue's
+--   pending count and a job going dead enters its queue's dead set, here; a paused
+--   queue (one HGET per queue) is skipped entirely.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
 -- * 9 (bounded replies): a job the reply could not carry is not leased; it stays at
 --   the head of its list for the next claim. The first job is always leased: the
@@ -68,10 +71,12 @@ local function reclaim(queue)
           r.state, r.finished = 'dead', now
           job_save(key, r)
           register = math.max(register, finish_entry(done, id, now))
+          dead_add(KEYS[2], id, r, now)
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
           ready_push(K, queue, r.priority, r.n, true)
+          count_pending(KEYS[2], r, 1)
         end
       else
         redis.call('ZADD', lkey, r.lease_until, id) -- stale score: the record says later
@@ -95,9 +100,18 @@ local function promote(queue)
         r.state = 'pending'
         job_save(key, r)
         ready_push(K, queue, r.priority, r.n, false)
+        count_pending(KEYS[2], r, 1)
       end
     end
   end
+end
+
+-- A paused queue is left alone: nothing of it is reclaimed, promoted or claimed, and
+-- it adds nothing to next_ms or more (so no timer wakes a long-poll for it).
+local all_queues = queues
+queues = {}
+for _, q in ipairs(all_queues) do
+  if not queue_paused(KEYS[2], q) then queues[#queues + 1] = q end
 end
 
 for _, q in ipairs(queues) do
@@ -180,6 +194,7 @@ while #claimed < max_jobs and skips < budget do
     r.worker, r.attempts, r.updated = worker, r.attempts + 1, now
     job_save(key, r)
     redis.call('ZADD', K.leased .. h.queue, until_ms, id)
+    count_pending(KEYS[2], r, -1)
     claimed[#claimed + 1] = { id, r }
   else
     skips = skips + 1 -- dangling or stale ready entry (cancelled, pruned), dropped

@@ -23,6 +23,8 @@
 --   of at most 64, RPUSH or ZADD), one more SET for a payload over 1 KiB, plus one
 --   HINCRBY per queue and one ZADD per new ready list. FIFO: a ready list is pushed at the tail and popped at the head.
 -- * 5: refused while the namespace's jobs are in an older layout.
+-- * queue state (lib/job.lua): a created pending job counts in its queue's pending
+--   count; a queue's first jobs add it to the queue registry.
 -- * 7 (one clock): run times are computed from Redis TIME.
 
 local meta = KEYS[1]
@@ -35,8 +37,9 @@ if layout == nil then
   -- in the marker that outlives a lost meta (lib/job.lua jobs_guard). The schedule
   -- schema is not written here: a meta lost under stored schedules must stay
   -- refused until Migrate rebuilds it.
-  redis.call('HSET', meta, 'jobs', JOBS_LAYOUT)
+  redis.call('HSET', meta, 'jobs', JOBS_LAYOUT, 'counts', '1')
   redis.call('SET', jobs_marker(meta), JOBS_LAYOUT)
+  COUNTS_KEPT = true
 end
 local n = tonumber(ARGV[10])
 -- Job i's 17 values start after b = 10 + i * FIELDS; these name their offsets, the
@@ -57,6 +60,13 @@ for i = 0, n - 1 do
 end
 for q, count in pairs(per_queue) do
   next_n[q] = redis.call('HINCRBY', meta, 'n:' .. q, count) - count + 1
+  -- A queue's first jobs register it (Migrate's recount registers older ones).
+  -- A queue new to a namespace whose counts Migrate has yet to recount is counted
+  -- from its first job (rc -1: lib/job.lua count_pending).
+  if next_n[q] == 1 then
+    redis.call('ZADD', queue_registry(meta), 'NX', 0, q)
+    if not COUNTS_KEPT then redis.call('HSET', meta, 'rc:' .. q, -1) end
+  end
 end
 -- The namespace-wide order of jobs, for claims across queues of equal priority.
 local gseq = redis.call('HINCRBY', meta, 'gseq', n) - n
@@ -131,6 +141,7 @@ for i = 0, n - 1 do
       redis.call('ZADD', K.delayed .. queue, run_at, id)
     else
       ready_push(K, queue, priority, job_n, false)
+      count_pending(meta, record, 1)
     end
     if dedup_key ~= '' then
       redis.call('SET', K.dedup .. dedup_key, id, 'PX', dedup_ttl)

@@ -19,6 +19,7 @@
 --   changes nothing.
 -- * 1: state, error history and the lease/delayed/ready/finished entries change
 --   together. O(log N).
+-- * queue state (lib/job.lua): pending count and dead set follow the new state.
 -- * 5: refused while the namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -36,6 +37,7 @@ redis.call('ZREM', K.leased .. r.queue, id)
 if ARGV[13] == '1' or r.attempts >= r.max_attempts then
   r.state, r.finished = 'dead', now
   job_save(key, r)
+  dead_add(KEYS[2], id, r, now)
   return { 'ok', now, 'dead', '', finish_entry(KEYS[1], id, now) }
 end
 
@@ -54,6 +56,7 @@ if delay <= 0 then
   r.state, r.run_at = 'pending', now
   job_save(key, r)
   ready_push(K, r.queue, r.priority, r.n, true)
+  count_pending(KEYS[2], r, 1)
   return { 'ok', now, 'pending', now, 0 }
 end
 local run_at = now + delay

@@ -14,7 +14,8 @@
 -- and per delayed and leased set its head (ZRANGE 0 0), then ZCOUNT and ZRANGEBYSCORE
 -- LIMIT 1 only when the head is due (an idle queue costs three commands). The count wakes that many waiters; it may include
 -- stale ready entries (their claims drop them) and ignores priorities past the
--- 16th (the claims that follow report `more`). Invariant 7 (docs/DESIGN.md): now is Redis TIME, so
+-- 16th (the claims that follow report `more`). A paused queue counts 0 and adds no
+-- earliest time: no timer wakes a long-poll for it. Invariant 7 (docs/DESIGN.md): now is Redis TIME, so
 -- every replica's timer agrees on what is claimable. Invariant 5: refused while the
 -- namespace's jobs are in an older layout.
 
@@ -24,8 +25,10 @@ local now = now_ms()
 local K = job_keys(ARGV, 1)
 local earliest = nil
 local counts = {}
-for i = 9, #ARGV do
-  local q = ARGV[i]
+-- About how many jobs of queue q are claimable now; records the earliest future time.
+local function claimable(q)
+  -- A paused queue has nothing claimable and nothing to wake for (one HGET).
+  if queue_paused(KEYS[2], q) then return 0 end
   local n = 0
   for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 15)) do
     n = n + redis.call('LLEN', ready_list(K, q, priority))
@@ -42,7 +45,11 @@ for i = 9, #ARGV do
       if earliest == nil or s < earliest then earliest = s end
     end
   end
-  counts[#counts + 1] = n
+  return n
+end
+
+for i = 9, #ARGV do
+  counts[#counts + 1] = claimable(ARGV[i])
 end
 local out = { now, earliest or '' }
 for i = 1, #counts do out[#out + 1] = counts[i] end

@@ -35,6 +35,7 @@ local function delete(id)
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
+  if r.state == 'dead' then dead_remove(KEYS[2], id, r) end
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)
   if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then

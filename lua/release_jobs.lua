@@ -31,6 +31,7 @@ for i = 9, #ARGV - 1, 2 do
     r.attempts, r.run_at, r.updated = math.max(r.attempts - 1, 0), now, now
     job_save(key, r)
     ready_push(K, r.queue, r.priority, r.n, true)
+    count_pending(KEYS[2], r, 1)
     released = released + 1
   end
 end

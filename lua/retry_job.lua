@@ -10,7 +10,8 @@
 --
 -- Invariant 1 (docs/DESIGN.md): the job leaves the finished set (so retention no longer prunes it) and
 -- enters the head of its ready list in the same script that marks it pending. Its
--- error history is kept. O(log N). Invariant 5: refused while the namespace's jobs
+-- error history is kept; it leaves its queue's dead set and counts as pending
+-- (lib/job.lua queue state). O(log N). Invariant 5: refused while the namespace's jobs
 -- are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -26,6 +27,8 @@ r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
 r.finished, r.run_at, r.updated = '', now, now
 job_save(key, r)
 ready_push(K, r.queue, r.priority, r.n, true)
+dead_remove(KEYS[2], id, r)
+count_pending(KEYS[2], r, 1)
 local out = { 'ok' }
 for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
 return out

@@ -6,7 +6,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{clock::Clock, longpoll::Wakers, namespaces::Namespaces, store::Store};
+use crate::{
+    clock::Clock,
+    longpoll::Wakers,
+    namespaces::{Entry, Namespaces},
+    store::Store,
+};
 
 #[derive(Clone)]
 pub(crate) struct Context {
@@ -16,4 +21,25 @@ pub(crate) struct Context {
     pub(crate) wakers: Arc<Wakers>,
     /// Cancelled when the service stops: pending long-polls answer empty.
     pub(crate) shutdown: CancellationToken,
+}
+
+impl Context {
+    /// Puts the entry's namespace in the store's namespace registry after a write
+    /// that stored something succeeded: one `ZADD NX` per process per namespace (the
+    /// entry remembers it; a fresh entry after eviction registers again, which
+    /// changes nothing). After, not before: a refused call writes nothing (invariant
+    /// 8). The registry is outside the namespace's slot, so no script may write it;
+    /// a registration that fails is logged and made by the next write (the entry is
+    /// not marked), or by Migrate, which registers every namespace it meets.
+    pub(crate) async fn register(&self, entry: &Entry) {
+        if entry.registered() {
+            return;
+        }
+        match self.store.register_namespace(entry.name()).await {
+            Ok(()) => entry.mark_registered(),
+            Err(error) => {
+                tracing::warn!(namespace = %entry.name(), %error, "could not register the namespace");
+            }
+        }
+    }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Entry {
     pub(crate) migrate_notice: Mutex<Option<Instant>>,
     /// A job call has used this entry.
     served_jobs: AtomicBool,
+    /// This process has put the namespace in the store's namespace registry.
+    registered: AtomicBool,
 }
 
 impl Entry {
@@ -56,6 +58,15 @@ impl Entry {
     /// True the first time a job call served through this entry asks, false after.
     pub(crate) fn first_job_call(&self) -> bool {
         !self.served_jobs.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether this process already registered the namespace (`Context::register`).
+    pub(crate) fn registered(&self) -> bool {
+        self.registered.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_registered(&self) {
+        self.registered.store(true, Ordering::Release);
     }
 
     fn evictable(&self, now: Instant) -> bool {
@@ -95,6 +106,7 @@ impl Namespaces {
             health: Mutex::new((Finding::Healthy, None)),
             migrate_notice: Mutex::new(None),
             served_jobs: AtomicBool::new(false),
+            registered: AtomicBool::new(false),
         });
         entries.insert(name.to_owned(), entry.clone());
         entry

@@ -101,6 +101,7 @@ impl Schedules {
             max_schedules: self.max_schedules,
         };
         let (created, record) = self.cx.store.run(namespace, &upsert).await?;
+        self.cx.register(&entry).await;
         self.cx
             .wakers
             .observe(&entry, Work::Schedules, record.next_run_ms);

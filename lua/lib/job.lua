@@ -60,8 +60,14 @@ local function jobs_marker(meta)
   return meta .. ':jobs'
 end
 
+-- Whether this namespace's queue counts are kept (meta `counts` = '1'); read by
+-- jobs_guard with the layout, in the same call.
+local COUNTS_KEPT = false
+
 local function jobs_guard(meta)
-  local found = redis.call('HGET', meta, 'jobs')
+  local got = redis.call('HMGET', meta, 'jobs', 'counts')
+  local found = got[1]
+  COUNTS_KEPT = got[2] == '1'
   if found == JOBS_LAYOUT then return nil, found end
   if not found then
     if redis.call('HEXISTS', meta, 'job_seq') == 1 then
@@ -289,4 +295,41 @@ local function finish_entry(done, id, now)
   local n = redis.call('ZCARD', done)
   if n % 512 == 0 or bit.band(n, n - 1) == 0 then return 1 end
   return 0
+end
+
+-- Queue state (issue 14). Keys composed from meta, like jobs_marker (keys.rs
+-- `queue_state`, `queue_dead`, `queue_registry`; a library test pins them):
+--   queue_state(meta, q)   hash meta .. ':q:' .. q    `pending` count, `paused` ('1')
+--   queue_dead(meta, q)    zset meta .. ':dead:' .. q dead job id -> finish ms
+--   queue_registry(meta)   zset meta .. ':queues'     queue name -> 0 (lex order)
+-- Delayed and active counts are the sizes of the delayed and leased sets (exact: an
+-- entry is there exactly while its job is in that state), dead the size of the dead
+-- set, so only `pending` is a counter: count_pending(meta, r, delta) keeps it, in the
+-- script that moves the job (invariant 1). A namespace whose jobs predate the counts
+-- (meta `counts` unset) is recounted by Migrate (migrate_counts.lua): while it runs,
+-- meta `rc:<queue>` is the next job number the recount visits of that queue (-1 once
+-- the queue is done), and only jobs below it are counted by the transitions.
+local function queue_state(meta, queue) return meta .. ':q:' .. queue end
+local function queue_dead(meta, queue) return meta .. ':dead:' .. queue end
+local function queue_registry(meta) return meta .. ':queues' end
+
+local function count_pending(meta, r, delta)
+  if not COUNTS_KEPT then
+    local cursor = tonumber(redis.call('HGET', meta, 'rc:' .. r.queue))
+    if cursor == nil or (cursor >= 0 and r.n >= cursor) then return end
+  end
+  redis.call('HINCRBY', queue_state(meta, r.queue), 'pending', delta)
+end
+
+-- A job became dead / stopped being dead: its queue's dead set follows.
+local function dead_add(meta, id, r, now)
+  redis.call('ZADD', queue_dead(meta, r.queue), now, id)
+end
+local function dead_remove(meta, id, r)
+  redis.call('ZREM', queue_dead(meta, r.queue), id)
+end
+
+-- Whether a queue is paused (claims skip it). O(1).
+local function queue_paused(meta, queue)
+  return redis.call('HGET', queue_state(meta, queue), 'paused') == '1'
 end

@@ -20,6 +20,10 @@ const AUDITED: &[&str] = &[
     "RetryJob",
     "PauseSchedule",
     "ResumeSchedule",
+    "PauseQueue",
+    "ResumeQueue",
+    "RetryDeadJobs",
+    "PurgeJobs",
 ];
 
 /// The namespace (or every namespace) a request reaches.
@@ -58,7 +62,19 @@ one_namespace!(
     CancelJobRequest,
     RetryJobRequest,
     GetNamespaceStatusRequest,
+    ListQueuesRequest,
+    PauseQueueRequest,
+    ResumeQueueRequest,
+    RetryDeadJobsRequest,
+    PurgeJobsRequest,
 );
+
+impl Scoped for proto::ListNamespacesRequest {
+    /// It names every namespace: reader (or more) on `*`.
+    fn scope(&self) -> Scope<'_> {
+        Scope::Everything
+    }
+}
 
 impl Scoped for proto::MigrateRequest {
     /// Every namespace, or another application's keys (an import source), takes

@@ -12,6 +12,7 @@ mod deadline;
 mod error;
 mod jobs;
 mod limits;
+mod queues;
 mod reply_budget;
 mod rescue;
 mod schedules;

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use super::{
     admin,
     authorize::{authorize, method_of},
-    jobs, schedules, AdminApi, QueueApi,
+    jobs, queues, schedules, AdminApi, QueueApi,
 };
 use crate::proto::{self, admin_service_server::AdminService, queue_service_server::QueueService};
 
@@ -80,6 +80,12 @@ rpcs!(QueueApi: QueueService {
     list_jobs(ListJobsRequest) -> ListJobsResponse = jobs::list;
     cancel_job(CancelJobRequest) -> CancelJobResponse = jobs::cancel;
     retry_job(RetryJobRequest) -> RetryJobResponse = jobs::retry;
+    list_namespaces(ListNamespacesRequest) -> ListNamespacesResponse = queues::list_namespaces;
+    list_queues(ListQueuesRequest) -> ListQueuesResponse = queues::list_queues;
+    pause_queue(PauseQueueRequest) -> PauseQueueResponse = queues::pause;
+    resume_queue(ResumeQueueRequest) -> ResumeQueueResponse = queues::resume;
+    retry_dead_jobs(RetryDeadJobsRequest) -> RetryDeadJobsResponse = queues::retry_dead;
+    purge_jobs(PurgeJobsRequest) -> PurgeJobsResponse = queues::purge;
 } operators: |queue| &queue.admin);
 
 rpcs!(AdminApi: AdminService {} operators: |admin| admin);

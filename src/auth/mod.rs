@@ -61,14 +61,16 @@ impl std::fmt::Display for Scope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Scope::Namespace(namespace) => write!(f, "namespace {namespace:?}"),
-            Scope::Everything => f.write_str("all namespaces (needs admin on \"*\")"),
+            Scope::Everything => f.write_str("all namespaces (needs the role on \"*\")"),
         }
     }
 }
 
 impl Principal {
     /// Whether this principal may call `method` (the proto name, e.g. `Enqueue`) on
-    /// `scope`. Every namespace at once takes the admin role and the pattern `*`.
+    /// `scope`. Every namespace at once takes the pattern `*` and a role that allows
+    /// the method: admin for Migrate (no other role lists it), reader or more for
+    /// ListNamespaces.
     pub(crate) fn allows(&self, method: &str, scope: Scope<'_>) -> bool {
         match scope {
             Scope::Namespace(namespace) => {
@@ -76,7 +78,8 @@ impl Principal {
                     && self.namespaces.iter().any(|p| p.matches(namespace))
             }
             Scope::Everything => {
-                self.roles.contains(&Role::Admin) && self.namespaces.iter().any(Pattern::is_all)
+                self.roles.iter().any(|role| role.allows(method))
+                    && self.namespaces.iter().any(Pattern::is_all)
             }
         }
     }
@@ -165,6 +168,10 @@ mod tests {
         assert!(principal(&[Role::Admin], &["*"]).allows("Migrate", ns));
         assert!(!principal(&[Role::Admin], &["shop-*"]).allows("Migrate", ns));
         assert!(!principal(&[Role::Producer, Role::Worker], &["*"]).allows("Migrate", ns));
+        // Listing every namespace takes a reading role on `*`.
+        assert!(principal(&[Role::Reader], &["*"]).allows("ListNamespaces", ns));
+        assert!(!principal(&[Role::Reader], &["shop-*"]).allows("ListNamespaces", ns));
+        assert!(!principal(&[Role::Reader], &["*"]).allows("PurgeJobs", ns));
     }
 
     #[test]

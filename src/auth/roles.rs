@@ -21,6 +21,8 @@ pub(crate) const READS: &[&str] = &[
     "ListJobs",
     "PreviewSchedule",
     "GetNamespaceStatus",
+    "ListNamespaces",
+    "ListQueues",
 ];
 
 pub(crate) const PRODUCER: &[&str] = &[

@@ -8,6 +8,7 @@ mod lease;
 pub(crate) mod limits;
 mod namespace;
 mod occurrence;
+mod queue;
 mod schedule;
 
 pub(crate) use failure::FailureKind;
@@ -20,6 +21,7 @@ pub(crate) use namespace::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
 };
 pub(crate) use occurrence::{occurrence_id, Occurrence, OccurrenceLease};
+pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};
 pub(crate) use schedule::{
     Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
 };

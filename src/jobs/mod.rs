@@ -6,6 +6,7 @@
 
 mod chunks;
 mod coalesce;
+mod queues;
 mod retention;
 
 use std::{sync::Arc, time::Duration};
@@ -125,6 +126,7 @@ impl Jobs {
         for jobs in chunks::chunks(&specs) {
             let stored = self.cx.store.run(namespace, &EnqueueJobs { jobs }).await?;
             self.observe_enqueued(&entry, &stored);
+            self.cx.register(&entry).await;
             results.extend(stored);
         }
         Ok(results)
@@ -140,6 +142,7 @@ impl Jobs {
         let entry = self.entry(namespace);
         let spec = job.into_spec(self.max_lease_ms);
         let result = coalesce::enqueue(&self.cx.store, &entry, spec).await?;
+        self.cx.register(&entry).await;
         self.observe_enqueued(&entry, std::slice::from_ref(&result));
         Ok(result)
     }

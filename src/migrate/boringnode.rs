@@ -75,6 +75,9 @@ impl Migrator {
             .await;
         lease.release().await;
         result?;
+        if !options.dry_run {
+            self.store.register_namespace(namespace).await?;
+        }
         progress.phase = Phase::Done;
         progress.to_schema = if options.dry_run {
             progress.from_schema

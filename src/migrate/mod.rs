@@ -14,6 +14,7 @@
 //! left exactly as it was.
 
 mod boringnode;
+mod counts;
 mod jobs;
 mod lock;
 mod progress;
@@ -253,6 +254,15 @@ impl Migrator {
             // Jobs stored before the marker existed: write it (the finish step
             // records the layout the namespace is already in).
             self.mark_jobs(namespace, lease).await?;
+        }
+        // 3b. Queue counts for jobs stored before them (issue 14), once the jobs are
+        // in the current layout; and the namespace registry.
+        if !options.dry_run {
+            self.store.register_namespace(namespace).await?;
+            if state.jobs_layout.is_some() || state.jobs_need_migrate() || state.jobs_meta_lost() {
+                self.count_queues(namespace, options, &mut progress, lease)
+                    .await?;
+            }
         }
         // 4. The version, last.
         progress.to_schema = if options.dry_run {

@@ -30,9 +30,18 @@
 //! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
 //! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
 //! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
+//! | `<prefix>:{<ns>}:meta:q:<queue>` | hash | queue state: `pending` count, `paused` |
+//! | `<prefix>:{<ns>}:meta:dead:<queue>` | zset | dead job id -> finish ms, per queue |
+//! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
+//! | `<prefix>:namespaces`        | zset | namespace registry: name -> first seen ms  |
 //!
-//! `prune-due` is the one key outside every namespace's slot. No script touches it
+//! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
+//! `queue_dead`, `queue_registry`, pinned to the functions here by a library test);
+//! their infixes (`q:`, `dead:`, `queues`, `jobs`) follow meta's own name, which no
+//! other kind of key starts with.
+//!
+//! `prune-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
 //! (invariant 6): it is written by plain commands after the job scripts that tell
 //! the caller to (see docs/DESIGN.md, "Pruning"). It holds no `{`, so no namespace
 //! key can equal it.
@@ -53,6 +62,13 @@
 /// a prune (epoch ms).
 pub(crate) fn prune_due(prefix: &str) -> String {
     format!("{prefix}:prune-due")
+}
+
+/// The namespace registry: namespace -> when this registry first saw it (epoch ms).
+/// Like `prune-due`, outside every namespace's slot, so written by plain commands
+/// only (`Store::register_namespace`), never from a script.
+pub(crate) fn namespaces(prefix: &str) -> String {
+    format!("{prefix}:namespaces")
 }
 
 /// Checks a key prefix: the namespace rules plus `:` for nesting (`app:dueq`), so it
@@ -142,6 +158,25 @@ impl NamespaceKeys {
     /// composes it from meta: lib/job.lua `jobs_marker`).
     pub(crate) fn jobs_marker(&self) -> String {
         format!("{}:jobs", self.meta())
+    }
+
+    /// A queue's state hash: `pending` count, `paused` flag (lib/job.lua
+    /// `queue_state`).
+    #[cfg(test)]
+    pub(crate) fn queue_state(&self, queue: &str) -> String {
+        format!("{}:q:{queue}", self.meta())
+    }
+
+    /// A queue's dead jobs scored by when they died (lib/job.lua `queue_dead`).
+    #[cfg(test)]
+    pub(crate) fn queue_dead(&self, queue: &str) -> String {
+        format!("{}:dead:{queue}", self.meta())
+    }
+
+    /// The namespace's queues, by name (lib/job.lua `queue_registry`).
+    #[cfg(test)]
+    pub(crate) fn queue_registry(&self) -> String {
+        format!("{}:queues", self.meta())
     }
 
     /// Finished (completed, dead, cancelled) job ids scored by finish time.

@@ -9,6 +9,7 @@ pub(crate) mod keys;
 pub(crate) mod ops;
 mod prune_due;
 mod records;
+mod registry;
 mod reply;
 mod script;
 mod tls;

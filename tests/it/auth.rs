@@ -23,6 +23,7 @@ const PRINCIPALS: &[(&str, &str, &str)] = &[
     ("admin", "admin", "shop-*"),
     ("root", "admin", "*"),
     ("billing", "producer", "billing"),
+    ("reader-star", "reader", "*"),
 ];
 
 const READS: &[&str] = &[
@@ -32,7 +33,12 @@ const READS: &[&str] = &[
     "ListJobs",
     "PreviewSchedule",
     "GetNamespaceStatus",
+    "ListNamespaces",
+    "ListQueues",
 ];
+
+/// RPCs over every namespace at once: a principal needs the pattern `*` for them.
+const EVERY_NAMESPACE: &[&str] = &["ListNamespaces"];
 
 /// The role table, written out here independently of the server's.
 fn allowed(role: &str, method: &str) -> bool {
@@ -84,6 +90,12 @@ const RPCS: &[&str] = &[
     "QueueService/ListJobs",
     "QueueService/CancelJob",
     "QueueService/RetryJob",
+    "QueueService/ListNamespaces",
+    "QueueService/ListQueues",
+    "QueueService/PauseQueue",
+    "QueueService/ResumeQueue",
+    "QueueService/RetryDeadJobs",
+    "QueueService/PurgeJobs",
     "QueueService/Migrate",
     "QueueService/GetNamespaceStatus",
     "AdminService/Migrate",
@@ -189,6 +201,24 @@ async fn call(
         "QueueService/ListJobs" => send!(queue.list_jobs(ListJobsRequest {})),
         "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
         "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
+        "QueueService/ListNamespaces" => queue
+            .list_namespaces(with_token(proto::ListNamespacesRequest::default(), token))
+            .await
+            .map(|_| ()),
+        "QueueService/ListQueues" => send!(queue.list_queues(ListQueuesRequest {})),
+        "QueueService/PauseQueue" => {
+            send!(queue.pause_queue(PauseQueueRequest { queue: "q".into() }))
+        }
+        "QueueService/ResumeQueue" => {
+            send!(queue.resume_queue(ResumeQueueRequest { queue: "q".into() }))
+        }
+        "QueueService/RetryDeadJobs" => {
+            send!(queue.retry_dead_jobs(RetryDeadJobsRequest { queue: "q".into() }))
+        }
+        "QueueService/PurgeJobs" => send!(queue.purge_jobs(PurgeJobsRequest {
+            queue: "q".into(),
+            state: proto::JobState::Dead as i32
+        })),
         "QueueService/Migrate" => send!(queue.migrate(MigrateRequest { dry_run: true })),
         "QueueService/GetNamespaceStatus" => {
             send!(queue.get_namespace_status(GetNamespaceStatusRequest {}))
@@ -241,6 +271,12 @@ async fn every_rpc_by_every_role_in_and_outside_its_namespaces() {
         for rpc in RPCS {
             let method = rpc.split_once('/').expect("rpc").1;
             let inside = call(&channel, rpc, "shop-a", Some(&token)).await;
+            if EVERY_NAMESPACE.contains(&method) {
+                // Not on `*`: denied whatever the role; allowed ones are checked in
+                // every_namespace_rpcs_need_a_role_on_star.
+                assert_denied(inside, name, method, "all namespaces");
+                continue;
+            }
             if allowed(role, method) {
                 assert_let_through(inside, name, rpc);
             } else {
@@ -441,6 +477,31 @@ async fn migrate_over_every_namespace_or_an_import_needs_admin_on_star() {
             .await
             .map(|_| ());
         assert_let_through(allowed, "root", "Migrate");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_namespace_rpcs_need_a_role_on_star() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    for rpc in ["QueueService/ListNamespaces"] {
+        let method = rpc.split_once('/').expect("rpc").1;
+        // root is admin on `*`; reader-star reads on `*`; admin is admin on shop-*.
+        for (name, allowed) in [("root", true), ("reader-star", true), ("admin", false)] {
+            let token = format!("t-{name}");
+            let result = call(&channel, rpc, "", Some(&token)).await;
+            if allowed {
+                assert_let_through(result, name, rpc);
+            } else {
+                assert_denied(result, name, method, "all namespaces");
+            }
+        }
     }
 }
 

@@ -29,6 +29,7 @@ mod jobs_validation;
 mod longpoll;
 mod migrate;
 mod monitor;
+mod queue_ops;
 mod quotas;
 mod readme_examples;
 mod redis_tls;

@@ -190,6 +190,19 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         "{retried}"
     );
     assert!(output_of("CancelJob")[0].contains("JOB_STATE_CANCELLED"));
+
+    // Queues: digest-alice (retried) and report-1 are pending in "emails".
+    let namespaces = output_of("ListNamespaces")[0];
+    assert!(namespaces.contains("\"shop\""), "{namespaces}");
+    let queues = output_of("ListQueues")[0];
+    assert!(
+        queues.contains("\"queue\": \"emails\"") && queues.contains("\"pending\": \"2\""),
+        "{queues}"
+    );
+    assert!(output_of("PauseQueue")[0].contains("\"changed\": true"));
+    assert!(output_of("ResumeQueue")[0].contains("\"changed\": true"));
+    assert!(!output_of("RetryDeadJobs")[0].contains("retried"));
+    assert!(!output_of("PurgeJobs")[0].contains("purged"));
     let status = output_of("QueueService/GetNamespaceStatus")[0];
     assert!(
         status.contains("\"schemaVersion\": 3") && status.contains("\"message\": \"ok\""),

@@ -75,7 +75,7 @@ impl Operation for ClaimJobs<'_> {
 }
 
 #[cfg(test)]
-pub(super) fn sample() -> ClaimJobs<'static> {
+pub(crate) fn sample() -> ClaimJobs<'static> {
     use std::sync::LazyLock;
     static QUEUES: LazyLock<Vec<String>> = LazyLock::new(|| vec!["a".into(), "b".into()]);
     ClaimJobs {

@@ -145,10 +145,13 @@ const RUN_WHEN_FULL: &[&str] = &[
     "list_schedules",
     "migrate_lock",
     "namespace_status",
+    "pause_queue",
     "pause_schedule",
     "peek_due",
     "peek_jobs",
     "prune_jobs",
+    "purge_jobs",
+    "queue_stats",
     "release_jobs",
     "set_follow",
 ];

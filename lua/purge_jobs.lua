@@ -1,0 +1,81 @@
+#!lua flags=allow-oom
+-- purge_jobs: delete up to a batch of a queue's jobs in one state (issue 14).
+--
+-- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] queue   ARGV[10] state: "pending" | "delayed" | "dead"
+-- ARGV[11] most jobs to delete (the caller bounds it: at most 500)
+-- Returns { purged, more (1 if jobs in that state may remain in the queue) }
+--
+-- The state's own index is the work list: the delayed set, the queue's dead set, or
+-- the ready lists (popped from the head, best priority first). Each entry is
+-- re-validated against its record (invariant 1): only a job still in that state and
+-- queue is deleted (record, payload, listing entry, its dedup key when it still
+-- names the job, its finished-set entry), and a pending one leaves the queue's pending
+-- count; a stale entry is dropped and counts against the batch. Active jobs are not
+-- purgeable (a worker holds the lease). Idempotent: a purged job is gone from its
+-- index, so a repeated call finds the next. Invariant 3: O(batch log N).
+-- Invariant 5: refused while the namespace's jobs are in an older layout.
+
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local K = job_keys(ARGV, 1)
+local meta, queue, state, limit = KEYS[2], ARGV[9], ARGV[10], tonumber(ARGV[11])
+
+local function purge(id, r)
+  redis.call('DEL', K.job .. id)
+  drop_payload(K, id, r)
+  listing_remove(K, r.queue, r.n)
+  if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
+    redis.call('DEL', K.dedup .. r.dedup)
+  end
+  redis.call('ZREM', KEYS[1], id)
+end
+
+local function live(id)
+  local r = job_load(K.job .. id)
+  if r and not is_error(r) and r.state == state and r.queue == queue then return r end
+  return nil
+end
+
+local purged, visited, more = 0, 0, 0
+if state == 'dead' or state == 'delayed' then
+  local index = K.delayed .. queue
+  if state == 'dead' then index = queue_dead(meta, queue) end
+  for _, id in ipairs(redis.call('ZRANGE', index, 0, limit - 1)) do
+    redis.call('ZREM', index, id)
+    local r = live(id)
+    if r then
+      purge(id, r)
+      purged = purged + 1
+    end
+  end
+  if redis.call('ZCARD', index) > 0 then more = 1 end
+elseif state == 'pending' then
+  local pkey = K.prio .. queue
+  while visited < limit do
+    local top = redis.call('ZRANGE', pkey, 0, 0)
+    if #top == 0 then break end
+    local list = ready_list(K, queue, top[1])
+    local entry = redis.call('LPOP', list)
+    if not entry then
+      redis.call('ZREM', pkey, top[1])
+    else
+      visited = visited + 1
+      local n = tonumber(entry)
+      local id = listing_id(K, queue, n)
+      local r = id and live(id)
+      if r and r.n == n then
+        purge(id, r)
+        count_pending(meta, r, -1)
+        purged = purged + 1
+      end
+    end
+  end
+  if redis.call('ZCARD', pkey) > 0 then more = 1 end
+else
+  return redis.error_reply('DUEQ_BAD_STATE ' .. state)
+end
+return { purged, more }

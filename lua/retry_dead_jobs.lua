@@ -1,0 +1,42 @@
+#!lua
+-- retry_dead_jobs: make up to a batch of a queue's dead jobs pending again (issue 14).
+--
+-- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9] queue   ARGV[10] most jobs to retry (the caller bounds it: at most 500)
+-- Returns { retried, more (1 if dead jobs remain in the queue) }
+--
+-- Each job as retry_job does it: attempts reset, error history kept, out of the
+-- finished set, at the head of its ready list, counted pending, out of the queue's
+-- dead set (lib/job.lua queue state), longest dead first. The dead set is the work
+-- list: a job leaves it in the script that retries it, so two callers never retry
+-- one job twice and a repeated call after success finds nothing (idempotent). An
+-- entry whose job is no longer dead (or gone) is dropped. Invariant 3: O(batch log N).
+-- Invariant 5: refused while the namespace's jobs are in an older layout.
+
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local now = now_ms()
+local K = job_keys(ARGV, 1)
+local meta, queue, limit = KEYS[2], ARGV[9], tonumber(ARGV[10])
+local dead = queue_dead(meta, queue)
+local retried = 0
+for _, id in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
+  redis.call('ZREM', dead, id)
+  local key = K.job .. id
+  local r = job_load(key)
+  if r and not is_error(r) and r.state == 'dead' and r.queue == queue then
+    redis.call('ZREM', KEYS[1], id)
+    r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
+    r.finished, r.run_at, r.updated = '', now, now
+    job_save(key, r)
+    ready_push(K, r.queue, r.priority, r.n, true)
+    count_pending(meta, r, 1)
+    retried = retried + 1
+  end
+end
+local more = 0
+if redis.call('ZCARD', dead) > 0 then more = 1 end
+return { retried, more }

@@ -1,0 +1,169 @@
+//! Handlers of the inspection and queue-control RPCs (issue 14): validate, call
+//! `crate::jobs`, convert. Every field is checked before anything is read or written.
+
+use tonic::Request;
+
+use super::{
+    convert::{duration, timestamp},
+    validate as check, ApiError, QueueApi,
+};
+use crate::{
+    domain::{limits::is_namespace, QueueStats},
+    proto,
+    store::ops::{purge_jobs, purge_jobs::PurgeState, retry_dead_jobs},
+};
+
+const DEFAULT_PAGE_SIZE: u32 = 100;
+const MAX_PAGE_SIZE: u32 = 1000;
+const DEFAULT_BATCH: u32 = 100;
+
+/// A bulk call's `limit`: 0 means [`DEFAULT_BATCH`], at most `max`.
+fn limit(value: u32, max: u32) -> Result<u32, ApiError> {
+    match value {
+        0 => Ok(DEFAULT_BATCH),
+        n if n > max => Err(ApiError::invalid("limit", format!("must be at most {max}"))),
+        n => Ok(n),
+    }
+}
+
+/// A queue name: required, an id's rules.
+fn queue(value: &str) -> Result<&str, ApiError> {
+    if value.is_empty() {
+        return Err(ApiError::invalid("queue", "is required"));
+    }
+    check::id("queue", value)
+}
+
+pub(super) async fn list_namespaces(
+    api: &QueueApi,
+    request: Request<proto::ListNamespacesRequest>,
+) -> Result<proto::ListNamespacesResponse, ApiError> {
+    let req = request.into_inner();
+    let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    // The token is the last name of the previous page.
+    if !req.page_token.is_empty() && !is_namespace(&req.page_token) {
+        return Err(ApiError::invalid(
+            "page_token",
+            "is not a token ListNamespaces returned",
+        ));
+    }
+    let page = api.jobs.list_namespaces(&req.page_token, size).await?;
+    Ok(proto::ListNamespacesResponse {
+        namespaces: page.namespaces,
+        next_page_token: page.next_after.unwrap_or_default(),
+    })
+}
+
+pub(super) async fn list_queues(
+    api: &QueueApi,
+    request: Request<proto::ListQueuesRequest>,
+) -> Result<proto::ListQueuesResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    if !req.page_token.is_empty() {
+        check::id("page_token", &req.page_token)?;
+    }
+    let page = api
+        .jobs
+        .list_queues(namespace, &req.page_token, size)
+        .await?;
+    let now_ms = page.now_ms;
+    Ok(proto::ListQueuesResponse {
+        queues: page
+            .queues
+            .into_iter()
+            .map(|q| queue_to_proto(q, now_ms))
+            .collect(),
+        next_page_token: page.next_after.unwrap_or_default(),
+        read_time: Some(timestamp(now_ms)),
+    })
+}
+
+fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
+    let age = q
+        .oldest_pending_ms
+        .map(|_| duration(q.oldest_pending_age_ms(now_ms)));
+    proto::QueueInfo {
+        queue: q.queue,
+        pending: q.pending,
+        delayed: q.delayed,
+        active: q.active,
+        dead: q.dead,
+        oldest_pending_age: age,
+        paused: q.paused,
+        counted: q.counted,
+    }
+}
+
+pub(super) async fn pause(
+    api: &QueueApi,
+    request: Request<proto::PauseQueueRequest>,
+) -> Result<proto::PauseQueueResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    let queue = queue(&req.queue)?;
+    let changed = api.jobs.pause_queue(namespace, queue, true).await?;
+    Ok(proto::PauseQueueResponse { changed })
+}
+
+pub(super) async fn resume(
+    api: &QueueApi,
+    request: Request<proto::ResumeQueueRequest>,
+) -> Result<proto::ResumeQueueResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    let queue = queue(&req.queue)?;
+    let changed = api.jobs.pause_queue(namespace, queue, false).await?;
+    Ok(proto::ResumeQueueResponse { changed })
+}
+
+pub(super) async fn retry_dead(
+    api: &QueueApi,
+    request: Request<proto::RetryDeadJobsRequest>,
+) -> Result<proto::RetryDeadJobsResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    let queue = queue(&req.queue)?;
+    let limit = limit(req.limit, retry_dead_jobs::MAX_BATCH)?;
+    let (retried, more) = api.jobs.retry_dead(namespace, queue, limit).await?;
+    Ok(proto::RetryDeadJobsResponse { retried, more })
+}
+
+pub(super) async fn purge(
+    api: &QueueApi,
+    request: Request<proto::PurgeJobsRequest>,
+) -> Result<proto::PurgeJobsResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    let queue = queue(&req.queue)?;
+    let state = match proto::JobState::try_from(req.state) {
+        Ok(proto::JobState::Pending) => PurgeState::Pending,
+        Ok(proto::JobState::Delayed) => PurgeState::Delayed,
+        Ok(proto::JobState::Dead) => PurgeState::Dead,
+        Ok(proto::JobState::Unspecified) => {
+            return Err(ApiError::invalid(
+                "state",
+                "is required: JOB_STATE_PENDING, JOB_STATE_DELAYED or JOB_STATE_DEAD",
+            ))
+        }
+        Ok(other) => {
+            return Err(ApiError::invalid(
+                "state",
+                format!(
+                    "{} jobs cannot be purged (only pending, delayed or dead)",
+                    other.as_str_name()
+                ),
+            ))
+        }
+        Err(_) => {
+            return Err(ApiError::invalid(
+                "state",
+                format!("unknown state {}", req.state),
+            ))
+        }
+    };
+    let limit = limit(req.limit, purge_jobs::MAX_BATCH)?;
+    let (purged, more) = api.jobs.purge(namespace, queue, state, limit).await?;
+    Ok(proto::PurgeJobsResponse { purged, more })
+}

@@ -1,0 +1,101 @@
+//! Inspection and queue controls (issue 14): namespaces and queues with their counts,
+//! pausing a queue, and the bulk retry and purge, each a bounded script call.
+
+use super::Jobs;
+use crate::{
+    domain::{NamespacePage, QueuePage},
+    error::Error,
+    longpoll::Work,
+    store::ops::{
+        pause_queue::PauseQueue,
+        purge_jobs::{PurgeJobs, PurgeState},
+        retry_dead_jobs::RetryDeadJobs,
+    },
+};
+
+impl Jobs {
+    /// A page of registered namespaces after `after` ("" from the first).
+    pub(crate) async fn list_namespaces(
+        &self,
+        after: &str,
+        size: usize,
+    ) -> Result<NamespacePage, Error> {
+        Ok(self.cx.store.list_namespaces(after, size).await?)
+    }
+
+    /// A page of a namespace's queues with their counts.
+    pub(crate) async fn list_queues(
+        &self,
+        namespace: &str,
+        after: &str,
+        size: usize,
+    ) -> Result<QueuePage, Error> {
+        Ok(self.cx.store.queue_stats(namespace, after, size).await?)
+    }
+
+    /// Pauses or resumes a queue; whether the flag changed. A resumed queue's
+    /// waiting long-polls are woken (its jobs may have been claimable all along).
+    pub(crate) async fn pause_queue(
+        &self,
+        namespace: &str,
+        queue: &str,
+        paused: bool,
+    ) -> Result<bool, Error> {
+        let entry = self.entry(namespace);
+        let changed = self
+            .cx
+            .store
+            .run(namespace, &PauseQueue { queue, paused })
+            .await?;
+        if changed && !paused {
+            self.cx
+                .wakers
+                .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        }
+        Ok(changed)
+    }
+
+    /// Retries up to `limit` dead jobs of a queue; how many, and whether more remain.
+    pub(crate) async fn retry_dead(
+        &self,
+        namespace: &str,
+        queue: &str,
+        limit: u32,
+    ) -> Result<(u32, bool), Error> {
+        let entry = self.entry(namespace);
+        let (retried, more) = self
+            .cx
+            .store
+            .run(namespace, &RetryDeadJobs { queue, limit })
+            .await?;
+        if retried > 0 {
+            self.cx
+                .wakers
+                .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        }
+        Ok((retried, more))
+    }
+
+    /// Deletes up to `limit` jobs of a queue in `state`; how many, and whether more
+    /// may remain.
+    pub(crate) async fn purge(
+        &self,
+        namespace: &str,
+        queue: &str,
+        state: PurgeState,
+        limit: u32,
+    ) -> Result<(u32, bool), Error> {
+        Ok(self
+            .cx
+            .store
+            .run(
+                namespace,
+                &PurgeJobs {
+                    queue,
+                    state,
+                    limit,
+                },
+            )
+            .await?)
+    }
+}

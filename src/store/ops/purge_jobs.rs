@@ -1,0 +1,65 @@
+//! `lua/purge_jobs.lua`: delete a batch of a queue's jobs in one state.
+
+use super::{job_head, prelude::*};
+
+script!("purge_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
+
+/// Most jobs one call may delete (the script's run time is bounded by it).
+pub(crate) const MAX_BATCH: u32 = 500;
+
+/// The states a purge may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PurgeState {
+    Pending,
+    Delayed,
+    Dead,
+}
+
+impl PurgeState {
+    fn as_str(self) -> &'static str {
+        match self {
+            PurgeState::Pending => "pending",
+            PurgeState::Delayed => "delayed",
+            PurgeState::Dead => "dead",
+        }
+    }
+}
+
+pub(crate) struct PurgeJobs<'a> {
+    pub(crate) queue: &'a str,
+    pub(crate) state: PurgeState,
+    /// Capped at [`MAX_BATCH`].
+    pub(crate) limit: u32,
+}
+
+impl Operation for PurgeJobs<'_> {
+    /// How many were deleted, and whether jobs in that state may remain.
+    type Output = (u32, bool);
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.queue)
+            .arg(self.state.as_str())
+            .arg(self.limit.clamp(1, MAX_BATCH));
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let purged = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
+        let more = reply.flag()?;
+        reply.finish()?;
+        Ok((purged, more))
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> PurgeJobs<'static> {
+    PurgeJobs {
+        queue: "q",
+        state: PurgeState::Dead,
+        limit: 10,
+    }
+}

@@ -1,0 +1,43 @@
+//! `lua/retry_dead_jobs.lua`: make a batch of a queue's dead jobs pending again.
+
+use super::{job_head, prelude::*};
+
+script!("retry_dead_jobs", Job, Arity::Exactly(2), Arity::Exactly(10));
+
+/// Most jobs one call may retry (the script's run time is bounded by it).
+pub(crate) const MAX_BATCH: u32 = 500;
+
+pub(crate) struct RetryDeadJobs<'a> {
+    pub(crate) queue: &'a str,
+    /// Capped at [`MAX_BATCH`].
+    pub(crate) limit: u32,
+}
+
+impl Operation for RetryDeadJobs<'_> {
+    /// How many were retried, and whether dead jobs remain.
+    type Output = (u32, bool);
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        call.arg(self.queue).arg(self.limit.clamp(1, MAX_BATCH));
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let retried = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
+        let more = reply.flag()?;
+        reply.finish()?;
+        Ok((retried, more))
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> RetryDeadJobs<'static> {
+    RetryDeadJobs {
+        queue: "q",
+        limit: 10,
+    }
+}

@@ -1,0 +1,460 @@
+//! The namespace registry (`keys::namespaces`) and the per-namespace queue pages
+//! (issue 14). The registry lives outside every namespace's slot, so it is written
+//! with a plain command, never from a script (invariant 6): the service registers a
+//! namespace before its first write (once per process per namespace, see
+//! `Context::register_namespace`), and Migrate registers every namespace it meets.
+//! Every member has score 0, so a page is a ZRANGE BYLEX by name.
+
+use deadpool_redis::redis;
+
+use super::{keys, ops::queue_stats::QueueStatsPage, Store, StoreError};
+use crate::domain::{NamespacePage, QueuePage};
+
+/// Most names one page of namespaces holds.
+pub(crate) const MAX_NAMESPACE_PAGE: usize = 1000;
+
+impl Store {
+    /// Adds `namespace` to the registry (idempotent: `ZADD NX`).
+    pub(crate) async fn register_namespace(&self, namespace: &str) -> Result<(), StoreError> {
+        self.query(
+            redis::cmd("ZADD")
+                .arg(keys::namespaces(&self.prefix))
+                .arg("NX")
+                .arg(0)
+                .arg(namespace)
+                .to_owned(),
+        )
+        .await
+    }
+
+    /// Registered namespaces after `after` ("" from the first), by name, at most
+    /// `limit` (capped at [`MAX_NAMESPACE_PAGE`]). O(log N + limit).
+    pub(crate) async fn list_namespaces(
+        &self,
+        after: &str,
+        limit: usize,
+    ) -> Result<NamespacePage, StoreError> {
+        let limit = limit.clamp(1, MAX_NAMESPACE_PAGE);
+        let from = if after.is_empty() {
+            "-".to_owned()
+        } else {
+            format!("({after}")
+        };
+        let mut namespaces: Vec<String> = self
+            .query(
+                redis::cmd("ZRANGE")
+                    .arg(keys::namespaces(&self.prefix))
+                    .arg(from)
+                    .arg("+")
+                    .arg("BYLEX")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(limit + 1)
+                    .to_owned(),
+            )
+            .await?;
+        let next_after = if namespaces.len() > limit {
+            namespaces.truncate(limit);
+            namespaces.last().cloned()
+        } else {
+            None
+        };
+        Ok(NamespacePage {
+            namespaces,
+            next_after,
+        })
+    }
+
+    /// Whether `namespace`'s queue counts are kept (meta `counts`): false for a
+    /// namespace whose jobs predate them until Migrate recounts it.
+    pub(crate) async fn queue_counts_kept(&self, namespace: &str) -> Result<bool, StoreError> {
+        let kept: Option<String> = self
+            .query(
+                redis::cmd("HGET")
+                    .arg(self.keys(namespace).meta())
+                    .arg("counts")
+                    .to_owned(),
+            )
+            .await?;
+        Ok(kept.as_deref() == Some("1"))
+    }
+
+    /// Every queue `namespace`'s meta holds a job counter for (`n:<queue>`), by HSCAN
+    /// of meta (Migrate only: O(queues) over several calls).
+    pub(crate) async fn meta_queues(&self, namespace: &str) -> Result<Vec<String>, StoreError> {
+        let meta = self.keys(namespace).meta();
+        let mut queues = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, pairs): (u64, Vec<Vec<u8>>) = self
+                .query(
+                    redis::cmd("HSCAN")
+                        .arg(&meta)
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg("n:*")
+                        .arg("COUNT")
+                        .arg(500)
+                        .to_owned(),
+                )
+                .await?;
+            for field in pairs.iter().step_by(2) {
+                if let Some(queue) = field.strip_prefix(b"n:") {
+                    queues.push(String::from_utf8_lossy(queue).into_owned());
+                }
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        queues.sort();
+        queues.dedup();
+        Ok(queues)
+    }
+
+    /// A page of `namespace`'s queues after `after` ("" from the first), by name, with
+    /// their counts by state, oldest pending job and paused flag: one script call,
+    /// O(1) per queue (plus the heads of its ready lists). `limit` is capped at
+    /// [`super::ops::queue_stats::MAX_PAGE`]. Fails with NeedsMigrate while the
+    /// namespace's jobs are in an older layout.
+    pub(crate) async fn queue_stats(
+        &self,
+        namespace: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<QueuePage, StoreError> {
+        self.run(namespace, &QueueStatsPage { after, limit }).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{
+        domain::{Failure, JobSpec, RunAt},
+        store::{
+            ops::{
+                ack_job::AckJob, cancel_job::CancelJob, claim_jobs, enqueue_jobs::EnqueueJobs,
+                fail_job::FailJob, retry_job::RetryJob,
+            },
+            Store,
+        },
+        testing::TestRedis,
+    };
+
+    fn spec(id: &str, queue: &str, run_at: RunAt, max_attempts: u32) -> JobSpec {
+        JobSpec {
+            id: id.into(),
+            queue: queue.into(),
+            name: "n".into(),
+            payload: Vec::new(),
+            headers: Default::default(),
+            priority: 0,
+            run_at,
+            max_attempts,
+            backoff: Default::default(),
+            lease_ms: 30_000,
+            dedup: None,
+        }
+    }
+
+    async fn counts(store: &Store, queue: &str) -> (u64, u64, u64, u64) {
+        let page = store
+            .queue_stats("ns", "", 100)
+            .await
+            .unwrap_or_else(|e| panic!("stats: {e}"));
+        let q = page
+            .queues
+            .iter()
+            .find(|q| q.queue == queue)
+            .unwrap_or_else(|| panic!("queue {queue} not listed: {page:?}"));
+        assert!(q.counted, "a namespace created now is counted");
+        (q.pending, q.delayed, q.active, q.dead)
+    }
+
+    async fn claim(store: &Store, queue: &str) -> (String, String) {
+        let queues = [queue.to_owned()];
+        let op = claim_jobs::ClaimJobs {
+            queues: &queues,
+            ..claim_jobs::sample()
+        };
+        let batch = store.run("ns", &op).await.unwrap_or_else(|e| panic!("{e}"));
+        let job = &batch.jobs[0];
+        (job.id.clone(), job.lease_token.clone())
+    }
+
+    /// Every transition keeps the counts exact: enqueue, claim, ack, fail to a retry
+    /// and to dead, retry, cancel; queues page by name; the oldest pending job shows.
+    #[tokio::test]
+    async fn counts_follow_every_transition() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let jobs = [
+            spec("a", "q", RunAt::Now, 1),
+            spec("b", "q", RunAt::Now, 2),
+            spec("c", "q", RunAt::Now, 1),
+            spec("d", "q", RunAt::DelayMs(60_000), 1),
+            spec("e", "r", RunAt::Now, 1),
+        ];
+        store
+            .run("ns", &EnqueueJobs { jobs: &jobs })
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        assert_eq!(counts(&store, "q").await, (3, 1, 0, 0));
+        let page = store
+            .queue_stats("ns", "", 100)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let q = &page.queues[0];
+        assert!(q.oldest_pending_ms.is_some_and(|at| at <= page.now_ms));
+
+        let (a, token) = claim(&store, "q").await;
+        assert_eq!(a, "a");
+        assert_eq!(counts(&store, "q").await, (2, 1, 1, 0));
+        store
+            .run(
+                "ns",
+                &AckJob {
+                    id: &a,
+                    token: &token,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counts(&store, "q").await, (2, 1, 0, 0));
+
+        // b has two attempts: its failure retries it now (pending again).
+        let now = Failure {
+            error: "x".into(),
+            retry_after_ms: Some(0),
+            non_retryable: false,
+        };
+        let (b, token) = claim(&store, "q").await;
+        store
+            .run(
+                "ns",
+                &FailJob {
+                    id: &b,
+                    token: &token,
+                    failure: &now,
+                    random: 0.0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            counts(&store, "q").await,
+            (2, 1, 0, 0),
+            "b is pending again"
+        );
+        let (b, token) = claim(&store, "q").await;
+        assert_eq!(b, "b", "a retried job goes to the head");
+        store
+            .run(
+                "ns",
+                &FailJob {
+                    id: &b,
+                    token: &token,
+                    failure: &now,
+                    random: 0.0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counts(&store, "q").await, (1, 1, 0, 1), "b is dead");
+        // The keys the Lua library composes are the ones keys.rs names.
+        {
+            use crate::store::keys::NamespaceKeys;
+            use deadpool_redis::redis;
+            let keys = NamespaceKeys::new("dueq", "ns");
+            let mut conn = redis.conn().await;
+            let (pending, dead, listed): (i64, Option<i64>, Option<i64>) = redis::pipe()
+                .cmd("HGET")
+                .arg(keys.queue_state("q"))
+                .arg("pending")
+                .cmd("ZSCORE")
+                .arg(keys.queue_dead("q"))
+                .arg("b")
+                .cmd("ZSCORE")
+                .arg(keys.queue_registry())
+                .arg("q")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((pending, dead.is_some(), listed), (1, true, Some(0)));
+        }
+
+        store
+            .run("ns", &RetryJob { id: "b" })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            counts(&store, "q").await,
+            (2, 1, 0, 0),
+            "b is pending again"
+        );
+        store
+            .run("ns", &CancelJob { id: "c" })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .run("ns", &CancelJob { id: "d" })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counts(&store, "q").await, (1, 0, 0, 0));
+        assert_eq!(counts(&store, "r").await, (1, 0, 0, 0));
+
+        let first = store
+            .queue_stats("ns", "", 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.queues.len(), 1);
+        assert_eq!(first.next_after.as_deref(), Some("q"));
+        let second = store
+            .queue_stats("ns", "q", 1)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(second.queues[0].queue, "r");
+        assert_eq!(second.next_after, None);
+    }
+
+    #[tokio::test]
+    async fn namespaces_page_by_name() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        for ns in ["b", "a", "c", "a"] {
+            store
+                .register_namespace(ns)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let page = store
+            .list_namespaces("", 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(page.namespaces, ["a", "b"]);
+        assert_eq!(page.next_after.as_deref(), Some("b"));
+        let page = store
+            .list_namespaces("b", 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(page.namespaces, ["c"]);
+        assert_eq!(page.next_after, None);
+    }
+
+    /// A namespace whose jobs predate the counts is recounted by Migrate's batches
+    /// while jobs keep moving between them: a job is counted once, by the walk or
+    /// by its transition, never both; new queues count from their first job.
+    #[tokio::test]
+    async fn the_recount_is_exact_while_jobs_move() {
+        use crate::store::{keys::NamespaceKeys, ops::migrate_counts::MigrateCounts};
+        use deadpool_redis::redis;
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let mut conn = redis.conn().await;
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let jobs: Vec<JobSpec> = (0..200)
+            .map(|i| spec(&format!("j{i:03}"), "q", RunAt::Now, 1))
+            .collect();
+        store
+            .run("ns", &EnqueueJobs { jobs: &jobs })
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        // j000 dies (one attempt, failed).
+        let fatal = Failure {
+            error: "x".into(),
+            retry_after_ms: None,
+            non_retryable: true,
+        };
+        let (id, token) = claim(&store, "q").await;
+        store
+            .run(
+                "ns",
+                &FailJob {
+                    id: &id,
+                    token: &token,
+                    failure: &fatal,
+                    random: 0.0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // As a store written before the counts: none of their keys, no meta flag.
+        let _: () = redis::pipe()
+            .cmd("HDEL")
+            .arg(keys.meta())
+            .arg("counts")
+            .ignore()
+            .cmd("DEL")
+            .arg(keys.queue_state("q"))
+            .arg(keys.queue_dead("q"))
+            .arg(keys.queue_registry())
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _: () = redis::cmd("SET")
+            .arg(keys.migrate_lock())
+            .arg("t")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let step = |queue: Option<&'static str>| MigrateCounts {
+            token: "t",
+            queue,
+            batch: 64,
+        };
+        // First batch: jobs 1..=63 visited.
+        let first = store
+            .run("ns", &step(Some("q")))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.map(|s| s.done), Some(false));
+        // Moves between batches: j001 (visited) and j150 (not yet) are claimed; j151
+        // is cancelled; a new queue gets a job.
+        let (a, _) = claim(&store, "q").await;
+        assert_eq!(a, "j001");
+        store
+            .run("ns", &CancelJob { id: "j151" })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let more = [spec("n1", "fresh", RunAt::Now, 1)];
+        store
+            .run("ns", &EnqueueJobs { jobs: &more })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        loop {
+            let s = store
+                .run("ns", &step(Some("q")))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            if s.unwrap_or_else(|| panic!("lock lost")).done {
+                break;
+            }
+        }
+        store
+            .run("ns", &step(None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // 200 - dead j000 - active j001 - cancelled j151 = 197 pending.
+        assert_eq!(counts(&store, "q").await, (197, 0, 1, 1));
+        assert_eq!(counts(&store, "fresh").await, (1, 0, 0, 0));
+        assert!(store
+            .queue_counts_kept("ns")
+            .await
+            .unwrap_or_else(|e| panic!("{e}")));
+        // A lost lock writes nothing.
+        let other = MigrateCounts {
+            token: "u",
+            queue: Some("q"),
+            batch: 64,
+        };
+        assert_eq!(
+            store
+                .run("ns", &other)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+            None
+        );
+    }
+}

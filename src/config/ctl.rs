@@ -18,12 +18,29 @@ a flag shows in the process list.";
 /// The operator commands: each a client of a running service.
 #[derive(Debug, Clone, Subcommand)]
 pub enum OperatorCommand {
+    /// Operator: the namespaces that hold (or held) jobs or schedules.
+    #[command(after_help = CLIENT_HELP)]
+    Namespaces(NamespacesArgs),
+    /// Operator: a namespace's queues with their job counts by state, the oldest
+    /// pending job's age and whether each is paused.
+    #[command(after_help = CLIENT_HELP)]
+    Queues(QueuesArgs),
+    /// Operator: pause or resume one queue (claims skip a paused queue; enqueues
+    /// still land).
+    Queue(QueueArgs),
     /// Operator: the jobs of a queue, optionally in one state.
     #[command(after_help = CLIENT_HELP)]
     Jobs(JobsArgs),
     /// Operator: one job, with its error history.
     #[command(after_help = CLIENT_HELP)]
     Job(JobArgs),
+    /// Operator: make a queue's dead jobs pending again (attempts reset, error
+    /// history kept), the longest dead first.
+    #[command(name = "retry-dead", after_help = CLIENT_HELP)]
+    RetryDead(RetryDeadArgs),
+    /// Operator: delete a queue's pending, delayed or dead jobs (needs --yes).
+    #[command(after_help = CLIENT_HELP)]
+    Purge(PurgeArgs),
     /// Operator: a namespace's schedules.
     #[command(after_help = CLIENT_HELP)]
     Schedules(SchedulesArgs),
@@ -132,6 +149,105 @@ pub enum ScheduleStatusArg {
     Active,
     Paused,
     Completed,
+}
+
+/// `dueq namespaces`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NamespacesArgs {
+    /// Most namespaces to show, in name order (1-100000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queues`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueuesArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Most queues to show, in name order (1-100000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queue …`: one queue.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: QueueAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum QueueAction {
+    /// Pause a queue: claims skip it until it is resumed; enqueues still land.
+    #[command(after_help = CLIENT_HELP)]
+    Pause(QueueTarget),
+    /// Resume a paused queue; waiting workers are woken.
+    #[command(after_help = CLIENT_HELP)]
+    Resume(QueueTarget),
+}
+
+/// One queue of one namespace.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueTarget {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq retry-dead`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RetryDeadArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Most jobs to retry in all (default: every dead job); the service is called in
+    /// batches of at most 500.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// The states `dueq purge` can delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PurgeStateArg {
+    Pending,
+    Delayed,
+    Dead,
+}
+
+/// `dueq purge`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PurgeArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Which jobs to delete (active jobs are leased and cannot be purged; completed
+    /// and cancelled ones go with retention).
+    #[arg(long, value_enum)]
+    pub state: PurgeStateArg,
+    /// Most jobs to delete in all (default: every one in that state); the service is
+    /// called in batches of at most 500.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Really delete: without it nothing is sent and the command exits 2.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// `dueq jobs`: the jobs of one queue.

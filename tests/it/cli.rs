@@ -955,7 +955,19 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         .output()
         .expect("run dueq");
     let help = stdout(&out);
-    for command in ["jobs", "job", "schedules", "schedule", "preview", "migrate"] {
+    for command in [
+        "namespaces",
+        "queues",
+        "queue",
+        "retry-dead",
+        "purge",
+        "jobs",
+        "job",
+        "schedules",
+        "schedule",
+        "preview",
+        "migrate",
+    ] {
         assert!(
             help.lines()
                 .any(|l| l.trim_start().starts_with(&format!("{command} "))),
@@ -969,6 +981,11 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         &["schedule", "pause"],
         &["preview"],
         &["migrate"],
+        &["namespaces"],
+        &["queues"],
+        &["queue", "resume"],
+        &["retry-dead"],
+        &["purge"],
     ] {
         let mut args = command.to_vec();
         args.push("--help");
@@ -989,4 +1006,257 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
             assert!(help.contains(needle), "{args:?} lacks {needle}:\n{help}");
         }
     }
+}
+
+/// Enqueues `id` in queue `queue` of "ns", claims it and fails it for good.
+async fn dead_job(client: &mut Client, queue: &str, id: &str) {
+    let mut req = job(queue, "doomed");
+    req.job_id = id.into();
+    enqueue(client, req).await;
+    let claimed = claim_job(client, &[queue], 0, None)
+        .await
+        .expect("claimable");
+    assert_eq!(claimed.job_id, id, "the only pending job of {queue}");
+    client
+        .fail_job(proto::FailJobRequest {
+            namespace: "ns".into(),
+            job_id: id.into(),
+            lease_token: claimed.lease_token,
+            error: "boom".into(),
+            non_retryable: true,
+            ..Default::default()
+        })
+        .await
+        .expect("fail");
+}
+
+/// Pins: `dueq namespaces` lists the namespaces written to, and `dueq queues` each
+/// queue's counts by state, oldest pending age and paused flag, as JSON with
+/// stable keys; the table shows the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_and_queues_json() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    // emails: e1 dead, e2 active, e3 pending, e4 delayed; other: o1 pending.
+    dead_job(&mut client, "emails", "e1").await;
+    for id in ["e2", "e3"] {
+        let mut req = job("emails", "email.send");
+        req.job_id = id.into();
+        enqueue(&mut client, req).await;
+    }
+    let claimed = claim_job(&mut client, &["emails"], 0, None)
+        .await
+        .expect("e2");
+    assert_eq!(claimed.job_id, "e2");
+    let mut delayed = job("emails", "email.send");
+    delayed.job_id = "e4".into();
+    delayed.when = Some(proto::enqueue_request::When::Delay(dur(3_600_000)));
+    enqueue(&mut client, delayed).await;
+    enqueue(&mut client, job("other", "other.job")).await;
+    upsert(&mut client, "beta", every("s", 60)).await;
+
+    let doc = json_of(&dueq(&service, &["namespaces", "-o", "json"]));
+    assert_eq!(doc, json!({"namespaces": ["beta", "ns"], "more": false}));
+    let first = json_of(&dueq(
+        &service,
+        &["namespaces", "--limit", "1", "-o", "json"],
+    ));
+    assert_eq!(first, json!({"namespaces": ["beta"], "more": true}));
+
+    let doc = json_of(&dueq(&service, &["queues", "-n", "ns", "-o", "json"]));
+    assert_eq!(keys(&doc), ["more", "namespace", "queues", "read_time"]);
+    assert!(
+        doc["read_time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{doc}"
+    );
+    assert_eq!(ids(&doc["queues"], "queue"), ["emails", "other"]);
+    let emails = &doc["queues"][0];
+    let age = emails["oldest_pending_age_seconds"]
+        .as_f64()
+        .expect("an age: e3 pending");
+    assert!(age >= 0.0, "{emails}");
+    let mut emails = emails.clone();
+    emails["oldest_pending_age_seconds"] = json!("checked");
+    assert_eq!(
+        emails,
+        json!({
+            "queue": "emails", "pending": 1, "delayed": 1, "active": 1, "dead": 1,
+            "oldest_pending_age_seconds": "checked", "paused": false, "counted": true,
+        })
+    );
+    assert_eq!(doc["queues"][1]["pending"], json!(1));
+    assert_eq!(doc["queues"][1]["dead"], json!(0));
+
+    let table = stdout(&dueq(&service, &["queues", "-n", "ns"]));
+    let row = table
+        .lines()
+        .find(|l| l.contains("emails"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row
+        .split('┆')
+        .map(|c| c.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect();
+    assert_eq!(&cells[..5], ["emails", "1", "1", "1", "1"], "{row}");
+    assert_eq!(cells[6], "no", "{row}");
+}
+
+/// Pins: `dueq queue pause|resume` pause and resume a queue (claims skip it while
+/// paused, as a real claim shows), saying whether anything changed; `dueq queues`
+/// shows the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_pause_and_resume() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let mut req = job("emails", "email.send");
+    req.job_id = "j".into();
+    enqueue(&mut client, req).await;
+
+    let paused = json_of(&dueq(
+        &service,
+        &["queue", "pause", "-n", "ns", "emails", "-o", "json"],
+    ));
+    assert_eq!(
+        paused,
+        json!({"namespace": "ns", "queue": "emails", "paused": true, "changed": true})
+    );
+    let again = json_of(&dueq(
+        &service,
+        &["queue", "pause", "-n", "ns", "emails", "-o", "json"],
+    ));
+    assert_eq!(again["changed"], json!(false));
+    assert!(claim_job(&mut client, &["emails"], 0, None).await.is_none());
+    let queues = json_of(&dueq(&service, &["queues", "-n", "ns", "-o", "json"]));
+    assert_eq!(queues["queues"][0]["paused"], json!(true));
+    let table = stdout(&dueq(&service, &["queue", "pause", "-n", "ns", "emails"]));
+    assert!(table.contains("was paused already"), "{table}");
+
+    let resumed = json_of(&dueq(
+        &service,
+        &["queue", "resume", "-n", "ns", "emails", "-o", "json"],
+    ));
+    assert_eq!(
+        resumed,
+        json!({"namespace": "ns", "queue": "emails", "paused": false, "changed": true})
+    );
+    let claimed = claim_job(&mut client, &["emails"], 0, None)
+        .await
+        .expect("claimable again");
+    assert_eq!(claimed.job_id, "j");
+}
+
+/// Pins: `dueq retry-dead` retries dead jobs in batches up to --limit and says
+/// whether more remain; `dueq purge` refuses without --yes (exit 2, nothing
+/// deleted) and with it deletes the jobs in one state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_dead_and_purge() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    for id in ["d1", "d2", "d3"] {
+        dead_job(&mut client, "emails", id).await;
+    }
+
+    let two = json_of(&dueq(
+        &service,
+        &[
+            "retry-dead",
+            "-n",
+            "ns",
+            "emails",
+            "--limit",
+            "2",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        two,
+        json!({"namespace": "ns", "queue": "emails", "retried": 2, "more": true})
+    );
+    let rest = json_of(&dueq(
+        &service,
+        &["retry-dead", "-n", "ns", "emails", "-o", "json"],
+    ));
+    assert_eq!(rest["retried"], json!(1));
+    assert_eq!(rest["more"], json!(false));
+    let jobs = json_of(&dueq(
+        &service,
+        &[
+            "jobs", "-n", "ns", "emails", "--state", "pending", "-o", "json",
+        ],
+    ));
+    assert_eq!(ids(&jobs["jobs"], "job_id"), ["d1", "d2", "d3"]);
+    let none = stdout(&dueq(&service, &["retry-dead", "-n", "ns", "emails"]));
+    assert!(
+        none.contains("0 dead job(s) of emails made pending again"),
+        "{none}"
+    );
+
+    let (code, err) = failure(&dueq(
+        &service,
+        &["purge", "-n", "ns", "emails", "--state", "pending"],
+    ));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--yes") && err.contains("pending jobs of queue emails"),
+        "{err}"
+    );
+    assert_eq!(
+        list_all_pending(&mut client).await,
+        3,
+        "nothing deleted without --yes"
+    );
+
+    let one = json_of(&dueq(
+        &service,
+        &[
+            "purge", "-n", "ns", "emails", "--state", "pending", "--limit", "1", "--yes", "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        one,
+        json!({"namespace": "ns", "queue": "emails", "state": "pending", "purged": 1, "more": true})
+    );
+    let rest = json_of(&dueq(
+        &service,
+        &[
+            "purge", "-n", "ns", "emails", "--state", "pending", "--yes", "-o", "json",
+        ],
+    ));
+    assert_eq!((&rest["purged"], &rest["more"]), (&json!(2), &json!(false)));
+    assert_eq!(list_all_pending(&mut client).await, 0);
+
+    // Active jobs cannot be purged: clap refuses the value.
+    let out = dueq(
+        &service,
+        &["purge", "-n", "ns", "emails", "--state", "active", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // A bad queue name: the service's INVALID_ARGUMENT, naming the field.
+    let (code, err) = failure(&dueq(&service, &["retry-dead", "-n", "ns", ""]));
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("INVALID_ARGUMENT") && err.contains("queue"),
+        "{err}"
+    );
+}
+
+/// How many jobs of ns/emails are pending, through the API.
+async fn list_all_pending(client: &mut Client) -> usize {
+    client
+        .list_jobs(proto::ListJobsRequest {
+            namespace: "ns".into(),
+            queue: "emails".into(),
+            state: proto::JobState::Pending as i32,
+            page_size: 1000,
+            ..Default::default()
+        })
+        .await
+        .expect("list jobs")
+        .into_inner()
+        .jobs
+        .len()
 }

@@ -1,11 +1,13 @@
-//! The operator commands (`dueq jobs`, `dueq job`, `dueq schedules`, `dueq schedule`,
-//! `dueq preview`, `dueq migrate`): clients of a running service over the generated
+//! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue`, `dueq
+//! retry-dead`, `dueq purge`, `dueq jobs`, `dueq job`, `dueq schedules`, `dueq
+//! schedule`, `dueq preview`, `dueq migrate`): clients of a running service over the generated
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
 pub(crate) mod connect;
 mod jobs;
 mod migrate;
+mod queues;
 mod render;
 mod schedules;
 
@@ -77,6 +79,11 @@ fn is_transport(status: &tonic::Status) -> bool {
 pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
     let name = command_name(&command);
     let outcome = match command {
+        OperatorCommand::Namespaces(args) => queues::namespaces(args).await,
+        OperatorCommand::Queues(args) => queues::queues(args).await,
+        OperatorCommand::Queue(args) => queues::queue(args).await,
+        OperatorCommand::RetryDead(args) => queues::retry_dead(args).await,
+        OperatorCommand::Purge(args) => queues::purge(args).await,
         OperatorCommand::Jobs(args) => jobs::list(args).await,
         OperatorCommand::Job(args) => jobs::show(args).await,
         OperatorCommand::Schedules(args) => schedules::list(args).await,
@@ -94,8 +101,16 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 }
 
 fn command_name(command: &OperatorCommand) -> &'static str {
-    use dueq::config::ctl::ScheduleAction;
+    use dueq::config::ctl::{QueueAction, ScheduleAction};
     match command {
+        OperatorCommand::Namespaces(_) => "namespaces",
+        OperatorCommand::Queues(_) => "queues",
+        OperatorCommand::Queue(args) => match args.action {
+            QueueAction::Pause(_) => "queue pause",
+            QueueAction::Resume(_) => "queue resume",
+        },
+        OperatorCommand::RetryDead(_) => "retry-dead",
+        OperatorCommand::Purge(_) => "purge",
         OperatorCommand::Jobs(_) => "jobs",
         OperatorCommand::Job(_) => "job",
         OperatorCommand::Schedules(_) => "schedules",

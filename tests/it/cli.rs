@@ -762,6 +762,9 @@ async fn readme_state(client: &mut Client) {
         .await
         .expect("fail digest-alice");
     enqueue(client, shop("welcome-alice", "email.welcome")).await;
+    let mut later = shop("report-2", "report.daily");
+    later.when = Some(proto::enqueue_request::When::Delay(dur(3_600_000)));
+    enqueue(client, later).await;
     let mut nightly = cron("nightly-invoices", "0 3 * * *", "Europe/Berlin");
     nightly.job_name = "invoices.run".into();
     upsert(client, "billing", nightly).await;
@@ -777,7 +780,7 @@ async fn every_readme_cli_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::readme_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 9, "{commands:#?}");
+    assert_eq!(commands.len(), 15, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -860,6 +863,27 @@ async fn every_readme_cli_example_runs() {
         outputs[7]
     );
     assert_eq!(outputs[8].trim(), "digest-alice");
+    assert!(
+        outputs[9].contains("billing") && outputs[9].contains("shop"),
+        "{}",
+        outputs[9]
+    );
+    let row = outputs[10]
+        .lines()
+        .find(|l| l.contains("emails"))
+        .unwrap_or_else(|| panic!("{}", outputs[10]));
+    let cells: Vec<&str> = row
+        .split('┆')
+        .map(|c| c.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect();
+    assert_eq!(&cells[..5], ["emails", "1", "1", "0", "1"], "{row}");
+    assert_eq!(outputs[11].trim(), "queue emails paused");
+    assert_eq!(outputs[12].trim(), "queue emails resumed");
+    assert_eq!(
+        outputs[13].trim(),
+        "1 dead job(s) of emails made pending again"
+    );
+    assert_eq!(outputs[14].trim(), "1 delayed job(s) of emails deleted");
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary

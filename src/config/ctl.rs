@@ -289,11 +289,29 @@ pub struct SchedulesArgs {
     /// Only schedules with this status (default: all).
     #[arg(long, value_enum)]
     pub status: Option<ScheduleStatusArg>,
-    /// Most schedules to show, in id order (1-10000).
+    /// Only overdue schedules: active, not yet claimed, due at least this long ago
+    /// (Redis clock); "--overdue" alone means every one past due. Lists the most
+    /// overdue first.
+    #[arg(long, value_name = "AGE", num_args = 0..=1, default_missing_value = "0s", value_parser = humantime::parse_duration)]
+    pub overdue: Option<Duration>,
+    /// The order: by id (every schedule), or by next run (active schedules only,
+    /// soonest first).
+    #[arg(long, value_enum, default_value_t = ScheduleOrderArg::Id)]
+    pub order: ScheduleOrderArg,
+    /// Most schedules to show (1-10000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// The order of `dueq schedules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleOrderArg {
+    /// By id.
+    Id,
+    /// By next run time, soonest first (active schedules only).
+    NextRun,
 }
 
 /// `dueq schedule …`: one schedule.

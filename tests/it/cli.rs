@@ -257,7 +257,19 @@ async fn schedules_json_and_schedule_pause_resume() {
     upsert(&mut client, "ns", every("b-minutely", 60)).await;
 
     let all = json_of(&dueq(&service, &["schedules", "-n", "ns", "-o", "json"]));
-    assert_eq!(keys(&all), ["more", "namespace", "schedules", "status"]);
+    assert_eq!(
+        keys(&all),
+        [
+            "more",
+            "namespace",
+            "order",
+            "overdue_by_seconds",
+            "schedules",
+            "status"
+        ]
+    );
+    assert_eq!(all["order"], json!("id"));
+    assert_eq!(all["overdue_by_seconds"], Value::Null);
     assert_eq!(ids(&all["schedules"], "id"), ["a-nightly", "b-minutely"]);
     let a = &all["schedules"][0];
     assert_eq!(
@@ -780,7 +792,7 @@ async fn every_readme_cli_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::readme_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 15, "{commands:#?}");
+    assert_eq!(commands.len(), 16, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -884,6 +896,11 @@ async fn every_readme_cli_example_runs() {
         "1 dead job(s) of emails made pending again"
     );
     assert_eq!(outputs[14].trim(), "1 delayed job(s) of emails deleted");
+    assert!(
+        outputs[15].contains("NEXT RUN") && !outputs[15].contains("nightly-invoices"),
+        "{}",
+        outputs[15]
+    );
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary
@@ -1283,4 +1300,79 @@ async fn list_all_pending(client: &mut Client) -> usize {
         .into_inner()
         .jobs
         .len()
+}
+
+/// Pins: `dueq schedules --overdue [AGE]` lists the active schedules due at least
+/// AGE ago and not yet claimed, the most overdue first (paused and future ones
+/// left out), and `--order next-run` lists active schedules soonest first; the
+/// table shows the overdue ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_overdue_and_by_next_run() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let mut conn = redis.conn().await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as i64;
+    for (id, due) in [
+        ("late-hour", now - 3_600_000),
+        ("late-2h", now - 7_200_000),
+        ("late-second", now - 1_000),
+        ("future", now + 3_600_000),
+        ("paused", now - 9_000_000),
+    ] {
+        upsert(&mut client, "ns", every(id, 86_400)).await;
+        force_due(&mut conn, "ns", id, due).await;
+    }
+    client
+        .pause_schedule(proto::PauseScheduleRequest {
+            namespace: "ns".into(),
+            id: "paused".into(),
+        })
+        .await
+        .expect("pause");
+
+    let all_late = json_of(&dueq(
+        &service,
+        &["schedules", "-n", "ns", "--overdue", "-o", "json"],
+    ));
+    assert_eq!(
+        ids(&all_late["schedules"], "id"),
+        ["late-2h", "late-hour", "late-second"]
+    );
+    assert_eq!(all_late["order"], json!("next_run"));
+    assert_eq!(all_late["overdue_by_seconds"], json!(0.0));
+    let a_minute = json_of(&dueq(
+        &service,
+        &["schedules", "-n", "ns", "--overdue", "1m", "-o", "json"],
+    ));
+    assert_eq!(ids(&a_minute["schedules"], "id"), ["late-2h", "late-hour"]);
+    assert_eq!(a_minute["overdue_by_seconds"], json!(60.0));
+    let by_next = json_of(&dueq(
+        &service,
+        &["schedules", "-n", "ns", "--order", "next-run", "-o", "json"],
+    ));
+    assert_eq!(
+        ids(&by_next["schedules"], "id"),
+        ["late-2h", "late-hour", "late-second", "future"]
+    );
+
+    let table = stdout(&dueq(
+        &service,
+        &["schedules", "-n", "ns", "--overdue", "30m"],
+    ));
+    assert!(
+        table.contains("late-2h") && table.contains("late-hour"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("late-second") && !table.contains("future"),
+        "{table}"
+    );
+    // A bad age: clap's message, exit 2.
+    let out = dueq(&service, &["schedules", "-n", "ns", "--overdue", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--overdue"), "{}", stderr(&out));
 }

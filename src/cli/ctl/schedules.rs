@@ -3,7 +3,10 @@
 //! (PreviewSchedule of a cron, an interval or a stored schedule).
 
 use dueq::{
-    config::ctl::{PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleStatusArg, SchedulesArgs},
+    config::ctl::{
+        PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleOrderArg, ScheduleStatusArg,
+        SchedulesArgs,
+    },
     proto,
 };
 use serde_json::json;
@@ -44,6 +47,16 @@ pub(crate) async fn list(args: SchedulesArgs) -> Result<(), Failure> {
     let mut client = connect(&args.client, true).await?;
     let limit = args.limit as usize;
     let filter = args.status.map(status);
+    let order = match args.order {
+        ScheduleOrderArg::Id if args.overdue.is_none() => proto::ScheduleOrder::Id,
+        // Overdue schedules are listed by next run whatever the order says.
+        _ => proto::ScheduleOrder::NextRun,
+    };
+    let overdue_by = args
+        .overdue
+        .map(prost_types::Duration::try_from)
+        .transpose()
+        .map_err(|e| Failure::Usage(format!("--overdue: {e}")))?;
     let mut schedules = Vec::new();
     let mut token = String::new();
     let more = loop {
@@ -54,6 +67,8 @@ pub(crate) async fn list(args: SchedulesArgs) -> Result<(), Failure> {
                 page_token: token,
                 status: filter.map_or(0, |s| s as i32),
                 view: proto::ScheduleView::Basic as i32,
+                order: order as i32,
+                overdue_by,
             })
             .await?
             .into_inner();
@@ -70,6 +85,8 @@ pub(crate) async fn list(args: SchedulesArgs) -> Result<(), Failure> {
     let doc = json!({
         "namespace": args.namespace,
         "status": args.status.map(|s| render::schedule_status(status(s) as i32)),
+        "order": if order == proto::ScheduleOrder::NextRun { "next_run" } else { "id" },
+        "overdue_by_seconds": args.overdue.map(|d| d.as_secs_f64()),
         "schedules": schedules.iter().map(|s| schedule_json(s, false)).collect::<Vec<_>>(),
         "more": more,
     });

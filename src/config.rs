@@ -1,5 +1,7 @@
 //! Command-line flags and environment variables of `dueq serve`, and the flags of
-//! the other subcommands (`dev`, `health`).
+//! the other subcommands (`dev`, `health`, and the operator commands in `ctl`).
+
+pub mod ctl;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -35,6 +37,9 @@ pub enum Command {
     /// Ask a running service whether it is SERVING (exit 0) or not (exit 1); for
     /// container health checks.
     Health(HealthConfig),
+    /// The operator commands: clients of a running service.
+    #[command(flatten)]
+    Operator(ctl::OperatorCommand),
 }
 
 /// Flags of `dueq dev`. The service's other settings come from the same environment
@@ -54,9 +59,13 @@ pub struct DevConfig {
 /// Flags of `dueq health`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HealthConfig {
-    /// The service to ask, at its gRPC health endpoint.
+    /// The service to ask, at its gRPC health endpoint: http://host:port, or
+    /// https://host:port for TLS.
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     pub addr: String,
+
+    #[command(flatten)]
+    pub tls: ctl::TlsArgs,
 
     /// How long to wait for a connection and an answer.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]

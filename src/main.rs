@@ -14,6 +14,7 @@ async fn main() -> ExitCode {
         Some(Command::Serve(config)) => config,
         Some(Command::Dev(dev)) => return cli::dev::run(dev).await,
         Some(Command::Health(health)) => return cli::health::run(health).await,
+        Some(Command::Operator(command)) => return cli::ctl::run(command).await,
         None => cli.serve,
     };
     dueq::logging::init(config.log_format);

@@ -22,6 +22,7 @@ use crate::{
         claim_due::{ClaimDue, ClaimHint, ClaimReply},
         delete_schedule::DeleteSchedule,
         get_schedule::GetSchedule,
+        list_due_schedules::ListDueSchedules,
         list_schedules::ListSchedules,
         pause_schedule::PauseSchedule,
         resume_schedule::{ResumeSchedule, Resumed},
@@ -170,6 +171,23 @@ impl Schedules {
             after,
             page,
             status,
+        };
+        Ok(self.cx.store.run(namespace, &list).await?)
+    }
+
+    /// A page of active schedules by next run (from the due index), optionally only
+    /// those overdue by `overdue_by_ms`; the next run and id to continue after.
+    pub(crate) async fn list_by_next_run(
+        &self,
+        namespace: &str,
+        after: Option<(i64, &str)>,
+        overdue_by_ms: Option<i64>,
+        page: PageShape,
+    ) -> Result<(Vec<ScheduleRecord>, Option<(i64, String)>), Error> {
+        let list = ListDueSchedules {
+            after,
+            overdue_by_ms,
+            page,
         };
         Ok(self.cx.store.run(namespace, &list).await?)
     }

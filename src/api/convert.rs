@@ -167,8 +167,13 @@ pub(super) fn page_token(after_id: &str) -> String {
 }
 
 pub(super) fn parse_page_token(token: &str) -> Result<String, ApiError> {
+    parse_page_token_of(token, validate::MAX_ID_LEN)
+}
+
+/// A page token that holds up to `max_bytes` bytes (an id and more).
+pub(super) fn parse_page_token_of(token: &str, max_bytes: usize) -> Result<String, ApiError> {
     let bad = || ApiError::invalid("page_token", "is not a token returned by this RPC");
-    if !token.len().is_multiple_of(2) || token.len() > 2 * validate::MAX_ID_LEN {
+    if !token.len().is_multiple_of(2) || token.len() > 2 * max_bytes {
         return Err(bad());
     }
     let bytes = (0..token.len())

@@ -4,7 +4,7 @@ use tonic::Request;
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, ScheduleDef, TimingDef},
+    domain::{limits::PageShape, ScheduleDef, ScheduleStatus, TimingDef},
     proto,
     timing::{Timing, TimingSpec},
 };
@@ -116,6 +116,24 @@ pub(super) async fn list(
         convert::parse_page_token(&req.page_token)?
     };
     let status = convert::status_filter("status", req.status)?;
+    let overdue_by = req
+        .overdue_by
+        .as_ref()
+        .map(|d| validate::duration_ms("overdue_by", d))
+        .transpose()?;
+    let by_next_run = match proto::ScheduleOrder::try_from(req.order) {
+        Ok(proto::ScheduleOrder::Unspecified | proto::ScheduleOrder::Id) => overdue_by.is_some(),
+        Ok(proto::ScheduleOrder::NextRun) => true,
+        Err(_) => {
+            return Err(ApiError::invalid(
+                "order",
+                format!("unknown order {}", req.order),
+            ))
+        }
+    };
+    if by_next_run {
+        return list_by_next_run(api, namespace, &req.page_token, page, status, overdue_by).await;
+    }
     let (records, mut next) = api.schedules.list(namespace, &after, page, status).await?;
     let mut schedules: Vec<proto::Schedule> = records
         .into_iter()
@@ -128,6 +146,64 @@ pub(super) async fn list(
     Ok(proto::ListSchedulesResponse {
         schedules,
         next_page_token: next.map(|id| convert::page_token(&id)).unwrap_or_default(),
+    })
+}
+
+/// ListSchedules by next run (`order` NEXT_RUN, or `overdue_by`): from the due index,
+/// so only active schedules; the page token carries the last entry's next run and id.
+async fn list_by_next_run(
+    api: &QueueApi,
+    namespace: &str,
+    token: &str,
+    page: PageShape,
+    status: Option<ScheduleStatus>,
+    overdue_by: Option<i64>,
+) -> Result<proto::ListSchedulesResponse, ApiError> {
+    if status.is_some_and(|s| s != ScheduleStatus::Active) {
+        return Err(ApiError::invalid(
+            "status",
+            "must be UNSPECIFIED or ACTIVE when listing by next run or overdue_by: only active schedules have a next run",
+        ));
+    }
+    let after = if token.is_empty() {
+        None
+    } else {
+        // "<next run ms>:<id>": an id and at most 21 bytes more.
+        let text = convert::parse_page_token_of(token, validate::MAX_ID_LEN + 21)?;
+        let (ms, id) = text
+            .split_once(':')
+            .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_owned())))
+            .ok_or_else(|| {
+                ApiError::invalid("page_token", "is not a token returned by this RPC")
+            })?;
+        Some((ms, id))
+    };
+    let (records, next) = api
+        .schedules
+        .list_by_next_run(
+            namespace,
+            after.as_ref().map(|(ms, id)| (*ms, id.as_str())),
+            overdue_by,
+            page,
+        )
+        .await?;
+    let mut next = next.map(|(ms, id)| format!("{ms}:{id}"));
+    let mut schedules: Vec<proto::Schedule> = records
+        .into_iter()
+        .map(convert::schedule_to_proto)
+        .collect();
+    if !reply_budget::fit(&mut schedules, api.limits.max_message_size).is_empty() {
+        next = schedules.last().map(|s| {
+            let ms = s
+                .next_run_time
+                .as_ref()
+                .map_or(0, |t| t.seconds * 1000 + i64::from(t.nanos) / 1_000_000);
+            format!("{ms}:{}", s.id)
+        });
+    }
+    Ok(proto::ListSchedulesResponse {
+        schedules,
+        next_page_token: next.map(|t| convert::page_token(&t)).unwrap_or_default(),
     })
 }
 

@@ -1,9 +1,12 @@
 //! `dueq health`: one gRPC health check of a running service, for a container's
-//! HEALTHCHECK (which needs no grpcurl or grpc_health_probe in the image).
+//! HEALTHCHECK (which needs no grpcurl or grpc_health_probe in the image); over TLS
+//! with the operator commands' TLS flags.
 
 use std::process::ExitCode;
 
 use dueq::config::HealthConfig;
+
+use super::ctl::connect::{address, secure};
 use tonic::transport::Endpoint;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
@@ -22,10 +25,12 @@ pub(crate) async fn run(config: HealthConfig) -> ExitCode {
 }
 
 async fn check(config: &HealthConfig) -> Result<(), String> {
-    let endpoint = Endpoint::from_shared(config.addr.clone())
+    let addr = address(&config.addr, &config.tls).map_err(|f| f.to_string())?;
+    let endpoint = Endpoint::from_shared(addr.clone())
         .map_err(|e| format!("not a valid address (e.g. http://127.0.0.1:50051): {e}"))?
         .connect_timeout(config.timeout)
         .timeout(config.timeout);
+    let endpoint = secure(endpoint, &addr, &config.tls).map_err(|f| f.to_string())?;
     let channel = endpoint
         .connect()
         .await
@@ -52,7 +57,7 @@ async fn check(config: &HealthConfig) -> Result<(), String> {
 /// An error with its causes, on one line: tonic's top-level "transport error" alone
 /// does not say that the connection was refused. Causes that repeat their inner text
 /// are said once.
-fn sources(error: &dyn std::error::Error) -> String {
+pub(crate) fn sources(error: &dyn std::error::Error) -> String {
     let mut parts = vec![error.to_string()];
     let mut cause = error.source();
     while let Some(inner) = cause {

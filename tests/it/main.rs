@@ -10,6 +10,7 @@ mod bad_input;
 mod bench_smoke;
 mod binary;
 mod claim;
+mod cli;
 mod cluster;
 mod concurrency;
 mod dev;

@@ -641,3 +641,171 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
     }
     assert_eq!(snapshot(&mut conn).await, before, "nothing was written");
 }
+
+async fn list_schedules(
+    c: &mut Client,
+    order: proto::ScheduleOrder,
+    overdue_by: Option<u64>,
+    page_size: u32,
+    token: &str,
+) -> Result<proto::ListSchedulesResponse, tonic::Status> {
+    c.list_schedules(proto::ListSchedulesRequest {
+        namespace: "ns".into(),
+        page_size,
+        page_token: token.into(),
+        order: order as i32,
+        overdue_by: overdue_by.map(dur),
+        ..Default::default()
+    })
+    .await
+    .map(tonic::Response::into_inner)
+}
+
+/// Every page of a by-next-run listing: the ids in order.
+async fn all_by_next_run(c: &mut Client, overdue_by: Option<u64>, page_size: u32) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = list_schedules(
+            c,
+            proto::ScheduleOrder::NextRun,
+            overdue_by,
+            page_size,
+            &token,
+        )
+        .await
+        .expect("list");
+        assert!(page.schedules.len() <= page_size as usize);
+        let mut last = None;
+        for s in page.schedules {
+            let next = ms(&s.next_run_time);
+            if let Some(previous) = last {
+                assert!(previous <= next, "by next run");
+            }
+            last = Some(next);
+            ids.push(s.id);
+        }
+        if page.next_page_token.is_empty() {
+            return ids;
+        }
+        token = page.next_page_token;
+    }
+}
+
+/// ListSchedules by next run pages through the active schedules in next-run order
+/// (ties by id); with overdue_by only those due at least that long ago, the most
+/// overdue first; paused ones are left out; bad combinations are refused.
+#[tokio::test]
+async fn list_schedules_by_next_run_and_overdue() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let now = chrono_now_ms();
+    // Due times: three overdue by an hour (two tied), one by a second, two in the
+    // future; one paused.
+    let plan: &[(&str, i64)] = &[
+        ("late-b", now - 3_600_000),
+        ("late-a", now - 3_600_000),
+        ("later", now - 7_200_000),
+        ("just", now - 1_000),
+        ("soon", now + 3_600_000),
+        ("far", now + 7_200_000),
+        ("paused", now - 9_000_000),
+    ];
+    for (id, due) in plan {
+        upsert(&mut c, "ns", every(id, 86_400)).await;
+        force_due(&mut conn, "ns", id, *due).await;
+    }
+    c.pause_schedule(proto::PauseScheduleRequest {
+        namespace: "ns".into(),
+        id: "paused".into(),
+    })
+    .await
+    .expect("pause");
+
+    let expected = ["later", "late-a", "late-b", "just", "soon", "far"];
+    for size in [1, 2, 100] {
+        assert_eq!(
+            all_by_next_run(&mut c, None, size).await,
+            expected,
+            "page size {size}"
+        );
+    }
+    assert_eq!(
+        all_by_next_run(&mut c, Some(60_000), 1).await,
+        ["later", "late-a", "late-b"],
+        "overdue by a minute or more"
+    );
+    assert_eq!(
+        all_by_next_run(&mut c, Some(0), 2).await,
+        ["later", "late-a", "late-b", "just"]
+    );
+    // overdue_by alone (order unspecified) lists by next run too.
+    let page = list_schedules(
+        &mut c,
+        proto::ScheduleOrder::Unspecified,
+        Some(60_000),
+        10,
+        "",
+    )
+    .await
+    .expect("list");
+    let ids: Vec<_> = page.schedules.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["later", "late-a", "late-b"]);
+
+    // A page token from the id order is refused in the next-run order.
+    let by_id = list_schedules(&mut c, proto::ScheduleOrder::Id, None, 1, "")
+        .await
+        .expect("by id");
+    let refused = list_schedules(
+        &mut c,
+        proto::ScheduleOrder::NextRun,
+        None,
+        1,
+        &by_id.next_page_token,
+    )
+    .await
+    .expect_err("not a next-run token");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("page_token"), "{refused:?}");
+    let refused = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            status: proto::ScheduleStatus::Paused as i32,
+            overdue_by: Some(dur(0)),
+            ..Default::default()
+        })
+        .await
+        .expect_err("paused schedules have no next run");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().contains("status"), "{refused:?}");
+    let refused = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            order: 99,
+            ..Default::default()
+        })
+        .await
+        .expect_err("unknown order");
+    assert!(refused.message().contains("order"), "{refused:?}");
+    let refused = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            overdue_by: Some(prost_types::Duration {
+                seconds: -1,
+                nanos: 0,
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect_err("negative");
+    assert!(refused.message().contains("overdue_by"), "{refused:?}");
+}
+
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -126,8 +126,14 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
     assert!(preview.contains("\"dstAdjusted\": true"), "{preview}");
     assert!(output_of("UpsertSchedule")[0].contains("\"created\": true"));
     assert!(output_of("GetSchedule")[0].contains("\"jobName\": \"invoices.run\""));
-    let listed = output_of("ListSchedules")[0];
-    assert!(listed.contains("heartbeat") && listed.contains("nightly-invoices"));
+    let listed = output_of("ListSchedules");
+    assert!(listed[0].contains("heartbeat") && listed[0].contains("nightly-invoices"));
+    assert!(
+        listed[1].contains("heartbeat") && !listed[1].contains("nightly-invoices"),
+        "by next run, one to a page:\n{}",
+        listed[1]
+    );
+    assert!(!listed[2].contains("nightly-invoices"), "{}", listed[2]);
     let claimed = output_of("ClaimDueSchedule")[0];
     assert!(
         claimed.contains("\"occurrenceId\"") && claimed.contains("heartbeat"),

@@ -187,6 +187,7 @@ async fn list_pages_through_everything_with_filter() {
                         page_token: token.clone(),
                         status: status as i32,
                         view: proto::ScheduleView::Full as i32,
+                        ..Default::default()
                     })
                     .await
                     .expect("list")
@@ -440,6 +441,7 @@ async fn the_listing_stays_ordered_across_leaf_splits_and_merges() {
                 page_token: token.clone(),
                 status: 0,
                 view: proto::ScheduleView::Full as i32,
+                ..Default::default()
             })
             .await
             .expect("list")

@@ -37,6 +37,7 @@ operations!(
     get_job,
     get_schedule,
     import_schedules,
+    list_due_schedules,
     list_jobs,
     list_schedules,
     migrate_apply,

@@ -141,6 +141,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "fail_job",
     "get_job",
     "get_schedule",
+    "list_due_schedules",
     "list_jobs",
     "list_schedules",
     "migrate_lock",

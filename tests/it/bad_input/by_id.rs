@@ -41,6 +41,7 @@ pub(super) async fn run_other_rpcs(
         page_token: String::new(),
         status: 0,
         view: 0,
+        ..Default::default()
     };
     let mut lists: Vec<(String, proto::ListSchedulesRequest, &str, &str)> = bad_namespaces()
         .into_iter()

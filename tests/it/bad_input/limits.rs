@@ -89,6 +89,7 @@ async fn values_at_the_limits_are_accepted() {
             page_token: String::new(),
             status: 0,
             view: 0,
+            ..Default::default()
         })
         .await
         .expect("list at the page size limit");

@@ -1,0 +1,161 @@
+//! `dueq jobs` (a queue's jobs, paged through ListJobs up to --limit) and `dueq job`
+//! (GetJob).
+
+use dueq::{
+    config::ctl::{JobArgs, JobStateArg, JobsArgs},
+    proto,
+};
+use serde_json::json;
+
+use super::{
+    connect::connect,
+    render::{self, emit, job_json, or_dash, time_cell},
+    Failure,
+};
+
+/// The proto state of a --state value.
+pub(crate) fn state(arg: JobStateArg) -> proto::JobState {
+    match arg {
+        JobStateArg::Pending => proto::JobState::Pending,
+        JobStateArg::Delayed => proto::JobState::Delayed,
+        JobStateArg::Active => proto::JobState::Active,
+        JobStateArg::Completed => proto::JobState::Completed,
+        JobStateArg::Dead => proto::JobState::Dead,
+        JobStateArg::Cancelled => proto::JobState::Cancelled,
+    }
+}
+
+pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
+    let mut client = connect(&args.client, true).await?;
+    let limit = args.limit as usize;
+    let filter = args.state.map(state);
+    let mut jobs = Vec::new();
+    let mut token = String::new();
+    let more = loop {
+        let page = client
+            .list_jobs(proto::ListJobsRequest {
+                namespace: args.namespace.clone(),
+                queue: args.queue.clone(),
+                state: filter.map_or(0, |s| s as i32),
+                page_size: (limit - jobs.len()).min(1000) as u32,
+                page_token: token,
+                view: proto::JobView::Basic as i32,
+            })
+            .await?
+            .into_inner();
+        jobs.extend(page.jobs);
+        token = page.next_page_token;
+        if token.is_empty() {
+            break false;
+        }
+        if jobs.len() >= limit {
+            break true;
+        }
+    };
+    jobs.truncate(limit);
+    let doc = json!({
+        "namespace": args.namespace,
+        "queue": args.queue,
+        "state": args.state.map(|s| render::job_state(state(s) as i32)),
+        "jobs": jobs.iter().map(|j| job_json(j, false)).collect::<Vec<_>>(),
+        "more": more,
+    });
+    emit(args.client.output, doc, || {
+        let mut table = render::table(&[
+            "JOB ID",
+            "STATE",
+            "NAME",
+            "PRIORITY",
+            "ATTEMPTS",
+            "RUN AT",
+            "FINISHED",
+            "WORKER",
+            "LAST ERROR",
+        ]);
+        for j in &jobs {
+            table.add_row(vec![
+                j.job_id.clone(),
+                render::job_state(j.state),
+                j.name.clone(),
+                j.priority.to_string(),
+                format!("{}/{}", j.attempts, j.max_attempts),
+                time_cell(&j.run_at),
+                time_cell(&j.finish_time),
+                or_dash(&j.worker_id),
+                j.errors
+                    .last()
+                    .map(|e| e.message.clone())
+                    .unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        let mut text = table.to_string();
+        if more {
+            text.push_str(&format!(
+                "\nmore jobs follow; raise --limit (now {limit}) to see them"
+            ));
+        }
+        text
+    });
+    Ok(())
+}
+
+pub(crate) async fn show(args: JobArgs) -> Result<(), Failure> {
+    let mut client = connect(&args.client, true).await?;
+    let job = client
+        .get_job(proto::GetJobRequest {
+            namespace: args.namespace.clone(),
+            job_id: args.job_id.clone(),
+        })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| Failure::Status(tonic::Status::internal("the answer held no job")))?;
+    let doc = json!({
+        "namespace": args.namespace,
+        "job": job_json(&job, true),
+    });
+    emit(args.client.output, doc, || {
+        let mut headers: Vec<_> = job.headers.iter().collect();
+        headers.sort();
+        let mut text = render::fields(vec![
+            ("job_id", job.job_id.clone()),
+            ("queue", job.queue.clone()),
+            ("name", job.name.clone()),
+            ("state", render::job_state(job.state)),
+            ("priority", job.priority.to_string()),
+            ("attempts", format!("{}/{}", job.attempts, job.max_attempts)),
+            ("created", time_cell(&job.create_time)),
+            ("updated", time_cell(&job.update_time)),
+            ("run_at", time_cell(&job.run_at)),
+            ("lease_deadline", time_cell(&job.lease_deadline)),
+            ("finished", time_cell(&job.finish_time)),
+            ("worker", or_dash(&job.worker_id)),
+            ("dedup_key", or_dash(&job.dedup_key)),
+            ("lease", render::duration_cell(&job.lease)),
+            (
+                "headers",
+                headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            ("payload", format!("{} bytes", job.payload.len())),
+        ])
+        .to_string();
+        if !job.errors.is_empty() {
+            let mut errors = render::table(&["ATTEMPT", "TIME", "ERROR"]);
+            for e in &job.errors {
+                errors.add_row(vec![
+                    e.attempt.to_string(),
+                    time_cell(&e.time),
+                    e.message.clone(),
+                ]);
+            }
+            text.push('\n');
+            text.push_str(&errors.to_string());
+        }
+        text
+    });
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue`, `dueq
+//! retry-dead`, `dueq purge`, `dueq jobs`, `dueq job`, `dueq schedules`, `dueq
+//! schedule`, `dueq preview`, `dueq migrate`): clients of a running service over the generated
+//! tonic client, with TLS and a bearer token (`connect`), printing a table or one
+//! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
+
+pub(crate) mod connect;
+mod jobs;
+mod migrate;
+mod queues;
+mod render;
+mod schedules;
+
+use std::process::ExitCode;
+
+use dueq::config::ctl::OperatorCommand;
+use tonic::Code;
+
+/// Why a command failed; each kind has its own exit code (config::ctl::CLIENT_HELP).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The service answered an error status: exit 1.
+    Status(tonic::Status),
+    /// A bad command line or an unreadable local file: exit 2.
+    Usage(String),
+    /// The service could not be reached: exit 3.
+    Unreachable(String),
+    /// Migrate finished but reported records it could not use: exit 4.
+    Problems(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Status(_) => 1,
+            Failure::Usage(_) => 2,
+            Failure::Unreachable(_) => 3,
+            Failure::Problems(_) => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Status(status) => {
+                write!(f, "{}: {}", code_name(status.code()), status.message())
+            }
+            Failure::Usage(why) | Failure::Unreachable(why) | Failure::Problems(why) => {
+                f.write_str(why)
+            }
+        }
+    }
+}
+
+impl From<tonic::Status> for Failure {
+    fn from(status: tonic::Status) -> Self {
+        // A call that could not reach the service (or timed out) comes back as a
+        // status too, made on this side, with the transport error as its source.
+        if is_transport(&status) {
+            return Failure::Unreachable(format!(
+                "{}: {}",
+                code_name(status.code()),
+                super::health::sources(&status)
+            ));
+        }
+        Failure::Status(status)
+    }
+}
+
+/// A status tonic made on the client side from a transport error (the connection
+/// broke, or was never made), not one the service sent.
+fn is_transport(status: &tonic::Status) -> bool {
+    use std::error::Error;
+    status.source().is_some()
+}
+
+/// Runs one operator command and turns its outcome into the process's exit code.
+pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
+    let name = command_name(&command);
+    let outcome = match command {
+        OperatorCommand::Namespaces(args) => queues::namespaces(args).await,
+        OperatorCommand::Queues(args) => queues::queues(args).await,
+        OperatorCommand::Queue(args) => queues::queue(args).await,
+        OperatorCommand::RetryDead(args) => queues::retry_dead(args).await,
+        OperatorCommand::Purge(args) => queues::purge(args).await,
+        OperatorCommand::Jobs(args) => jobs::list(args).await,
+        OperatorCommand::Job(args) => jobs::show(args).await,
+        OperatorCommand::Schedules(args) => schedules::list(args).await,
+        OperatorCommand::Schedule(args) => schedules::act(args).await,
+        OperatorCommand::Preview(args) => schedules::preview(args).await,
+        OperatorCommand::Migrate(args) => migrate::run(args).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("dueq {name}: {failure}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+fn command_name(command: &OperatorCommand) -> &'static str {
+    use dueq::config::ctl::{QueueAction, ScheduleAction};
+    match command {
+        OperatorCommand::Namespaces(_) => "namespaces",
+        OperatorCommand::Queues(_) => "queues",
+        OperatorCommand::Queue(args) => match args.action {
+            QueueAction::Pause(_) => "queue pause",
+            QueueAction::Resume(_) => "queue resume",
+        },
+        OperatorCommand::RetryDead(_) => "retry-dead",
+        OperatorCommand::Purge(_) => "purge",
+        OperatorCommand::Jobs(_) => "jobs",
+        OperatorCommand::Job(_) => "job",
+        OperatorCommand::Schedules(_) => "schedules",
+        OperatorCommand::Schedule(args) => match args.action {
+            ScheduleAction::Show(_) => "schedule show",
+            ScheduleAction::Pause(_) => "schedule pause",
+            ScheduleAction::Resume(_) => "schedule resume",
+        },
+        OperatorCommand::Preview(_) => "preview",
+        OperatorCommand::Migrate(_) => "migrate",
+    }
+}
+
+/// The canonical name of a gRPC code, as grpcurl and the gRPC docs spell it.
+pub(crate) fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}

@@ -1,0 +1,404 @@
+//! Flags of the operator commands (`dueq jobs`, `dueq job`, `dueq schedules`, …):
+//! clients of a running service over gRPC, with the connection flags every one of
+//! them shares (`ClientArgs`). The commands themselves live in the binary
+//! (src/cli/ctl).
+
+use std::{fmt, path::PathBuf, time::Duration};
+
+use clap::{Subcommand, ValueEnum};
+
+/// Shown after each operator command's flags.
+pub const CLIENT_HELP: &str = "Exit codes: 0 done; 1 the service answered an error (its gRPC \
+code and message are printed on stderr); 2 bad command line or an unreadable local file; 3 \
+the service could not be reached (connection refused, TLS handshake failed, timeout); 4 \
+migrate finished but reported records it could not use. Output: \
+a table on stdout, or with --output json one JSON document. Prefer DUEQ_TOKEN to --token: \
+a flag shows in the process list.";
+
+/// The operator commands: each a client of a running service.
+#[derive(Debug, Clone, Subcommand)]
+pub enum OperatorCommand {
+    /// Operator: the namespaces that hold (or held) jobs or schedules.
+    #[command(after_help = CLIENT_HELP)]
+    Namespaces(NamespacesArgs),
+    /// Operator: a namespace's queues with their job counts by state, the oldest
+    /// pending job's age and whether each is paused.
+    #[command(after_help = CLIENT_HELP)]
+    Queues(QueuesArgs),
+    /// Operator: pause or resume one queue (claims skip a paused queue; enqueues
+    /// still land).
+    Queue(QueueArgs),
+    /// Operator: the jobs of a queue, optionally in one state.
+    #[command(after_help = CLIENT_HELP)]
+    Jobs(JobsArgs),
+    /// Operator: one job, with its error history.
+    #[command(after_help = CLIENT_HELP)]
+    Job(JobArgs),
+    /// Operator: make a queue's dead jobs pending again (attempts reset, error
+    /// history kept), the longest dead first.
+    #[command(name = "retry-dead", after_help = CLIENT_HELP)]
+    RetryDead(RetryDeadArgs),
+    /// Operator: delete a queue's pending, delayed or dead jobs (needs --yes).
+    #[command(after_help = CLIENT_HELP)]
+    Purge(PurgeArgs),
+    /// Operator: a namespace's schedules.
+    #[command(after_help = CLIENT_HELP)]
+    Schedules(SchedulesArgs),
+    /// Operator: show, pause or resume one schedule.
+    Schedule(ScheduleArgs),
+    /// Operator: the next fire times of a cron, an interval or a stored schedule.
+    #[command(after_help = CLIENT_HELP)]
+    Preview(PreviewArgs),
+    /// Operator: run Migrate on a namespace (or all), with a progress bar.
+    #[command(after_help = CLIENT_HELP)]
+    Migrate(MigrateArgs),
+}
+
+/// How a command prints its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Human-readable tables.
+    Table,
+    /// One JSON document on stdout, with snake_case fields that do not change between
+    /// releases (README, Operator CLI).
+    Json,
+}
+
+/// How to reach the service: shared by every operator command.
+#[derive(Clone, clap::Args)]
+pub struct ClientArgs {
+    /// The service: http://host:port, or https://host:port for TLS.
+    #[arg(long, env = "DUEQ_ADDR", default_value = "http://127.0.0.1:50051")]
+    pub addr: String,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
+
+    /// Bearer token sent with every call (a service with --auth-file). Never printed.
+    // The env value is hidden from --help: it is a secret.
+    #[arg(long, env = "DUEQ_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// How long to wait for a connection and for each answer (Migrate's stream is
+    /// not cut by it).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+// By hand: the token must not show in a Debug print.
+impl fmt::Debug for ClientArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientArgs")
+            .field("addr", &self.addr)
+            .field("tls", &self.tls)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("output", &self.output)
+            .finish()
+    }
+}
+
+/// TLS to the service: shared by the operator commands and `dueq health`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// PEM CA certificate(s) to trust for the service's certificate, instead of the
+    /// system trust store. Implies TLS.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// PEM client certificate to present (a service with --tls-client-ca, mTLS);
+    /// needs --tls-key. Implies TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// The name to check the service's certificate against, when it is not the host
+    /// of --addr.
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+}
+
+impl TlsArgs {
+    /// Whether any TLS flag is given.
+    pub fn any(&self) -> bool {
+        self.tls_ca.is_some() || self.tls_cert.is_some() || self.tls_server_name.is_some()
+    }
+}
+
+/// A job state, as the operator commands name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JobStateArg {
+    Pending,
+    Delayed,
+    Active,
+    Completed,
+    Dead,
+    Cancelled,
+}
+
+/// A schedule status, as the operator commands name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleStatusArg {
+    Active,
+    Paused,
+    Completed,
+}
+
+/// `dueq namespaces`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NamespacesArgs {
+    /// Most namespaces to show, in name order (1-100000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queues`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueuesArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Most queues to show, in name order (1-100000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queue …`: one queue.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: QueueAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum QueueAction {
+    /// Pause a queue: claims skip it until it is resumed; enqueues still land.
+    #[command(after_help = CLIENT_HELP)]
+    Pause(QueueTarget),
+    /// Resume a paused queue; waiting workers are woken.
+    #[command(after_help = CLIENT_HELP)]
+    Resume(QueueTarget),
+}
+
+/// One queue of one namespace.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueTarget {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq retry-dead`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RetryDeadArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Most jobs to retry in all (default: every dead job); the service is called in
+    /// batches of at most 500.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// The states `dueq purge` can delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PurgeStateArg {
+    Pending,
+    Delayed,
+    Dead,
+}
+
+/// `dueq purge`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PurgeArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Which jobs to delete (active jobs are leased and cannot be purged; completed
+    /// and cancelled ones go with retention).
+    #[arg(long, value_enum)]
+    pub state: PurgeStateArg,
+    /// Most jobs to delete in all (default: every one in that state); the service is
+    /// called in batches of at most 500.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Really delete: without it nothing is sent and the command exits 2.
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq jobs`: the jobs of one queue.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobsArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Only jobs in this state (default: all).
+    #[arg(long, value_enum)]
+    pub state: Option<JobStateArg>,
+    /// Most jobs to show, in enqueue order (1-10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq job`: one job with its error history.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The job id.
+    pub job_id: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq schedules`: a namespace's schedules.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SchedulesArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Only schedules with this status (default: all).
+    #[arg(long, value_enum)]
+    pub status: Option<ScheduleStatusArg>,
+    /// Only overdue schedules: active, not yet claimed, due at least this long ago
+    /// (Redis clock); "--overdue" alone means every one past due. Lists the most
+    /// overdue first.
+    #[arg(long, value_name = "AGE", num_args = 0..=1, default_missing_value = "0s", value_parser = humantime::parse_duration)]
+    pub overdue: Option<Duration>,
+    /// The order: by id (every schedule), or by next run (active schedules only,
+    /// soonest first).
+    #[arg(long, value_enum, default_value_t = ScheduleOrderArg::Id)]
+    pub order: ScheduleOrderArg,
+    /// Most schedules to show (1-10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// The order of `dueq schedules`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleOrderArg {
+    /// By id.
+    Id,
+    /// By next run time, soonest first (active schedules only).
+    NextRun,
+}
+
+/// `dueq schedule …`: one schedule.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScheduleArgs {
+    #[command(subcommand)]
+    pub action: ScheduleAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ScheduleAction {
+    /// Show one schedule.
+    #[command(after_help = CLIENT_HELP)]
+    Show(ScheduleTarget),
+    /// Pause a schedule: it is never claimed until resumed.
+    #[command(after_help = CLIENT_HELP)]
+    Pause(ScheduleTarget),
+    /// Resume a paused schedule; its next run is computed from now.
+    #[command(after_help = CLIENT_HELP)]
+    Resume(ScheduleTarget),
+}
+
+/// One schedule of one namespace.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScheduleTarget {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The schedule id.
+    pub id: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq preview`: the next fire times of a cron, an interval or a stored schedule.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PreviewArgs {
+    /// A cron expression (5 fields, or 6 with seconds first).
+    #[arg(conflicts_with_all = ["every", "id"], required_unless_present_any = ["every", "id"])]
+    pub cron: Option<String>,
+    /// A fixed interval instead of a cron (e.g. "90s", "1h").
+    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "id")]
+    pub every: Option<Duration>,
+    /// A stored schedule of --namespace instead.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The IANA time zone the cron is evaluated in (default UTC).
+    #[arg(long = "tz", value_name = "ZONE", conflicts_with = "id")]
+    pub timezone: Option<String>,
+    /// How many fire times (1-1000).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub count: u32,
+    /// List fire times at or after this instant (RFC 3339; default now, or the stored
+    /// schedule's next run).
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    pub from: Option<std::time::SystemTime>,
+    /// The namespace (required with --id; any valid name otherwise).
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE", default_value = "default")]
+    pub namespace: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq migrate`: Migrate, following its progress.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MigrateArgs {
+    /// The namespace to migrate.
+    #[arg(
+        long,
+        short = 'n',
+        env = "DUEQ_NAMESPACE",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub namespace: Option<String>,
+    /// Every namespace under the service's key prefix, one after the other.
+    #[arg(long)]
+    pub all: bool,
+    /// Report what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Records per batch (1-5000; the service's default without it).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=5000))]
+    pub batch_size: Option<u32>,
+    /// No progress bar (it is drawn on stderr, and only on a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}

@@ -1,0 +1,65 @@
+//! `lua/list_due_schedules.lua`: one page of a namespace's schedules by next run,
+//! optionally only the overdue ones.
+
+use super::{prelude::*, schedule_head};
+use crate::domain::{limits::PageShape, ScheduleRecord};
+
+script!("list_due_schedules", Schedule, Arity::Exactly(4), Arity::Exactly(9));
+
+pub(crate) struct ListDueSchedules<'a> {
+    /// The next run (epoch ms) and id of the previous page's last entry.
+    pub(crate) after: Option<(i64, &'a str)>,
+    /// Only schedules whose next run is at least this many ms before Redis TIME.
+    pub(crate) overdue_by_ms: Option<i64>,
+    pub(crate) page: PageShape,
+}
+
+impl Operation for ListDueSchedules<'_> {
+    /// The page, and the next run and id to continue after (if more may follow).
+    type Output = (Vec<ScheduleRecord>, Option<(i64, String)>);
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        schedule_head(keys, call);
+        call.key(keys.due());
+        match self.after {
+            Some((ms, id)) => call.arg(ms).arg(id),
+            None => call.arg("").arg(""),
+        };
+        call.opt(self.overdue_by_ms)
+            .arg(self.page.size)
+            // Stale entries are rare (claims repair them): a page examines at most
+            // twice its size.
+            .arg((self.page.size * 2).min(2000))
+            .arg(if self.page.full { "1" } else { "" })
+            .arg(self.page.max_bytes);
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        let score = reply.opt_int()?;
+        let id = reply.text()?;
+        let count = reply.count()?;
+        let mut page = Vec::new();
+        for _ in 0..count {
+            page.push(records::schedule(&reply.counted_fields()?)?);
+        }
+        reply.finish()?;
+        Ok((page, score.map(|ms| (ms, id))))
+    }
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> ListDueSchedules<'static> {
+    ListDueSchedules {
+        after: Some((1, "a")),
+        overdue_by_ms: Some(0),
+        page: PageShape {
+            size: 10,
+            full: false,
+            max_bytes: 1 << 20,
+        },
+    }
+}

@@ -24,8 +24,9 @@
 --   write are one atomic step, so concurrent enqueues with one id or one dedup key
 --   create one job.
 -- * 3 (no O(N)): per created job four calls (EXISTS, SET, HSET into a listing bucket
---   of at most 64, RPUSH or ZADD), one more SET for a payload over 1 KiB, plus one
---   HINCRBY per queue and one ZADD per new ready list. FIFO: a ready list is pushed at the tail and popped at the head.
+--   of at most 64, RPUSH or ZADD) and one HINCRBY of its queue's pending count when
+--   pending, one more SET for a payload over 1 KiB, plus one HINCRBY per queue, one
+--   ZADD per new ready list and one per new queue (the queue registry). FIFO: a ready list is pushed at the tail and popped at the head.
 -- * 5: refused while the namespace's jobs are in an older layout.
 -- * 9 (bounded): the quota counts unfinished jobs in O(1): `stored` in meta counts
 --   job records created since `stored_since` (created here, deleted only by

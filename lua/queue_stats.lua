@@ -15,10 +15,10 @@
 --
 -- Read-only. Per queue O(1) counts (HMGET of its state, ZCARD of its delayed, leased
 -- and dead sets) and the oldest pending job from the heads of its ready lists: of
--- its best 8 priorities, the first 4 entries each (a job coming back from a lease or
+-- its best 2 priorities, the first 2 entries each (a job coming back from a lease or
 -- a retry goes to the head with a fresh run_at, so the oldest is among the first few),
 -- skipping stale entries. The queue registry is read by name (ZRANGE BYLEX). The page
--- is bounded by the caller (at most 1000). Invariant 5: refused while the namespace's
+-- is bounded by the caller (at most 25 queues per call). Invariant 5: refused while the namespace's
 -- jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -39,9 +39,9 @@ end
 
 local function oldest_pending(q)
   local oldest = nil
-  for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 7)) do
+  for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 1)) do
     local list = ready_list(K, q, priority)
-    for _, entry in ipairs(redis.call('LRANGE', list, 0, 3)) do
+    for _, entry in ipairs(redis.call('LRANGE', list, 0, 1)) do
       local n = tonumber(entry)
       local id = listing_id(K, q, n)
       if id then

@@ -13,6 +13,11 @@ use crate::{
     },
 };
 
+/// Most jobs one bulk script call handles: a call of `limit` jobs runs as several
+/// scripts of at most this many, one after another, so none holds Redis for long;
+/// each is atomic, so concurrent callers still never handle one job twice.
+const BULK_PER_SCRIPT: u32 = 50;
+
 impl Jobs {
     /// A page of registered namespaces after `after` ("" from the first).
     pub(crate) async fn list_namespaces(
@@ -63,11 +68,26 @@ impl Jobs {
         limit: u32,
     ) -> Result<(u32, bool), Error> {
         let entry = self.entry(namespace);
-        let (retried, more) = self
-            .cx
-            .store
-            .run(namespace, &RetryDeadJobs { queue, limit })
-            .await?;
+        let (mut retried, mut left) = (0, limit);
+        let more = loop {
+            let batch = left.min(BULK_PER_SCRIPT);
+            let (done, more) = self
+                .cx
+                .store
+                .run(
+                    namespace,
+                    &RetryDeadJobs {
+                        queue,
+                        limit: batch,
+                    },
+                )
+                .await?;
+            retried += done;
+            left -= batch;
+            if !more || left == 0 {
+                break more;
+            }
+        };
         if retried > 0 {
             self.cx
                 .wakers
@@ -85,17 +105,20 @@ impl Jobs {
         state: PurgeState,
         limit: u32,
     ) -> Result<(u32, bool), Error> {
-        Ok(self
-            .cx
-            .store
-            .run(
-                namespace,
-                &PurgeJobs {
-                    queue,
-                    state,
-                    limit,
-                },
-            )
-            .await?)
+        let (mut purged, mut left) = (0, limit);
+        loop {
+            let batch = left.min(BULK_PER_SCRIPT);
+            let op = PurgeJobs {
+                queue,
+                state,
+                limit: batch,
+            };
+            let (done, more) = self.cx.store.run(namespace, &op).await?;
+            purged += done;
+            left -= batch;
+            if !more || left == 0 {
+                return Ok((purged, more));
+            }
+        }
     }
 }

@@ -10,6 +10,9 @@ use deadpool_redis::redis;
 use super::{keys, ops::queue_stats::QueueStatsPage, Store, StoreError};
 use crate::domain::{NamespacePage, QueuePage};
 
+/// Most queues one page of `Store::queue_stats` holds.
+pub(crate) const MAX_QUEUE_PAGE: usize = 1000;
+
 /// Most names one page of namespaces holds.
 pub(crate) const MAX_NAMESPACE_PAGE: usize = 1000;
 
@@ -114,17 +117,38 @@ impl Store {
     }
 
     /// A page of `namespace`'s queues after `after` ("" from the first), by name, with
-    /// their counts by state, oldest pending job and paused flag: one script call,
-    /// O(1) per queue (plus the heads of its ready lists). `limit` is capped at
-    /// [`super::ops::queue_stats::MAX_PAGE`]. Fails with NeedsMigrate while the
-    /// namespace's jobs are in an older layout.
+    /// their counts by state, oldest pending job and paused flag: O(1) per queue
+    /// (plus the heads of its ready lists), in script calls of at most
+    /// [`super::ops::queue_stats::MAX_PAGE`] queues. `limit` is capped at
+    /// [`MAX_QUEUE_PAGE`]. Fails with NeedsMigrate while the namespace's jobs are in
+    /// an older layout.
     pub(crate) async fn queue_stats(
         &self,
         namespace: &str,
         after: &str,
         limit: usize,
     ) -> Result<QueuePage, StoreError> {
-        self.run(namespace, &QueueStatsPage { after, limit }).await
+        let limit = limit.clamp(1, MAX_QUEUE_PAGE);
+        let mut page = self
+            .run(namespace, &QueueStatsPage { after, limit })
+            .await?;
+        while page.queues.len() < limit {
+            let Some(after) = page.next_after.clone() else {
+                break;
+            };
+            let more = self
+                .run(
+                    namespace,
+                    &QueueStatsPage {
+                        after: &after,
+                        limit: limit - page.queues.len(),
+                    },
+                )
+                .await?;
+            page.queues.extend(more.queues);
+            page.next_after = more.next_after;
+        }
+        Ok(page)
     }
 }
 
@@ -323,6 +347,39 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(second.queues[0].queue, "r");
         assert_eq!(second.next_after, None);
+    }
+
+    /// A page larger than one script call's is read in several, seamlessly.
+    #[tokio::test]
+    async fn a_large_queue_page_spans_script_calls() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let jobs: Vec<JobSpec> = (0..150)
+            .map(|i| spec(&format!("j{i}"), &format!("q{i:03}"), RunAt::Now, 1))
+            .collect();
+        store
+            .run("ns", &EnqueueJobs { jobs: &jobs })
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        let all = store
+            .queue_stats("ns", "", 1000)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all.queues.len(), 150);
+        assert_eq!(all.next_after, None);
+        assert!(all.queues.iter().all(|q| q.pending == 1));
+        let part = store
+            .queue_stats("ns", "", 120)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(part.queues.len(), 120);
+        assert_eq!(part.next_after.as_deref(), Some("q119"));
+        let rest = store
+            .queue_stats("ns", "q119", 120)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rest.queues.len(), 30);
+        assert_eq!(rest.next_after, None);
     }
 
     #[tokio::test]

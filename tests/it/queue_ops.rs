@@ -316,27 +316,28 @@ async fn a_paused_queue_is_skipped_and_its_waiters_are_not_woken_for_it() {
     assert!(!queue_info(&mut c, "q").await.paused);
 }
 
-/// More dead jobs than one call retries: calls of `limit` until `more` is false,
-/// then a repeated call finds nothing (idempotent).
+/// More dead jobs than one call retries: calls of `limit` (each run as several
+/// bounded scripts) until `more` is false, then a repeated call finds nothing
+/// (idempotent).
 #[tokio::test]
 async fn retry_dead_jobs_works_in_bounded_calls() {
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
-    let ids = dead_jobs(&mut c, "q", 25).await;
-    assert_eq!(counts(&mut c, "q").await, (0, 0, 0, 25));
+    let ids = dead_jobs(&mut c, "q", 130).await;
+    assert_eq!(counts(&mut c, "q").await, (0, 0, 0, 130));
     let mut calls = Vec::new();
     loop {
-        let r = retry_dead(&mut c, "q", 10).await;
+        let r = retry_dead(&mut c, "q", 60).await;
         calls.push((r.retried, r.more));
         if !r.more {
             break;
         }
     }
-    assert_eq!(calls, [(10, true), (10, true), (5, false)]);
+    assert_eq!(calls, [(60, true), (60, true), (10, false)]);
     let again = retry_dead(&mut c, "q", 10).await;
     assert_eq!((again.retried, again.more), (0, false));
-    assert_eq!(counts(&mut c, "q").await, (25, 0, 0, 0));
+    assert_eq!(counts(&mut c, "q").await, (130, 0, 0, 0));
     for id in &ids {
         let j = get_job(&mut c, id).await;
         assert_eq!((state(&j), j.attempts), (proto::JobState::Pending, 0));

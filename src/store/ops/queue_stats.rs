@@ -5,8 +5,9 @@ use crate::domain::{QueuePage, QueueStats};
 
 script!("queue_stats", Job, Arity::Exactly(2), Arity::Exactly(10));
 
-/// Most queues one call reads (the script's run time is bounded by it).
-pub(crate) const MAX_PAGE: usize = 1000;
+/// Most queues one script call reads (its run time is bounded by it);
+/// `Store::queue_stats` makes several calls for a larger page.
+pub(crate) const MAX_PAGE: usize = 25;
 
 pub(crate) struct QueueStatsPage<'a> {
     /// List queues after this name ("" from the first).

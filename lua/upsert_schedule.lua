@@ -20,6 +20,9 @@
 -- ARGV[16] follow ms: the cron slot after ARGV[15] ("" unknown, "end" none)
 -- ARGV[17] schema version of this layout (written to a new namespace's meta)
 -- ARGV[18] most schedules the namespace may hold (0 = no limit)
+-- ARGV[19] catch-up policy: "one" | "skip" | "all"   ARGV[20] catch-up limit (0 none)
+-- ARGV[21] catch-up window ms ("" none). Policies are not timing: they never bump rev
+--   and never move the next run; the skip counters are kept.
 -- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
 --   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
 --
@@ -75,6 +78,8 @@ end
 r.kind, r.cron, r.every_ms, r.tz, r.start_ms, r.end_ms, r.limit = kind, cron, every, tz,
   start_ms, end_ms, limit
 r.job_name, r.payload, r.headers, r.updated_ms = ARGV[11], ARGV[12], ARGV[13], now
+r.catchup, r.catchup_limit, r.window_ms = ARGV[19], tonumber(ARGV[20]) or 0,
+  tonumber(ARGV[21]) or ''
 if timing_changed and r.status ~= 'paused' then schedule_from_timing() end
 sched_save(key, r)
 local is = sched_indexed(r)

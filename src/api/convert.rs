@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::{
     domain::{Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
     proto,
+    timing::CatchUp,
 };
 
 use super::{validate, ApiError};
@@ -103,6 +104,7 @@ pub(super) fn schedule_def(
         payload: s.payload,
         headers: s.headers.into_iter().collect::<BTreeMap<_, _>>(),
         paused: s.paused,
+        catchup: Default::default(),
     }
 }
 
@@ -129,6 +131,22 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         create_time: Some(timestamp(r.create_ms)),
         update_time: Some(timestamp(r.update_ms)),
         revision: r.revision,
+        catchup_policy: catchup_to_proto(r.def.catchup.policy) as i32,
+        catchup_limit: match r.def.catchup.policy {
+            CatchUp::All { limit } => limit,
+            CatchUp::One | CatchUp::Skip => 0,
+        },
+        catchup_window: r.def.catchup.window_ms.map(duration),
+        skipped_catchup: r.skipped.catchup,
+        skipped_window: r.skipped.window,
+    }
+}
+
+fn catchup_to_proto(policy: CatchUp) -> proto::CatchupPolicy {
+    match policy {
+        CatchUp::One => proto::CatchupPolicy::One,
+        CatchUp::Skip => proto::CatchupPolicy::Skip,
+        CatchUp::All { .. } => proto::CatchupPolicy::All,
     }
 }
 

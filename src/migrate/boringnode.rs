@@ -211,6 +211,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         update_ms: 0,
         revision: 1,
         follow: Follow::Unknown,
+        skipped: Default::default(),
     }))
 }
 
@@ -244,6 +245,7 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         payload: f.0.get("payload").cloned().unwrap_or_default(),
         headers: Default::default(),
         paused: false,
+        catchup: Default::default(),
     })
 }
 

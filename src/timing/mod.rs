@@ -7,6 +7,7 @@
 //! counting and previews.
 
 mod calendar;
+mod catchup;
 mod cron;
 mod cron_fields;
 mod error;
@@ -23,6 +24,7 @@ use chrono_tz::Tz;
 use cron::{CronRule, Fire};
 use every::Every;
 
+pub(crate) use catchup::{CatchUp, CatchUpRule, MAX_CATCHUP_LIMIT};
 pub(crate) use error::TimingError;
 pub(crate) use preview::PreviewItem;
 

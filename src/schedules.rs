@@ -31,6 +31,9 @@ use crate::{
     timing::Timing,
 };
 
+/// PauseSchedule's `note` is at most this many bytes.
+pub(crate) const MAX_PAUSE_NOTE_LEN: usize = 1024;
+
 /// How often one claim re-runs the script after computing a cron hint that lost a race.
 const MAX_COMPUTE_ROUNDS: usize = 4;
 
@@ -129,10 +132,15 @@ impl Schedules {
         }
     }
 
-    pub(crate) async fn pause(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
+    pub(crate) async fn pause(
+        &self,
+        namespace: &str,
+        id: &str,
+        note: &str,
+    ) -> Result<ScheduleRecord, Error> {
         self.cx
             .store
-            .run(namespace, &PauseSchedule { id })
+            .run(namespace, &PauseSchedule { id, note })
             .await?
             .ok_or_else(|| Error::NotFound(Missing::Schedule(id.to_owned())))
     }
@@ -327,7 +335,12 @@ impl Schedules {
             Err(error) => {
                 tracing::error!(%namespace, schedule_id = %id, %error,
                     "stored schedule has an invalid timing; pausing it");
-                self.cx.store.run(namespace, &PauseSchedule { id }).await?;
+                let note = format!("paused by dueq: the stored timing is invalid: {error}");
+                let note = crate::domain::limits::truncated(&note, MAX_PAUSE_NOTE_LEN);
+                self.cx
+                    .store
+                    .run(namespace, &PauseSchedule { id, note })
+                    .await?;
                 return Ok(None);
             }
         };

@@ -139,6 +139,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         catchup_window: r.def.catchup.window_ms.map(duration),
         skipped_catchup: r.skipped.catchup,
         skipped_window: r.skipped.window,
+        pause_note: r.pause_note,
     }
 }
 

@@ -208,7 +208,8 @@ pub(super) async fn pause(
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
-    let record = api.schedules.pause(namespace, id).await?;
+    let note = validate::max_len("note", &req.note, crate::schedules::MAX_PAUSE_NOTE_LEN)?;
+    let record = api.schedules.pause(namespace, id, note).await?;
     Ok(proto::PauseScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),
     })

@@ -93,6 +93,8 @@ pub(crate) struct ScheduleRecord {
     pub(crate) follow: Follow,
     /// Slots skipped so far, per reason.
     pub(crate) skipped: SkipCounts,
+    /// PauseSchedule's note, until resumed ("" none).
+    pub(crate) pause_note: String,
 }
 
 /// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`).

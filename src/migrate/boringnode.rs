@@ -212,6 +212,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         revision: 1,
         follow: Follow::Unknown,
         skipped: Default::default(),
+        pause_note: String::new(),
     }))
 }
 

@@ -174,6 +174,11 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         revision: f.int("rev")?,
         follow,
         skipped,
+        pause_note: if f.has("pause_note") {
+            f.text("pause_note")?
+        } else {
+            String::new()
+        },
     })
 }
 

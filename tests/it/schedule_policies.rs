@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use futures::{stream, StreamExt};
+use tonic::{Code, Status};
 
 use crate::common::*;
 
@@ -376,10 +377,33 @@ async fn two_replicas_drain(
             }));
         }
     }
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.await.expect("worker"));
+    }
+    // Claims that only skip (SKIP's plans) hand nothing out, so the workers above
+    // may give up while some schedules are still behind: a claim would skip them
+    // (nothing stalls), so claim until no entry is due.
+    let mut c = a.client().await;
+    for _ in 0..10 * SCHEDULES {
+        let now = redis_now(&mut conn).await;
+        let due: u64 = query(
+            &mut conn,
+            deadpool_redis::redis::cmd("ZCOUNT")
+                .arg("dueq:{ns}:due")
+                .arg("-inf")
+                .arg(now),
+        )
+        .await;
+        if due == 0 {
+            break;
+        }
+        all.extend(claim(&mut c, "ns", 0).await);
+    }
     let mut handed: HashMap<String, Vec<i64>> = HashMap::new();
     let mut ids: HashMap<String, usize> = HashMap::new();
-    for w in workers {
-        for occ in w.await.expect("worker") {
+    {
+        for occ in all {
             *ids.entry(occ.occurrence_id.clone()).or_default() += 1;
             let id = occ.schedule.as_ref().expect("schedule").id.clone();
             handed.entry(id).or_default().push(ms(&occ.due_time));
@@ -393,7 +417,6 @@ async fn two_replicas_drain(
         due.dedup();
         assert_eq!(due.len(), n, "a slot handed out twice: {due:?}");
     }
-    let mut c = a.client().await;
     let mut schedules = Vec::new();
     for i in 0..SCHEDULES {
         schedules.push(get(&mut c, "ns", &format!("s{i}")).await);
@@ -445,4 +468,80 @@ async fn two_replicas_catchup_all_exactly_once() {
             .all(|s| s.skipped_catchup == 2 && s.run_count == 3),
         "skips counted once"
     );
+}
+
+async fn pause_with(c: &mut Client, id: &str, note: &str) -> Result<proto::Schedule, Status> {
+    c.pause_schedule(proto::PauseScheduleRequest {
+        namespace: "ns".into(),
+        id: id.into(),
+        note: note.into(),
+    })
+    .await
+    .map(|r| r.into_inner().schedule.expect("schedule"))
+}
+
+/// PauseSchedule's note is shown by GetSchedule and ListSchedules until resumed.
+#[tokio::test]
+async fn a_pause_note_is_shown_until_resumed() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    upsert(&mut c, "ns", every("s", 3600)).await;
+    let paused = pause_with(&mut c, "s", "deploy freeze, ask #ops")
+        .await
+        .expect("pause");
+    assert_eq!(paused.pause_note, "deploy freeze, ask #ops");
+    assert_eq!(
+        get(&mut c, "ns", "s").await.pause_note,
+        "deploy freeze, ask #ops"
+    );
+    // Pausing again with a note replaces it; without one keeps it.
+    pause_with(&mut c, "s", "until Monday")
+        .await
+        .expect("pause");
+    pause_with(&mut c, "s", "").await.expect("pause");
+    let listed = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner()
+        .schedules;
+    assert_eq!(listed[0].pause_note, "until Monday");
+    let resumed = c
+        .resume_schedule(proto::ResumeScheduleRequest {
+            namespace: "ns".into(),
+            id: "s".into(),
+        })
+        .await
+        .expect("resume")
+        .into_inner()
+        .schedule
+        .expect("schedule");
+    assert_eq!(resumed.pause_note, "");
+    assert_eq!(get(&mut c, "ns", "s").await.pause_note, "");
+}
+
+/// A note over 1 KiB is INVALID_ARGUMENT naming `note`, and nothing is written; 1 KiB
+/// exactly is accepted.
+#[tokio::test]
+async fn a_pause_note_over_1_kib_is_refused_and_writes_nothing() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", every("s", 3600)).await;
+    let before = snapshot(&mut conn).await;
+    let refused = pause_with(&mut c, "s", &"n".repeat(1025))
+        .await
+        .expect_err("too long");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(refused.message().starts_with("note: "), "{refused:?}");
+    assert_eq!(snapshot(&mut conn).await, before, "nothing written");
+    let paused = pause_with(&mut c, "s", &"n".repeat(1024))
+        .await
+        .expect("1 KiB");
+    assert_eq!(paused.pause_note.len(), 1024);
 }

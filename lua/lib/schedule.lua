@@ -19,7 +19,8 @@
 --      records written before it existed read as the defaults): an array of
 --      1 catchup policy (1 ONE, 2 SKIP, 3 ALL)  2 catchup limit (0 none)
 --      3 catchup window ms ('' none)  4 skipped for catch-up  5 skipped for the window
---      6 skipped for overlap  7 the pause note ('' none)
+--      6 skipped for overlap  7 the pause note ('' none)  8 every's offset ms ('' none;
+--      timing: upsert_schedule compares it too)
 --      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
@@ -39,7 +40,7 @@
 -- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
--- sk_overlap, pause_note (nil in a table built elsewhere reads as the default).
+-- sk_overlap, pause_note, offset_ms (nil in a table built elsewhere reads as the default).
 
 local SCHED_FIELDS = 16
 local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
@@ -57,14 +58,16 @@ local function sched_policies_in(r, x)
   r.sk_window = tonumber(x[5]) or 0
   r.sk_overlap = tonumber(x[6]) or 0
   r.pause_note = x[7] or ''
+  r.offset_ms = tonumber(x[8]) or ''
 end
 
 -- Position 17, or nil while every policy field has its default.
 local function sched_policies_out(r)
   local x = { CATCHUP_CODE[r.catchup or 'one'] or 1, r.catchup_limit or 0, r.window_ms or '',
-    r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '' }
+    r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
+    r.offset_ms or '' }
   if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
-      and x[7] == '' then
+      and x[7] == '' and x[8] == '' then
     return nil
   end
   return x
@@ -121,7 +124,7 @@ local function sched_from_flat(flat)
     updated_ms = num_or_empty(h.updated_ms), last_ms = num_or_empty(h.last_ms),
     next_ms = num_or_empty(h.next_ms), follow_ms = follow,
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
-    sk_overlap = 0, pause_note = '' }
+    sk_overlap = 0, pause_note = '', offset_ms = '' }
 end
 
 local function sched_read(key)
@@ -157,7 +160,8 @@ local function sched_fields(id, r)
     'follow_ms', int_text(r.follow_ms), 'catchup', r.catchup or 'one',
     'catchup_limit', int_text(r.catchup_limit or 0), 'window_ms', int_text(r.window_ms or ''),
     'sk_catchup', int_text(r.sk_catchup or 0), 'sk_window', int_text(r.sk_window or 0),
-    'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '' }
+    'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
+    'offset_ms', int_text(r.offset_ms or '') }
 end
 
 local function push_fields(out, id, r)

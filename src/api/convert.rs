@@ -49,6 +49,7 @@ pub(super) struct RawTiming {
     pub(super) every_ms: Option<i64>,
     pub(super) start_ms: Option<i64>,
     pub(super) end_ms: Option<i64>,
+    pub(super) offset_ms: Option<i64>,
 }
 
 pub(super) fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
@@ -77,11 +78,26 @@ pub(super) fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, 
         .as_ref()
         .map(|t| validate::timestamp_ms(&format!("{field}.end_time"), t))
         .transpose()?;
+    let offset_ms = s
+        .offset
+        .as_ref()
+        .map(|d| {
+            let field = format!("{field}.offset");
+            if d.seconds < 0 || d.nanos < 0 {
+                return Err(ApiError::invalid(
+                    field,
+                    "must be at least 0 and shorter than every",
+                ));
+            }
+            validate::duration_ms(&field, d)
+        })
+        .transpose()?;
     Ok(RawTiming {
         cron,
         every_ms,
         start_ms,
         end_ms,
+        offset_ms,
     })
 }
 
@@ -105,6 +121,7 @@ pub(super) fn schedule_def(
         headers: s.headers.into_iter().collect::<BTreeMap<_, _>>(),
         paused: s.paused,
         catchup: Default::default(),
+        offset_ms: raw.offset_ms,
     }
 }
 
@@ -140,6 +157,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         skipped_catchup: r.skipped.catchup,
         skipped_window: r.skipped.window,
         pause_note: r.pause_note,
+        offset: r.def.offset_ms.map(duration),
     }
 }
 

@@ -26,6 +26,7 @@ fn parse_timing(
         timezone: &s.timezone,
         start_ms: raw.start_ms,
         end_ms: raw.end_ms,
+        offset_ms: raw.offset_ms,
     })
     .map_err(|e| {
         // Timing messages start with their own field name ("cron: ..."); the API

@@ -58,6 +58,8 @@ pub(crate) struct ScheduleDef {
     pub(crate) paused: bool,
     /// The catch-up policy and window (not timing: no revision bump).
     pub(crate) catchup: CatchUpRule,
+    /// `every` only: slots are (start or the epoch) + offset + k*every. Timing.
+    pub(crate) offset_ms: Option<i64>,
 }
 
 impl ScheduleDef {
@@ -74,6 +76,7 @@ impl ScheduleDef {
             timezone: &self.timezone,
             start_ms: self.start_ms,
             end_ms: self.end_ms,
+            offset_ms: self.offset_ms,
         })
     }
 }

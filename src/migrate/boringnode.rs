@@ -247,6 +247,7 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         headers: Default::default(),
         paused: false,
         catchup: Default::default(),
+        offset_ms: None,
     })
 }
 

@@ -164,6 +164,11 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
             headers: f.headers("headers")?,
             paused: status == ScheduleStatus::Paused,
             catchup,
+            offset_ms: if f.has("offset_ms") {
+                f.opt_i64("offset_ms")?
+            } else {
+                None
+            },
         },
         status,
         run_count: f.int("runs")?,

@@ -545,3 +545,55 @@ async fn a_pause_note_over_1_kib_is_refused_and_writes_nothing() {
         .expect("1 KiB");
     assert_eq!(paused.pause_note.len(), 1024);
 }
+
+/// `every` is aligned to the Unix epoch; `offset` moves its slots within the
+/// interval, and is timing: changing it changes the revision and the next run.
+#[tokio::test]
+async fn every_offset_moves_the_slots_and_is_timing() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let plain = upsert(&mut c, "ns", every("s", 3600))
+        .await
+        .schedule
+        .expect("s");
+    assert_eq!(
+        ms(&plain.next_run_time) % HOUR,
+        0,
+        "on the hour (epoch-aligned)"
+    );
+    let shifted = upsert(
+        &mut c,
+        "ns",
+        proto::Schedule {
+            offset: Some(dur(900_000)),
+            ..every("s", 3600)
+        },
+    )
+    .await
+    .schedule
+    .expect("s");
+    assert_eq!(ms(&shifted.next_run_time) % HOUR, 900_000, "minute 15");
+    assert_eq!(shifted.revision, plain.revision + 1);
+    let got = get(&mut c, "ns", "s").await;
+    assert_eq!(ms_of(&got.offset), 900_000);
+    assert_eq!(got.next_run_time, shifted.next_run_time);
+    let preview = c
+        .preview_schedule(proto::PreviewScheduleRequest {
+            namespace: "ns".into(),
+            target: Some(proto::preview_schedule_request::Target::Id("s".into())),
+            count: 3,
+            from_time: None,
+        })
+        .await
+        .expect("preview")
+        .into_inner()
+        .fire_times;
+    assert!(preview.iter().all(|t| ms(&t.time) % HOUR == 900_000));
+    let back = upsert(&mut c, "ns", every("s", 3600))
+        .await
+        .schedule
+        .expect("s");
+    assert_eq!((back.revision, back.offset), (shifted.revision + 1, None));
+    assert_eq!(ms(&back.next_run_time) % HOUR, 0);
+}

@@ -200,6 +200,7 @@ mod tests {
             headers: Default::default(),
             paused: false,
             catchup: Default::default(),
+        offset_ms: None,
         }
     }
 

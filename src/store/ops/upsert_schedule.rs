@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(21));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(22));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -58,7 +58,8 @@ impl Operation for UpsertSchedule<'_> {
         };
         call.arg(catchup_word(def.catchup.policy))
             .arg(limit)
-            .opt(def.catchup.window_ms);
+            .opt(def.catchup.window_ms)
+            .opt(def.offset_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -83,6 +84,7 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         headers: Default::default(),
         paused: false,
         catchup: Default::default(),
+        offset_ms: None,
     });
     UpsertSchedule {
         def: &DEF,

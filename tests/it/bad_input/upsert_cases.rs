@@ -496,6 +496,32 @@ fn bad_policies(id: &str) -> Vec<UpsertCase> {
             "must be positive",
         ),
         invalid(
+            "offset equal to every",
+            with(&|s| s.offset = Some(dur(60_000))),
+            "schedule.offset",
+            "must be at least 0 and shorter than every",
+        ),
+        invalid(
+            "negative offset",
+            with(&|s| {
+                s.offset = Some(prost_types::Duration {
+                    seconds: -1,
+                    nanos: 0,
+                })
+            }),
+            "schedule.offset",
+            "must be at least 0 and shorter than every",
+        ),
+        invalid(
+            "offset with cron",
+            proto::Schedule {
+                offset: Some(dur(1_000)),
+                ..cron(id, "0 * * * *", "")
+            },
+            "schedule.offset",
+            "only an every timing takes an offset",
+        ),
+        invalid(
             "catchup_window under a millisecond",
             with(&|s| {
                 s.catchup_window = Some(prost_types::Duration {

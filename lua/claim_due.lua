@@ -7,9 +7,13 @@
 -- KEYS[4] due index (zset id -> next run ms) <prefix>:{<ns>}:due
 -- KEYS[5] occurrence leases (zset occurrence id -> lease deadline ms) <prefix>:{<ns>}:oleases
 -- ARGV[3] how many due candidates to examine at most (bounds the work per call)
--- ARGV[4..9] optional hint for a cron schedule the caller was asked to compute:
+-- ARGV[4..9] optional hint for a schedule the caller was asked to compute (a cron's
+--   next slot, or any schedule's catch-up plan):
 --   id, rev, expected next ms, new next ms ("" = none), new follow ms ("" | "end"),
---   skipped count. Empty ARGV[4] = no hint.
+--   slots skipped for catch-up. Empty ARGV[4] = no hint.
+-- ARGV[14] the hint's slot to hand out ("" = none: the plan only skips; the claim then
+--   goes on to the other candidates)   ARGV[15] the hint's slots skipped for the
+--   catch-up window
 -- ARGV[10] lease ms for the claimed occurrence ("" = no lease: at-most-once)
 -- ARGV[11] lease token (minted by the caller)
 -- ARGV[12] the namespace (for the occurrence id)
@@ -20,8 +24,9 @@
 --        a lease). With a lease, an occurrence whose lease expired is re-handed first:
 --        same shape, attempt + 1, the schedule fields as they were at its first claim.
 --   { "compute", now, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
---        now must be computed by the caller (time zones live in Rust); nothing changed
---        except repairs
+--        now must be computed by the caller (time zones live in Rust), or a schedule
+--        behind under its catch-up policy; nothing changed except repairs (and the
+--        skips of a hint that handed nothing out)
 --   { "none", now, earliest }  nothing due
 --   earliest = lowest score left in the index or the occurrence leases ("" when both are
 --   empty), for the wake-up timer.
@@ -50,6 +55,13 @@
 --   domain::occurrence_id, so the record and the id handed to the worker agree.
 -- * every schedules advance here with lib/rules.lua every_advance, which a library
 --   test pins to timing::Timing::advance.
+-- * catch-up policies (docs: README "Policies"): a schedule that is behind under its
+--   policy (a slot older than its catch-up window is due, or, under SKIP or ALL, the
+--   slot after the due one is due too) is answered with "compute": the caller
+--   (timing::Timing::catch_up) plans which slot to hand out and how many to skip, and
+--   the plan is applied under the same rev/next check as a cron hint. ALL hands out
+--   one missed slot per claim: the record's next run is the cursor, so a claim never
+--   loops over missed slots. Skips are counted on the record per reason.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
@@ -113,10 +125,31 @@ local function complete(r)
   count_index(meta, true, false)
 end
 
--- Record the claim; new_next nil means there is no later slot.
-local function claim(c, due_ms, new_next, new_follow, skipped)
+-- Moves the schedule to new_next without handing anything out (a catch-up plan that
+-- skips every due slot); new_next nil means there is no later slot.
+local function skip_to(c, new_next, new_follow, skipped_catchup, skipped_window)
   local r, id = c.r, c.id
   if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
+  r.sk_catchup = r.sk_catchup + skipped_catchup
+  r.sk_window = r.sk_window + skipped_window
+  if new_next == nil then
+    complete(r)
+    redis.call('ZREM', due_key, id)
+  else
+    r.next_ms, r.follow_ms = new_next, new_follow
+    redis.call('ZADD', due_key, new_next, id)
+  end
+  sched_save(c.key, r)
+end
+
+-- Record the claim; new_next nil means there is no later slot.
+local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
+  local r, id = c.r, c.id
+  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
+  skipped_window = skipped_window or 0
+  r.sk_catchup = r.sk_catchup + skipped
+  r.sk_window = r.sk_window + skipped_window
+  skipped = skipped + skipped_window
   r.runs = r.runs + 1
   r.last_ms = now
   if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
@@ -193,10 +226,28 @@ end
 if ARGV[4] ~= '' then
   local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
   if is_error(c) then return c end
-  if c and c.r.kind == 'cron' and string.format('%d', c.r.rev) == ARGV[5]
-      and c.r.next_ms == tonumber(ARGV[6]) then
-    return claim(c, c.r.next_ms, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0)
+  if c and string.format('%d', c.r.rev) == ARGV[5] and c.r.next_ms == tonumber(ARGV[6]) then
+    local hand_out = tonumber(ARGV[14])
+    if hand_out then
+      return claim(c, hand_out, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0,
+        tonumber(ARGV[15]) or 0)
+    end
+    skip_to(c, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0, tonumber(ARGV[15]) or 0)
   end
+end
+
+-- Whether a due schedule is behind under its catch-up policy, so that the caller must
+-- plan its claim (see the header).
+local function behind(r)
+  if r.window_ms ~= '' and r.next_ms < now - r.window_ms then return true end
+  if r.catchup == 'one' then return false end
+  local after = r.follow_ms
+  if r.kind == 'every' then
+    after = r.next_ms + r.every_ms
+    if r.end_ms ~= '' and after > r.end_ms then after = 'end' end
+  end
+  if after == 'end' then return false end
+  return after == '' or after <= now
 end
 
 -- 2. The earliest due candidates, in score order.
@@ -206,6 +257,10 @@ for i = 1, #cands, 2 do
   if is_error(c) then return c end
   if c then
     local r = c.r
+    if behind(r) then
+      return push_fields({ 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms },
+        c.id, r)
+    end
     if r.kind == 'every' then
       local new_next, skipped = every_advance(r.next_ms, r.every_ms, now, r.end_ms)
       return claim(c, r.next_ms, new_next, '', skipped)

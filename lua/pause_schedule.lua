@@ -5,11 +5,12 @@
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
 -- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] id
+-- ARGV[3] id   ARGV[4] the pause note ("" none), shown until resumed
 -- Returns: {} when the schedule does not exist, else the fields of the paused schedule.
 --
 -- Invariant 1 (docs/DESIGN.md): the status change and the removal from the due index happen together,
--- so a paused schedule can never be claimed. Pausing twice is a no-op. Invariant 5:
+-- so a paused schedule can never be claimed. Pausing twice is a no-op, except that a
+-- note given the second time replaces the first. Invariant 5:
 -- refused in a namespace that needs Migrate; keeps the meta `indexed` count.
 
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
@@ -20,6 +21,11 @@ if r == nil then return {} end
 count_index(KEYS[1], sched_indexed(r), false)
 if r.status ~= 'paused' then
   r.status, r.next_ms, r.follow_ms = 'paused', '', ''
+  r.pause_note = ARGV[4]
+  r.updated_ms = now_ms()
+  sched_save(KEYS[5], r)
+elseif ARGV[4] ~= '' and ARGV[4] ~= r.pause_note then
+  r.pause_note = ARGV[4]
   r.updated_ms = now_ms()
   sched_save(KEYS[5], r)
 end

@@ -23,6 +23,7 @@ if r == nil then return {} end
 if string.format('%d', r.rev) ~= ARGV[4] then return { 'moved' } end
 if r.status == 'paused' then
   r.updated_ms = now_ms()
+  r.pause_note = '' -- the pause note is shown until resumed
   if ARGV[5] == '' or (r.limit > 0 and r.runs >= r.limit) then
     r.status, r.next_ms, r.follow_ms = 'completed', '', ''
     redis.call('ZREM', KEYS[4], ARGV[3])

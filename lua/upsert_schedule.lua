@@ -20,6 +20,10 @@
 -- ARGV[16] follow ms: the cron slot after ARGV[15] ("" unknown, "end" none)
 -- ARGV[17] schema version of this layout (written to a new namespace's meta)
 -- ARGV[18] most schedules the namespace may hold (0 = no limit)
+-- ARGV[19] catch-up policy: "one" | "skip" | "all"   ARGV[20] catch-up limit (0 none)
+-- ARGV[21] catch-up window ms ("" none). Policies are not timing: they never bump rev
+--   and never move the next run; the skip counters are kept.
+-- ARGV[22] every's offset ms ("" none): timing, like the fields before ARGV[11]
 -- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
 --   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
 --
@@ -44,6 +48,7 @@ local now = now_ms()
 local kind, cron, every = ARGV[4], ARGV[5], tonumber(ARGV[6]) or ''
 local tz, start_ms, end_ms = ARGV[7], tonumber(ARGV[8]) or '', tonumber(ARGV[9]) or ''
 local limit = tonumber(ARGV[10]) or 0
+local offset_ms = tonumber(ARGV[22]) or ''
 local was = sched_indexed(r)
 -- Status and next run from the caller's next run and the run count.
 local function schedule_from_timing()
@@ -70,11 +75,15 @@ if r == nil then
   end
 else
   timing_changed = sched_new_timing(r, kind, cron, every, tz, start_ms, end_ms, limit)
+    or (r.offset_ms or '') ~= offset_ms
   if timing_changed then r.rev = r.rev + 1 end
 end
 r.kind, r.cron, r.every_ms, r.tz, r.start_ms, r.end_ms, r.limit = kind, cron, every, tz,
   start_ms, end_ms, limit
 r.job_name, r.payload, r.headers, r.updated_ms = ARGV[11], ARGV[12], ARGV[13], now
+r.catchup, r.catchup_limit, r.window_ms = ARGV[19], tonumber(ARGV[20]) or 0,
+  tonumber(ARGV[21]) or ''
+r.offset_ms = offset_ms
 if timing_changed and r.status ~= 'paused' then schedule_from_timing() end
 sched_save(key, r)
 local is = sched_indexed(r)

@@ -32,8 +32,17 @@ use crate::{
     timing::Timing,
 };
 
+/// PauseSchedule's `note` is at most this many bytes.
+pub(crate) const MAX_PAUSE_NOTE_LEN: usize = 1024;
+
 /// How often one claim re-runs the script after computing a cron hint that lost a race.
 const MAX_COMPUTE_ROUNDS: usize = 4;
+
+/// How many hints one claim computes at most. A hint that skips every due slot (a
+/// catch-up policy) makes progress without handing anything out, and the claim then
+/// goes on to the next due schedule: those rounds are not lost races, but they are
+/// bounded too.
+const MAX_HINTS: usize = 32;
 
 /// What one claim attempt found.
 struct ClaimOutcome {
@@ -125,10 +134,15 @@ impl Schedules {
         }
     }
 
-    pub(crate) async fn pause(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
+    pub(crate) async fn pause(
+        &self,
+        namespace: &str,
+        id: &str,
+        note: &str,
+    ) -> Result<ScheduleRecord, Error> {
         self.cx
             .store
-            .run(namespace, &PauseSchedule { id })
+            .run(namespace, &PauseSchedule { id, note })
             .await?
             .ok_or_else(|| Error::NotFound(Missing::Schedule(id.to_owned())))
     }
@@ -255,7 +269,11 @@ impl Schedules {
     ) -> Result<ClaimOutcome, Error> {
         let mut hint: Option<ClaimHint> = None;
         let token = uuid::Uuid::new_v4().simple().to_string();
-        for _ in 0..MAX_COMPUTE_ROUNDS {
+        let mut lost = 0;
+        for _ in 0..MAX_HINTS {
+            if lost >= MAX_COMPUTE_ROUNDS {
+                break;
+            }
             let claim = ClaimDue {
                 namespace,
                 hint: hint.as_ref(),
@@ -304,6 +322,10 @@ impl Schedules {
                     })
                 }
                 ClaimReply::Compute { now_ms, schedule } => {
+                    // Asked about the same schedule again: the hint lost a race.
+                    if hint.as_ref().is_none_or(|h| h.id == schedule.def.id) {
+                        lost += 1;
+                    }
                     hint = self.compute_hint(namespace, &schedule, now_ms).await?;
                 }
             }
@@ -316,7 +338,8 @@ impl Schedules {
         })
     }
 
-    /// The next slot of a due cron schedule, as the claim script asked. A stored
+    /// The next slot of a due cron schedule, or the catch-up plan of a schedule that
+    /// is behind under its policy, as the claim script asked. A stored
     /// timing that does not parse can only come from a hand-edited or imported
     /// record (upserts are validated): it is paused, loudly, rather than left to
     /// block the index head; no hint then.
@@ -335,12 +358,19 @@ impl Schedules {
             Err(error) => {
                 tracing::error!(%namespace, schedule_id = %id, %error,
                     "stored schedule has an invalid timing; pausing it");
-                self.cx.store.run(namespace, &PauseSchedule { id }).await?;
+                let note = format!("paused by dueq: the stored timing is invalid: {error}");
+                let note = crate::domain::limits::truncated(&note, MAX_PAUSE_NOTE_LEN);
+                self.cx
+                    .store
+                    .run(namespace, &PauseSchedule { id, note })
+                    .await?;
                 return Ok(None);
             }
         };
-        let advance = timing.advance(next_ms, now_ms);
-        let follow = match advance.next_ms {
+        let plan = timing.catch_up(next_ms, now_ms, schedule.def.catchup);
+        // `every` needs no follow slot (the script adds the interval).
+        let follow = match plan.next_ms {
+            Some(_) if !timing.is_cron() => Follow::Unknown,
             Some(next) => Follow::from_next(timing.next_after(next)),
             None => Follow::End,
         };
@@ -349,10 +379,12 @@ impl Schedules {
             revision: schedule.revision,
             expected_next_ms: next_ms,
             next: NextRun {
-                next_ms: advance.next_ms,
+                next_ms: plan.next_ms,
                 follow,
             },
-            skipped: advance.skipped,
+            hand_out: plan.hand_out,
+            skipped: plan.skipped_catchup,
+            skipped_window: plan.skipped_window,
         }))
     }
 

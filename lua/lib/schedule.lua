@@ -15,6 +15,13 @@
 --   2 tz  3 start  4 end  5 limit  6 job_name  7 payload  8 headers ('' for none)
 --   9 status  10 rev  11 runs  12 created  13 updated  14 last  15 next
 --   16 follow (ms, '' unknown, 'end' none)
+--   17 policies (optional; absent while every policy field has its default, so
+--      records written before it existed read as the defaults): an array of
+--      1 catchup policy (1 ONE, 2 SKIP, 3 ALL)  2 catchup limit (0 none)
+--      3 catchup window ms ('' none)  4 skipped for catch-up  5 skipped for the window
+--      6 skipped for overlap  7 the pause note ('' none)  8 every's offset ms ('' none;
+--      timing: upsert_schedule compares it too)
+--      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
 -- sched_read(key) -> the same, also from a schema-2 hash (Migrate only); second result
@@ -31,16 +38,46 @@
 --
 -- Record tables use schema 2's field names: kind, cron, every_ms, tz, start_ms, end_ms,
 -- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
--- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''.
+-- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
+-- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
+-- sk_overlap, pause_note, offset_ms (nil in a table built elsewhere reads as the default).
 
 local SCHED_FIELDS = 16
 local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
 local STATUS_NAME = { 'active', 'paused', 'completed' }
+local CATCHUP_CODE = { one = 1, skip = 2, all = 3 }
+local CATCHUP_NAME = { 'one', 'skip', 'all' }
+
+-- The policy fields of position 17 (x: the array, or nil for an older record).
+local function sched_policies_in(r, x)
+  x = x or {}
+  r.catchup = CATCHUP_NAME[x[1]] or 'one'
+  r.catchup_limit = tonumber(x[2]) or 0
+  r.window_ms = tonumber(x[3]) or ''
+  r.sk_catchup = tonumber(x[4]) or 0
+  r.sk_window = tonumber(x[5]) or 0
+  r.sk_overlap = tonumber(x[6]) or 0
+  r.pause_note = x[7] or ''
+  r.offset_ms = tonumber(x[8]) or ''
+end
+
+-- Position 17, or nil while every policy field has its default.
+local function sched_policies_out(r)
+  local x = { CATCHUP_CODE[r.catchup or 'one'] or 1, r.catchup_limit or 0, r.window_ms or '',
+    r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
+    r.offset_ms or '' }
+  if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
+      and x[7] == '' and x[8] == '' then
+    return nil
+  end
+  return x
+end
 
 local function sched_unpacked(key, raw)
   local ok, p = pcall(cmsgpack.unpack, raw)
-  if not ok or type(p) ~= 'table' or #p ~= SCHED_FIELDS or STATUS_NAME[p[9]] == nil
-      or type(p[12]) ~= 'number' then
+  if not ok or type(p) ~= 'table' or (#p ~= SCHED_FIELDS and #p ~= SCHED_FIELDS + 1)
+      or STATUS_NAME[p[9]] == nil or type(p[12]) ~= 'number'
+      or (p[17] ~= nil and type(p[17]) ~= 'table') then
     return redis.error_reply('DUEQ_CORRUPT ' .. key)
   end
   local created, timing, follow = p[12], p[1], p[16]
@@ -56,6 +93,7 @@ local function sched_unpacked(key, raw)
     r.kind, r.cron, r.every_ms = 'every', '', secs_in(timing)
   end
   if type(follow) == 'number' then r.follow_ms = created + follow end
+  sched_policies_in(r, p[17])
   return r
 end
 
@@ -84,7 +122,9 @@ local function sched_from_flat(flat)
     headers = h.headers or '', status = h.status or '', rev = tonumber(h.rev) or 1,
     runs = tonumber(h.runs) or 0, created_ms = num_or_empty(h.created_ms),
     updated_ms = num_or_empty(h.updated_ms), last_ms = num_or_empty(h.last_ms),
-    next_ms = num_or_empty(h.next_ms), follow_ms = follow }
+    next_ms = num_or_empty(h.next_ms), follow_ms = follow,
+    catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
+    sk_overlap = 0, pause_note = '', offset_ms = '' }
 end
 
 local function sched_read(key)
@@ -102,10 +142,12 @@ local function sched_save(key, r)
   if headers == '{}' then headers = '' end
   local follow = r.follow_ms
   if type(follow) == 'number' then follow = follow - created end
-  redis.call('SET', key, cmsgpack.pack({ timing, r.tz, rel_out(r.start_ms, created),
+  local p = { timing, r.tz, rel_out(r.start_ms, created),
     rel_out(r.end_ms, created), r.limit, r.job_name, r.payload, headers,
     STATUS_CODE[r.status], r.rev, r.runs, created, rel_out(r.updated_ms, created),
-    rel_out(r.last_ms, created), rel_out(r.next_ms, created), follow }))
+    rel_out(r.last_ms, created), rel_out(r.next_ms, created), follow }
+  p[17] = sched_policies_out(r)
+  redis.call('SET', key, cmsgpack.pack(p))
 end
 
 local function sched_fields(id, r)
@@ -115,7 +157,11 @@ local function sched_fields(id, r)
     'headers', r.headers, 'status', r.status, 'rev', int_text(r.rev), 'runs', int_text(r.runs),
     'created_ms', int_text(r.created_ms), 'updated_ms', int_text(r.updated_ms),
     'last_ms', int_text(r.last_ms), 'next_ms', int_text(r.next_ms),
-    'follow_ms', int_text(r.follow_ms) }
+    'follow_ms', int_text(r.follow_ms), 'catchup', r.catchup or 'one',
+    'catchup_limit', int_text(r.catchup_limit or 0), 'window_ms', int_text(r.window_ms or ''),
+    'sk_catchup', int_text(r.sk_catchup or 0), 'sk_window', int_text(r.sk_window or 0),
+    'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
+    'offset_ms', int_text(r.offset_ms or '') }
 end
 
 local function push_fields(out, id, r)

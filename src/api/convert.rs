@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::{
     domain::{Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
     proto,
+    timing::CatchUp,
 };
 
 use super::{validate, ApiError};
@@ -48,6 +49,7 @@ pub(super) struct RawTiming {
     pub(super) every_ms: Option<i64>,
     pub(super) start_ms: Option<i64>,
     pub(super) end_ms: Option<i64>,
+    pub(super) offset_ms: Option<i64>,
 }
 
 pub(super) fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, ApiError> {
@@ -76,11 +78,26 @@ pub(super) fn raw_timing(field: &str, s: &proto::Schedule) -> Result<RawTiming, 
         .as_ref()
         .map(|t| validate::timestamp_ms(&format!("{field}.end_time"), t))
         .transpose()?;
+    let offset_ms = s
+        .offset
+        .as_ref()
+        .map(|d| {
+            let field = format!("{field}.offset");
+            if d.seconds < 0 || d.nanos < 0 {
+                return Err(ApiError::invalid(
+                    field,
+                    "must be at least 0 and shorter than every",
+                ));
+            }
+            validate::duration_ms(&field, d)
+        })
+        .transpose()?;
     Ok(RawTiming {
         cron,
         every_ms,
         start_ms,
         end_ms,
+        offset_ms,
     })
 }
 
@@ -103,6 +120,8 @@ pub(super) fn schedule_def(
         payload: s.payload,
         headers: s.headers.into_iter().collect::<BTreeMap<_, _>>(),
         paused: s.paused,
+        catchup: Default::default(),
+        offset_ms: raw.offset_ms,
     }
 }
 
@@ -129,6 +148,24 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         create_time: Some(timestamp(r.create_ms)),
         update_time: Some(timestamp(r.update_ms)),
         revision: r.revision,
+        catchup_policy: catchup_to_proto(r.def.catchup.policy) as i32,
+        catchup_limit: match r.def.catchup.policy {
+            CatchUp::All { limit } => limit,
+            CatchUp::One | CatchUp::Skip => 0,
+        },
+        catchup_window: r.def.catchup.window_ms.map(duration),
+        skipped_catchup: r.skipped.catchup,
+        skipped_window: r.skipped.window,
+        pause_note: r.pause_note,
+        offset: r.def.offset_ms.map(duration),
+    }
+}
+
+fn catchup_to_proto(policy: CatchUp) -> proto::CatchupPolicy {
+    match policy {
+        CatchUp::One => proto::CatchupPolicy::One,
+        CatchUp::Skip => proto::CatchupPolicy::Skip,
+        CatchUp::All { .. } => proto::CatchupPolicy::All,
     }
 }
 

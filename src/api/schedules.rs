@@ -6,7 +6,7 @@ use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
     domain::{limits::PageShape, ScheduleDef, ScheduleStatus, TimingDef},
     proto,
-    timing::{Timing, TimingSpec},
+    timing::{CatchUp, CatchUpRule, Timing, TimingSpec, MAX_CATCHUP_LIMIT},
 };
 
 const DEFAULT_PAGE_SIZE: u32 = 100;
@@ -26,6 +26,7 @@ fn parse_timing(
         timezone: &s.timezone,
         start_ms: raw.start_ms,
         end_ms: raw.end_ms,
+        offset_ms: raw.offset_ms,
     })
     .map_err(|e| {
         // Timing messages start with their own field name ("cron: ..."); the API
@@ -62,9 +63,59 @@ fn schedule_def(
         (None, Some(ms)) => TimingDef::EveryMs(ms),
         (None, None) => return Err(ApiError::invalid("schedule.timing", "set cron or every")),
     };
+    let catchup = catchup_rule(&s)?;
     let timezone = timing.timezone_name().to_owned();
     let id = s.id.clone();
-    Ok((convert::schedule_def(s, id, kind, timezone, &raw), timing))
+    let mut def = convert::schedule_def(s, id, kind, timezone, &raw);
+    def.catchup = catchup;
+    Ok((def, timing))
+}
+
+/// `catchup_policy`, `catchup_limit` and `catchup_window` of a proto schedule.
+fn catchup_rule(s: &proto::Schedule) -> Result<CatchUpRule, ApiError> {
+    let policy = match proto::CatchupPolicy::try_from(s.catchup_policy) {
+        Ok(proto::CatchupPolicy::Unspecified | proto::CatchupPolicy::One) => CatchUp::One,
+        Ok(proto::CatchupPolicy::Skip) => CatchUp::Skip,
+        Ok(proto::CatchupPolicy::All) => CatchUp::All {
+            limit: s.catchup_limit,
+        },
+        Err(_) => {
+            return Err(ApiError::invalid(
+                "schedule.catchup_policy",
+                format!("unknown value {}", s.catchup_policy),
+            ))
+        }
+    };
+    match policy {
+        CatchUp::All { limit } if limit == 0 || limit > MAX_CATCHUP_LIMIT => {
+            return Err(ApiError::invalid(
+                "schedule.catchup_limit",
+                format!("must be 1-{MAX_CATCHUP_LIMIT} with CATCHUP_POLICY_ALL"),
+            ))
+        }
+        CatchUp::One | CatchUp::Skip if s.catchup_limit != 0 => {
+            return Err(ApiError::invalid(
+                "schedule.catchup_limit",
+                "is only read with CATCHUP_POLICY_ALL; leave it 0",
+            ))
+        }
+        _ => {}
+    }
+    let window_ms = match &s.catchup_window {
+        None => None,
+        Some(d) => {
+            let field = "schedule.catchup_window";
+            if d.seconds < 0 || d.nanos < 0 || (d.seconds, d.nanos) == (0, 0) {
+                return Err(ApiError::invalid(field, "must be positive"));
+            }
+            let ms = validate::duration_ms(field, d)?;
+            if ms == 0 {
+                return Err(ApiError::invalid(field, "must be at least 1ms"));
+            }
+            Some(ms)
+        }
+    };
+    Ok(CatchUpRule { policy, window_ms })
 }
 
 pub(super) async fn upsert(
@@ -234,7 +285,8 @@ pub(super) async fn pause(
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
-    let record = api.schedules.pause(namespace, id).await?;
+    let note = validate::max_len("note", &req.note, crate::schedules::MAX_PAUSE_NOTE_LEN)?;
+    let record = api.schedules.pause(namespace, id, note).await?;
     Ok(proto::PauseScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),
     })

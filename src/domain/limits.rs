@@ -69,3 +69,12 @@ pub(crate) struct PageShape {
     /// (the payload limit fits in one message).
     pub(crate) max_bytes: usize,
 }
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn truncated(text: &str, max: usize) -> &str {
+    let cut = (0..=text.len().min(max))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    &text[..cut]
+}

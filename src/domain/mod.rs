@@ -23,5 +23,6 @@ pub(crate) use namespace::{
 pub(crate) use occurrence::{occurrence_id, Occurrence, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};
 pub(crate) use schedule::{
-    Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
+    catchup_parse, catchup_word, Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus,
+    SkipCounts, TimingDef,
 };

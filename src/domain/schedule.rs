@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::timing::{Timing, TimingError, TimingSpec};
+use crate::timing::{CatchUp, CatchUpRule, Timing, TimingError, TimingSpec};
 
 /// Lifecycle state of a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +56,10 @@ pub(crate) struct ScheduleDef {
     pub(crate) headers: BTreeMap<String, String>,
     /// Only read on create.
     pub(crate) paused: bool,
+    /// The catch-up policy and window (not timing: no revision bump).
+    pub(crate) catchup: CatchUpRule,
+    /// `every` only: slots are (start or the epoch) + offset + k*every. Timing.
+    pub(crate) offset_ms: Option<i64>,
 }
 
 impl ScheduleDef {
@@ -72,6 +76,7 @@ impl ScheduleDef {
             timezone: &self.timezone,
             start_ms: self.start_ms,
             end_ms: self.end_ms,
+            offset_ms: self.offset_ms,
         })
     }
 }
@@ -89,6 +94,36 @@ pub(crate) struct ScheduleRecord {
     pub(crate) revision: u64,
     /// The precomputed cron slot after `next_run_ms`.
     pub(crate) follow: Follow,
+    /// Slots skipped so far, per reason.
+    pub(crate) skipped: SkipCounts,
+    /// PauseSchedule's note, until resumed ("" none).
+    pub(crate) pause_note: String,
+}
+
+/// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SkipCounts {
+    pub(crate) catchup: u64,
+    pub(crate) window: u64,
+}
+
+/// The words the store keeps a catch-up policy as.
+pub(crate) fn catchup_word(policy: CatchUp) -> &'static str {
+    match policy {
+        CatchUp::One => "one",
+        CatchUp::Skip => "skip",
+        CatchUp::All { .. } => "all",
+    }
+}
+
+/// A stored catch-up policy: its word and limit.
+pub(crate) fn catchup_parse(word: &str, limit: u32) -> Option<CatchUp> {
+    match word {
+        "one" => Some(CatchUp::One),
+        "skip" => Some(CatchUp::Skip),
+        "all" => Some(CatchUp::All { limit }),
+        _ => None,
+    }
 }
 
 impl ScheduleRecord {

@@ -214,6 +214,8 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         update_ms: 0,
         revision: 1,
         follow: Follow::Unknown,
+        skipped: Default::default(),
+        pause_note: String::new(),
     }))
 }
 
@@ -247,6 +249,8 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         payload: f.0.get("payload").cloned().unwrap_or_default(),
         headers: Default::default(),
         paused: false,
+        catchup: Default::default(),
+        offset_ms: None,
     })
 }
 

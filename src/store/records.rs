@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::StoreError;
 use crate::domain::{
-    Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, ScheduleDef, ScheduleRecord,
-    ScheduleStatus, TimingDef,
+    catchup_parse, Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, ScheduleDef,
+    ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
 };
+use crate::timing::{CatchUp, CatchUpRule};
 
 /// A record's fields by name, with typed, strict reads.
 #[derive(Debug, Clone)]
@@ -91,6 +92,12 @@ impl Fields {
     }
 
     /// A JSON object of strings ("" for none).
+    /// Whether the record has the field (fields added later are absent from records
+    /// copied before them, such as a leased occurrence's copy of its schedule).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.map.contains_key(name)
+    }
+
     pub(crate) fn headers(&self, name: &str) -> Result<BTreeMap<String, String>, StoreError> {
         match self.text(name)?.as_str() {
             "" => Ok(BTreeMap::new()),
@@ -123,6 +130,27 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         "end" => Follow::End,
         _ => Follow::At(f.i64("follow_ms")?),
     };
+    // Policies (issue 17): absent in copies made before them, which read as defaults.
+    let catchup = if f.has("catchup") {
+        let limit: u32 = f.int("catchup_limit")?;
+        CatchUpRule {
+            policy: f.word("catchup", |w| catchup_parse(w, limit))?,
+            window_ms: f.opt_i64("window_ms")?,
+        }
+    } else {
+        CatchUpRule {
+            policy: CatchUp::One,
+            window_ms: None,
+        }
+    };
+    let skipped = if f.has("sk_catchup") {
+        SkipCounts {
+            catchup: f.int("sk_catchup")?,
+            window: f.int("sk_window")?,
+        }
+    } else {
+        SkipCounts::default()
+    };
     Ok(ScheduleRecord {
         def: ScheduleDef {
             id: f.text("id")?,
@@ -135,6 +163,12 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
             payload: f.bytes("payload")?.to_vec(),
             headers: f.headers("headers")?,
             paused: status == ScheduleStatus::Paused,
+            catchup,
+            offset_ms: if f.has("offset_ms") {
+                f.opt_i64("offset_ms")?
+            } else {
+                None
+            },
         },
         status,
         run_count: f.int("runs")?,
@@ -144,6 +178,12 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         update_ms: f.opt_i64("updated_ms")?.unwrap_or(0),
         revision: f.int("rev")?,
         follow,
+        skipped,
+        pause_note: if f.has("pause_note") {
+            f.text("pause_note")?
+        } else {
+            String::new()
+        },
     })
 }
 

@@ -111,6 +111,12 @@ pub(crate) enum TimingError {
     /// `end_time` was not strictly after `start_time`.
     #[error("end_time: must be after start_time")]
     EndNotAfterStart,
+    /// `offset` with a cron timing.
+    #[error("offset: only an every timing takes an offset")]
+    OffsetWithCron,
+    /// `offset` not in [0, every).
+    #[error("offset: must be at least 0 and shorter than every")]
+    OffsetNotWithinInterval,
 }
 
 impl TimingError {
@@ -132,6 +138,7 @@ impl TimingError {
             | TimingError::EveryTooLong => "every",
             TimingError::EndNotAfterStart => "end_time",
             TimingError::CronStartTooLate => "start_time",
+            TimingError::OffsetWithCron | TimingError::OffsetNotWithinInterval => "offset",
         }
     }
 }

@@ -7,6 +7,7 @@
 //! counting and previews.
 
 mod calendar;
+mod catchup;
 mod cron;
 mod cron_fields;
 mod error;
@@ -23,6 +24,7 @@ use chrono_tz::Tz;
 use cron::{CronRule, Fire};
 use every::Every;
 
+pub(crate) use catchup::{CatchUp, CatchUpRule, MAX_CATCHUP_LIMIT};
 pub(crate) use error::TimingError;
 pub(crate) use preview::PreviewItem;
 
@@ -56,6 +58,8 @@ pub(crate) struct TimingSpec<'a> {
     pub(crate) timezone: &'a str,
     pub(crate) start_ms: Option<i64>,
     pub(crate) end_ms: Option<i64>,
+    /// `every` only: slots are (start_time or the epoch) + offset + k*every.
+    pub(crate) offset_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -90,9 +94,16 @@ impl Timing {
         let cron = spec.cron.filter(|c| !c.is_empty());
         let tz = zone_name::parse(spec.timezone)?;
         let rule = match (cron, spec.every_ms) {
+            (Some(_), None) if spec.offset_ms.is_some() => return Err(TimingError::OffsetWithCron),
             (Some(expr), None) => Rule::Cron(Box::new(CronRule::parse(expr)?)),
             (None, Some(every_ms)) => {
-                Rule::Every(Every::new(every_ms, spec.start_ms.unwrap_or(0))?)
+                let offset = spec.offset_ms.unwrap_or(0);
+                let every =
+                    Every::new(every_ms, spec.start_ms.unwrap_or(0).saturating_add(offset))?;
+                if !(0..every_ms).contains(&offset) {
+                    return Err(TimingError::OffsetNotWithinInterval);
+                }
+                Rule::Every(every)
             }
             _ => return Err(TimingError::CronXorEvery),
         };

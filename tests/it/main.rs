@@ -37,5 +37,6 @@ mod readme_examples;
 mod redis_tls;
 mod reply_budgets;
 mod schedule_api;
+mod schedule_policies;
 mod tls;
 mod transport_limits;

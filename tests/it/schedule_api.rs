@@ -75,6 +75,7 @@ async fn pause_resume_delete() {
         .pause_schedule(proto::PauseScheduleRequest {
             namespace: "ns".into(),
             id: "p".into(),
+            note: String::new(),
         })
         .await
         .expect("pause")
@@ -171,6 +172,7 @@ async fn list_pages_through_everything_with_filter() {
         c.pause_schedule(proto::PauseScheduleRequest {
             namespace: "ns".into(),
             id: format!("s{i:02}"),
+            note: String::new(),
         })
         .await
         .expect("pause");
@@ -343,6 +345,7 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
             .pause_schedule(proto::PauseScheduleRequest {
                 namespace: "ns".into(),
                 id: id.into(),
+                note: String::new(),
             })
             .await
             .expect_err("unreadable");

@@ -3,7 +3,7 @@
 use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
 use crate::domain::{NextRun, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(13));
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(15));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -25,7 +25,11 @@ pub(crate) struct ClaimHint {
     pub(crate) revision: u64,
     pub(crate) expected_next_ms: i64,
     pub(crate) next: NextRun,
+    /// The slot to hand out (`None`: the plan skips every due slot).
+    pub(crate) hand_out: Option<i64>,
+    /// Slots skipped by the catch-up policy and for the window.
     pub(crate) skipped: u64,
+    pub(crate) skipped_window: u64,
 }
 
 #[derive(Debug)]
@@ -84,6 +88,10 @@ impl Operation for ClaimDue<'_> {
             None => call.arg("").arg(""),
         };
         call.arg(self.namespace).arg(keys.occurrence_prefix());
+        match self.hint {
+            Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
+            None => call.arg("").arg(""),
+        };
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -191,6 +199,8 @@ mod tests {
             payload: Vec::new(),
             headers: Default::default(),
             paused: false,
+            catchup: Default::default(),
+        offset_ms: None,
         }
     }
 
@@ -245,7 +255,9 @@ mod tests {
                 next_ms: Some(slot + 100 * 3_600_000),
                 follow: Follow::Unknown,
             },
+            hand_out: Some(slot),
             skipped: 0,
+            skipped_window: 0,
         };
         let refused = store.run("ns", &claim(Some(&stale))).await;
         let Ok(ClaimReply::Compute { schedule, .. }) = refused else {

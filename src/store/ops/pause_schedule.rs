@@ -3,10 +3,12 @@
 use super::{get_schedule::optional_record, prelude::*, schedule_head};
 use crate::domain::ScheduleRecord;
 
-script!("pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
+script!("pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(4));
 
 pub(crate) struct PauseSchedule<'a> {
     pub(crate) id: &'a str,
+    /// Shown by GetSchedule and ListSchedules until resumed ("" none).
+    pub(crate) note: &'a str,
 }
 
 impl Operation for PauseSchedule<'_> {
@@ -19,7 +21,10 @@ impl Operation for PauseSchedule<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.key(keys.due()).key(keys.schedule(self.id)).arg(self.id);
+        call.key(keys.due())
+            .key(keys.schedule(self.id))
+            .arg(self.id)
+            .arg(self.note);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -29,5 +34,5 @@ impl Operation for PauseSchedule<'_> {
 
 #[cfg(test)]
 pub(super) fn sample() -> PauseSchedule<'static> {
-    PauseSchedule { id: "s" }
+    PauseSchedule { id: "s", note: "" }
 }

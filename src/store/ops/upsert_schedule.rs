@@ -1,9 +1,12 @@
 //! `lua/upsert_schedule.lua`: create a schedule or replace its definition.
 
 use super::{prelude::*, schedule_head};
-use crate::domain::{Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA};
+use crate::domain::{
+    catchup_word, Follow, NextRun, ScheduleDef, ScheduleRecord, TimingDef, SCHEDULE_SCHEMA,
+};
+use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(18));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(22));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -49,6 +52,14 @@ impl Operation for UpsertSchedule<'_> {
             .opt(self.next.next_ms);
         follow_arg(call, self.next.follow);
         call.arg(SCHEDULE_SCHEMA).arg(self.max_schedules);
+        let limit = match def.catchup.policy {
+            CatchUp::All { limit } => limit,
+            CatchUp::One | CatchUp::Skip => 0,
+        };
+        call.arg(catchup_word(def.catchup.policy))
+            .arg(limit)
+            .opt(def.catchup.window_ms)
+            .opt(def.offset_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -72,6 +83,8 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         payload: Vec::new(),
         headers: Default::default(),
         paused: false,
+        catchup: Default::default(),
+        offset_ms: None,
     });
     UpsertSchedule {
         def: &DEF,

@@ -10,6 +10,7 @@ fn parse(cron: Option<&str>, every_ms: Option<i64>, timezone: &str) -> Result<Ti
         timezone,
         start_ms: None,
         end_ms: None,
+        offset_ms: None,
     })
 }
 
@@ -292,6 +293,7 @@ fn parse_new(
         timezone,
         start_ms: None,
         end_ms: None,
+        offset_ms: None,
     })
 }
 
@@ -322,4 +324,30 @@ fn new_schedules_name_region_zones_and_no_zone_with_every() {
     for fine in ["", "UTC"] {
         assert!(parse_new(None, Some(60_000), fine).is_ok(), "{fine}");
     }
+}
+
+/// `offset` (issue 17): `every` only, within [0, every); slots move by it.
+#[test]
+fn every_offset_moves_slots_and_stays_within_the_interval() {
+    let with = |cron: Option<&str>, every_ms: Option<i64>, offset: i64| {
+        Timing::parse(&TimingSpec {
+            cron,
+            every_ms,
+            offset_ms: Some(offset),
+            ..TimingSpec::default()
+        })
+    };
+    let hourly = with(None, Some(3_600_000), 900_000).expect("valid");
+    assert_eq!(hourly.first_at_or_after(1), Some(900_000));
+    assert_eq!(hourly.next_after(900_000), Some(4_500_000));
+    for bad in [3_600_000, 3_600_001, -1] {
+        assert_eq!(
+            with(None, Some(3_600_000), bad).err(),
+            Some(TimingError::OffsetNotWithinInterval),
+            "{bad}"
+        );
+    }
+    let cron = with(Some("0 * * * *"), None, 0).err();
+    assert_eq!(cron, Some(TimingError::OffsetWithCron));
+    assert_eq!(cron.map(|e| e.field()), Some("offset"));
 }

@@ -421,6 +421,7 @@ pub(super) fn bad_upserts(id: &str) -> Vec<UpsertCase> {
             ),
         },
     ];
+    cases.extend(bad_policies(id));
     for (name, namespace, reason) in bad_namespaces() {
         cases.push(UpsertCase {
             namespace,
@@ -435,4 +436,101 @@ fn headers(pairs: impl IntoIterator<Item = (String, String)>, id: &str) -> proto
         headers: pairs.into_iter().collect(),
         ..every(id, 60)
     }
+}
+
+/// Catch-up policies (issue 17): unknown enum values, a window that is not positive,
+/// a limit missing with ALL, out of range, or given to another policy.
+fn bad_policies(id: &str) -> Vec<UpsertCase> {
+    let with = |change: &dyn Fn(&mut proto::Schedule)| {
+        let mut s = every(id, 60);
+        change(&mut s);
+        s
+    };
+    let all = proto::CatchupPolicy::All as i32;
+    vec![
+        invalid(
+            "unknown catchup_policy",
+            with(&|s| s.catchup_policy = 99),
+            "schedule.catchup_policy",
+            "unknown value 99",
+        ),
+        invalid(
+            "catchup_limit 0 with ALL",
+            with(&|s| s.catchup_policy = all),
+            "schedule.catchup_limit",
+            "must be 1-10000 with CATCHUP_POLICY_ALL",
+        ),
+        invalid(
+            "catchup_limit over 10000",
+            with(&|s| {
+                s.catchup_policy = all;
+                s.catchup_limit = 10_001;
+            }),
+            "schedule.catchup_limit",
+            "must be 1-10000",
+        ),
+        invalid(
+            "catchup_limit with SKIP",
+            with(&|s| {
+                s.catchup_policy = proto::CatchupPolicy::Skip as i32;
+                s.catchup_limit = 5;
+            }),
+            "schedule.catchup_limit",
+            "only read with CATCHUP_POLICY_ALL",
+        ),
+        invalid(
+            "catchup_window zero",
+            with(&|s| s.catchup_window = Some(dur(0))),
+            "schedule.catchup_window",
+            "must be positive",
+        ),
+        invalid(
+            "catchup_window negative",
+            with(&|s| {
+                s.catchup_window = Some(prost_types::Duration {
+                    seconds: -60,
+                    nanos: 0,
+                })
+            }),
+            "schedule.catchup_window",
+            "must be positive",
+        ),
+        invalid(
+            "offset equal to every",
+            with(&|s| s.offset = Some(dur(60_000))),
+            "schedule.offset",
+            "must be at least 0 and shorter than every",
+        ),
+        invalid(
+            "negative offset",
+            with(&|s| {
+                s.offset = Some(prost_types::Duration {
+                    seconds: -1,
+                    nanos: 0,
+                })
+            }),
+            "schedule.offset",
+            "must be at least 0 and shorter than every",
+        ),
+        invalid(
+            "offset with cron",
+            proto::Schedule {
+                offset: Some(dur(1_000)),
+                ..cron(id, "0 * * * *", "")
+            },
+            "schedule.offset",
+            "only an every timing takes an offset",
+        ),
+        invalid(
+            "catchup_window under a millisecond",
+            with(&|s| {
+                s.catchup_window = Some(prost_types::Duration {
+                    seconds: 0,
+                    nanos: 1,
+                })
+            }),
+            "schedule.catchup_window",
+            "must be at least 1ms",
+        ),
+    ]
 }

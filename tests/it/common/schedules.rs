@@ -154,6 +154,7 @@ pub async fn calls_by_id(
                 .pause_schedule(proto::PauseScheduleRequest {
                     namespace: namespace.clone(),
                     id: id.clone(),
+                    note: String::new(),
                 })
                 .await
                 .map(|_| ()),

@@ -211,6 +211,7 @@ async fn script_flush_is_transparent_to_every_call() {
         .pause_schedule(proto::PauseScheduleRequest {
             namespace: "ns".into(),
             id: "a".into(),
+            note: String::new(),
         })
         .await
         .expect("pause")

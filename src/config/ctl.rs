@@ -328,10 +328,20 @@ pub enum ScheduleAction {
     Show(ScheduleTarget),
     /// Pause a schedule: it is never claimed until resumed.
     #[command(after_help = CLIENT_HELP)]
-    Pause(ScheduleTarget),
+    Pause(PauseScheduleTarget),
     /// Resume a paused schedule; its next run is computed from now.
     #[command(after_help = CLIENT_HELP)]
     Resume(ScheduleTarget),
+}
+
+/// The schedule to pause, and why.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PauseScheduleTarget {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+    /// Why it is paused (at most 1 KiB), shown with the schedule until it is resumed.
+    #[arg(long, default_value = "")]
+    pub note: String,
 }
 
 /// One schedule of one namespace.

@@ -358,7 +358,14 @@ mod tests {
             .map(|i| spec(&format!("j{i}"), &format!("q{i:03}"), RunAt::Now, 1))
             .collect();
         store
-            .run("ns", &EnqueueJobs { jobs: &jobs })
+            .run(
+                "ns",
+                &EnqueueJobs {
+                    namespace: "ns",
+                    jobs: &jobs,
+                    max_jobs: 0,
+                },
+            )
             .await
             .unwrap_or_else(|e| panic!("enqueue: {e}"));
         let all = store

@@ -283,6 +283,7 @@ async fn schedules_json_and_schedule_pause_resume() {
             "job_name",
             "last_run_time",
             "next_run_time",
+            "pause_note",
             "revision",
             "run_count",
             "run_limit",
@@ -300,14 +301,24 @@ async fn schedules_json_and_schedule_pause_resume() {
 
     let paused = json_of(&dueq(
         &service,
-        &["schedule", "pause", "-n", "ns", "a-nightly", "-o", "json"],
+        &[
+            "schedule",
+            "pause",
+            "-n",
+            "ns",
+            "a-nightly",
+            "--note",
+            "upstream down",
+            "-o",
+            "json",
+        ],
     ));
     assert_eq!(paused["schedule"]["status"], json!("paused"));
     assert_eq!(paused["schedule"]["next_run_time"], Value::Null);
-    assert_eq!(
-        get(&mut client, "ns", "a-nightly").await.status,
-        proto::ScheduleStatus::Paused as i32
-    );
+    assert_eq!(paused["schedule"]["pause_note"], json!("upstream down"));
+    let stored = get(&mut client, "ns", "a-nightly").await;
+    assert_eq!(stored.status, proto::ScheduleStatus::Paused as i32);
+    assert_eq!(stored.pause_note, "upstream down");
     let only_paused = json_of(&dueq(
         &service,
         &["schedules", "-n", "ns", "--status", "paused", "-o", "json"],
@@ -1330,6 +1341,7 @@ async fn schedules_overdue_and_by_next_run() {
         .pause_schedule(proto::PauseScheduleRequest {
             namespace: "ns".into(),
             id: "paused".into(),
+            ..Default::default()
         })
         .await
         .expect("pause");

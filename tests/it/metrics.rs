@@ -201,6 +201,7 @@ async fn an_overdue_schedule_shows_then_its_claim_is_counted_with_its_lateness()
     c.pause_schedule(proto::PauseScheduleRequest {
         namespace: "ns".into(),
         id: "later".into(),
+        ..Default::default()
     })
     .await
     .expect("pause");

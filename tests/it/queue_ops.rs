@@ -721,6 +721,7 @@ async fn list_schedules_by_next_run_and_overdue() {
     c.pause_schedule(proto::PauseScheduleRequest {
         namespace: "ns".into(),
         id: "paused".into(),
+        ..Default::default()
     })
     .await
     .expect("pause");

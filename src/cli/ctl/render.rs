@@ -217,6 +217,7 @@ pub(crate) fn schedule_json(s: &proto::Schedule, full: bool) -> Value {
         "create_time": time_json(&s.create_time),
         "update_time": time_json(&s.update_time),
         "revision": s.revision,
+        "pause_note": s.pause_note,
     });
     if full {
         doc["headers"] = headers_json(&s.headers);

@@ -4,8 +4,8 @@
 
 use dueq::{
     config::ctl::{
-        PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleOrderArg, ScheduleStatusArg,
-        SchedulesArgs,
+        PauseScheduleTarget, PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleOrderArg,
+        ScheduleStatusArg, SchedulesArgs,
     },
     proto,
 };
@@ -115,12 +115,13 @@ pub(crate) async fn act(args: ScheduleArgs) -> Result<(), Failure> {
                 .into_inner();
             (target, answer.schedule)
         }
-        ScheduleAction::Pause(target) => {
+        ScheduleAction::Pause(PauseScheduleTarget { target, note }) => {
             let mut client = connect(&target.client, true).await?;
             let answer = client
                 .pause_schedule(proto::PauseScheduleRequest {
                     namespace: target.namespace.clone(),
                     id: target.id.clone(),
+                    note,
                 })
                 .await?
                 .into_inner();

@@ -289,9 +289,15 @@ impl Schedules {
                     lease,
                 } => {
                     self.fill_follow(namespace, &schedule);
-                    self.cx
-                        .metrics
-                        .occurrence(namespace, now_ms - due_ms, skipped);
+                    // The reply counts both reasons together; when it handed out our
+                    // plan's slot, the plan says how they split.
+                    let window = hint
+                        .as_ref()
+                        .filter(|h| h.id == schedule.def.id && h.hand_out == Some(due_ms))
+                        .map_or(0, |h| h.skipped_window.min(skipped));
+                    let metrics = &self.cx.metrics;
+                    metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
+                    metrics.skipped(namespace, "window", window);
                     let occurrence = Occurrence {
                         occurrence_id: occurrence_id(
                             namespace,

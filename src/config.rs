@@ -72,6 +72,18 @@ pub enum LogFormat {
     Json,
 }
 
+/// What kind of Redis deployment `--redis-url` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedisMode {
+    /// One Redis.
+    Standalone,
+    /// A Redis Cluster: --redis-url lists seed nodes, comma-separated.
+    Cluster,
+    /// The master Redis Sentinels watch: --redis-url lists the sentinels,
+    /// comma-separated, and --redis-sentinel-master names the master.
+    Sentinel,
+}
+
 /// Everything `dueq serve` can be configured with. Every flag has an env var.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeConfig {
@@ -90,6 +102,23 @@ pub struct ServeConfig {
         hide_env_values = true
     )]
     pub redis_url: String,
+
+    /// standalone: one Redis at --redis-url; cluster: a Redis Cluster, --redis-url
+    /// lists seed nodes (comma-separated); sentinel: the master Redis Sentinels name,
+    /// --redis-url lists the sentinels (comma-separated).
+    #[arg(long, env = "DUEQ_REDIS_MODE", value_enum, default_value_t = RedisMode::Standalone)]
+    pub redis_mode: RedisMode,
+
+    /// With --redis-mode sentinel: the name the sentinels monitor the master under.
+    #[arg(long, env = "DUEQ_REDIS_SENTINEL_MASTER")]
+    pub redis_sentinel_master: Option<String>,
+
+    /// Replicas that must acknowledge (Redis WAIT) each write that hands out or
+    /// accepts work (enqueue, claims, acks, fails, schedule writes) before the call
+    /// succeeds; fewer within half of --redis-timeout fail the call UNAVAILABLE (the
+    /// write may still have happened). 0: no WAIT.
+    #[arg(long, env = "DUEQ_REDIS_WAIT_REPLICAS", default_value_t = 0)]
+    pub redis_wait_replicas: u32,
 
     /// For a rediss:// URL: PEM file of the CA(s) to trust for Redis's certificate,
     /// instead of the system trust store.
@@ -296,6 +325,29 @@ impl ServeConfig {
             ca: self.redis_tls_ca.clone(),
             cert: self.redis_tls_cert.clone(),
             key: self.redis_tls_key.clone(),
+        }
+    }
+
+    /// The Redis deployment the flags describe; the error names the flag.
+    pub(crate) fn redis_topology(&self) -> Result<crate::store::Topology, String> {
+        use crate::store::Topology;
+        match (self.redis_mode, &self.redis_sentinel_master) {
+            (RedisMode::Sentinel, Some(master)) if !master.is_empty() => Ok(Topology::Sentinel {
+                master: master.clone(),
+            }),
+            (RedisMode::Sentinel, _) => {
+                Err("--redis-mode sentinel needs --redis-sentinel-master NAME".into())
+            }
+            (_, Some(_)) => {
+                Err("--redis-sentinel-master applies to --redis-mode sentinel only".into())
+            }
+            (RedisMode::Standalone, None) if self.redis_url.contains(',') => Err(
+                "--redis-url lists several addresses: that takes --redis-mode cluster or \
+                 sentinel"
+                    .into(),
+            ),
+            (RedisMode::Standalone, None) => Ok(Topology::Standalone),
+            (RedisMode::Cluster, None) => Ok(Topology::Cluster),
         }
     }
 

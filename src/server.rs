@@ -77,13 +77,18 @@ pub async fn run(
     )
     .map_err(ServeError::Config)?;
     let cancel = CancellationToken::new();
-    let store = Arc::new(Store::new(
-        &config.redis_url,
-        &config.redis_tls(),
-        &config.key_prefix,
-        usize::from(config.pool_size),
-        config.redis_timeout,
-    )?);
+    let topology = config.redis_topology().map_err(ServeError::Config)?;
+    let store = Arc::new(
+        Store::with_topology(
+            &config.redis_url,
+            &config.redis_tls(),
+            &topology,
+            &config.key_prefix,
+            usize::from(config.pool_size),
+            config.redis_timeout,
+        )?
+        .wait_for_replicas(config.redis_wait_replicas),
+    );
     let clock = Arc::new(Clock::new());
     let core = Context {
         wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),

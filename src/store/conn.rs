@@ -1,11 +1,14 @@
-//! Long-lived multiplexed Redis connections, handed out without a round trip.
+//! Long-lived multiplexed Redis connections, handed out without a round trip, to a
+//! standalone Redis, a Redis Cluster, or the master a set of Redis Sentinels names.
 //!
 //! deadpool-redis recycles a connection with a PING on every `get()`, which measured at
 //! roughly a tenth of the throughput of a shared multiplexed connection. A multiplexed
-//! connection already pipelines many concurrent requests, so we check out `pool_size`
-//! of them from the pool once, keep them, and spread requests round-robin. A connection
-//! that fails with an I/O error is dropped and replaced from the pool on next use; the
-//! pool remains the one place connections are created and configured.
+//! connection already pipelines many concurrent requests, so we keep `pool_size` of
+//! them and spread requests round-robin. A connection that fails with an I/O error is
+//! dropped and replaced on next use: from the deadpool pool (standalone), from the
+//! redis crate's cluster client (cluster: one connection per node, routing each
+//! command by its first key's slot and following MOVED and ASK), or from the master
+//! the sentinels name at that moment (sentinel, so a failover is followed).
 //!
 //! One reconnect attempt runs at a time (an outage must not become a connect storm),
 //! and a caller that waited for an attempt takes its outcome: when it failed, the
@@ -22,7 +25,15 @@ use std::{
 };
 
 use deadpool_redis::{
-    redis::{aio::MultiplexedConnection, AsyncConnectionConfig},
+    redis::{
+        aio::{ConnectionLike, MultiplexedConnection},
+        cluster::{ClusterClient, ClusterClientBuilder},
+        cluster_async::ClusterConnection,
+        cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr},
+        sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType},
+        AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Pipeline,
+        RedisFuture, RedisResult, TlsMode, Value,
+    },
     Manager, Pool, Runtime,
 };
 
@@ -32,9 +43,115 @@ use super::{
 };
 use crate::sync::lock;
 
+/// Which kind of Redis deployment `--redis-url` names (`--redis-mode`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Topology {
+    /// One Redis (or whatever one address reaches).
+    #[default]
+    Standalone,
+    /// A Redis Cluster; the URL lists one or more seed nodes, comma-separated.
+    Cluster,
+    /// The master that Redis Sentinels watch under `master`; the URL lists the
+    /// sentinels, comma-separated.
+    Sentinel { master: String },
+}
+
+/// Where connections come from.
+enum Connector {
+    Pool(Pool),
+    Cluster(ClusterClient),
+    Sentinel {
+        client: tokio::sync::Mutex<SentinelClient>,
+        config: AsyncConnectionConfig,
+    },
+}
+
+/// One multiplexed connection of whichever kind: what the store sends commands on.
+#[derive(Clone)]
+pub(crate) enum Conn {
+    /// To one Redis (standalone, or the master the sentinels named).
+    Single(MultiplexedConnection),
+    /// To every node of a cluster, routing each command by its keys.
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Sends `cmd` to the master of `key`'s slot (cluster), or to the one Redis: for
+    /// commands without keys that must reach that node (SCRIPT LOAD after a NOSCRIPT,
+    /// WAIT after a write).
+    pub(crate) async fn query_at_key(&mut self, key: &[u8], cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Conn::Single(conn) => cmd.query_async(conn).await,
+            Conn::Cluster(conn) => {
+                let route = Route::with_slot(Slot::for_key(key), SlotAddr::Master);
+                conn.route_command(
+                    cmd.clone(),
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Sends `cmd` to the node at `host:port` (cluster), or to the one Redis.
+    pub(crate) async fn query_at_node(
+        &mut self,
+        host: &str,
+        port: u16,
+        cmd: &Cmd,
+    ) -> RedisResult<Value> {
+        match self {
+            Conn::Single(conn) => cmd.query_async(conn).await,
+            Conn::Cluster(conn) => {
+                conn.route_command(
+                    cmd.clone(),
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                        host: host.to_owned(),
+                        port,
+                    }),
+                )
+                .await
+            }
+        }
+    }
+
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, Conn::Cluster(_))
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
 pub(super) struct Connections {
-    pool: Pool,
-    slots: Vec<Mutex<Option<MultiplexedConnection>>>,
+    connector: Connector,
+    timeout: Duration,
+    slots: Vec<Mutex<Option<Conn>>>,
     next: AtomicUsize,
     /// The Redis URL without its password, for error messages.
     display_url: String,
@@ -49,10 +166,16 @@ impl Connections {
     pub(super) fn new(
         url: &str,
         tls: &RedisTls,
+        topology: &Topology,
         size: usize,
         timeout: Duration,
     ) -> Result<Self, StoreError> {
-        let display_url = redact(url);
+        let display_url = match topology {
+            Topology::Standalone => redact(url),
+            Topology::Cluster | Topology::Sentinel { .. } => {
+                urls(url).map(redact).collect::<Vec<_>>().join(",")
+            }
+        };
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
@@ -60,21 +183,33 @@ impl Connections {
             url: display_url.clone(),
             reason,
         };
-        let info = tls::connection_info(url, tls).map_err(unavailable)?;
-        let manager = Manager::new_with_config(info, config)
-            .map_err(|e| unavailable(format!("invalid Redis URL: {e}")))?;
-        let pool = Pool::builder(manager)
-            .max_size(size)
-            .runtime(Runtime::Tokio1)
-            .create_timeout(Some(timeout))
-            .wait_timeout(Some(timeout))
-            .build()
-            .map_err(|e| StoreError::Unavailable {
-                url: display_url.clone(),
-                reason: e.to_string(),
-            })?;
+        let connector = match topology {
+            Topology::Standalone => {
+                let info = tls::connection_info(url, tls).map_err(unavailable)?;
+                let manager = Manager::new_with_config(info, config)
+                    .map_err(|e| unavailable(format!("invalid Redis URL: {e}")))?;
+                let pool = Pool::builder(manager)
+                    .max_size(size)
+                    .runtime(Runtime::Tokio1)
+                    .create_timeout(Some(timeout))
+                    .wait_timeout(Some(timeout))
+                    .build()
+                    .map_err(|e| unavailable(e.to_string()))?;
+                Connector::Pool(pool)
+            }
+            Topology::Cluster => {
+                Connector::Cluster(cluster_client(url, tls, timeout).map_err(unavailable)?)
+            }
+            Topology::Sentinel { master } => Connector::Sentinel {
+                client: tokio::sync::Mutex::new(
+                    sentinel_client(url, tls, master).map_err(unavailable)?,
+                ),
+                config,
+            },
+        };
         Ok(Self {
-            pool,
+            connector,
+            timeout,
             slots: (0..size.max(1)).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             display_url,
@@ -88,7 +223,7 @@ impl Connections {
     }
 
     /// A connection handle (cheap clone of a multiplexed connection) and its slot.
-    pub(super) async fn get(&self) -> Result<(usize, MultiplexedConnection), StoreError> {
+    pub(super) async fn get(&self) -> Result<(usize, Conn), StoreError> {
         let slot = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         if let Some(conn) = self.cached(slot) {
             return Ok((slot, conn));
@@ -105,15 +240,51 @@ impl Connections {
                 return Err(failure.clone());
             }
         }
-        let attempt = self.pool.get().await.map_err(|e| StoreError::Unavailable {
-            url: self.display_url.clone(),
-            reason: e.to_string(),
-        });
+        let attempt = self
+            .connect()
+            .await
+            .map_err(|reason| StoreError::Unavailable {
+                url: self.display_url.clone(),
+                reason,
+            });
         *last_failure = attempt.as_ref().err().cloned();
         self.attempts.fetch_add(1, Ordering::Release);
-        let conn = deadpool_redis::Connection::take(attempt?);
+        let conn = attempt?;
         *lock(&self.slots[slot]) = Some(conn.clone());
         Ok((slot, conn))
+    }
+
+    /// A new connection from the connector.
+    async fn connect(&self) -> Result<Conn, String> {
+        match &self.connector {
+            Connector::Pool(pool) => {
+                let conn = pool.get().await.map_err(|e| e.to_string())?;
+                Ok(Conn::Single(deadpool_redis::Connection::take(conn)))
+            }
+            Connector::Cluster(client) => {
+                let conn = tokio::time::timeout(self.timeout, client.get_async_connection())
+                    .await
+                    .map_err(|_| format!("no cluster connection within {:?}", self.timeout))?
+                    .map_err(|e| e.to_string())?;
+                Ok(Conn::Cluster(conn))
+            }
+            Connector::Sentinel { client, config } => {
+                let connect = async {
+                    let mut client = client.lock().await;
+                    client.get_async_connection_with_config(config).await
+                };
+                let conn = tokio::time::timeout(self.timeout, connect)
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "no connection to the sentinels' master within {:?}",
+                            self.timeout
+                        )
+                    })?
+                    .map_err(|e| e.to_string())?;
+                Ok(Conn::Single(conn))
+            }
+        }
     }
 
     /// Forget a slot's connection after it failed, so the next use reconnects.
@@ -123,9 +294,81 @@ impl Connections {
         }
     }
 
-    fn cached(&self, slot: usize) -> Option<MultiplexedConnection> {
+    fn cached(&self, slot: usize) -> Option<Conn> {
         lock(&self.slots[slot]).clone()
     }
+}
+
+/// The comma-separated URLs of a cluster's seed nodes or of the sentinels.
+fn urls(url: &str) -> impl Iterator<Item = &str> {
+    url.split(',').map(str::trim).filter(|u| !u.is_empty())
+}
+
+/// The cluster client for the seed nodes in `url`, with their TLS files and
+/// credentials (every node's, as the first seed's).
+fn cluster_client(url: &str, tls: &RedisTls, timeout: Duration) -> Result<ClusterClient, String> {
+    let seeds = urls(url)
+        .map(|u| tls::connection_info(u, tls))
+        .collect::<Result<Vec<ConnectionInfo>, String>>()?;
+    if seeds.is_empty() {
+        return Err("--redis-url names no cluster node".into());
+    }
+    let mut builder = ClusterClientBuilder::new(seeds)
+        .connection_timeout(timeout)
+        .response_timeout(timeout);
+    if let Some(certificates) = tls.certificates_if_any()? {
+        builder = builder.certs(certificates);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("invalid cluster URL: {e}"))
+}
+
+/// The sentinel client for the sentinels in `url`, asking them for `master`. The
+/// URL's credentials and database are those of the Redis master (sentinels usually
+/// run without a password); a rediss:// URL means TLS to both, with the TLS files.
+fn sentinel_client(url: &str, tls: &RedisTls, master: &str) -> Result<SentinelClient, String> {
+    let infos = urls(url)
+        .map(|u| {
+            u.into_connection_info()
+                .map_err(|e| format!("invalid sentinel URL: {e}"))
+        })
+        .collect::<Result<Vec<ConnectionInfo>, String>>()?;
+    let Some(first) = infos.first().cloned() else {
+        return Err("--redis-url names no sentinel".into());
+    };
+    let is_tls = matches!(first.addr(), ConnectionAddr::TcpTls { .. });
+    if !is_tls && tls.certificates_if_any()?.is_some() {
+        return Err(
+            "--redis-tls-ca, --redis-tls-cert and --redis-tls-key apply to rediss:// \
+             URLs only; REDIS_URL's are not"
+                .into(),
+        );
+    }
+    let addrs: Vec<ConnectionAddr> = infos.iter().map(|i| i.addr().clone()).collect();
+    let mut builder = SentinelClientBuilder::new(addrs, master, SentinelServerType::Master)
+        .map_err(|e| e.to_string())?
+        .set_client_to_redis_db(first.redis_settings().db());
+    if let Some(username) = first.redis_settings().username() {
+        builder = builder.set_client_to_redis_username(username);
+    }
+    if let Some(password) = first.redis_settings().password() {
+        builder = builder.set_client_to_redis_password(password);
+    }
+    if is_tls {
+        tls::install_crypto_provider();
+        builder = builder
+            .set_client_to_redis_tls_mode(TlsMode::Secure)
+            .set_client_to_sentinel_tls_mode(TlsMode::Secure);
+        if let Some(certificates) = tls.certificates_if_any()? {
+            builder = builder
+                .set_client_to_redis_certificates(certificates.clone())
+                .set_client_to_sentinel_certificates(certificates);
+        }
+    }
+    builder
+        .build()
+        .map_err(|e| format!("invalid sentinel setup: {e}"))
 }
 
 /// What logs and statuses show of a URL that does not parse: where its password would
@@ -180,5 +423,27 @@ mod tests {
         );
         let unparsable = super::redact("redis://:hunter2@h:notaport");
         assert!(!unparsable.contains("hunter2"), "{unparsable}");
+    }
+
+    /// Every seed node's and sentinel's password is masked in what errors show.
+    #[test]
+    fn redacts_every_url_of_a_cluster_or_sentinel_list() {
+        use super::{Connections, Topology};
+        let urls = "redis://u:hunter2@h1:7000, redis://u:hunter2@h2:7001";
+        for topology in [Topology::Cluster, Topology::Sentinel { master: "m".into() }] {
+            let conns = Connections::new(
+                urls,
+                &Default::default(),
+                &topology,
+                1,
+                std::time::Duration::from_secs(1),
+            )
+            .unwrap_or_else(|e| panic!("{topology:?}: {e}"));
+            assert_eq!(
+                conns.display_url(),
+                "redis://u:***@h1:7000,redis://u:***@h2:7001",
+                "{topology:?}"
+            );
+        }
     }
 }

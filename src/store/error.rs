@@ -67,8 +67,21 @@ impl StoreError {
             || err.is_connection_refusal()
             || err.is_timeout()
             || err.is_unrecoverable_error()
-            // Redis is starting up or stuck in a long script: transient.
-            || matches!(err.code(), Some("LOADING" | "BUSY"));
+            // Redis is starting up or stuck in a long script: transient. A cluster
+            // without a master for a slot, a slot moving, a sentinel master demoted to
+            // a replica: transient too, until the failover completes.
+            || matches!(
+                err.code(),
+                Some(
+                    "LOADING"
+                        | "BUSY"
+                        | "CLUSTERDOWN"
+                        | "TRYAGAIN"
+                        | "MASTERDOWN"
+                        | "READONLY"
+                        | "NOREPLICAS"
+                )
+            );
         let needs = |layout| StoreError::NeedsMigrate {
             namespace: namespace.to_owned(),
             needs: NeedsMigrate {

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use deadpool_redis::redis::{self, Value};
 
+pub(crate) use conn::Topology;
 pub(crate) use error::StoreError;
 pub(crate) use script::{Call, Operation, Prelude};
 pub(crate) use tls::RedisTls;
@@ -51,10 +52,38 @@ impl InstanceId {
 pub(crate) struct Store {
     conns: Connections,
     prefix: String,
+    /// `--redis-wait-replicas`: replicas that must acknowledge each write that hands
+    /// out or accepts work (0: none, no WAIT).
+    wait_replicas: u32,
+    /// How long such a WAIT waits for them.
+    wait_timeout: Duration,
 }
+
+/// The scripts after which `--redis-wait-replicas` waits for replicas: those that
+/// hand out or accept work (enqueue, claims, acks, fails, lease and schedule writes).
+/// Reads, Migrate's steps and the pruner are not waited for.
+pub(crate) const WAITED_SCRIPTS: &[&str] = &[
+    "enqueue_jobs",
+    "claim_jobs",
+    "claim_due",
+    "ack_job",
+    "ack_occurrence",
+    "fail_job",
+    "release_jobs",
+    "extend_lease",
+    "cancel_job",
+    "retry_job",
+    "upsert_schedule",
+    "delete_schedule",
+    "pause_schedule",
+    "resume_schedule",
+    "import_schedules",
+    "set_follow",
+];
 
 impl Store {
     /// Builds the store; does not connect yet (the service must start without Redis).
+    #[cfg(test)]
     pub(crate) fn new(
         url: &str,
         tls: &RedisTls,
@@ -62,10 +91,32 @@ impl Store {
         pool_size: usize,
         timeout: Duration,
     ) -> Result<Self, StoreError> {
+        Self::with_topology(url, tls, &Topology::Standalone, prefix, pool_size, timeout)
+    }
+
+    /// [`Store::new`] for a Redis of `topology` (cluster seeds or sentinels in `url`).
+    pub(crate) fn with_topology(
+        url: &str,
+        tls: &RedisTls,
+        topology: &Topology,
+        prefix: &str,
+        pool_size: usize,
+        timeout: Duration,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
-            conns: Connections::new(url, tls, pool_size, timeout)?,
+            conns: Connections::new(url, tls, topology, pool_size, timeout)?,
             prefix: prefix.to_owned(),
+            wait_replicas: 0,
+            // Within the response timeout of the connection the WAIT is sent on.
+            wait_timeout: timeout / 2,
         })
+    }
+
+    /// Waits for `n` replicas to acknowledge each write that hands out or accepts
+    /// work (`--redis-wait-replicas`); 0 waits for none.
+    pub(crate) fn wait_for_replicas(mut self, n: u32) -> Self {
+        self.wait_replicas = n;
+        self
     }
 
     fn keys(&self, namespace: &str) -> NamespaceKeys {
@@ -77,21 +128,28 @@ impl Store {
     }
 
     /// Runs one operation's script for `namespace` with EVALSHA (loading it on
-    /// NOSCRIPT) and decodes its reply.
+    /// NOSCRIPT, on the node that answered so), waits for replicas when it hands out
+    /// or accepts work and `--redis-wait-replicas` asks for it, and decodes its reply.
     pub(crate) async fn run<O: Operation>(
         &self,
         namespace: &str,
         op: &O,
     ) -> Result<O::Output, StoreError> {
         let def = op.script();
-        let cmd = self.command(namespace, op);
+        let call = Self::call_for(&self.prefix, namespace, op);
+        let cmd = call.evalsha(def.script().get_hash());
+        // A cluster routes the script by its first key: the namespace's slot.
+        let route_key = call.first_key().unwrap_or_default().to_vec();
         let (slot, mut conn) = self.conns.get().await?;
         let value = match cmd.query_async::<Value>(&mut conn).await {
-            // Redis restarted or its script cache was flushed: load and run again.
+            // Redis restarted, failed over to a replica, or its script cache was
+            // flushed: load on that node and run again.
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                def.script()
-                    .prepare_invoke()
-                    .load_async(&mut conn)
+                let load = redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(def.source())
+                    .to_owned();
+                conn.query_at_key(&route_key, &load)
                     .await
                     .map_err(|e| self.fail(slot, namespace, e))?;
                 cmd.query_async::<Value>(&mut conn).await
@@ -99,16 +157,54 @@ impl Store {
             other => other,
         }
         .map_err(|e| self.fail(slot, namespace, e))?;
+        if self.wait_replicas > 0 && WAITED_SCRIPTS.contains(&def.name) {
+            self.wait(slot, &mut conn, &route_key, namespace).await?;
+        }
         op.decode(Reply::new(value, def.name))
     }
 
-    /// The EVALSHA command that runs `op` for `namespace`.
-    fn command<O: Operation>(&self, namespace: &str, op: &O) -> redis::Cmd {
-        Self::command_for(&self.prefix, namespace, op)
+    /// `WAIT wait_replicas timeout` on the node of `route_key`'s slot, after a write
+    /// on the same connection: fails UNAVAILABLE when fewer replicas acknowledged in
+    /// time (the write was made on the master all the same).
+    async fn wait(
+        &self,
+        slot: usize,
+        conn: &mut conn::Conn,
+        route_key: &[u8],
+        namespace: &str,
+    ) -> Result<(), StoreError> {
+        let timeout_ms = self.wait_timeout.as_millis().max(1);
+        let wait = redis::cmd("WAIT")
+            .arg(self.wait_replicas)
+            .arg(u64::try_from(timeout_ms).unwrap_or(u64::MAX))
+            .to_owned();
+        let acked = conn
+            .query_at_key(route_key, &wait)
+            .await
+            .map_err(|e| self.fail(slot, namespace, e))?;
+        let acked: i64 = redis::from_redis_value(acked)
+            .map_err(|e| StoreError::corrupt("the reply to WAIT", e.to_string()))?;
+        if acked < i64::from(self.wait_replicas) {
+            return Err(StoreError::Unavailable {
+                url: self.conns.display_url().to_owned(),
+                reason: format!(
+                    "--redis-wait-replicas {}: {acked} replica(s) acknowledged the write \
+                     within {timeout_ms} ms; the write was made on the master and may be \
+                     lost if it fails over now",
+                    self.wait_replicas
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The EVALSHA command that runs `op` for `namespace` under `prefix`.
     pub(crate) fn command_for<O: Operation>(prefix: &str, namespace: &str, op: &O) -> redis::Cmd {
+        Self::call_for(prefix, namespace, op).evalsha(op.script().script().get_hash())
+    }
+
+    /// The KEYS and ARGV of `op` for `namespace` under `prefix`.
+    fn call_for<O: Operation>(prefix: &str, namespace: &str, op: &O) -> Call {
         let def = op.script();
         let mut call = Call::default();
         op.encode(&NamespaceKeys::new(prefix, namespace), &mut call);
@@ -120,7 +216,7 @@ impl Store {
             "{}: {keys} keys and {args} args do not fit its declaration",
             def.name
         );
-        call.evalsha(def.script().get_hash())
+        call
     }
 
     /// Loads every script (SCRIPT LOAD), so the first call of each is an EVALSHA hit.
@@ -182,5 +278,37 @@ impl Store {
             self.conns.discard(slot);
         }
         err
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every script `--redis-wait-replicas` waits after exists, and every script
+    /// that hands out or accepts work is waited after: a renamed or new script is
+    /// not silently left out.
+    #[test]
+    fn the_waited_scripts_are_scripts_and_cover_the_work_writes() {
+        let names: Vec<&str> = super::ops::SCRIPTS.iter().map(|d| d.name).collect();
+        for waited in super::WAITED_SCRIPTS {
+            assert!(names.contains(waited), "{waited} is not a script");
+        }
+        // Reads, Migrate's steps and the pruner are the only ones not waited for.
+        let unwaited: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !super::WAITED_SCRIPTS.contains(n))
+            .collect();
+        for name in &unwaited {
+            let known = name.starts_with("get_")
+                || name.starts_with("list_")
+                || name.starts_with("peek_")
+                || name.starts_with("migrate_")
+                || *name == "namespace_status"
+                || *name == "prune_jobs";
+            assert!(
+                known,
+                "{name}: is it a work write? add it to WAITED_SCRIPTS"
+            );
+        }
     }
 }

@@ -48,6 +48,16 @@ impl RedisTls {
     }
 }
 
+impl RedisTls {
+    /// The files' contents, or `None` when no file is named.
+    pub(super) fn certificates_if_any(&self) -> Result<Option<TlsCertificates>, String> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        self.certificates().map(Some)
+    }
+}
+
 fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
 }
@@ -80,7 +90,7 @@ pub(super) fn connection_info(url: &str, tls: &RedisTls) -> Result<ConnectionInf
 /// rustls needs a process-wide crypto provider; ours is ring (see Cargo.toml). Done
 /// here rather than left to rustls's crate-feature default, which panics at the
 /// first connection if another crate in the build ever enables a second provider.
-fn install_crypto_provider() {
+pub(super) fn install_crypto_provider() {
     // An error means one is installed already, which is as good.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -13,11 +13,22 @@ use super::{
     Store, StoreError,
 };
 
+/// Which node a SCAN step reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ScanAt {
+    /// The master of the pattern's hash tag (one namespace's keys); the one Redis
+    /// outside a cluster.
+    PatternSlot,
+    /// One cluster master, by address; the one Redis outside a cluster.
+    Node(String, u16),
+}
+
 impl Store {
-    /// One `SCAN cursor MATCH pattern COUNT count [TYPE kind]` step: the next cursor
-    /// (0 when done) and the keys found.
+    /// One `SCAN cursor MATCH pattern COUNT count [TYPE kind]` step on `at`: the next
+    /// cursor (0 when done) and the keys found.
     async fn scan_step(
         &self,
+        at: &ScanAt,
         cursor: u64,
         pattern: &str,
         count: u32,
@@ -32,7 +43,42 @@ impl Store {
         if let Some(kind) = kind {
             cmd.arg("TYPE").arg(kind);
         }
-        self.query(cmd).await
+        let (slot, mut conn) = self.conns.get().await?;
+        let reply = match at {
+            ScanAt::PatternSlot => conn.query_at_key(pattern.as_bytes(), &cmd).await,
+            ScanAt::Node(host, port) => conn.query_at_node(host, *port, &cmd).await,
+        }
+        .map_err(|e| self.fail(slot, "", e))?;
+        redis::from_redis_value(reply)
+            .map_err(|e| StoreError::corrupt("a SCAN reply", e.to_string()))
+    }
+
+    /// Where the namespaces are: every master of a cluster (by address, from
+    /// CLUSTER SLOTS), or the one Redis.
+    async fn scan_targets(&self) -> Result<Vec<ScanAt>, StoreError> {
+        let (slot, mut conn) = self.conns.get().await?;
+        if !conn.is_cluster() {
+            return Ok(vec![ScanAt::Node(String::new(), 0)]);
+        }
+        let slots: Vec<redis::Value> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.fail(slot, "", e))?;
+        let mut masters = BTreeSet::new();
+        for range in slots {
+            let master = slot_range_master(range).ok_or_else(|| {
+                StoreError::corrupt(
+                    "the reply to CLUSTER SLOTS",
+                    "not [start, end, [host, port, ...], ...]",
+                )
+            })?;
+            masters.insert(master);
+        }
+        Ok(masters
+            .into_iter()
+            .map(|(host, port)| ScanAt::Node(host, port))
+            .collect())
     }
 
     /// The SCARD of an import source's index.
@@ -64,13 +110,39 @@ impl Store {
                 .ignore();
         }
         let (slot, mut conn) = self.conns.get().await?;
+        if conn.is_cluster() {
+            // The records are in many slots: a cluster takes a pipeline of one slot
+            // only, so the commands go one by one (Migrate's import is not hot).
+            for cmd in pipe.cmd_iter() {
+                cmd.query_async::<()>(&mut conn)
+                    .await
+                    .map_err(|e| self.fail(slot, "", e))?;
+            }
+            return Ok(());
+        }
         pipe.query_async::<()>(&mut conn)
             .await
             .map_err(|e| self.fail(slot, "", e))
     }
 }
 
-/// Every namespace under the key prefix that holds metadata or a pre-index listing.
+/// The master (host, port) of one CLUSTER SLOTS entry: `[start, end, [host, port,
+/// id, ...], replicas...]`.
+fn slot_range_master(range: redis::Value) -> Option<(String, u16)> {
+    let redis::Value::Array(items) = range else {
+        return None;
+    };
+    let redis::Value::Array(node) = items.into_iter().nth(2)? else {
+        return None;
+    };
+    let mut node = node.into_iter();
+    let host = redis::from_redis_value(node.next()?).ok()?;
+    let port = redis::from_redis_value(node.next()?).ok()?;
+    Some((host, port))
+}
+
+/// Every namespace under the key prefix that holds metadata or a pre-index listing:
+/// on every master of a cluster.
 pub(crate) struct NamespaceWalk {
     markers: Vec<NamespaceMarker>,
     cursor: u64,
@@ -105,9 +177,31 @@ impl NamespaceWalk {
         batch: u32,
     ) -> Result<NamespaceScan, StoreError> {
         let keys = PrefixKeys::new(&store.prefix);
+        let all_markers = self.markers.clone();
+        for node in store.scan_targets().await? {
+            self.markers.clone_from(&all_markers);
+            self.cursor = 0;
+            self.walk_node(store, &keys, &node, batch).await?;
+        }
+        Ok(NamespaceScan {
+            namespaces: self.found.into_iter().collect(),
+            skipped: self.skipped.into_iter().collect(),
+        })
+    }
+
+    /// Walks one node to the end.
+    async fn walk_node(
+        &mut self,
+        store: &Store,
+        keys: &PrefixKeys,
+        node: &ScanAt,
+        batch: u32,
+    ) -> Result<(), StoreError> {
         while let Some(&marker) = self.markers.last() {
             let pattern = keys.namespaces_pattern(marker);
-            let (next, found) = store.scan_step(self.cursor, &pattern, batch, None).await?;
+            let (next, found) = store
+                .scan_step(node, self.cursor, &pattern, batch, None)
+                .await?;
             for key in &found {
                 match std::str::from_utf8(key)
                     .ok()
@@ -124,10 +218,7 @@ impl NamespaceWalk {
                 self.markers.pop();
             }
         }
-        Ok(NamespaceScan {
-            namespaces: self.found.into_iter().collect(),
-            skipped: self.skipped.into_iter().collect(),
-        })
+        Ok(())
     }
 }
 
@@ -162,7 +253,9 @@ impl LegacyJobWalk {
             LegacyJobKeys::ReadySets | LegacyJobKeys::Listings => "zset",
         };
         let pattern = store.keys(namespace).legacy_job_pattern(self.kind);
-        let (next, found) = store.scan_step(cursor, &pattern, count, Some(kind)).await?;
+        let (next, found) = store
+            .scan_step(&ScanAt::PatternSlot, cursor, &pattern, count, Some(kind))
+            .await?;
         self.cursor = (next != 0).then_some(next);
         Ok(Some(found))
     }

@@ -4,11 +4,12 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "ceiling",
     "grpc",
     "consume",
     "security",
+    "cluster",
     "claim_scaling",
     "peers",
     "longpoll",
@@ -69,6 +70,7 @@ fn bench_smoke_writes_every_section() {
         "grpc",
         "consume",
         "security",
+        "cluster",
         "claim_scaling",
         "longpoll",
         "memory",
@@ -78,6 +80,30 @@ fn bench_smoke_writes_every_section() {
             .as_array()
             .expect("rows");
         assert!(!rows.is_empty(), "section {section} has no rows");
+    }
+    // The cluster family: each call on standalone, on the cluster (with its ratio to
+    // standalone) and on the cluster with --redis-wait-replicas 1 (ratio to cluster).
+    let cluster = report["sections"]["cluster"]["rows"]
+        .as_array()
+        .expect("rows");
+    for call in ["Enqueue", "ClaimDueSchedule"] {
+        let find = |name: String| {
+            cluster
+                .iter()
+                .find(|r| r["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("no cluster row {name} in {text}"))
+        };
+        let standalone = find(format!("{call} standalone"));
+        let on_cluster = find(format!("{call} cluster"));
+        let wait = find(format!("{call} cluster+WAIT"));
+        let ops = |row: &serde_json::Value| row["ops_per_s"].as_f64().unwrap_or(0.0);
+        for row in [standalone, on_cluster, wait] {
+            assert!(ops(row) > 0.0, "no ops: {row}");
+        }
+        let ratio = on_cluster["ratio_to_standalone"].as_f64().expect("a ratio");
+        assert!((ratio - ops(on_cluster) / ops(standalone)).abs() < 1e-9);
+        let ratio = wait["ratio_to_cluster"].as_f64().expect("a ratio");
+        assert!((ratio - ops(wait) / ops(on_cluster)).abs() < 1e-9);
     }
     let grpc = report["sections"]["grpc"]["rows"].as_array().expect("rows");
     for name in [
@@ -258,6 +284,7 @@ fn only_runs_the_families_asked_for() {
         "grpc",
         "consume",
         "security",
+        "cluster",
         "claim_scaling",
         "longpoll",
         "migrate",

@@ -14,9 +14,18 @@ const CLAIMERS_PER_INSTANCE: usize = 32;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_64_claimers_2000_due_each_claimed_exactly_once() {
     let redis = Redis::start().await;
-    let a = Service::start(&redis.url()).await;
-    let b = Service::start(&redis.url()).await;
-    let mut conn = redis.conn().await;
+    let conn = redis.conn().await;
+    two_instances_claim_each_due_occurrence_once(config(&redis.url()), conn).await;
+}
+
+/// The test above over any Redis: two instances of `config`, and `conn` a direct
+/// connection to the Redis (or cluster master) that holds namespace "ns".
+pub async fn two_instances_claim_each_due_occurrence_once(
+    config: dueq::config::ServeConfig,
+    mut conn: deadpool_redis::redis::aio::MultiplexedConnection,
+) {
+    let a = Service::start_with(config.clone()).await;
+    let b = Service::start_with(config).await;
 
     // Hourly schedules: once claimed, their next slot is far beyond the test.
     let client = a.client().await;

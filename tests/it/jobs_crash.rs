@@ -50,13 +50,23 @@ fn lost(status: &tonic::Status) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_job_ends_completed_or_dead_exactly_once() {
     let redis = Redis::start().await;
-    let a = Service::start(&redis.url()).await;
-    let b = Service::start(&redis.url()).await;
+    let conn = redis.conn().await;
+    crash_test(config(&redis.url()), conn, JOBS).await;
+}
+
+/// The test above over any Redis with `jobs` jobs: two instances of `config`, and
+/// `conn` a direct connection to the Redis (or cluster master) that holds "ns".
+pub async fn crash_test(
+    config: dueq::config::ServeConfig,
+    mut conn: deadpool_redis::redis::aio::MultiplexedConnection,
+    jobs: usize,
+) {
+    let a = Service::start_with(config.clone()).await;
+    let b = Service::start_with(config).await;
     let clients = [a.client().await, b.client().await];
-    let mut conn = redis.conn().await;
 
     let mut c = clients[0].clone();
-    for batch in 0..JOBS / 1000 {
+    for batch in 0..jobs / 1000 {
         let jobs = (0..1000)
             .map(|i| {
                 let mut r = job("crash", &format!("job-{}", batch * 1000 + i));
@@ -152,13 +162,13 @@ async fn every_job_ends_completed_or_dead_exactly_once() {
     // Wait until every job is finished (completed or dead), as Redis sees it. A slow
     // box takes longer; only a stall (no job finishing for a while) fails.
     let mut done = 0;
-    let mut patience = Patience::new(format!("more than {done} of {JOBS} jobs to finish"));
-    while done < JOBS {
+    let mut patience = Patience::new(format!("more than {done} of {jobs} jobs to finish"));
+    while done < jobs {
         patience.wait().await;
         let now_done = zcard(&mut conn, "dueq:{ns}:jdone").await as usize;
         if now_done > done {
             done = now_done;
-            patience = Patience::new(format!("more than {done} of {JOBS} jobs to finish"));
+            patience = Patience::new(format!("more than {done} of {jobs} jobs to finish"));
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -200,8 +210,8 @@ async fn every_job_ends_completed_or_dead_exactly_once() {
         }
         attempts_by_job.insert(j.job_id, j.attempts);
     }
-    assert_eq!(attempts_by_job.len(), JOBS);
-    assert_eq!(completed + dead, JOBS);
+    assert_eq!(attempts_by_job.len(), jobs);
+    assert_eq!(completed + dead, jobs);
     assert_eq!(completed, acked.len());
     // Every claim a job's attempt counter recorded reached a worker, and vice versa.
     let total_attempts: u64 = attempts_by_job.values().map(|&a| u64::from(a)).sum();

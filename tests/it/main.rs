@@ -10,6 +10,7 @@ mod bad_input;
 mod bench_smoke;
 mod binary;
 mod claim;
+mod cluster;
 mod concurrency;
 mod dev;
 mod dst;

@@ -72,6 +72,7 @@ pub(crate) enum Family {
     Peers,
     Security,
     Consume,
+    Cluster,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

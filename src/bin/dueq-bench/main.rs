@@ -9,12 +9,13 @@
 //!
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `consume`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`,
-//! `security`.
+//! `security`, `cluster`.
 
 mod binaries;
 mod ceiling;
 mod claim_scaling;
 mod cli;
+mod cluster;
 mod consume;
 mod cpu;
 mod env;
@@ -110,6 +111,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
     if plan.runs(Family::Security) {
         step("security");
         security::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Cluster) {
+        step("cluster");
+        cluster::run(plan, env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::ClaimScaling) {

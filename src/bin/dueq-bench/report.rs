@@ -14,11 +14,12 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 9] = [
+pub(crate) const SECTIONS: [&str; 10] = [
     "ceiling",
     "grpc",
     "consume",
     "security",
+    "cluster",
     "claim_scaling",
     "peers",
     "longpoll",

@@ -3,6 +3,7 @@
 
 mod admin;
 mod certs;
+mod cluster;
 mod jobs;
 mod layout;
 mod patience;
@@ -13,6 +14,7 @@ mod store;
 
 pub use admin::*;
 pub use certs::*;
+pub use cluster::*;
 pub use dueq::proto;
 pub use jobs::*;
 pub use layout::*;

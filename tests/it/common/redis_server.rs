@@ -20,6 +20,12 @@ pub struct Redis {
     child: Option<Child>,
     dir: tempfile::TempDir,
     tls: Option<ServerTls>,
+    /// More redis-server arguments (cluster or replication settings).
+    args: Vec<String>,
+    /// The `requirepass` of the server, which the harness's own connections use.
+    password: Option<String>,
+    /// A sentinel's config file: redis-server runs `<file> --sentinel`.
+    sentinel_conf: Option<String>,
 }
 
 /// The files of a TLS-only redis-server, and the client certificate the harness's
@@ -140,6 +146,33 @@ impl Redis {
         panic!("a TLS redis-server could not listen on any of 5 free ports");
     }
 
+    /// Starts redis-server on a free port with more arguments (`--cluster-enabled yes`,
+    /// `--replicaof ...`), its own connections authenticating with `password` when
+    /// given (pass `--requirepass` in `args` too).
+    pub async fn start_with_args(args: &[String], password: Option<&str>) -> Redis {
+        for _ in 0..5 {
+            let mut redis = Redis::unstarted(free_port());
+            redis.args = args.to_vec();
+            redis.password = password.map(str::to_owned);
+            if redis.spawn().await {
+                return redis;
+            }
+        }
+        panic!("redis-server {args:?} could not listen on any of 5 free ports");
+    }
+
+    /// Starts a sentinel (`redis-server <conf> --sentinel`) on a free port.
+    pub async fn start_sentinel(conf: &str) -> Redis {
+        for _ in 0..5 {
+            let mut redis = Redis::unstarted(free_port());
+            redis.sentinel_conf = Some(conf.to_owned());
+            if redis.spawn().await {
+                return redis;
+            }
+        }
+        panic!("redis-sentinel could not listen on any of 5 free ports");
+    }
+
     /// Starts redis-server on a given port, e.g. one a service was already pointed at.
     pub async fn start_on(port: u16) -> Redis {
         let mut redis = Redis::unstarted(port);
@@ -156,6 +189,9 @@ impl Redis {
             child: None,
             dir: tempfile::tempdir().expect("temp dir"),
             tls: None,
+            args: Vec::new(),
+            password: None,
+            sentinel_conf: None,
         }
     }
 
@@ -163,6 +199,9 @@ impl Redis {
     /// port was taken).
     async fn spawn(&mut self) -> bool {
         let mut command = Command::new(redis_server_binary());
+        if let Some(conf) = &self.sentinel_conf {
+            command.arg(conf).arg("--sentinel");
+        }
         let port = self.port.to_string();
         match &self.tls {
             None => command.args(["--port", &port]),
@@ -183,6 +222,7 @@ impl Redis {
             .args(["--enable-debug-command", "local"])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -230,9 +270,22 @@ impl Redis {
         format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
+    /// redis://[:password@]127.0.0.1:port: the URL the harness's own connections use.
+    pub fn auth_url(&self) -> String {
+        match &self.password {
+            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
+            None => self.url(),
+        }
+    }
+
+    /// Whether the server process is running (not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
         match &self.tls {
-            None => try_connect(&self.url()).await,
+            None => try_connect(&self.auth_url()).await,
             Some(tls) => try_connect_tls(&self.url(), tls).await,
         }
     }

@@ -1,0 +1,407 @@
+//! Redis Cluster and Redis Sentinel setups of real redis-server processes, each test's
+//! own: a cluster of 3 masters and 3 replicas (`redis-cli --cluster create`), and one
+//! master, one replica and three sentinels. Short timeouts (`cluster-node-timeout`,
+//! `down-after-milliseconds`) so a killed master is failed over within seconds.
+
+use std::{collections::BTreeMap, process::Command};
+
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+
+use super::{patience::Patience, redis_server::Redis};
+
+/// How long a cluster node may be unreachable before its replica takes over.
+const NODE_TIMEOUT_MS: u32 = 1500;
+
+/// A 3-master, 3-replica Redis Cluster on free ports; every process killed on drop.
+pub struct Cluster {
+    pub nodes: Vec<Redis>,
+    password: Option<String>,
+}
+
+fn s(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+impl Cluster {
+    /// Starts the cluster and waits until every node reports `cluster_state:ok` and
+    /// every replica is in sync with its master.
+    pub async fn start() -> Cluster {
+        Cluster::start_with_password(None).await
+    }
+
+    /// The cluster with `requirepass` (and `masterauth`) `password` on every node.
+    pub async fn start_with_password(password: Option<&str>) -> Cluster {
+        let timeout = NODE_TIMEOUT_MS.to_string();
+        let mut args = s(&[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-node-timeout",
+            &timeout,
+            // A replica whose master was away long takes over all the same: the test
+            // kills a master on purpose.
+            "--cluster-replica-validity-factor",
+            "0",
+        ]);
+        if let Some(password) = password {
+            args.extend(s(&["--requirepass", password, "--masterauth", password]));
+        }
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            nodes.push(Redis::start_with_args(&args, password).await);
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for node in &nodes {
+            create.arg(format!("127.0.0.1:{}", node.port));
+        }
+        create.args(["--cluster-replicas", "1", "--cluster-yes"]);
+        if let Some(password) = password {
+            create.args(["-a", password, "--no-auth-warning"]);
+        }
+        let out = tokio::task::spawn_blocking(move || create.output())
+            .await
+            .expect("join")
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = Cluster {
+            nodes,
+            password: password.map(str::to_owned),
+        };
+        cluster.wait_healthy().await;
+        cluster
+    }
+
+    /// The seed URLs as dueq takes them: comma-separated, every node.
+    pub fn url(&self) -> String {
+        self.url_with_password(self.password.as_deref())
+    }
+
+    /// The seed URLs with `password` (or none) in each.
+    pub fn url_with_password(&self, password: Option<&str>) -> String {
+        self.nodes
+            .iter()
+            .filter(|n| n.is_running())
+            .map(|n| match password {
+                Some(p) => format!("redis://:{p}@127.0.0.1:{}", n.port),
+                None => format!("redis://127.0.0.1:{}", n.port),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Waits until every running node says `cluster_state:ok`, agrees on the masters,
+    /// and every replica's link to its master is up.
+    pub async fn wait_healthy(&self) {
+        let patience = Patience::new("the cluster to be healthy");
+        while !self.is_healthy().await {
+            patience.wait().await;
+        }
+    }
+
+    async fn is_healthy(&self) -> bool {
+        let mut masters_seen = Vec::new();
+        for node in self.nodes.iter().filter(|n| n.is_running()) {
+            let Ok(mut conn) = node_conn(node).await else {
+                return false;
+            };
+            let info: String = match redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query_async(&mut conn)
+                .await
+            {
+                Ok(info) => info,
+                Err(_) => return false,
+            };
+            if !info.contains("cluster_state:ok") {
+                return false;
+            }
+            let replication: String = match redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await
+            {
+                Ok(info) => info,
+                Err(_) => return false,
+            };
+            if replication.contains("role:slave") && !replication.contains("master_link_status:up")
+            {
+                return false;
+            }
+            let Ok(masters) = masters_of(&mut conn).await else {
+                return false;
+            };
+            masters_seen.push(masters);
+        }
+        // Every node sees the same masters, each of them running.
+        let running: Vec<u16> = self
+            .nodes
+            .iter()
+            .filter(|n| n.is_running())
+            .map(|n| n.port)
+            .collect();
+        masters_seen.windows(2).all(|w| w[0] == w[1])
+            && masters_seen
+                .first()
+                .is_some_and(|m| m.len() == 3 && m.iter().all(|p| running.contains(p)))
+    }
+
+    /// The ports of the masters, as the first running node sees them.
+    pub async fn master_ports(&self) -> Vec<u16> {
+        let node = self.nodes.iter().find(|n| n.is_running()).expect("a node");
+        let mut conn = node.conn().await;
+        masters_of(&mut conn).await.expect("CLUSTER NODES")
+    }
+
+    /// The node (index into `nodes`) on `port`.
+    pub fn index_of(&self, port: u16) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.port == port)
+            .expect("a node on that port")
+    }
+
+    /// A direct connection to the node on `port`.
+    pub async fn conn_to(&self, port: u16) -> MultiplexedConnection {
+        self.nodes[self.index_of(port)].conn().await
+    }
+
+    /// Every key on each master (KEYS *), by master port.
+    pub async fn keys_by_master(&self) -> BTreeMap<u16, Vec<String>> {
+        let mut out = BTreeMap::new();
+        for port in self.master_ports().await {
+            let mut conn = self.conn_to(port).await;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("*")
+                .query_async(&mut conn)
+                .await
+                .expect("KEYS");
+            out.insert(port, keys);
+        }
+        out
+    }
+
+    /// Kills (SIGKILL) the master that holds `key`'s slot; returns its port.
+    pub async fn kill_master_of(&mut self, key: &str) -> u16 {
+        let port = self.master_of(key).await;
+        let index = self.index_of(port);
+        self.nodes[index].kill();
+        port
+    }
+
+    /// The port of the master serving `key`'s slot.
+    pub async fn master_of(&self, key: &str) -> u16 {
+        self.try_master_of(key)
+            .await
+            .unwrap_or_else(|| panic!("no master serves the slot of {key}"))
+    }
+
+    /// The port of the master serving `key`'s slot, if one does (not while its
+    /// master is failing).
+    pub async fn try_master_of(&self, key: &str) -> Option<u16> {
+        let node = self.nodes.iter().find(|n| n.is_running()).expect("a node");
+        let mut conn = node.conn().await;
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .expect("CLUSTER KEYSLOT");
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut conn)
+            .await
+            .expect("CLUSTER NODES");
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            for range in &fields[8..] {
+                let (lo, hi) = match range.split_once('-') {
+                    Some((lo, hi)) => (lo.parse().ok(), hi.parse().ok()),
+                    None => (range.parse().ok(), range.parse().ok()),
+                };
+                if let (Some(lo), Some(hi)) = (lo, hi) {
+                    if (lo..=hi).contains(&slot) {
+                        return Some(port_of(fields[1]));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+async fn node_conn(node: &Redis) -> redis::RedisResult<MultiplexedConnection> {
+    let patient = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(std::time::Duration::from_secs(2)))
+        .set_response_timeout(Some(std::time::Duration::from_secs(2)));
+    redis::Client::open(node.auth_url())?
+        .get_multiplexed_async_connection_with_config(&patient)
+        .await
+}
+
+/// `127.0.0.1:port@cport` -> port.
+fn port_of(address: &str) -> u16 {
+    address
+        .split('@')
+        .next()
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("a node address: {address}"))
+}
+
+/// The ports of the masters that serve slots and are not failed, sorted.
+async fn masters_of(conn: &mut MultiplexedConnection) -> redis::RedisResult<Vec<u16>> {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
+    let mut ports: Vec<u16> = nodes
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() >= 9 && f[2].contains("master") && !f[2].contains("fail"))
+        .map(|f| port_of(f[1]))
+        .collect();
+    ports.sort_unstable();
+    Ok(ports)
+}
+
+/// One master, one replica and three sentinels watching them under the name `MASTER`.
+pub struct Sentinels {
+    pub master: Redis,
+    pub replica: Redis,
+    pub sentinels: Vec<Redis>,
+    _conf: tempfile::TempDir,
+}
+
+/// The master name the sentinels watch.
+pub const SENTINEL_MASTER: &str = "dueqmaster";
+
+impl Sentinels {
+    /// Starts the setup and waits until every sentinel knows the master, the replica
+    /// and the other two sentinels.
+    pub async fn start() -> Sentinels {
+        Sentinels::start_with_password(None).await
+    }
+
+    /// The setup with `requirepass` (and `masterauth`) `password` on master and
+    /// replica; the sentinels know it (`auth-pass`) and need none themselves.
+    pub async fn start_with_password(password: Option<&str>) -> Sentinels {
+        let auth = match password {
+            Some(p) => s(&["--requirepass", p, "--masterauth", p]),
+            None => Vec::new(),
+        };
+        let master = Redis::start_with_args(&auth, password).await;
+        let mut replica_args = s(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        replica_args.extend(auth.iter().cloned());
+        let replica = Redis::start_with_args(&replica_args, password).await;
+        let conf = tempfile::tempdir().expect("temp dir");
+        let mut sentinels = Vec::new();
+        for i in 0..3 {
+            // A sentinel rewrites its config file, so each has its own.
+            let path = conf.path().join(format!("sentinel{i}.conf"));
+            std::fs::write(
+                &path,
+                format!(
+                    "sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {} 2\n\
+                     sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n\
+                     sentinel failover-timeout {SENTINEL_MASTER} 5000\n\
+                     sentinel parallel-syncs {SENTINEL_MASTER} 1\n{}",
+                    master.port,
+                    password
+                        .map(|p| format!("sentinel auth-pass {SENTINEL_MASTER} {p}\n"))
+                        .unwrap_or_default()
+                ),
+            )
+            .expect("write sentinel.conf");
+            let path = path.to_string_lossy().into_owned();
+            // The config file must come first: redis-server <file> --sentinel ...
+            sentinels.push(Redis::start_sentinel(&path).await);
+        }
+        let setup = Sentinels {
+            master,
+            replica,
+            sentinels,
+            _conf: conf,
+        };
+        setup.wait_healthy().await;
+        setup
+    }
+
+    /// `redis+sentinel`-free form dueq takes: the sentinels, comma-separated.
+    pub fn url(&self) -> String {
+        self.sentinels
+            .iter()
+            .map(|s| format!("redis://127.0.0.1:{}", s.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Waits until each sentinel sees a master with one replica in sync and two other
+    /// sentinels.
+    pub async fn wait_healthy(&self) {
+        let patience = Patience::new("the sentinels to know master, replica and each other");
+        loop {
+            let mut ok = true;
+            for sentinel in &self.sentinels {
+                let Ok(mut conn) = node_conn(sentinel).await else {
+                    ok = false;
+                    break;
+                };
+                let fields: redis::RedisResult<Vec<String>> = redis::cmd("SENTINEL")
+                    .arg("MASTER")
+                    .arg(SENTINEL_MASTER)
+                    .query_async(&mut conn)
+                    .await;
+                let Ok(fields) = fields else {
+                    ok = false;
+                    break;
+                };
+                let map: BTreeMap<&str, &str> = fields
+                    .chunks(2)
+                    .filter_map(|c| Some((c.first()?.as_str(), c.get(1)?.as_str())))
+                    .collect();
+                if map.get("flags") != Some(&"master")
+                    || map.get("num-slaves") != Some(&"1")
+                    || map.get("num-other-sentinels") != Some(&"2")
+                {
+                    ok = false;
+                    break;
+                }
+            }
+            if ok {
+                let master = self.master_port().await;
+                let replica = if self.master.port == master {
+                    &self.replica
+                } else {
+                    &self.master
+                };
+                let mut conn = replica.conn().await;
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut conn)
+                    .await
+                    .expect("INFO");
+                if info.contains("master_link_status:up") {
+                    return;
+                }
+            }
+            patience.wait().await;
+        }
+    }
+
+    /// The port of the master the sentinels name now.
+    pub async fn master_port(&self) -> u16 {
+        let mut conn = self.sentinels[0].conn().await;
+        let (_, port): (String, u16) = redis::cmd("SENTINEL")
+            .arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(SENTINEL_MASTER)
+            .query_async(&mut conn)
+            .await
+            .expect("SENTINEL GET-MASTER-ADDR-BY-NAME");
+        port
+    }
+}

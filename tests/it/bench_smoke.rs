@@ -4,9 +4,10 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "ceiling",
     "grpc",
+    "consume",
     "security",
     "cluster",
     "claim_scaling",
@@ -20,10 +21,16 @@ const SECTIONS: [&str; 10] = [
 /// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
 /// and the report's text.
 fn bench_smoke(args: &[&str]) -> (String, serde_json::Value, String) {
+    bench_smoke_with(args, &[])
+}
+
+/// As `bench_smoke`, with `envs` set for the bench (and the npm it runs).
+fn bench_smoke_with(args: &[&str], envs: &[(&str, &str)]) -> (String, serde_json::Value, String) {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("bench.json");
     // The bench starts the service binary cargo built for these tests.
     let out = Command::new(env!("CARGO_BIN_EXE_dueq-bench"))
+        .envs(envs.iter().copied())
         .arg("--smoke")
         .args(args)
         .arg("--json")
@@ -62,6 +69,7 @@ fn bench_smoke_writes_every_section() {
     for section in [
         "ceiling",
         "grpc",
+        "consume",
         "security",
         "cluster",
         "claim_scaling",
@@ -172,8 +180,106 @@ fn bench_smoke_writes_every_section() {
         .unwrap_or_else(|| panic!("no first scrape row in {text}"));
     assert!(first["redis_commands"].as_u64().is_some(), "{first}");
     assert!(first["response_bytes"].as_u64().unwrap_or(0) > 0, "{first}");
+    consume_rows(&report, &text);
     assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
     assert!(report["meta"]["cores"].as_u64().is_some());
+}
+
+/// The consume section: the pre-filled queue drained by ClaimJob+AckJob with its
+/// Redis CPU per job, the claim latency under that load, one row per job script;
+/// and the consume targets, the fast-path ones never met.
+fn consume_rows(report: &serde_json::Value, text: &str) {
+    let rows = report["sections"]["consume"]["rows"]
+        .as_array()
+        .expect("consume rows");
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no consume row {name} in {text}"))
+    };
+    let drain = find("ClaimJob+AckJob");
+    assert!(drain["ops_per_s"].as_f64().unwrap_or(0.0) > 0.0, "{drain}");
+    assert!(drain["redis_cpu_us_per_job"].as_f64().is_some(), "{drain}");
+    // --smoke pre-fills 200 jobs and the workers drain every one.
+    assert_eq!(drain["prefill"], 200, "{drain}");
+    assert_eq!(drain["drained"], 200, "{drain}");
+    assert_eq!(report["meta"]["prefill"], 200);
+    let latency = find("claim latency");
+    assert!(latency["samples"].as_u64().unwrap_or(0) > 0, "{latency}");
+    assert!(latency["p99_ms"].as_f64().is_some(), "{latency}");
+    for script in [
+        "enqueue_jobs",
+        "claim_jobs",
+        "ack_job",
+        "fail_job",
+        "extend_lease",
+    ] {
+        let row = find(&format!("script {script}"));
+        assert!(row["redis_cpu_us_per_call"].as_f64().is_some(), "{row}");
+        assert!(row["script_us_per_call"].as_f64().is_some(), "{row}");
+        // Each RPC of the phase ran its script (once, or a few times at most).
+        let per_rpc = row["script_calls_per_rpc"].as_f64().unwrap_or(0.0);
+        assert!(per_rpc >= 1.0, "{script}: {row}");
+    }
+    let targets = report["targets"].as_array().expect("targets");
+    let target = |what: &str| {
+        targets
+            .iter()
+            .find(|t| t["target"] == what)
+            .unwrap_or_else(|| panic!("no target {what} in {text}"))
+    };
+    for fast in [
+        "worker fast path >= 2x BullMQ Worker",
+        "worker fast path Redis CPU/job <= 0.5x BullMQ Worker",
+    ] {
+        let t = target(fast);
+        assert_eq!(t["met"], false, "{t}");
+        assert!(
+            t["detail"]
+                .as_str()
+                .unwrap_or("")
+                .contains("no fast path yet"),
+            "{t}"
+        );
+    }
+    target("ClaimJob+AckJob >= 1x BullMQ Worker");
+    target("claim latency p99 <= 10 ms (under ClaimJob+AckJob load)");
+}
+
+/// What CI runs (`--smoke --peers`) with npm unable to install anything: the peers
+/// are a note, the run succeeds, the consume rows are there and the target that
+/// needs the BullMQ Worker row is neither met nor missed.
+#[test]
+fn peers_offline_are_a_note_and_consume_still_reports() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let cache = cache.path().to_str().expect("utf-8 path").to_owned();
+    let (table, report, text) = bench_smoke_with(
+        &["--peers", "--only", "consume,peers"],
+        &[
+            ("npm_config_offline", "true"),
+            ("npm_config_cache", &cache),
+            ("npm_config_registry", "http://127.0.0.1:9/"),
+        ],
+    );
+    consume_rows(&report, &text);
+    let notes = report["sections"]["peers"]["notes"]
+        .as_array()
+        .expect("peer notes");
+    assert!(
+        notes.iter().any(|n| {
+            let n = n.as_str().unwrap_or("");
+            n.starts_with("peers failed") || n.starts_with("skipped")
+        }),
+        "{text}"
+    );
+    let unary = report["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .find(|t| t["target"] == "ClaimJob+AckJob >= 1x BullMQ Worker")
+        .expect("the unary target");
+    assert!(unary["met"].is_null(), "{unary}");
+    assert!(table.contains("MISSED worker fast path >= 2x BullMQ Worker"));
 }
 
 #[test]
@@ -188,6 +294,7 @@ fn only_runs_the_families_asked_for() {
     for skipped in [
         "ceiling",
         "grpc",
+        "consume",
         "security",
         "cluster",
         "claim_scaling",

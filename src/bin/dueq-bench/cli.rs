@@ -33,6 +33,10 @@ pub(crate) struct BenchArgs {
     /// Jobs per EnqueueBatch call in the grpc family (default 100).
     #[arg(long)]
     pub(crate) batch: Option<usize>,
+    /// Jobs pre-filled for the consume family and the BullMQ Worker peer (default
+    /// 50k; 200 with --smoke): both drain the same number.
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) prefill: Option<u64>,
     /// Records for the memory measurement (default 100k; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) records: Option<u64>,
@@ -67,6 +71,7 @@ pub(crate) enum Family {
     Longpoll,
     Peers,
     Security,
+    Consume,
     Cluster,
     /// The Redis cost of one /metrics scrape.
     Metrics,

@@ -52,7 +52,7 @@ fn connections(callers: usize) -> usize {
 }
 
 /// One client per caller, over `connections(n)` connections.
-async fn clients(env: &Env, n: usize) -> Result<Vec<Client>> {
+pub(crate) async fn clients(env: &Env, n: usize) -> Result<Vec<Client>> {
     let mut shared = Vec::new();
     for _ in 0..connections(n) {
         shared.push(env.client().await?);
@@ -61,7 +61,7 @@ async fn clients(env: &Env, n: usize) -> Result<Vec<Client>> {
 }
 
 /// Runs one load phase and measures the CPU it cost per item.
-async fn with_cpu(
+pub(crate) async fn with_cpu(
     env: &Env,
     phase: impl Future<Output = Result<Stats>>,
 ) -> Result<(Stats, CpuPerOp)> {
@@ -217,7 +217,7 @@ async fn claim_and_ack(
         &s,
         cpu,
         None,
-        "one claim and one ack per op; ends early if the queue runs dry",
+        "one claim and one ack per op; ends early if the queue runs dry; see [consume] for the drain of a pre-filled queue",
     ));
     Ok(())
 }

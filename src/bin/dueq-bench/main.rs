@@ -8,14 +8,15 @@
 //! every key comes from `dueq::probe::Keys`.
 //!
 //! Every family lives in its own file and adds one section to the report:
-//! `ceiling`, `grpc`, `claim_scaling`, `peers`, `longpoll`, `memory`, `migrate`,
-//! `security`, `cluster`, `metrics`.
+//! `ceiling`, `grpc`, `consume`, `claim_scaling`, `peers`, `longpoll`, `memory`,
+//! `migrate`, `security`, `cluster`, `metrics`.
 
 mod binaries;
 mod ceiling;
 mod claim_scaling;
 mod cli;
 mod cluster;
+mod consume;
 mod cpu;
 mod env;
 mod grpc;
@@ -102,6 +103,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
             grpc::run(plan, env, &ceiling, report).await?;
             env.reset().await?;
         }
+    }
+    if plan.runs(Family::Consume) {
+        step("consume");
+        consume::run(plan, env, report).await?;
+        env.reset().await?;
     }
     if plan.runs(Family::Security) {
         step("security");

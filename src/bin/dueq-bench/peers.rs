@@ -1,4 +1,5 @@
-//! Peers on the same Redis: BullMQ (Queue.add, Queue.addBulk) and @boringnode/queue
+//! Peers on the same Redis: BullMQ (Queue.add, Queue.addBulk, a Worker draining a
+//! pre-filled queue) and @boringnode/queue
 //! 0.6 (claimDueSchedule with 1k/10k/100k schedules), installed with npm into a temp
 //! folder and driven by the small Node scripts in peers/; each prints one JSON line.
 //! A peer that cannot run (no node, npm offline) is a note, never a failure.
@@ -57,6 +58,7 @@ async fn bullmq(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
             ("CONCURRENCY", plan.concurrency.to_string()),
             ("DURATION_MS", plan.duration.as_millis().to_string()),
             ("BATCH", plan.batch.to_string()),
+            ("PREFILL", plan.prefill.to_string()),
         ],
         Duration::from_secs(120),
     )
@@ -70,6 +72,17 @@ async fn bullmq(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
             peer_row("bullmq Queue.addBulk", bulk, true)
                 .and_note(format!("{} jobs per call; ops = jobs", plan.batch)),
         );
+    }
+    if let Some(worker) = v.get("worker") {
+        let jobs = number(worker, &["jobs"]).unwrap_or(0.0) as u64;
+        let mut row = peer_row("bullmq Worker", worker, true).and_note(format!(
+            "Worker concurrency {}, no-op processor, removeOnComplete; drains {jobs} of {} pre-filled jobs; ops = jobs",
+            plan.concurrency, plan.prefill
+        ));
+        if let Some(us) = number(worker, &["redis_cpu_us_per_op"]) {
+            row = row.with("redis_cpu_us_per_job", us);
+        }
+        report.push(row.with("prefill", plan.prefill).with("drained", jobs));
     }
     Ok(())
 }

@@ -15,6 +15,8 @@ pub(crate) struct Plan {
     pub(crate) peers: bool,
     pub(crate) waiters: u64,
     pub(crate) records: u64,
+    /// Jobs pre-filled before the consume phases (dueq's and BullMQ's Worker).
+    pub(crate) prefill: u64,
     pub(crate) migrate: u64,
     /// Samples per latency point in claim scaling.
     pub(crate) samples: usize,
@@ -58,6 +60,10 @@ impl Plan {
             records: args
                 .records
                 .unwrap_or(if smoke { 1_000 } else { 100_000 })
+                .max(1),
+            prefill: args
+                .prefill
+                .unwrap_or(if smoke { 200 } else { 50_000 })
                 .max(1),
             migrate: args
                 .migrate

@@ -14,9 +14,10 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 10] = [
+pub(crate) const SECTIONS: [&str; 11] = [
     "ceiling",
     "grpc",
+    "consume",
     "security",
     "cluster",
     "claim_scaling",
@@ -66,6 +67,7 @@ impl Report {
         meta.insert("records".into(), json!(plan.records));
         meta.insert("migrate".into(), json!(plan.migrate));
         meta.insert("batch".into(), json!(plan.batch));
+        meta.insert("prefill".into(), json!(plan.prefill));
         meta.insert(
             "build".into(),
             json!(if cfg!(debug_assertions) {

@@ -63,8 +63,8 @@ pub(crate) struct Store {
 }
 
 /// The scripts after which `--redis-wait-replicas` waits for replicas: those that
-/// hand out or accept work (enqueue, claims, acks, fails, lease and schedule writes).
-/// Reads, Migrate's steps and the pruner are not waited for.
+/// hand out or accept work (enqueue, claims, acks, fails, lease, queue-control and
+/// schedule writes). Reads, Migrate's steps and the pruner are not waited for.
 pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "enqueue_jobs",
     "claim_jobs",
@@ -82,6 +82,9 @@ pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "resume_schedule",
     "import_schedules",
     "set_follow",
+    "pause_queue",
+    "retry_dead_jobs",
+    "purge_jobs",
 ];
 
 impl Store {
@@ -311,7 +314,8 @@ mod tests {
         for waited in super::WAITED_SCRIPTS {
             assert!(names.contains(waited), "{waited} is not a script");
         }
-        // Reads, Migrate's steps and the pruner are the only ones not waited for.
+        // Reads (listings, stats, gauges), Migrate's steps and the pruner are the only
+        // ones not waited for.
         let unwaited: Vec<&str> = names
             .iter()
             .copied()
@@ -323,6 +327,8 @@ mod tests {
                 || name.starts_with("peek_")
                 || name.starts_with("migrate_")
                 || *name == "namespace_status"
+                || *name == "queue_stats"
+                || *name == "schedule_gauges"
                 || *name == "prune_jobs";
             assert!(
                 known,

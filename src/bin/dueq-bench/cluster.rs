@@ -25,6 +25,7 @@ use tonic_health::pb::{
 use crate::{
     binaries,
     env::{free_port, Client, Env},
+    grpc::spread,
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
@@ -119,23 +120,6 @@ fn namespace(i: usize) -> String {
 #[derive(Clone)]
 struct Side {
     callers: Vec<Client>,
-}
-
-/// As the grpc family: a few connections shared by the callers.
-fn connections(callers: usize) -> usize {
-    callers.clamp(1, 8)
-}
-
-async fn spread<F, Fut>(n: usize, first: Client, mut more: F) -> Result<Vec<Client>>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Client>>,
-{
-    let mut shared = vec![first];
-    while shared.len() < connections(n) {
-        shared.push(more().await?);
-    }
-    Ok((0..n).map(|i| shared[i % shared.len()].clone()).collect())
 }
 
 async fn enqueue(plan: &Plan, side: &Side) -> Result<Stats> {

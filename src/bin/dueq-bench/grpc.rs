@@ -47,15 +47,25 @@ pub(crate) async fn run(
 
 /// HTTP/2 connections the callers share, as a client fleet would: a few, not one
 /// per caller.
-fn connections(callers: usize) -> usize {
+pub(crate) fn connections(callers: usize) -> usize {
     callers.clamp(1, 8)
 }
 
 /// One client per caller, over `connections(n)` connections.
 pub(crate) async fn clients(env: &Env, n: usize) -> Result<Vec<Client>> {
-    let mut shared = Vec::new();
-    for _ in 0..connections(n) {
-        shared.push(env.client().await?);
+    spread(n, env.client().await?, || env.client()).await
+}
+
+/// One client per caller over `connections(n)` connections: `first`, then more
+/// made by `more`.
+pub(crate) async fn spread<F, Fut>(n: usize, first: Client, mut more: F) -> Result<Vec<Client>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Client>>,
+{
+    let mut shared = vec![first];
+    while shared.len() < connections(n) {
+        shared.push(more().await?);
     }
     Ok((0..n).map(|i| shared[i % shared.len()].clone()).collect())
 }

@@ -23,11 +23,6 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local id = ARGV[9]
-local key, r = leased_job(K, id, ARGV[10], now)
-if not key then return r end
-
-r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
-job_save(key, r)
-redis.call('ZREM', K.leased .. r.queue, id)
-return { 'ok', now, finish_entry(KEYS[1], id, now), r.queue }
+local outcome, register = complete_job(K, KEYS[1], ARGV[9], ARGV[10], now)
+if outcome[1] ~= 'ok' then return outcome end
+return { 'ok', now, register, outcome[2] }

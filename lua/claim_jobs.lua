@@ -13,9 +13,14 @@
 --          queue, and most stale ready entries dropped, in this call
 -- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua job_bytes) over it
--- ARGV[15..] queue names
+-- ARGV[15] number of acks A carried by this claim (issue 15), applied first
+-- ARGV[16..15+2A] job id, lease token: the acks, groups of 2
+-- ARGV[16+2A..] queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: field count,
---           fields..., then per queue in ARGV order: leases that expired here }
+--           fields..., then per queue in ARGV order: leases that expired here,
+--           then per ack in ARGV order: tag, detail }
+--   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
+--            'expired', '' | 'corrupt', the error (lib/job.lua complete_job)
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
 --            for the wake-up timer
 --   more: 1 if claimable jobs may be left in these queues after this claim
@@ -32,6 +37,8 @@
 -- * 4 (a crash never loses work): a claimed job is in the lease set until acked,
 --   failed or re-handed; an expired lease makes it pending again here (attempt + 1 at
 --   its next claim) or dead if it has used max_attempts.
+-- * 4: each carried ack is AckJob's transition (lib/job.lua complete_job), applied
+--   before anything is claimed; a refused ack changes nothing and stops nothing.
 -- * 5: refused while the namespace's jobs are in an older layout.
 -- * queue state (lib/job.lua): every move into or out of pending changes its queue's
 --   pending count and a job going dead enters its queue's dead set, here; a paused
@@ -51,8 +58,22 @@ local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13]
 local max_bytes = tonumber(ARGV[14])
 local register = 0
 local expired = {}
+local acks = tonumber(ARGV[15])
 local queues = {}
-for i = 15, #ARGV do queues[#queues + 1] = ARGV[i] end
+for i = 16 + 2 * acks, #ARGV do queues[#queues + 1] = ARGV[i] end
+
+-- 0. The acks this claim carries: each exactly as AckJob (invariant 4), so a worker
+-- finishes its last jobs and fetches the next ones in one round trip and one script.
+local acked = {}
+for i = 16, 15 + 2 * acks, 2 do
+  local outcome, reg = complete_job(K, done, ARGV[i], ARGV[i + 1], now)
+  register = math.max(register, reg)
+  if is_error(outcome) then
+    acked[#acked + 1] = { 'corrupt', outcome.err }
+  else
+    acked[#acked + 1] = { outcome[1], outcome[2] or '' }
+  end
+end
 
 -- 1. Expired leases: pending again (at the head of their list), or dead when out of
 -- attempts.
@@ -222,4 +243,8 @@ end
 local out = { now, next_ms or '', more, register, #claimed }
 for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
 for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
+for _, a in ipairs(acked) do
+  out[#out + 1] = a[1]
+  out[#out + 1] = a[2]
+end
 return out

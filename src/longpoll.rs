@@ -346,6 +346,14 @@ impl Waiter {
         }
     }
 
+    /// Parks until woken (true) or shutdown (false), with no deadline: a Work stream
+    /// waits for as long as it is open.
+    pub(crate) async fn park(&self, shutdown: &CancellationToken) -> bool {
+        // A deadline far beyond any stream's life (tokio's own "far future").
+        let never = Instant::now() + Duration::from_secs(86_400 * 365 * 30);
+        self.wait(never, shutdown).await == Woken::Notified
+    }
+
     /// More is claimable than was handed out: wake one more waiter of this group.
     fn pass_baton(&self) {
         if self.group.waiting.load(Ordering::Acquire) > 0 {

@@ -60,6 +60,7 @@ async fn work(args: &Args, client: &mut common::Client) -> Result<(), tonic::Sta
             wait: common::seconds(20),
             lease: common::seconds(30),
             max_jobs: max_jobs as u32,
+            acks: vec![],
         });
         // The server answers empty just before this deadline at the latest.
         claim.set_timeout(Duration::from_secs(25));

@@ -47,6 +47,7 @@
 -- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
 --   record's DUEQ_CORRUPT error)
 -- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
+-- complete_job(K, done, id, token, now) -> AckJob's transition (below)
 --
 -- Invariant 5 (docs/DESIGN.md) (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
@@ -295,6 +296,20 @@ local function finish_entry(done, id, now)
   local n = redis.call('ZCARD', done)
   if n % 512 == 0 or bit.band(n, n - 1) == 0 then return 1 end
   return 0
+end
+
+-- AckJob's transition, also run for the acks a claim carries and for AckJobs (issue
+-- 15): completes job `id` if `token` is its current, unexpired lease. Returns the
+-- reply items { 'ok', queue } and whether the namespace must be registered for
+-- pruning (finish_entry), or the refusal (lease_check / job_at: { 'missing' },
+-- { 'stale', state }, { 'expired' }, or the record's DUEQ_CORRUPT error) and 0.
+local function complete_job(K, done, id, token, now)
+  local key, r = leased_job(K, id, token, now)
+  if not key then return r, 0 end
+  r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
+  job_save(key, r)
+  redis.call('ZREM', K.leased .. r.queue, id)
+  return { 'ok', r.queue }, finish_entry(done, id, now)
 end
 
 -- Queue state (issue 14). Keys composed from meta, like jobs_marker (keys.rs

@@ -57,6 +57,7 @@ one_namespace!(
     AckJobRequest,
     FailJobRequest,
     ExtendLeaseRequest,
+    AckJobsRequest,
     GetJobRequest,
     ListJobsRequest,
     CancelJobRequest,
@@ -93,8 +94,17 @@ impl Scoped for proto::MigrateRequest {
 /// `Ok` if the request's caller may call `method` on the request's scope. A request
 /// without a caller did not pass the auth layer: refused, never let through.
 pub(super) fn authorize<T: Scoped>(request: &Request<T>, method: &str) -> Result<(), ApiError> {
-    let scope = request.get_ref().scope();
-    let caller = request.extensions().get::<Caller>();
+    authorize_scope(request.extensions(), method, request.get_ref().scope())
+}
+
+/// The same, for a call whose scope is known only after its first message (Work):
+/// the caller the auth layer put in the call's extensions, against `scope`.
+pub(super) fn authorize_scope(
+    extensions: &tonic::Extensions,
+    method: &str,
+    scope: Scope<'_>,
+) -> Result<(), ApiError> {
+    let caller = extensions.get::<Caller>();
     let allowed = match caller {
         Some(Caller::Unrestricted) => true,
         Some(Caller::Principal(principal)) => principal.allows(method, scope),

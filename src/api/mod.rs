@@ -27,7 +27,9 @@ pub(crate) use rescue::Rescue;
 
 use crate::{jobs::Jobs, migrate::Migrator, schedules::Schedules};
 
-/// Implements `dueq.v1.QueueService`.
+/// Implements `dueq.v1.QueueService`. Cloned (a few Arcs) into the tasks of a Work
+/// stream.
+#[derive(Clone)]
 pub(crate) struct QueueApi {
     schedules: Arc<Schedules>,
     jobs: Arc<Jobs>,

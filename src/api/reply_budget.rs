@@ -12,11 +12,17 @@ const ITEM_FRAMING: usize = 6;
 /// bytes (the first item is always kept: a lone oversized item is the limit's
 /// problem, refused at startup), and returns the rest.
 pub(super) fn fit<M: Message>(items: &mut Vec<M>, limit: usize) -> Vec<M> {
-    let mut used = 0usize;
+    fit_beside(items, limit, 0)
+}
+
+/// The same, in a reply that also carries `reserved` bytes of other fields: then even
+/// the first item goes if it does not fit beside them.
+pub(super) fn fit_beside<M: Message>(items: &mut Vec<M>, limit: usize, reserved: usize) -> Vec<M> {
+    let mut used = reserved;
     let mut keep = items.len();
     for (i, item) in items.iter().enumerate() {
         used += item.encoded_len() + ITEM_FRAMING;
-        if i > 0 && used > limit {
+        if (i > 0 || reserved > 0) && used > limit {
             keep = i;
             break;
         }
@@ -26,7 +32,7 @@ pub(super) fn fit<M: Message>(items: &mut Vec<M>, limit: usize) -> Vec<M> {
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::{fit, fit_beside};
     use crate::proto;
 
     fn job(payload: usize) -> proto::ClaimedJob {
@@ -42,7 +48,10 @@ mod tests {
         let mut items = vec![job(400), job(400), job(400)];
         let rest = fit(&mut items, 1000);
         assert_eq!((items.len(), rest.len()), (2, 1));
-        let reply = proto::ClaimJobResponse { jobs: items };
+        let reply = proto::ClaimJobResponse {
+            jobs: items,
+            acks: vec![],
+        };
         assert!(prost::Message::encoded_len(&reply) <= 1000);
     }
 
@@ -53,5 +62,14 @@ mod tests {
         assert_eq!((items.len(), rest.len()), (1, 1));
         let mut all = vec![job(10), job(10)];
         assert!(fit(&mut all, 1000).is_empty());
+    }
+
+    #[test]
+    fn beside_other_fields_even_the_first_item_may_go() {
+        let mut items = vec![job(900)];
+        let rest = fit_beside(&mut items, 1000, 200);
+        assert_eq!((items.len(), rest.len()), (0, 1));
+        let mut items = vec![job(100), job(100)];
+        assert!(fit_beside(&mut items, 1000, 200).is_empty());
     }
 }

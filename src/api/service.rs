@@ -20,9 +20,12 @@ macro_rules! rpcs {
     (
         $api:ty: $service:ident { $($method:ident($req:ident) -> $resp:ident = $handler:path;)* }
         operators: |$op:ident| $admin:expr
+        $(, streams: { $($stream:item)* })?
     ) => {
         #[tonic::async_trait]
         impl $service for $api {
+            $($($stream)*)?
+
             $(
                 async fn $method(
                     &self,
@@ -74,6 +77,7 @@ rpcs!(QueueApi: QueueService {
     enqueue_batch(EnqueueBatchRequest) -> EnqueueBatchResponse = jobs::enqueue_batch;
     claim_job(ClaimJobRequest) -> ClaimJobResponse = jobs::claim;
     ack_job(AckJobRequest) -> AckJobResponse = jobs::ack;
+    ack_jobs(AckJobsRequest) -> AckJobsResponse = jobs::ack_jobs;
     fail_job(FailJobRequest) -> FailJobResponse = jobs::fail;
     extend_lease(ExtendLeaseRequest) -> ExtendLeaseResponse = jobs::extend_lease;
     get_job(GetJobRequest) -> GetJobResponse = jobs::get;
@@ -86,6 +90,16 @@ rpcs!(QueueApi: QueueService {
     resume_queue(ResumeQueueRequest) -> ResumeQueueResponse = queues::resume;
     retry_dead_jobs(RetryDeadJobsRequest) -> RetryDeadJobsResponse = queues::retry_dead;
     purge_jobs(PurgeJobsRequest) -> PurgeJobsResponse = queues::purge;
-} operators: |queue| &queue.admin);
+} operators: |queue| &queue.admin, streams: {
+    type WorkStream = jobs::WorkStream;
+
+    /// Authorised inside the handler: the namespace is in the stream's first message.
+    async fn work(
+        &self,
+        request: Request<tonic::Streaming<proto::WorkRequest>>,
+    ) -> Result<Response<Self::WorkStream>, Status> {
+        self.rescue.respond(jobs::work(self, request).await)
+    }
+});
 
 rpcs!(AdminApi: AdminService {} operators: |admin| admin);

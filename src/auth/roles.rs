@@ -39,6 +39,8 @@ pub(crate) const PRODUCER: &[&str] = &[
 pub(crate) const WORKER: &[&str] = &[
     "ClaimJob",
     "AckJob",
+    "AckJobs",
+    "Work",
     "FailJob",
     "ExtendLease",
     "ClaimDueSchedule",

@@ -8,13 +8,21 @@ mod chunks;
 mod coalesce;
 mod queues;
 mod retention;
+mod work;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
 
 use tokio::time::Instant;
 
 pub(crate) use coalesce::Lane;
 pub(crate) use retention::{Pruner, Retention};
+pub(crate) use work::{WorkInput, WorkOptions, WorkOutput};
 
 use crate::{
     context::Context,
@@ -26,12 +34,31 @@ use crate::{
     longpoll::{long_poll, Attempt, Work},
     namespaces::Entry,
     store::ops::{
-        ack_job::AckJob, cancel_job::CancelJob, claim_jobs::ClaimJobs, enqueue_jobs::EnqueueJobs,
-        extend_lease::ExtendLease, fail_job::FailJob, get_job::GetJob, list_jobs::ListJobs,
-        release_jobs::ReleaseJobs, retry_job::RetryJob,
+        ack_job::AckJob,
+        ack_jobs::{AckJobs, Acked},
+        cancel_job::CancelJob,
+        claim_jobs::ClaimJobs,
+        enqueue_jobs::EnqueueJobs,
+        extend_lease::ExtendLease,
+        fail_job::FailJob,
+        get_job::GetJob,
+        list_jobs::ListJobs,
+        release_jobs::{Release, ReleaseJobs},
+        retry_job::RetryJob,
     },
-    store::Store,
+    store::{Store, StoreError},
+    sync::lock,
 };
+
+/// A lease to complete: (job id, lease token).
+pub(crate) type Lease<'a> = (&'a str, &'a str);
+
+/// What a claim handed out, and the outcome of each ack it carried (in order).
+#[derive(Debug, Default)]
+pub(crate) struct Claimed {
+    pub(crate) jobs: Vec<JobRecord>,
+    pub(crate) acked: Vec<Result<(), Error>>,
+}
 
 /// A page of jobs, and the job number to continue after.
 pub(crate) type JobPage = (Vec<JobRecord>, Option<i64>);
@@ -47,6 +74,8 @@ pub(crate) struct ClaimRequest<'a> {
     pub(crate) wait: Duration,
     /// Most reply bytes the claimed jobs may take (at least one job is claimed).
     pub(crate) max_bytes: usize,
+    /// Jobs to complete first, as AckJob would (issue 15), before any wait.
+    pub(crate) acks: &'a [Lease<'a>],
 }
 
 pub(crate) struct Jobs {
@@ -191,31 +220,71 @@ impl Jobs {
         }
     }
 
-    /// Claims up to `max_jobs` jobs, waiting up to `wait` for one.
+    /// Completes the claim's acks, then claims up to `max_jobs` jobs, waiting up to
+    /// `wait` for one.
     pub(crate) async fn claim(
         &self,
         namespace: &str,
         claim: &ClaimRequest<'_>,
-    ) -> Result<Vec<JobRecord>, Error> {
+    ) -> Result<Claimed, Error> {
         let entry = self.entry(namespace);
         let waiter =
             (!claim.wait.is_zero()).then(|| self.cx.wakers.job_waiter(&entry, claim.queues));
         let _waiting = (!claim.wait.is_zero()).then(|| self.cx.metrics.waiting("jobs"));
+        // The acks go with the first attempt only; their outcomes are kept for the reply.
+        let first = AtomicBool::new(true);
+        let acked = Mutex::new(Vec::new());
         let found = long_poll(
             waiter,
             Instant::now() + claim.wait,
             &self.cx.shutdown,
-            || self.attempt(&entry, claim),
+            || self.first_or_later_attempt(&entry, claim, &first, &acked),
         )
         .await?;
-        Ok(found.unwrap_or_default())
+        let acked = std::mem::take(&mut *lock(&acked));
+        Ok(Claimed {
+            jobs: found.unwrap_or_default(),
+            acked,
+        })
     }
 
-    async fn attempt(
+    async fn first_or_later_attempt(
         &self,
         entry: &Entry,
         claim: &ClaimRequest<'_>,
+        first: &AtomicBool,
+        acked: &Mutex<Vec<Result<(), Error>>>,
     ) -> Result<Attempt<Vec<JobRecord>>, Error> {
+        let acks = if first.swap(false, Ordering::AcqRel) {
+            claim.acks
+        } else {
+            &[]
+        };
+        match self.attempt(entry, claim, acks).await {
+            Ok((attempt, outcomes)) => {
+                if !acks.is_empty() {
+                    *lock(acked) = outcomes;
+                }
+                Ok(attempt)
+            }
+            Err(Error::Store(StoreError::OutOfMemory { url })) if !acks.is_empty() => {
+                // Redis refused the claim before it ran, acks and all: finishing work
+                // frees memory, so the acks still go through, on their own; the call
+                // answers the refusal (ClaimJobRequest.acks says so).
+                self.ack_many(entry.name(), acks).await?;
+                Err(StoreError::OutOfMemory { url }.into())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// One claim script call: the acks, then up to `claim.max_jobs` jobs.
+    pub(crate) async fn attempt(
+        &self,
+        entry: &Entry,
+        claim: &ClaimRequest<'_>,
+        acks: &[Lease<'_>],
+    ) -> Result<(Attempt<Vec<JobRecord>>, Vec<Result<(), Error>>), Error> {
         let token_base = uuid::Uuid::new_v4().simple().to_string();
         let op = ClaimJobs {
             queues: claim.queues,
@@ -224,6 +293,7 @@ impl Jobs {
             max_jobs: claim.max_jobs,
             token_base: &token_base,
             max_bytes: claim.max_bytes,
+            acks,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
         for (queue, expired) in claim.queues.iter().zip(&batch.expired) {
@@ -238,12 +308,70 @@ impl Jobs {
                 .metrics
                 .job_claimed(entry.name(), &job.queue, wait_ms);
         }
+        let acked = self.acked(entry.name(), acks, batch.acked);
         self.retain(entry.name(), batch.register).await;
         self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
-        Ok(Attempt {
+        let attempt = Attempt {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
-        })
+        };
+        Ok((attempt, acked))
+    }
+
+    /// Completes up to 100 jobs in one script call; an outcome per lease, in order.
+    pub(crate) async fn ack_many(
+        &self,
+        namespace: &str,
+        leases: &[Lease<'_>],
+    ) -> Result<Vec<Result<(), Error>>, Error> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batch = self.cx.store.run(namespace, &AckJobs { leases }).await?;
+        let acked = self.acked(namespace, leases, batch.acked);
+        self.retain(namespace, batch.register).await;
+        Ok(acked)
+    }
+
+    /// The outcome of each ack, counted in the metrics.
+    fn acked(
+        &self,
+        namespace: &str,
+        leases: &[Lease<'_>],
+        outcomes: Vec<Acked>,
+    ) -> Vec<Result<(), Error>> {
+        leases
+            .iter()
+            .zip(outcomes)
+            .map(|((id, _), outcome)| {
+                let queue = lease_result(id, outcome?)?;
+                self.cx.metrics.job_completed(namespace, &queue);
+                Ok(())
+            })
+            .collect()
+    }
+
+    /// Makes the jobs a broken worker stream held claimable again at once, each
+    /// attempt counted as a lease expiry counts it. Returns how many it released.
+    pub(crate) async fn abandon(
+        &self,
+        namespace: &str,
+        leases: &[Lease<'_>],
+    ) -> Result<i64, Error> {
+        if leases.is_empty() {
+            return Ok(0);
+        }
+        let op = ReleaseJobs {
+            why: Release::Abandoned,
+            leases,
+        };
+        let released = self.cx.store.run(namespace, &op).await?;
+        self.retain(namespace, released.register).await;
+        let entry = self.entry(namespace);
+        self.cx
+            .wakers
+            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        Ok(released.count)
     }
 
     /// Gives back leases a claim took but its reply cannot carry: each job is pending
@@ -260,13 +388,19 @@ impl Jobs {
         let released = self
             .cx
             .store
-            .run(namespace, &ReleaseJobs { leases })
+            .run(
+                namespace,
+                &ReleaseJobs {
+                    why: Release::Unsent,
+                    leases,
+                },
+            )
             .await?;
         let entry = self.cx.namespaces.entry(namespace);
         self.cx
             .wakers
             .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
-        Ok(released)
+        Ok(released.count)
     }
 
     pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
@@ -391,6 +525,7 @@ mod tests {
             max_jobs: 1,
             wait: Duration::from_secs(30),
             max_bytes: 1 << 20,
+            acks: &[],
         };
         let wait = jobs.claim("ns", &claim);
         let size = std::mem::size_of_val(&wait);

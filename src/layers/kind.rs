@@ -16,7 +16,7 @@ pub(crate) enum CallKind {
 pub(crate) fn call_kind(path: &str) -> CallKind {
     let method = path.rsplit('/').next().unwrap_or(path);
     match method {
-        "ClaimJob" | "ClaimDueSchedule" | "Migrate" | "Watch" | "ServerReflectionInfo" => {
+        "ClaimJob" | "ClaimDueSchedule" | "Work" | "Migrate" | "Watch" | "ServerReflectionInfo" => {
             CallKind::Long
         }
         _ => CallKind::Unary,
@@ -36,6 +36,7 @@ mod tests {
         );
         assert_eq!(call_kind("/dueq.v1.AdminService/Migrate"), CallKind::Long);
         assert_eq!(call_kind("/grpc.health.v1.Health/Watch"), CallKind::Long);
+        assert_eq!(call_kind("/dueq.v1.QueueService/Work"), CallKind::Long);
         assert_eq!(call_kind("/dueq.v1.QueueService/Enqueue"), CallKind::Unary);
         assert_eq!(call_kind("/grpc.health.v1.Health/Check"), CallKind::Unary);
     }

@@ -70,6 +70,7 @@ pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "claim_jobs",
     "claim_due",
     "ack_job",
+    "ack_jobs",
     "ack_occurrence",
     "fail_job",
     "release_jobs",

@@ -58,6 +58,7 @@ async fn dead_jobs(c: &mut Client, queue: &str, n: usize) -> Vec<String> {
         let claimed = c
             .claim_job(proto::ClaimJobRequest {
                 max_jobs: 100,
+                acks: vec![],
                 ..claim_req(&[queue], 0, None)
             })
             .await

@@ -37,6 +37,7 @@ async fn a_claim_leases_only_the_jobs_its_reply_can_carry() {
         let reply = c
             .claim_job(proto::ClaimJobRequest {
                 max_jobs: 10,
+                acks: vec![],
                 ..claim_req(&["q"], 0, Some(60_000))
             })
             .await

@@ -2,18 +2,25 @@
 
 mod convert;
 mod validate;
+mod work;
+
+pub(super) use work::{work, WorkStream};
 
 use tonic::Request;
 
 use super::{convert::timestamp, reply_budget, validate as check, ApiError, QueueApi};
 use crate::{
     domain::{limits::PageShape, Failure},
-    jobs::ClaimRequest,
+    error::Error,
+    jobs::{ClaimRequest, Lease},
     proto,
+    store::StoreError,
 };
 
 const MAX_CLAIM_QUEUES: usize = 16;
 const MAX_CLAIM_JOBS: u32 = 100;
+/// Most acks per AckJobs call or per claim (one script call stays about a ms).
+const MAX_ACKS: usize = 100;
 const MAX_ERROR_LEN: usize = 4096;
 const DEFAULT_PAGE_SIZE: u32 = 100;
 const MAX_PAGE_SIZE: u32 = 1000;
@@ -108,23 +115,13 @@ pub(super) async fn claim(
     let req = request.into_inner();
     let namespace = check::namespace(&req.namespace)?;
     check::max_len("worker_id", &req.worker_id, check::MAX_ID_LEN)?;
-    if req.queues.is_empty() || req.queues.len() > MAX_CLAIM_QUEUES {
-        return Err(ApiError::invalid(
-            "queues",
-            format!("give 1-{MAX_CLAIM_QUEUES} queues, got {}", req.queues.len()),
-        ));
-    }
-    for (i, q) in req.queues.iter().enumerate() {
-        check::id(&format!("queues[{i}]"), q)?;
-    }
-    let mut queues = req.queues.clone();
-    queues.sort();
-    queues.dedup();
+    let queues = claim_queues(&req.queues)?;
     let lease_ms = req
         .lease
         .as_ref()
         .map(|d| api.limits.lease_ms("lease", d))
         .transpose()?;
+    let acks = Acks::check("acks", &req.acks)?;
     let max_jobs = match req.max_jobs {
         0 => 1,
         n if n > MAX_CLAIM_JOBS => {
@@ -142,13 +139,24 @@ pub(super) async fn claim(
         max_jobs,
         wait,
         max_bytes: api.limits.max_message_size,
+        acks: &acks.leases,
     };
-    let jobs = api.jobs.claim(namespace, &claim).await?;
-    tracing::debug!(claimed = jobs.len(), worker_id = %req.worker_id, "jobs claimed");
+    let claimed = api.jobs.claim(namespace, &claim).await?;
+    tracing::debug!(claimed = claimed.jobs.len(), worker_id = %req.worker_id, "jobs claimed");
     let mut reply = proto::ClaimJobResponse {
-        jobs: jobs.into_iter().map(convert::claimed_to_proto).collect(),
+        jobs: claimed
+            .jobs
+            .into_iter()
+            .map(convert::claimed_to_proto)
+            .collect(),
+        acks: acks.answer(api, claimed.acked),
     };
-    let overflow = reply_budget::fit(&mut reply.jobs, api.limits.max_message_size);
+    // The ack results go first; the jobs fill what is left.
+    let acks_len = prost::Message::encoded_len(&proto::ClaimJobResponse {
+        jobs: vec![],
+        acks: reply.acks.clone(),
+    });
+    let overflow = reply_budget::fit_beside(&mut reply.jobs, api.limits.max_message_size, acks_len);
     if !overflow.is_empty() {
         // The script's size estimate fell short: give the leases back rather than
         // hand out work the reply cannot carry (tonic would fail the encoding and the
@@ -180,13 +188,138 @@ pub(super) async fn ack(
     Ok(proto::AckJobResponse {})
 }
 
+pub(super) async fn ack_jobs(
+    api: &QueueApi,
+    request: Request<proto::AckJobsRequest>,
+) -> Result<proto::AckJobsResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = check::namespace(&req.namespace)?;
+    if req.acks.is_empty() {
+        return Err(ApiError::invalid("acks", "give at least one lease"));
+    }
+    let acks = Acks::check("acks", &req.acks)?;
+    let acked = api.jobs.ack_many(namespace, &acks.leases).await?;
+    Ok(proto::AckJobsResponse {
+        results: acks.answer(api, acked),
+    })
+}
+
+/// The queues of a claim: 1-16 valid names, sorted, without duplicates.
+fn claim_queues(queues: &[String]) -> Result<Vec<String>, ApiError> {
+    if queues.is_empty() || queues.len() > MAX_CLAIM_QUEUES {
+        return Err(ApiError::invalid(
+            "queues",
+            format!("give 1-{MAX_CLAIM_QUEUES} queues, got {}", queues.len()),
+        ));
+    }
+    for (i, q) in queues.iter().enumerate() {
+        check::id(&format!("queues[{i}]"), q)?;
+    }
+    let mut queues = queues.to_vec();
+    queues.sort();
+    queues.dedup();
+    Ok(queues)
+}
+
+/// The acks of an AckJobs call or a claim: the well-formed ones go to Redis, and a
+/// malformed one is answered INVALID_ARGUMENT on its own, as EnqueueBatch answers a
+/// bad item.
+struct Acks<'a> {
+    items: &'a [proto::JobLease],
+    leases: Vec<Lease<'a>>,
+    /// Per item: the refusal of a malformed one.
+    refused: Vec<Option<ApiError>>,
+}
+
+impl<'a> Acks<'a> {
+    fn check(field: &str, items: &'a [proto::JobLease]) -> Result<Self, ApiError> {
+        if items.len() > MAX_ACKS {
+            return Err(ApiError::invalid(
+                field,
+                format!("at most {MAX_ACKS} acks per call, got {}", items.len()),
+            ));
+        }
+        let mut leases = Vec::with_capacity(items.len());
+        let mut refused = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let valid = check::id(&format!("{field}[{i}].job_id"), &item.job_id)
+                .and_then(|_| check::id(&format!("{field}[{i}].lease_token"), &item.lease_token));
+            match valid {
+                Ok(_) => {
+                    leases.push((item.job_id.as_str(), item.lease_token.as_str()));
+                    refused.push(None);
+                }
+                Err(error) => refused.push(Some(error)),
+            }
+        }
+        Ok(Acks {
+            items,
+            leases,
+            refused,
+        })
+    }
+
+    /// One result per item, in order: the refusal, or the outcome Redis gave.
+    fn answer(self, api: &QueueApi, acked: Vec<Result<(), Error>>) -> Vec<proto::AckResult> {
+        let mut acked = acked.into_iter();
+        self.items
+            .iter()
+            .zip(self.refused)
+            .map(|(item, refused)| {
+                let outcome = match refused {
+                    Some(error) => Err(error),
+                    None => acked
+                        .next()
+                        .unwrap_or_else(|| {
+                            Err(StoreError::corrupt("ack reply", "fewer outcomes than acks").into())
+                        })
+                        .map_err(ApiError::from),
+                };
+                ack_result(api, item.job_id.clone(), outcome)
+            })
+            .collect()
+    }
+}
+
+/// An ack's outcome as the code and message AckJob would have answered.
+fn ack_result(api: &QueueApi, job_id: String, outcome: Result<(), ApiError>) -> proto::AckResult {
+    let (code, message) = outcome_code(api, outcome);
+    proto::AckResult {
+        job_id,
+        code,
+        message,
+    }
+}
+
+/// The gRPC code (0 for OK) and message of an item's outcome.
+fn outcome_code<T>(api: &QueueApi, outcome: Result<T, ApiError>) -> (i32, String) {
+    match outcome {
+        Ok(_) => (0, String::new()),
+        Err(error) => {
+            let status = api.rescue.status(error);
+            (status.code() as i32, status.message().to_owned())
+        }
+    }
+}
+
 pub(super) async fn fail(
     api: &QueueApi,
     request: Request<proto::FailJobRequest>,
 ) -> Result<proto::FailJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
-    let id = check::id("job_id", &req.job_id)?;
+    let namespace = check::namespace(&req.namespace)?.to_owned();
+    let (id, token, failure) = failure_of(api, req)?;
+    let failed = api.jobs.fail(&namespace, &id, &token, &failure).await?;
+    Ok(failed_to_proto(failed))
+}
+
+/// A FailJob request's job id, lease token and failure, validated (the namespace is
+/// the caller's to check).
+fn failure_of(
+    api: &QueueApi,
+    req: proto::FailJobRequest,
+) -> Result<(String, String, Failure), ApiError> {
+    check::id("job_id", &req.job_id)?;
     check::id("lease_token", &req.lease_token)?;
     check::max_len("error", &req.error, MAX_ERROR_LEN)?;
     let failure = Failure {
@@ -198,14 +331,14 @@ pub(super) async fn fail(
         error: req.error,
         non_retryable: req.non_retryable,
     };
-    let failed = api
-        .jobs
-        .fail(namespace, id, &req.lease_token, &failure)
-        .await?;
-    Ok(proto::FailJobResponse {
+    Ok((req.job_id, req.lease_token, failure))
+}
+
+fn failed_to_proto(failed: crate::domain::Failed) -> proto::FailJobResponse {
+    proto::FailJobResponse {
         state: convert::state_to_proto(failed.state) as i32,
         run_at: failed.run_at_ms.map(timestamp),
-    })
+    }
 }
 
 pub(super) async fn extend_lease(
@@ -214,20 +347,26 @@ pub(super) async fn extend_lease(
 ) -> Result<proto::ExtendLeaseResponse, ApiError> {
     let req = request.into_inner();
     let namespace = check::namespace(&req.namespace)?;
-    let id = check::id("job_id", &req.job_id)?;
+    let lease_ms = extension_of(api, &req)?;
+    let until = api
+        .jobs
+        .extend(namespace, &req.job_id, &req.lease_token, lease_ms)
+        .await?;
+    Ok(proto::ExtendLeaseResponse {
+        lease_deadline: Some(timestamp(until)),
+    })
+}
+
+/// An ExtendLease request's new lease, its job id and token validated (the namespace
+/// is the caller's to check).
+fn extension_of(api: &QueueApi, req: &proto::ExtendLeaseRequest) -> Result<i64, ApiError> {
+    check::id("job_id", &req.job_id)?;
     check::id("lease_token", &req.lease_token)?;
     let lease = req
         .lease
         .as_ref()
         .ok_or_else(|| ApiError::invalid("lease", "is required"))?;
-    let lease_ms = api.limits.lease_ms("lease", lease)?;
-    let until = api
-        .jobs
-        .extend(namespace, id, &req.lease_token, lease_ms)
-        .await?;
-    Ok(proto::ExtendLeaseResponse {
-        lease_deadline: Some(timestamp(until)),
-    })
+    api.limits.lease_ms("lease", lease)
 }
 
 pub(super) async fn get(

@@ -74,6 +74,7 @@ fn claim(queue: &str, wait: Option<Duration>) -> proto::ClaimJobRequest {
         }),
         lease: None,
         max_jobs: 1,
+        acks: vec![],
     }
 }
 

@@ -204,6 +204,7 @@ async fn claim_and_ack(
                         wait: None,
                         lease: None,
                         max_jobs: 1,
+                        acks: vec![],
                     })
                     .await?
                     .into_inner()

@@ -1,9 +1,13 @@
 //! `lua/claim_jobs.lua`: lease up to `max_jobs` claimable jobs from a set of queues.
 
-use super::{job_head, prelude::*};
+use super::{
+    ack_jobs::{decode_acks, Acked},
+    job_head,
+    prelude::*,
+};
 use crate::domain::JobRecord;
 
-script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(14));
+script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -20,6 +24,8 @@ pub(crate) struct ClaimJobs<'a> {
     pub(crate) token_base: &'a str,
     /// Most reply bytes the claimed jobs may take (the first job is always claimed).
     pub(crate) max_bytes: usize,
+    /// (job id, lease token) of jobs to complete first, as AckJob would (issue 15).
+    pub(crate) acks: &'a [(&'a str, &'a str)],
 }
 
 /// What one claim call returned.
@@ -35,6 +41,8 @@ pub(crate) struct ClaimedBatch {
     /// Leases that expired and were taken back in this call, per queue (in the
     /// order of `ClaimJobs::queues`).
     pub(crate) expired: Vec<u64>,
+    /// One outcome per carried ack, in order.
+    pub(crate) acked: Vec<Acked>,
 }
 
 impl Operation for ClaimJobs<'_> {
@@ -51,7 +59,11 @@ impl Operation for ClaimJobs<'_> {
             .arg(self.max_jobs)
             .arg(self.worker)
             .arg(CLAIM_BUDGET)
-            .arg(self.max_bytes);
+            .arg(self.max_bytes)
+            .arg(self.acks.len());
+        for (id, token) in self.acks {
+            call.arg(*id).arg(*token);
+        }
         for queue in self.queues {
             call.arg(queue);
         }
@@ -72,6 +84,7 @@ impl Operation for ClaimJobs<'_> {
             .iter()
             .map(|_| reply.count())
             .collect::<Result<_, _>>()?;
+        let acked = decode_acks(&mut reply, self.acks.len())?;
         reply.finish()?;
         Ok(ClaimedBatch {
             next_ms,
@@ -79,6 +92,7 @@ impl Operation for ClaimJobs<'_> {
             register,
             jobs,
             expired,
+            acked,
         })
     }
 }
@@ -94,5 +108,6 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
         max_jobs: 1,
         token_base: "t",
         max_bytes: 1 << 20,
+        acks: &[("j", "t")],
     }
 }

@@ -26,6 +26,7 @@ macro_rules! operations {
 
 operations!(
     ack_job,
+    ack_jobs,
     ack_occurrence,
     cancel_job,
     claim_due,

@@ -1,17 +1,36 @@
-//! `lua/release_jobs.lua`: give back leases a claim took but its reply could not carry.
+//! `lua/release_jobs.lua`: give back leases a claim took but its reply could not
+//! carry, or that a broken worker stream held.
 
 use super::{job_head, prelude::*};
 
-script!("release_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 8, group: 2 });
+script!("release_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 9, group: 2 });
+
+/// Why leases are given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// The claim's reply could not carry them: as if never claimed.
+    Unsent,
+    /// The worker stream that held them broke: as if their leases expired now.
+    Abandoned,
+}
 
 pub(crate) struct ReleaseJobs<'a> {
+    pub(crate) why: Release,
     /// (job id, lease token) of each job to release.
     pub(crate) leases: &'a [(&'a str, &'a str)],
 }
 
-impl Operation for ReleaseJobs<'_> {
+/// What a release did.
+#[derive(Debug)]
+pub(crate) struct Released {
     /// How many were still leased under their token, and released.
-    type Output = i64;
+    pub(crate) count: i64,
+    /// A job went dead: the namespace must be put in the prune due-set.
+    pub(crate) register: bool,
+}
+
+impl Operation for ReleaseJobs<'_> {
+    type Output = Released;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -19,28 +38,34 @@ impl Operation for ReleaseJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
+        call.arg(match self.why {
+            Release::Unsent => "unsent",
+            Release::Abandoned => "abandoned",
+        });
         for (id, token) in self.leases {
             call.arg(*id).arg(*token);
         }
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        let released = reply.int()?;
+        let count = reply.int()?;
+        let register = reply.flag()?;
         reply.finish()?;
-        Ok(released)
+        Ok(Released { count, register })
     }
 }
 
 #[cfg(test)]
 pub(super) fn sample() -> ReleaseJobs<'static> {
     ReleaseJobs {
+        why: Release::Unsent,
         leases: &[("j", "t")],
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::ReleaseJobs;
+    use super::{Release, ReleaseJobs};
     use crate::{
         domain::JobState,
         store::ops::{claim_jobs, enqueue_jobs, get_job::GetJob},
@@ -73,9 +98,12 @@ mod tests {
         let first = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("{e}"));
         let token = first.jobs[0].lease_token.clone();
         let leases = [("j", token.as_str())];
-        let release = ReleaseJobs { leases: &leases };
+        let release = ReleaseJobs {
+            why: Release::Unsent,
+            leases: &leases,
+        };
         let released = store.run("ns", &release).await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(released, 1);
+        assert_eq!(released.count, 1);
         let job = store.run("ns", &GetJob { id: "j" }).await.unwrap_or_else(|e| panic!("{e}"));
         let job = job.unwrap_or_else(|| panic!("job j is gone"));
         assert_eq!((job.state, job.attempts), (JobState::Pending, 0));
@@ -87,6 +115,6 @@ mod tests {
         assert_eq!(again.jobs.len(), 1);
         assert_eq!(again.jobs[0].attempts, 1, "the released claim was not counted");
         let stale = store.run("ns", &release).await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(stale, 0, "the old token no longer holds the lease");
+        assert_eq!(stale.count, 0, "the old token no longer holds the lease");
     }
 }

@@ -30,6 +30,7 @@ pub fn claim_req(queues: &[&str], wait_ms: u64, lease_ms: Option<u64>) -> proto:
         wait: wait(wait_ms),
         lease: lease_ms.map(dur),
         max_jobs: 1,
+        acks: vec![],
     }
 }
 

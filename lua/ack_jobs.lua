@@ -1,0 +1,39 @@
+#!lua flags=allow-oom
+-- ack_jobs: complete many claimed jobs, each if the caller still holds its lease
+-- (AckJobs; and the acks a claim carried when Redis refused the claim as full).
+--
+-- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
+--            delayed, leased, listing, dedup
+-- ARGV[9..] job id, lease token: groups of 2 (at most 1,000 groups; the service
+--           bounds it)
+-- Returns { now, register (1: put the namespace in the prune due-set), then per ack
+--           in ARGV order: tag, detail } (tag, detail as claim_jobs.lua's acks)
+--
+-- Invariants kept (numbered in docs/DESIGN.md):
+-- * 4 (a lease is the only authority): each ack is AckJob's transition
+--   (lib/job.lua complete_job); one refused ack changes nothing and does not stop the
+--   others.
+-- * 1, 3: each job leaves its lease set and enters the finished set in this script;
+--   O(log N) per ack.
+-- * 5: refused while the namespace's jobs are in an older layout.
+-- * allow-oom: finishing work frees memory; a full Redis must still take acks.
+
+local refused = jobs_guard(KEYS[2])
+if refused then return refused end
+local now = now_ms()
+local K = job_keys(ARGV, 1)
+local register = 0
+local out = { now, 0 }
+for i = 9, #ARGV - 1, 2 do
+  local outcome, reg = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now)
+  register = math.max(register, reg)
+  if is_error(outcome) then
+    out[#out + 1], out[#out + 2] = 'corrupt', outcome.err
+  else
+    out[#out + 1], out[#out + 2] = outcome[1], outcome[2] or ''
+  end
+end
+out[2] = register
+return out

@@ -1,0 +1,409 @@
+//! The Work stream (issue 15): one worker's long-lived claim loop.
+//!
+//! The worker holds at most `capacity` jobs. The loop takes every ack that has
+//! arrived, and in one claim script call completes them and claims as many jobs as
+//! there are free slots (a slot is free again once its job's ack or fail is
+//! answered), so under load a script call finishes and refills many jobs at once
+//! where ClaimJob + AckJob take two calls per job. Acks that arrive while a call runs
+//! wait for the next one, which is what groups them. With nothing claimable the loop
+//! parks on the namespace's job timer (the long-polls' `Waiter`), and wakes on a new
+//! job, on the worker's next message, or on shutdown.
+//!
+//! When the worker's side ends (closed, cancelled, disconnected) or its replies can
+//! no longer be delivered, the jobs it holds are released at once as abandoned
+//! (their attempt counts, as a lease expiry's would). On shutdown the loop ends
+//! without touching the leases: the worker can still ack them elsewhere.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use tokio::sync::mpsc;
+
+use super::{ClaimRequest, Jobs, Lease};
+use crate::{
+    domain::{Failed, Failure, JobRecord},
+    error::Error,
+    store::StoreError,
+};
+
+/// Most acks and claims one script call carries (the claim script's bound).
+const MAX_PER_CALL: usize = 100;
+/// Claim attempts in a row that find claimable work but claim none (stale heads)
+/// before the loop parks instead of trying again at once.
+const MAX_EMPTY_RETRIES: usize = 8;
+/// How long the loop backs off after a failed claim (Redis down or full) before it
+/// claims again; acks that arrive meanwhile are still applied.
+const RETRY_AFTER_ERROR: Duration = Duration::from_millis(500);
+
+/// What a Work stream works on, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkOptions {
+    /// Sorted, without duplicates.
+    pub(crate) queues: Vec<String>,
+    pub(crate) worker: String,
+    pub(crate) lease_ms: Option<i64>,
+    /// Most jobs the worker holds at once.
+    pub(crate) capacity: usize,
+    /// Most bytes one claim call's jobs may take (each job goes in its own message).
+    pub(crate) max_bytes: usize,
+}
+
+/// A worker's message, validated.
+#[derive(Debug)]
+pub(crate) enum WorkInput {
+    Ack {
+        id: String,
+        token: String,
+    },
+    Fail {
+        id: String,
+        token: String,
+        failure: Failure,
+    },
+    Extend {
+        id: String,
+        token: String,
+        lease_ms: i64,
+    },
+}
+
+/// What the loop sends the worker.
+#[derive(Debug)]
+pub(crate) enum WorkOutput {
+    Job(Box<JobRecord>),
+    Acked {
+        id: String,
+        result: Result<(), Error>,
+    },
+    Failed {
+        id: String,
+        result: Result<Failed, Error>,
+    },
+    Extended {
+        id: String,
+        result: Result<i64, Error>,
+    },
+    /// The loop ended because the service is shutting down.
+    ShuttingDown,
+}
+
+/// Why the loop stopped taking work.
+enum End {
+    /// The worker's side ended, or its replies cannot be delivered: release its jobs.
+    Gone,
+    /// The service is shutting down: leave the leases.
+    Shutdown,
+}
+
+/// One stream's state: the jobs it holds and the acks not yet applied.
+struct Hand {
+    /// Job id -> lease token of every job sent and not yet answered for.
+    held: HashMap<String, String>,
+    /// Acks received, to apply with the next claim call.
+    acks: Vec<(String, String)>,
+    capacity: usize,
+}
+
+impl Hand {
+    /// Slots the next claim may fill: the ones free now, plus those the queued acks
+    /// free (the claim applies them first).
+    fn free(&self) -> usize {
+        let acked = self
+            .acks
+            .iter()
+            .filter(|(id, _)| self.held.contains_key(id))
+            .count();
+        (self.capacity + acked).saturating_sub(self.held.len())
+    }
+}
+
+impl Jobs {
+    /// Runs one worker's stream until it ends; `input` is closed when the worker's
+    /// side ends.
+    pub(crate) async fn work(
+        self: Arc<Self>,
+        namespace: String,
+        options: WorkOptions,
+        mut input: mpsc::Receiver<WorkInput>,
+        output: mpsc::Sender<WorkOutput>,
+    ) {
+        let entry = self.entry(&namespace);
+        let waiter = self.cx.wakers.job_waiter(&entry, &options.queues);
+        let _waiting = self.cx.metrics.waiting("jobs");
+        let mut hand = Hand {
+            held: HashMap::new(),
+            acks: Vec::new(),
+            capacity: options.capacity,
+        };
+        // Whether a claim may find something: true at first, after a wake-up, and
+        // while the last claim said more was left.
+        let mut claimable = true;
+        let mut empty_retries = 0;
+        let end = loop {
+            // Everything the worker sent meanwhile; its side closing ends the loop even
+            // while there is work to claim.
+            let gone = loop {
+                match input.try_recv() {
+                    Ok(message) => {
+                        if !self.take(&namespace, &mut hand, message, &output).await {
+                            break true;
+                        }
+                    }
+                    Err(mpsc::error::TryRecvError::Empty) => break false,
+                    Err(mpsc::error::TryRecvError::Disconnected) => break true,
+                }
+            };
+            if gone || output.is_closed() {
+                break End::Gone;
+            }
+            let free = hand.free().min(MAX_PER_CALL);
+            let claiming = claimable && free > 0;
+            if claiming || !hand.acks.is_empty() {
+                match self
+                    .claim_round(&entry, &options, &mut hand, free, claiming, &output)
+                    .await
+                {
+                    Ok(Round { claimed, more }) => {
+                        claimable = more;
+                        if claimed == 0 && more {
+                            empty_retries += 1;
+                            claimable = empty_retries < MAX_EMPTY_RETRIES;
+                        } else {
+                            empty_retries = 0;
+                        }
+                    }
+                    Err(Delivery::Closed) => break End::Gone,
+                    Err(Delivery::Failed(error)) => {
+                        tracing::debug!(%namespace, %error, "work stream claim failed; retrying");
+                        let pause = tokio::time::sleep(RETRY_AFTER_ERROR);
+                        tokio::select! {
+                            _ = pause => claimable = true,
+                            _ = self.cx.shutdown.cancelled() => break End::Shutdown,
+                        }
+                    }
+                }
+                continue;
+            }
+            empty_retries = 0;
+            let park = waiter.park(&self.cx.shutdown);
+            tokio::select! {
+                message = input.recv() => match message {
+                    Some(message) => {
+                        if !self.take(&namespace, &mut hand, message, &output).await {
+                            break End::Gone;
+                        }
+                    }
+                    None => break End::Gone,
+                },
+                woken = park, if hand.free() > 0 => {
+                    if !woken { break End::Shutdown; }
+                    claimable = true;
+                }
+                _ = self.cx.shutdown.cancelled() => break End::Shutdown,
+                _ = output.closed() => break End::Gone,
+            }
+        };
+        match end {
+            End::Shutdown => {
+                let _ = output.send(WorkOutput::ShuttingDown).await;
+            }
+            End::Gone => self.release_hand(&namespace, hand).await,
+        }
+    }
+
+    /// Handles one worker message: an ack waits for the next claim call; a fail or an
+    /// extension runs now. False when the reply could not be delivered.
+    async fn take(
+        &self,
+        namespace: &str,
+        hand: &mut Hand,
+        message: WorkInput,
+        output: &mpsc::Sender<WorkOutput>,
+    ) -> bool {
+        match message {
+            WorkInput::Ack { id, token } => {
+                hand.acks.push((id, token));
+                true
+            }
+            WorkInput::Fail { id, token, failure } => {
+                let result = self.fail(namespace, &id, &token, &failure).await;
+                hand.held.remove(&id);
+                output.send(WorkOutput::Failed { id, result }).await.is_ok()
+            }
+            WorkInput::Extend {
+                id,
+                token,
+                lease_ms,
+            } => {
+                let result = self.extend(namespace, &id, &token, lease_ms).await;
+                output
+                    .send(WorkOutput::Extended { id, result })
+                    .await
+                    .is_ok()
+            }
+        }
+    }
+
+    /// One claim call: the queued acks (up to MAX_PER_CALL), then up to `free` jobs
+    /// (none when `claiming` is false); sends the ack results, then the jobs.
+    async fn claim_round(
+        &self,
+        entry: &crate::namespaces::Entry,
+        options: &WorkOptions,
+        hand: &mut Hand,
+        free: usize,
+        claiming: bool,
+        output: &mpsc::Sender<WorkOutput>,
+    ) -> Result<Round, Delivery> {
+        let take = hand.acks.len().min(MAX_PER_CALL);
+        let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
+        let leases: Vec<Lease<'_>> = acks
+            .iter()
+            .map(|(id, token)| (id.as_str(), token.as_str()))
+            .collect();
+        let max_jobs = if claiming { free } else { 0 };
+        let (found, more, acked) = if max_jobs == 0 {
+            let acked = self.ack_many(entry.name(), &leases).await;
+            (None, false, acked)
+        } else {
+            let claim = ClaimRequest {
+                queues: &options.queues,
+                worker: &options.worker,
+                lease_ms: options.lease_ms,
+                max_jobs: max_jobs as u32,
+                wait: Duration::ZERO,
+                max_bytes: options.max_bytes,
+                acks: &[],
+            };
+            match self.attempt(entry, &claim, &leases).await {
+                Ok((attempt, acked)) => (attempt.found, attempt.more, Ok(acked)),
+                Err(Error::Store(StoreError::OutOfMemory { url })) => {
+                    // Redis refused the whole call as full; acks free memory, so they
+                    // go through on their own, and claiming waits for room.
+                    let acked = self.ack_many(entry.name(), &leases).await;
+                    self.answer_acks(hand, acks, acked, output).await?;
+                    return Err(Delivery::Failed(StoreError::OutOfMemory { url }.into()));
+                }
+                Err(error) => {
+                    // Nothing was applied: each ack is answered with the error, and
+                    // the worker may send it again.
+                    let copy = Err(Error::Store(store_error(&error)));
+                    self.answer_acks(hand, acks, copy, output).await?;
+                    return Err(Delivery::Failed(error));
+                }
+            }
+        };
+        self.answer_acks(hand, acks, acked, output).await?;
+        let jobs = found.unwrap_or_default();
+        let claimed = jobs.len();
+        let mut jobs = jobs.into_iter();
+        while let Some(job) = jobs.next() {
+            let lease = (job.id.clone(), job.lease_token.clone());
+            if output.send(WorkOutput::Job(Box::new(job))).await.is_err() {
+                // The worker never saw this job nor the rest: back at the head of
+                // their queues, attempt not counted (as a reply that cannot carry them).
+                let unsent: Vec<(String, String)> = std::iter::once(lease)
+                    .chain(jobs.map(|job| (job.id, job.lease_token)))
+                    .collect();
+                let leases: Vec<Lease<'_>> = unsent
+                    .iter()
+                    .map(|(i, t)| (i.as_str(), t.as_str()))
+                    .collect();
+                if let Err(error) = self.release(entry.name(), &leases).await {
+                    tracing::warn!(namespace = %entry.name(), %error, "could not release jobs a closed work stream never received");
+                }
+                return Err(Delivery::Closed);
+            }
+            hand.held.insert(lease.0, lease.1);
+        }
+        Ok(Round { claimed, more })
+    }
+
+    /// Answers each ack with its outcome (or the call's error); its job is no longer
+    /// held either way.
+    async fn answer_acks(
+        &self,
+        hand: &mut Hand,
+        acks: Vec<(String, String)>,
+        acked: Result<Vec<Result<(), Error>>, Error>,
+        output: &mpsc::Sender<WorkOutput>,
+    ) -> Result<(), Delivery> {
+        let outcomes: Vec<Result<(), Error>> = match acked {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let store = store_error(&error);
+                acks.iter()
+                    .map(|_| Err(Error::Store(store.clone())))
+                    .collect()
+            }
+        };
+        for ((id, _), result) in acks.into_iter().zip(outcomes) {
+            hand.held.remove(&id);
+            deliver(output, WorkOutput::Acked { id, result }).await?;
+        }
+        Ok(())
+    }
+
+    /// The stream is gone: its jobs go back to their queues now, attempt counted.
+    async fn release_hand(&self, namespace: &str, hand: Hand) {
+        // Acks that arrived but were never applied: the worker finished those jobs,
+        // so they are completed rather than handed out again.
+        let mut held = hand.held;
+        if !hand.acks.is_empty() {
+            for chunk in hand.acks.chunks(MAX_PER_CALL) {
+                let leases: Vec<Lease<'_>> = chunk
+                    .iter()
+                    .map(|(i, t)| (i.as_str(), t.as_str()))
+                    .collect();
+                if let Err(error) = self.ack_many(namespace, &leases).await {
+                    tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks");
+                }
+                for (id, _) in chunk {
+                    held.remove(id);
+                }
+            }
+        }
+        let held: Vec<(String, String)> = held.into_iter().collect();
+        for chunk in held.chunks(MAX_PER_CALL) {
+            let leases: Vec<Lease<'_>> = chunk
+                .iter()
+                .map(|(i, t)| (i.as_str(), t.as_str()))
+                .collect();
+            match self.abandon(namespace, &leases).await {
+                Ok(released) => {
+                    tracing::debug!(%namespace, released, "closed work stream's jobs released")
+                }
+                Err(error) => tracing::warn!(
+                    %namespace, %error,
+                    "could not release a closed work stream's jobs; they are claimable again when their leases expire"
+                ),
+            }
+        }
+    }
+}
+
+/// What a claim round did.
+struct Round {
+    claimed: usize,
+    /// More may be claimable now.
+    more: bool,
+}
+
+/// Why a round stopped.
+enum Delivery {
+    /// The worker can no longer be reached.
+    Closed,
+    /// The claim failed; the loop backs off.
+    Failed(Error),
+}
+
+async fn deliver(output: &mpsc::Sender<WorkOutput>, message: WorkOutput) -> Result<(), Delivery> {
+    output.send(message).await.map_err(|_| Delivery::Closed)
+}
+
+/// A store error to answer each ack of a failed call with (Error is not Clone).
+fn store_error(error: &Error) -> StoreError {
+    match error {
+        Error::Store(store) => store.clone(),
+        other => StoreError::corrupt("work stream", other.to_string()),
+    }
+}

@@ -1,0 +1,94 @@
+//! `lua/ack_jobs.lua`: complete many claimed jobs, each if its lease still holds.
+
+use super::{job_head, prelude::*};
+use crate::domain::{JobState, LeaseCheck, LeaseLoss};
+
+script!("ack_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 8, group: 2 });
+
+/// One ack's outcome: the job's queue when it was completed.
+pub(crate) type Acked = Result<LeaseCheck<String>, StoreError>;
+
+pub(crate) struct AckJobs<'a> {
+    /// (job id, lease token) of each job to complete.
+    pub(crate) leases: &'a [(&'a str, &'a str)],
+}
+
+/// What an ack batch did.
+#[derive(Debug)]
+pub(crate) struct AckedBatch {
+    /// A job entered the finished set such that the namespace must be put in the
+    /// prune due-set.
+    pub(crate) register: bool,
+    /// One outcome per lease, in order.
+    pub(crate) acked: Vec<Acked>,
+}
+
+impl Operation for AckJobs<'_> {
+    type Output = AckedBatch;
+
+    fn script(&self) -> &'static ScriptDef {
+        &SCRIPT
+    }
+
+    fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
+        job_head(keys, call);
+        for (id, token) in self.leases {
+            call.arg(*id).arg(*token);
+        }
+    }
+
+    fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
+        reply.int()?; // Redis now
+        let register = reply.flag()?;
+        let acked = decode_acks(&mut reply, self.leases.len())?;
+        reply.finish()?;
+        Ok(AckedBatch { register, acked })
+    }
+}
+
+/// `n` ack outcomes, two items each (lib/job.lua complete_job): `"ok", queue`,
+/// `"missing", ""`, `"stale", state`, `"expired", ""` or `"corrupt", error`.
+pub(crate) fn decode_acks(reply: &mut Reply, n: usize) -> Result<Vec<Acked>, StoreError> {
+    #[derive(Clone, Copy)]
+    enum Tag {
+        Ok,
+        Missing,
+        Stale,
+        Expired,
+        Corrupt,
+    }
+    let mut acked = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tag = reply.word(|tag| match tag {
+            "ok" => Some(Tag::Ok),
+            "missing" => Some(Tag::Missing),
+            "stale" => Some(Tag::Stale),
+            "expired" => Some(Tag::Expired),
+            "corrupt" => Some(Tag::Corrupt),
+            _ => None,
+        })?;
+        acked.push(match tag {
+            Tag::Ok => Ok(LeaseCheck::Done(reply.text()?)),
+            Tag::Missing => {
+                reply.text()?;
+                Ok(LeaseCheck::Missing)
+            }
+            Tag::Stale => Ok(LeaseCheck::Lost(LeaseLoss::JobMoved(
+                reply.word(JobState::parse)?,
+            ))),
+            Tag::Expired => {
+                reply.text()?;
+                Ok(LeaseCheck::Lost(LeaseLoss::Expired))
+            }
+            Tag::Corrupt => Err(StoreError::corrupt("job record", reply.text()?)),
+        });
+    }
+    Ok(acked)
+}
+
+#[cfg(test)]
+pub(super) fn sample() -> AckJobs<'static> {
+    AckJobs {
+        leases: &[("j", "t"), ("k", "u")],
+    }
+}

@@ -86,6 +86,42 @@ pub(crate) struct Timer {
     cursor: Mutex<Option<String>>,
 }
 
+impl Timer {
+    fn new(work: Work) -> Timer {
+        Timer {
+            work,
+            waiting: AtomicUsize::new(0),
+            groups: Mutex::new(HashMap::new()),
+            poke: Notify::new(),
+            earliest_ms: AtomicI64::new(i64::MAX),
+            cursor: Mutex::new(None),
+        }
+    }
+
+    /// Takes a due time seen on this instance; pokes the timer when it is earlier
+    /// than any it knew.
+    fn observe(&self, earliest: i64) {
+        if self.earliest_ms.fetch_min(earliest, Ordering::AcqRel) > earliest {
+            self.poke.notify_one();
+        }
+    }
+
+    /// Replaces what the timer knows with what `peek` (one tick's Redis peek) answers,
+    /// keeping any earlier due time observed while the peek was in flight.
+    ///
+    /// What was known is forgotten *before* the peek: it was reported after its write
+    /// reached Redis, so the peek sees it (or it has been claimed since and must not
+    /// keep waking the timer). The peek's answer is then merged with `fetch_min`, not
+    /// stored: an enqueue that lands after the peek read Redis reports its due time
+    /// here meanwhile, and a store would overwrite it, leaving its waiters asleep
+    /// until the re-check (a lost wake-up).
+    async fn relearn_earliest(&self, peek: impl Future<Output = Option<i64>>) {
+        self.earliest_ms.store(i64::MAX, Ordering::Release);
+        let later = peek.await.unwrap_or(i64::MAX);
+        self.earliest_ms.fetch_min(later, Ordering::AcqRel);
+    }
+}
+
 /// A handle to park on: one timer and one group of it. It holds the namespace's
 /// registry entry, so a namespace with a waiter is never evicted.
 pub(crate) struct Waiter {
@@ -118,14 +154,7 @@ impl Wakers {
             Work::Jobs => &entry.job_timer,
         };
         slot.get_or_init(|| {
-            let timer = Arc::new(Timer {
-                work,
-                waiting: AtomicUsize::new(0),
-                groups: Mutex::new(HashMap::new()),
-                poke: Notify::new(),
-                earliest_ms: AtomicI64::new(i64::MAX),
-                cursor: Mutex::new(None),
-            });
+            let timer = Arc::new(Timer::new(work));
             tokio::spawn(self.clone().run_timer(
                 entry.name().to_owned(),
                 timer.clone(),
@@ -174,9 +203,7 @@ impl Wakers {
             Work::Jobs => &entry.job_timer,
         };
         if let Some(timer) = slot.get() {
-            if timer.earliest_ms.fetch_min(earliest, Ordering::AcqRel) > earliest {
-                timer.poke.notify_one();
-            }
+            timer.observe(earliest);
         }
     }
 
@@ -266,10 +293,9 @@ impl Wakers {
                     continue;
                 }
             }
-            let later = self.peek_and_wake(&namespace, &timer).await;
             timer
-                .earliest_ms
-                .store(later.unwrap_or(i64::MAX), Ordering::Release);
+                .relearn_earliest(self.peek_and_wake(&namespace, &timer))
+                .await;
             if !self.sleep_until_due(&timer, &stop).await {
                 return;
             }
@@ -425,9 +451,48 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
+    use std::{collections::BTreeSet, sync::atomic::Ordering};
 
-    use super::{this_turn, MAX_PEEK_CALLS, MAX_PEEK_QUEUES};
+    use futures::FutureExt;
+
+    use super::{this_turn, Timer, Work, MAX_PEEK_CALLS, MAX_PEEK_QUEUES};
+
+    /// Pins the lost wake-up fix: a due time observed while a tick's peek is in flight
+    /// (an enqueue the peek did not see) survives the peek's later answer, and the
+    /// timer is poked to re-arm for it.
+    #[tokio::test]
+    async fn a_due_time_observed_during_the_peek_survives_its_answer() {
+        let timer = Timer::new(Work::Jobs);
+        timer.observe(5_000);
+        timer.poke.notified().await; // the poke of that first observation
+        timer
+            .relearn_earliest(async {
+                // Redis answered "earliest at 10 s"; then, before the answer is
+                // stored, an enqueue through this instance reports a job due at 1 s.
+                timer.observe(1_000);
+                Some(10_000)
+            })
+            .await;
+        assert_eq!(timer.earliest_ms.load(Ordering::Acquire), 1_000);
+        // The poke is pending, so the sleeping timer re-reads the earliest due time.
+        assert!(
+            timer.poke.notified().now_or_never().is_some(),
+            "the observation poked the timer"
+        );
+    }
+
+    /// Pins the other half: what the timer knew before the peek (work since claimed)
+    /// does not outlive the peek; its answer replaces it, and "nothing due" is
+    /// nothing due.
+    #[tokio::test]
+    async fn the_peeks_answer_replaces_what_was_known_before_it() {
+        let timer = Timer::new(Work::Schedules);
+        timer.observe(5_000);
+        timer.relearn_earliest(async { Some(10_000) }).await;
+        assert_eq!(timer.earliest_ms.load(Ordering::Acquire), 10_000);
+        timer.relearn_earliest(async { None }).await;
+        assert_eq!(timer.earliest_ms.load(Ordering::Acquire), i64::MAX);
+    }
 
     #[test]
     fn ticks_take_turns_round_more_queues_than_one_tick_peeks() {

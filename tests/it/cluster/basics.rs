@@ -18,7 +18,7 @@ pub fn cluster_config(cluster: &Cluster) -> dueq::config::ServeConfig {
 }
 
 /// The namespace of a dueq key: `dueq:{ns}:...` -> `ns`; `None` for a global key.
-fn namespace_of(key: &str) -> Option<&str> {
+pub(super) fn namespace_of(key: &str) -> Option<&str> {
     let rest = key.strip_prefix("dueq:{")?;
     rest.split_once('}').map(|(ns, _)| ns)
 }

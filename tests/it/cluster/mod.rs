@@ -8,3 +8,4 @@ mod harness;
 mod load;
 mod routing;
 mod sentinel;
+mod tls;

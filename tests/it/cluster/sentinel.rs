@@ -5,7 +5,7 @@ use tonic::Code;
 
 use crate::common::*;
 
-fn sentinel_config(url: &str) -> dueq::config::ServeConfig {
+pub(super) fn sentinel_config(url: &str) -> dueq::config::ServeConfig {
     let mut config = config(url);
     config.redis_mode = RedisMode::Sentinel;
     config.redis_sentinel_master = Some(SENTINEL_MASTER.into());

@@ -1,21 +1,25 @@
 //! Redis Cluster and Redis Sentinel setups of real redis-server processes, each test's
 //! own: a cluster of 3 masters and 3 replicas (`redis-cli --cluster create`), and one
 //! master, one replica and three sentinels. Short timeouts (`cluster-node-timeout`,
-//! `down-after-milliseconds`) so a killed master is failed over within seconds.
+//! `down-after-milliseconds`) so a killed master is failed over within seconds. Both
+//! also come TLS-only (every node, bus, replication link and sentinel).
 
 use std::{collections::BTreeMap, process::Command};
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use super::{patience::Patience, redis_server::Redis};
+use super::{certs::Certs, patience::Patience, redis_server::Redis};
 
 /// How long a cluster node may be unreachable before its replica takes over.
 const NODE_TIMEOUT_MS: u32 = 1500;
 
-/// A 3-master, 3-replica Redis Cluster on free ports; every process killed on drop.
+/// A 3-master Redis Cluster on free ports (3 replicas too unless TLS-only); every
+/// process killed on drop.
 pub struct Cluster {
     pub nodes: Vec<Redis>,
     password: Option<String>,
+    /// "rediss" for a TLS-only cluster, else "redis".
+    scheme: &'static str,
 }
 
 fn s(args: &[&str]) -> Vec<String> {
@@ -31,6 +35,22 @@ impl Cluster {
 
     /// The cluster with `requirepass` (and `masterauth`) `password` on every node.
     pub async fn start_with_password(password: Option<&str>) -> Cluster {
+        Cluster::start_as(None, password, 1).await
+    }
+
+    /// A TLS-only cluster of 3 masters and no replicas (what the TLS tests need, in
+    /// half the processes): clients, the cluster bus and replication all over TLS
+    /// with `certs`, client certificates optional; `requirepass` `password` on every
+    /// node when given.
+    pub async fn start_tls(certs: &Certs, password: Option<&str>) -> Cluster {
+        Cluster::start_as(Some(certs), password, 0).await
+    }
+
+    async fn start_as(
+        certs: Option<&Certs>,
+        password: Option<&str>,
+        replicas_per_master: usize,
+    ) -> Cluster {
         let timeout = NODE_TIMEOUT_MS.to_string();
         let mut args = s(&[
             "--cluster-enabled",
@@ -45,16 +65,36 @@ impl Cluster {
         if let Some(password) = password {
             args.extend(s(&["--requirepass", password, "--masterauth", password]));
         }
+        if certs.is_some() {
+            args.extend(s(&["--tls-cluster", "yes", "--tls-replication", "yes"]));
+        }
         let mut nodes = Vec::new();
-        for _ in 0..6 {
-            nodes.push(Redis::start_with_args(&args, password).await);
+        for _ in 0..3 * (1 + replicas_per_master) {
+            nodes.push(match certs {
+                Some(certs) => Redis::start_tls_with_args(certs, "optional", &args, password).await,
+                None => Redis::start_with_args(&args, password).await,
+            });
         }
         let mut create = Command::new("redis-cli");
+        if let Some(certs) = certs {
+            create
+                .arg("--tls")
+                .arg("--cacert")
+                .arg(&certs.ca)
+                .arg("--cert")
+                .arg(&certs.client_cert)
+                .arg("--key")
+                .arg(&certs.client_key);
+        }
         create.arg("--cluster").arg("create");
         for node in &nodes {
             create.arg(format!("127.0.0.1:{}", node.port));
         }
-        create.args(["--cluster-replicas", "1", "--cluster-yes"]);
+        create.args([
+            "--cluster-replicas",
+            &replicas_per_master.to_string(),
+            "--cluster-yes",
+        ]);
         if let Some(password) = password {
             create.args(["-a", password, "--no-auth-warning"]);
         }
@@ -71,6 +111,7 @@ impl Cluster {
         let cluster = Cluster {
             nodes,
             password: password.map(str::to_owned),
+            scheme: if certs.is_some() { "rediss" } else { "redis" },
         };
         cluster.wait_healthy().await;
         cluster
@@ -83,12 +124,13 @@ impl Cluster {
 
     /// The seed URLs with `password` (or none) in each.
     pub fn url_with_password(&self, password: Option<&str>) -> String {
+        let scheme = self.scheme;
         self.nodes
             .iter()
             .filter(|n| n.is_running())
             .map(|n| match password {
-                Some(p) => format!("redis://:{p}@127.0.0.1:{}", n.port),
-                None => format!("redis://127.0.0.1:{}", n.port),
+                Some(p) => format!("{scheme}://:{p}@127.0.0.1:{}", n.port),
+                None => format!("{scheme}://127.0.0.1:{}", n.port),
             })
             .collect::<Vec<_>>()
             .join(",")
@@ -237,12 +279,10 @@ impl Cluster {
     }
 }
 
+/// A connection for a health probe: a node that does not answer within 2 s is not
+/// healthy yet.
 async fn node_conn(node: &Redis) -> redis::RedisResult<MultiplexedConnection> {
-    let patient = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(std::time::Duration::from_secs(2)))
-        .set_response_timeout(Some(std::time::Duration::from_secs(2)));
-    redis::Client::open(node.auth_url())?
-        .get_multiplexed_async_connection_with_config(&patient)
+    node.try_conn_within(std::time::Duration::from_secs(2))
         .await
 }
 
@@ -274,6 +314,8 @@ pub struct Sentinels {
     pub master: Redis,
     pub replica: Redis,
     pub sentinels: Vec<Redis>,
+    /// "rediss" when every process speaks TLS only, else "redis".
+    scheme: &'static str,
     _conf: tempfile::TempDir,
 }
 
@@ -290,14 +332,34 @@ impl Sentinels {
     /// The setup with `requirepass` (and `masterauth`) `password` on master and
     /// replica; the sentinels know it (`auth-pass`) and need none themselves.
     pub async fn start_with_password(password: Option<&str>) -> Sentinels {
-        let auth = match password {
+        Sentinels::start_as(None, password).await
+    }
+
+    /// The setup TLS-only: master, replica and sentinels serve TLS alone, and the
+    /// replication link and the sentinels' links to master and replica are TLS too,
+    /// with `certs` (client certificates optional).
+    pub async fn start_tls(certs: &Certs) -> Sentinels {
+        Sentinels::start_as(Some(certs), None).await
+    }
+
+    async fn start_as(certs: Option<&Certs>, password: Option<&str>) -> Sentinels {
+        let mut args = match password {
             Some(p) => s(&["--requirepass", p, "--masterauth", p]),
             None => Vec::new(),
         };
-        let master = Redis::start_with_args(&auth, password).await;
+        if certs.is_some() {
+            args.extend(s(&["--tls-replication", "yes"]));
+        }
+        let start = |args: Vec<String>| async move {
+            match certs {
+                Some(certs) => Redis::start_tls_with_args(certs, "optional", &args, password).await,
+                None => Redis::start_with_args(&args, password).await,
+            }
+        };
+        let master = start(args.clone()).await;
         let mut replica_args = s(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-        replica_args.extend(auth.iter().cloned());
-        let replica = Redis::start_with_args(&replica_args, password).await;
+        replica_args.extend(args.iter().cloned());
+        let replica = start(replica_args).await;
         let conf = tempfile::tempdir().expect("temp dir");
         let mut sentinels = Vec::new();
         for i in 0..3 {
@@ -319,12 +381,16 @@ impl Sentinels {
             .expect("write sentinel.conf");
             let path = path.to_string_lossy().into_owned();
             // The config file must come first: redis-server <file> --sentinel ...
-            sentinels.push(Redis::start_sentinel(&path).await);
+            sentinels.push(match certs {
+                Some(certs) => Redis::start_sentinel_tls(&path, certs).await,
+                None => Redis::start_sentinel(&path).await,
+            });
         }
         let setup = Sentinels {
             master,
             replica,
             sentinels,
+            scheme: if certs.is_some() { "rediss" } else { "redis" },
             _conf: conf,
         };
         setup.wait_healthy().await;
@@ -333,9 +399,10 @@ impl Sentinels {
 
     /// `redis+sentinel`-free form dueq takes: the sentinels, comma-separated.
     pub fn url(&self) -> String {
+        let scheme = self.scheme;
         self.sentinels
             .iter()
-            .map(|s| format!("redis://127.0.0.1:{}", s.port))
+            .map(|s| format!("{scheme}://127.0.0.1:{}", s.port))
             .collect::<Vec<_>>()
             .join(",")
     }

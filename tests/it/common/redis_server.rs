@@ -40,6 +40,19 @@ struct ServerTls {
     auth_clients: &'static str,
 }
 
+impl ServerTls {
+    fn of(certs: &Certs, auth_clients: &'static str) -> ServerTls {
+        ServerTls {
+            ca: certs.ca.clone(),
+            cert: certs.server_cert.clone(),
+            key: certs.server_key.clone(),
+            client_cert: certs.client_cert.clone(),
+            client_key: certs.client_key.clone(),
+            auth_clients,
+        }
+    }
+}
+
 /// Ports handed out by `free_port`: below Linux's ephemeral range (32768 and up), so
 /// no outgoing connection of a parallel test can be given one before its server
 /// binds it.
@@ -64,21 +77,30 @@ pub fn free_port() -> u16 {
 /// A direct connection to the Redis at `url` that waits as long as a test does
 /// (redis-rs gives up after 500 ms for a reply, which a loaded box can exceed).
 pub async fn connect(url: &str) -> MultiplexedConnection {
-    try_connect(url).await.expect("connect to test redis")
+    try_connect(url, PATIENCE)
+        .await
+        .expect("connect to test redis")
 }
 
-async fn try_connect(url: &str) -> redis::RedisResult<MultiplexedConnection> {
+async fn try_connect(
+    url: &str,
+    patience: std::time::Duration,
+) -> redis::RedisResult<MultiplexedConnection> {
     let patient = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(PATIENCE))
-        .set_response_timeout(Some(PATIENCE));
+        .set_connection_timeout(Some(patience))
+        .set_response_timeout(Some(patience));
     redis::Client::open(url)?
         .get_multiplexed_async_connection_with_config(&patient)
         .await
 }
 
 /// A direct connection over TLS, trusting `tls.ca` and presenting the client
-/// certificate.
-async fn try_connect_tls(url: &str, tls: &ServerTls) -> redis::RedisResult<MultiplexedConnection> {
+/// certificate, waiting up to `patience` to connect and for each reply.
+async fn try_connect_tls(
+    url: &str,
+    tls: &ServerTls,
+    patience: std::time::Duration,
+) -> redis::RedisResult<MultiplexedConnection> {
     // rustls's process-wide crypto provider (dueq installs the same one).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let read = |path: &PathBuf| std::fs::read(path).expect("read a PEM file");
@@ -90,8 +112,8 @@ async fn try_connect_tls(url: &str, tls: &ServerTls) -> redis::RedisResult<Multi
         root_cert: Some(read(&tls.ca)),
     };
     let patient = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(PATIENCE))
-        .set_response_timeout(Some(PATIENCE));
+        .set_connection_timeout(Some(patience))
+        .set_response_timeout(Some(patience));
     redis::Client::build_with_tls(url, certificates)?
         .get_multiplexed_async_connection_with_config(&patient)
         .await
@@ -113,64 +135,76 @@ fn redis_server_binary() -> PathBuf {
 impl Redis {
     /// Starts redis-server on a free port.
     pub async fn start() -> Redis {
-        // Between probing a port and redis-server binding it, another process (or a
-        // parallel test's client connection) may take it: then try another.
-        for _ in 0..5 {
-            let mut redis = Redis::unstarted(free_port());
-            if redis.spawn().await {
-                return redis;
-            }
-        }
-        panic!("redis-server could not listen on any of 5 free ports");
+        Redis::start_set_up("redis-server", |_| {}).await
     }
 
     /// Starts a TLS-only redis-server (rediss://) with `certs`' server certificate,
     /// trusting their CA for client certificates; `auth_clients` is its
     /// `tls-auth-clients`: "no", "optional" or "yes" (a client certificate required).
     pub async fn start_tls(certs: &Certs, auth_clients: &'static str) -> Redis {
-        let tls = ServerTls {
-            ca: certs.ca.clone(),
-            cert: certs.server_cert.clone(),
-            key: certs.server_key.clone(),
-            client_cert: certs.client_cert.clone(),
-            client_key: certs.client_key.clone(),
-            auth_clients,
-        };
-        for _ in 0..5 {
-            let mut redis = Redis::unstarted(free_port());
+        Redis::start_tls_with_args(certs, auth_clients, &[], None).await
+    }
+
+    /// `start_tls` with more arguments (`--tls-cluster yes`, `--replicaof ...`), its
+    /// own connections authenticating with `password` when given.
+    pub async fn start_tls_with_args(
+        certs: &Certs,
+        auth_clients: &'static str,
+        args: &[String],
+        password: Option<&str>,
+    ) -> Redis {
+        let tls = ServerTls::of(certs, auth_clients);
+        Redis::start_set_up("a TLS redis-server", |redis| {
             redis.tls = Some(tls.clone());
-            if redis.spawn().await {
-                return redis;
-            }
-        }
-        panic!("a TLS redis-server could not listen on any of 5 free ports");
+            redis.args = args.to_vec();
+            redis.password = password.map(str::to_owned);
+        })
+        .await
     }
 
     /// Starts redis-server on a free port with more arguments (`--cluster-enabled yes`,
     /// `--replicaof ...`), its own connections authenticating with `password` when
     /// given (pass `--requirepass` in `args` too).
     pub async fn start_with_args(args: &[String], password: Option<&str>) -> Redis {
-        for _ in 0..5 {
-            let mut redis = Redis::unstarted(free_port());
+        Redis::start_set_up("redis-server", |redis| {
             redis.args = args.to_vec();
             redis.password = password.map(str::to_owned);
-            if redis.spawn().await {
-                return redis;
-            }
-        }
-        panic!("redis-server {args:?} could not listen on any of 5 free ports");
+        })
+        .await
     }
 
     /// Starts a sentinel (`redis-server <conf> --sentinel`) on a free port.
     pub async fn start_sentinel(conf: &str) -> Redis {
+        Redis::start_set_up("redis-sentinel", |redis| {
+            redis.sentinel_conf = Some(conf.to_owned());
+        })
+        .await
+    }
+
+    /// Starts a TLS-only sentinel that also speaks TLS to the Redis it watches
+    /// (`tls-replication yes`), with `certs` as `start_tls` uses them.
+    pub async fn start_sentinel_tls(conf: &str, certs: &Certs) -> Redis {
+        let tls = ServerTls::of(certs, "optional");
+        Redis::start_set_up("a TLS redis-sentinel", |redis| {
+            redis.sentinel_conf = Some(conf.to_owned());
+            redis.tls = Some(tls.clone());
+            redis.args = vec!["--tls-replication".into(), "yes".into()];
+        })
+        .await
+    }
+
+    /// Starts a server `set_up` configures on a free port. Between probing a port and
+    /// redis-server binding it, another process (or a parallel test's client
+    /// connection) may take it: then it tries another.
+    async fn start_set_up(what: &str, set_up: impl Fn(&mut Redis)) -> Redis {
         for _ in 0..5 {
             let mut redis = Redis::unstarted(free_port());
-            redis.sentinel_conf = Some(conf.to_owned());
+            set_up(&mut redis);
             if redis.spawn().await {
                 return redis;
             }
         }
-        panic!("redis-sentinel could not listen on any of 5 free ports");
+        panic!("{what} could not listen on any of 5 free ports");
     }
 
     /// Starts redis-server on a given port, e.g. one a service was already pointed at.
@@ -213,6 +247,13 @@ impl Redis {
                 .arg(&tls.key)
                 .arg("--tls-ca-cert-file")
                 .arg(&tls.ca)
+                // What it presents when it connects out (a replica to its master, a
+                // cluster node to another, a sentinel to its Redis): the server
+                // certificate is for server authentication only.
+                .arg("--tls-client-cert-file")
+                .arg(&tls.client_cert)
+                .arg("--tls-client-key-file")
+                .arg(&tls.client_key)
                 .args(["--tls-auth-clients", tls.auth_clients]),
         };
         let child = command
@@ -270,10 +311,11 @@ impl Redis {
         format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
-    /// redis://[:password@]127.0.0.1:port: the URL the harness's own connections use.
+    /// redis[s]://[:password@]127.0.0.1:port: the URL the harness's own connections
+    /// use.
     pub fn auth_url(&self) -> String {
         match &self.password {
-            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
+            Some(password) => self.url().replace("://", &format!("://:{password}@")),
             None => self.url(),
         }
     }
@@ -284,9 +326,18 @@ impl Redis {
     }
 
     async fn try_conn(&self) -> redis::RedisResult<MultiplexedConnection> {
+        self.try_conn_within(PATIENCE).await
+    }
+
+    /// A direct connection that waits up to `patience` to connect and for each reply
+    /// (TLS with the harness's certificates to a TLS server).
+    pub async fn try_conn_within(
+        &self,
+        patience: std::time::Duration,
+    ) -> redis::RedisResult<MultiplexedConnection> {
         match &self.tls {
-            None => try_connect(&self.auth_url()).await,
-            Some(tls) => try_connect_tls(&self.url(), tls).await,
+            None => try_connect(&self.auth_url(), patience).await,
+            Some(tls) => try_connect_tls(&self.auth_url(), tls, patience).await,
         }
     }
 

@@ -212,13 +212,10 @@ impl Wakers {
     async fn peek_and_wake(&self, namespace: &str, timer: &Timer) -> Option<i64> {
         let groups: Vec<Arc<Group>> = {
             let mut groups = lock(&timer.groups);
-            // Forget groups nobody waits on or holds any more.
+            // Forget groups nobody waits on or holds any more. A held group whose
+            // waiters are all between a claim and parking is still woken (see `wake`).
             groups.retain(|_, g| g.waiting.load(Ordering::Acquire) > 0 || Arc::strong_count(g) > 1);
-            groups
-                .values()
-                .filter(|g| g.waiting.load(Ordering::Acquire) > 0)
-                .cloned()
-                .collect()
+            groups.values().cloned().collect()
         };
         let result = match timer.work {
             Work::Schedules => self.store.run(namespace, &PeekDue).await.map(|peek| {
@@ -347,10 +344,19 @@ fn this_turn(waited_on: &BTreeSet<&String>, cursor: Option<&str>) -> (Vec<String
     (queues, next)
 }
 
-/// Wakes up to `due` of a group's waiters.
+/// Wakes up to `due` of a group's waiters, and at least one when anything is due.
+///
+/// A waiter whose claim found nothing counts itself in only when it parks; work that
+/// lands in between is peeked while it is not counted. Waking one anyway leaves a
+/// permit on the group's `Notify` (it keeps one at most), which that waiter takes as
+/// it parks and claims again at once, instead of sleeping to the re-check (a lost
+/// wake-up). The cost is at most one spare claim per tick.
 fn wake(group: &Group, due: u64) {
+    if due == 0 {
+        return;
+    }
     let waiting = group.waiting.load(Ordering::Acquire) as u64;
-    for _ in 0..due.min(waiting) {
+    for _ in 0..due.min(waiting).max(1) {
         group.wake.notify_one();
     }
 }
@@ -451,11 +457,15 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::{collections::BTreeSet, sync::atomic::Ordering};
+    use std::{
+        collections::BTreeSet,
+        sync::atomic::{AtomicUsize, Ordering},
+    };
 
     use futures::FutureExt;
+    use tokio::sync::Notify;
 
-    use super::{this_turn, Timer, Work, MAX_PEEK_CALLS, MAX_PEEK_QUEUES};
+    use super::{this_turn, wake, Group, Timer, Work, MAX_PEEK_CALLS, MAX_PEEK_QUEUES};
 
     /// Pins the lost wake-up fix: a due time observed while a tick's peek is in flight
     /// (an enqueue the peek did not see) survives the peek's later answer, and the
@@ -492,6 +502,28 @@ mod tests {
         assert_eq!(timer.earliest_ms.load(Ordering::Acquire), 10_000);
         timer.relearn_earliest(async { None }).await;
         assert_eq!(timer.earliest_ms.load(Ordering::Acquire), i64::MAX);
+    }
+
+    /// Pins the other lost wake-up: work peeked while the group's only waiter is
+    /// between its empty claim and parking (not counted in) still leaves it a wake-up
+    /// to take as it parks; nothing due leaves none.
+    #[test]
+    fn work_peeked_before_its_waiter_parks_still_wakes_it() {
+        let group = Group {
+            queues: vec!["q".into()],
+            waiting: AtomicUsize::new(0),
+            wake: Notify::new(),
+        };
+        wake(&group, 0);
+        assert!(
+            group.wake.notified().now_or_never().is_none(),
+            "nothing due: no wake-up"
+        );
+        wake(&group, 3);
+        assert!(
+            group.wake.notified().now_or_never().is_some(),
+            "the waiter parking after the peek is woken at once"
+        );
     }
 
     #[test]

@@ -110,9 +110,23 @@ impl Hand {
         let acked = self
             .acks
             .iter()
-            .filter(|(id, _)| self.held.contains_key(id))
+            .filter(|(id, token)| self.holds(id, token))
             .count();
         (self.capacity + acked).saturating_sub(self.held.len())
+    }
+
+    /// Whether `token` is the lease the stream sent job `id` with. An ack or fail with
+    /// another token leaves that lease alone, so the job still takes its slot (and is
+    /// released if the stream breaks).
+    fn holds(&self, id: &str, token: &str) -> bool {
+        self.held.get(id).is_some_and(|held| held == token)
+    }
+
+    /// The job is answered for under its lease: its slot is free.
+    fn settle(&mut self, id: &str, token: &str) {
+        if self.holds(id, token) {
+            self.held.remove(id);
+        }
     }
 }
 
@@ -226,7 +240,7 @@ impl Jobs {
             }
             WorkInput::Fail { id, token, failure } => {
                 let result = self.fail(namespace, &id, &token, &failure).await;
-                hand.held.remove(&id);
+                hand.settle(&id, &token);
                 output.send(WorkOutput::Failed { id, result }).await.is_ok()
             }
             WorkInput::Extend {
@@ -318,8 +332,8 @@ impl Jobs {
         Ok(Round { claimed, more })
     }
 
-    /// Answers each ack with its outcome (or the call's error); its job is no longer
-    /// held either way.
+    /// Answers each ack with its outcome (or the call's error); a job acked under the
+    /// lease it was sent with is no longer held either way.
     async fn answer_acks(
         &self,
         hand: &mut Hand,
@@ -336,20 +350,20 @@ impl Jobs {
                     .collect()
             }
         };
-        for ((id, _), result) in acks.into_iter().zip(outcomes) {
-            hand.held.remove(&id);
+        for ((id, token), result) in acks.into_iter().zip(outcomes) {
+            hand.settle(&id, &token);
             deliver(output, WorkOutput::Acked { id, result }).await?;
         }
         Ok(())
     }
 
     /// The stream is gone: its jobs go back to their queues now, attempt counted.
-    async fn release_hand(&self, namespace: &str, hand: Hand) {
+    async fn release_hand(&self, namespace: &str, mut hand: Hand) {
         // Acks that arrived but were never applied: the worker finished those jobs,
         // so they are completed rather than handed out again.
-        let mut held = hand.held;
-        if !hand.acks.is_empty() {
-            for chunk in hand.acks.chunks(MAX_PER_CALL) {
+        let acks = std::mem::take(&mut hand.acks);
+        if !acks.is_empty() {
+            for chunk in acks.chunks(MAX_PER_CALL) {
                 let leases: Vec<Lease<'_>> = chunk
                     .iter()
                     .map(|(i, t)| (i.as_str(), t.as_str()))
@@ -357,12 +371,12 @@ impl Jobs {
                 if let Err(error) = self.ack_many(namespace, &leases).await {
                     tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks");
                 }
-                for (id, _) in chunk {
-                    held.remove(id);
+                for (id, token) in chunk {
+                    hand.settle(id, token);
                 }
             }
         }
-        let held: Vec<(String, String)> = held.into_iter().collect();
+        let held: Vec<(String, String)> = hand.held.into_iter().collect();
         for chunk in held.chunks(MAX_PER_CALL) {
             let leases: Vec<Lease<'_>> = chunk
                 .iter()

@@ -331,6 +331,32 @@ async fn a_refused_ack_is_answered_on_its_own_and_the_stream_goes_on() {
     );
 }
 
+/// Pins: the same ack sent twice frees one slot, not two: one is answered OK, the
+/// other ABORTED, and one job comes in their place. (The extension sent first holds
+/// the loop in a Redis call while both acks arrive, so they are taken together.)
+#[tokio::test]
+async fn an_ack_sent_twice_frees_one_slot() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    enqueue_named(&mut c, "q", &["j0", "j1", "j2"]).await;
+    let mut w = open(&mut c, start(&["q"], 1)).await;
+    let held = w.job().await;
+    w.extend(&held.job_id, &held.lease_token, 600_000).await;
+    w.ack(&held).await;
+    w.ack(&held).await;
+    let got = w.receive(4).await;
+    assert_eq!(got.extends.len(), 1, "{got:?}");
+    let mut codes: Vec<Code> = got.acks.iter().map(|a| code(a.code)).collect();
+    codes.sort_by_key(|c| *c as i32);
+    assert_eq!(codes, [Code::Ok, Code::Aborted], "{got:?}");
+    assert_eq!(got.jobs.len(), 1, "{got:?}");
+    let next = &got.jobs[0];
+    assert!(w.sync(next).await.jobs.is_empty(), "past capacity");
+    assert_eq!(count(&mut c, "q", proto::JobState::Active).await, 1);
+    assert_eq!(count(&mut c, "q", proto::JobState::Pending).await, 1);
+}
+
 /// Pins fail and extend over the stream: FailResult carries FailJob's answer (retry
 /// or dead) and the job is in that state; ExtendResult carries the new deadline and
 /// the job's lease moved to it; a stale token is answered ABORTED, item by item.

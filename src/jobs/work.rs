@@ -14,7 +14,11 @@
 //! (their attempt counts, as a lease expiry's would). On shutdown the loop ends
 //! without touching the leases: the worker can still ack them elsewhere.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 
@@ -107,12 +111,14 @@ impl Hand {
     /// Slots the next claim may fill: the ones free now, plus those the queued acks
     /// free (the claim applies them first).
     fn free(&self) -> usize {
-        let acked = self
+        // Distinct jobs: the same ack sent twice frees one slot.
+        let acked: HashSet<&str> = self
             .acks
             .iter()
             .filter(|(id, token)| self.holds(id, token))
-            .count();
-        (self.capacity + acked).saturating_sub(self.held.len())
+            .map(|(id, _)| id.as_str())
+            .collect();
+        (self.capacity + acked.len()).saturating_sub(self.held.len())
     }
 
     /// Whether `token` is the lease the stream sent job `id` with. An ack or fail with

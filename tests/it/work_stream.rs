@@ -357,6 +357,40 @@ async fn an_ack_sent_twice_frees_one_slot() {
     assert_eq!(count(&mut c, "q", proto::JobState::Pending).await, 1);
 }
 
+/// Pins: a job whose lease ran out while the stream held it, handed to the same
+/// stream again, takes a second slot until the worker answers for the first lease
+/// (the worker has both): the stream never sends more than its capacity.
+#[tokio::test]
+async fn a_job_handed_out_again_to_the_same_stream_takes_a_second_slot() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    enqueue_named(&mut c, "q", &["j0"]).await;
+    let mut start = start(&["q"], 2);
+    start.lease = Some(dur(2_000));
+    let mut w = open(&mut c, start).await;
+    let first = w.job().await;
+    // Due when j0's lease runs out: the claim that takes j0 back finds j1 too.
+    let mut later = job("q", "j1");
+    later.job_id = "j1".into();
+    later.when = Some(proto::enqueue_request::When::RunAt(ts(ms(
+        &first.lease_deadline
+    ))));
+    enqueue(&mut c, later).await;
+
+    let again = w.job().await;
+    assert_eq!((again.job_id.as_str(), again.attempt), ("j0", 2));
+    let more = w.sync(&again).await;
+    assert!(more.jobs.is_empty(), "past capacity: {more:?}");
+    assert_eq!(count(&mut c, "q", proto::JobState::Pending).await, 1);
+
+    // Answering for the first lease frees its slot.
+    w.ack(&first).await;
+    let got = w.receive(2).await;
+    assert_eq!(code(got.acks[0].code), Code::Aborted, "{got:?}");
+    assert_eq!(got.jobs[0].job_id, "j1");
+}
+
 /// Pins fail and extend over the stream: FailResult carries FailJob's answer (retry
 /// or dead) and the job is in that state; ExtendResult carries the new deadline and
 /// the job's lease moved to it; a stale token is answered ABORTED, item by item.

@@ -100,7 +100,9 @@ enum End {
 
 /// One stream's state: the jobs it holds and the acks not yet applied.
 struct Hand {
-    /// Job id -> lease token of every job sent and not yet answered for.
+    /// Lease token -> job id of every job sent and not yet answered for. By token: a
+    /// job whose lease ran out can come to the same stream again under a new one, and
+    /// the worker then has both, until it answers for the old one.
     held: HashMap<String, String>,
     /// Acks received, to apply with the next claim call.
     acks: Vec<(String, String)>,
@@ -111,12 +113,12 @@ impl Hand {
     /// Slots the next claim may fill: the ones free now, plus those the queued acks
     /// free (the claim applies them first).
     fn free(&self) -> usize {
-        // Distinct jobs: the same ack sent twice frees one slot.
+        // Distinct leases: the same ack sent twice frees one slot.
         let acked: HashSet<&str> = self
             .acks
             .iter()
             .filter(|(id, token)| self.holds(id, token))
-            .map(|(id, _)| id.as_str())
+            .map(|(_, token)| token.as_str())
             .collect();
         (self.capacity + acked.len()).saturating_sub(self.held.len())
     }
@@ -125,13 +127,13 @@ impl Hand {
     /// another token leaves that lease alone, so the job still takes its slot (and is
     /// released if the stream breaks).
     fn holds(&self, id: &str, token: &str) -> bool {
-        self.held.get(id).is_some_and(|held| held == token)
+        self.held.get(token).is_some_and(|held| held == id)
     }
 
     /// The job is answered for under its lease: its slot is free.
     fn settle(&mut self, id: &str, token: &str) {
         if self.holds(id, token) {
-            self.held.remove(id);
+            self.held.remove(token);
         }
     }
 }
@@ -333,7 +335,7 @@ impl Jobs {
                 }
                 return Err(Delivery::Closed);
             }
-            hand.held.insert(lease.0, lease.1);
+            hand.held.insert(lease.1, lease.0);
         }
         Ok(Round { claimed, more })
     }
@@ -382,7 +384,11 @@ impl Jobs {
                 }
             }
         }
-        let held: Vec<(String, String)> = hand.held.into_iter().collect();
+        let held: Vec<(String, String)> = hand
+            .held
+            .into_iter()
+            .map(|(token, id)| (id, token))
+            .collect();
         for chunk in held.chunks(MAX_PER_CALL) {
             let leases: Vec<Lease<'_>> = chunk
                 .iter()

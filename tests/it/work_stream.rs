@@ -482,6 +482,10 @@ async fn a_dropped_stream_releases_its_jobs_at_once_attempt_counted() {
     let mut w = open(&mut c, start(&["q"], 2)).await;
     let held = w.receive(2).await.jobs;
     assert_eq!(held.len(), 2);
+    // A refused ack (not the job's token) leaves the job held, released with the rest.
+    w.ack_lease(&held[0].job_id, "not-the-token").await;
+    let refused = w.receive(1).await;
+    assert_eq!(code(refused.acks[0].code), Code::Aborted, "{refused:?}");
     drop(w);
 
     let mut again = Vec::new();
@@ -769,6 +773,41 @@ async fn a_claim_carries_the_previous_jobs_acks() {
     let status = c.claim_job(req).await.expect_err("refused");
     assert_invalid(&status, "acks");
     assert_eq!(state(&get_job(&mut c, "j2").await), proto::JobState::Active);
+}
+
+/// Pins: a claim's acks are applied before it waits (the jobs are completed while the
+/// long-poll is parked), and their results come back with the job it then gets.
+#[tokio::test]
+async fn a_waiting_claim_applies_its_acks_before_the_wait() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue_named(&mut c, "q", &["done"]).await;
+    let done = claim_job(&mut c, &["q"], 0, Some(600_000))
+        .await
+        .expect("claimable");
+
+    let mut req = claim_req(&["q"], LONG_POLL_MS, None);
+    req.acks = vec![lease(&done.job_id, &done.lease_token)];
+    let mut waiter = c.clone();
+    let before = script_calls(&mut conn).await;
+    let poll = tokio::spawn(async move { waiter.claim_job(req).await });
+    wait_parked(&mut conn, before, 1).await;
+    assert_eq!(
+        state(&get_job(&mut c, "done").await),
+        proto::JobState::Completed,
+        "not acked before the wait"
+    );
+    enqueue_named(&mut c, "q", &["next"]).await;
+    let reply = poll.await.expect("task").expect("claim").into_inner();
+    assert_eq!(reply.jobs.len(), 1);
+    assert_eq!(reply.jobs[0].job_id, "next");
+    assert_eq!(reply.acks.len(), 1);
+    assert_eq!(
+        (reply.acks[0].job_id.as_str(), code(reply.acks[0].code)),
+        ("done", Code::Ok)
+    );
 }
 
 /// Pins: at maxmemory, a claim that carries acks is refused RESOURCE_EXHAUSTED but its

@@ -391,6 +391,44 @@ async fn a_job_handed_out_again_to_the_same_stream_takes_a_second_slot() {
     assert_eq!(got.jobs[0].job_id, "j1");
 }
 
+/// Pins: an ack the store refuses as a whole (here: the namespace's jobs in an older
+/// layout, until Migrate) changes nothing and is answered with that error, and the job
+/// stays held: it is still released at once when the stream then breaks.
+#[tokio::test]
+async fn an_ack_the_store_refuses_leaves_the_job_held() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue_named(&mut c, "q", &["j0"]).await;
+    let mut w = open(&mut c, start(&["q"], 1)).await;
+    let held = w.job().await;
+
+    let meta = "dueq:{ns}:meta";
+    let layout: String = query(&mut conn, redis::cmd("HGET").arg(meta).arg("jobs")).await;
+    let _: () = query(&mut conn, redis::cmd("HSET").arg(meta).arg("jobs").arg("1")).await;
+    w.ack(&held).await;
+    let refused = w.receive(1).await;
+    assert_eq!(refused.acks.len(), 1, "{refused:?}");
+    assert_eq!(
+        code(refused.acks[0].code),
+        Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    let _: () = query(
+        &mut conn,
+        redis::cmd("HSET").arg(meta).arg("jobs").arg(&layout),
+    )
+    .await;
+    assert_eq!(state(&get_job(&mut c, "j0").await), proto::JobState::Active);
+
+    drop(w);
+    let again = claim_job(&mut c, &["q"], LONG_POLL_MS, None)
+        .await
+        .expect("released at once");
+    assert_eq!((again.job_id.as_str(), again.attempt), ("j0", 2));
+}
+
 /// Pins fail and extend over the stream: FailResult carries FailJob's answer (retry
 /// or dead) and the job is in that state; ExtendResult carries the new deadline and
 /// the job's lease moved to it; a stale token is answered ABORTED, item by item.

@@ -248,7 +248,9 @@ impl Jobs {
             }
             WorkInput::Fail { id, token, failure } => {
                 let result = self.fail(namespace, &id, &token, &failure).await;
-                hand.settle(&id, &token);
+                if settles(&result) {
+                    hand.settle(&id, &token);
+                }
                 output.send(WorkOutput::Failed { id, result }).await.is_ok()
             }
             WorkInput::Extend {
@@ -341,7 +343,7 @@ impl Jobs {
     }
 
     /// Answers each ack with its outcome (or the call's error); a job acked under the
-    /// lease it was sent with is no longer held either way.
+    /// lease it was sent with is no longer held, unless the store refused the ack.
     async fn answer_acks(
         &self,
         hand: &mut Hand,
@@ -359,7 +361,9 @@ impl Jobs {
             }
         };
         for ((id, token), result) in acks.into_iter().zip(outcomes) {
-            hand.settle(&id, &token);
+            if settles(&result) {
+                hand.settle(&id, &token);
+            }
             deliver(output, WorkOutput::Acked { id, result }).await?;
         }
         Ok(())
@@ -369,18 +373,23 @@ impl Jobs {
     async fn release_hand(&self, namespace: &str, mut hand: Hand) {
         // Acks that arrived but were never applied: the worker finished those jobs,
         // so they are completed rather than handed out again.
+        // An ack the store refused leaves its job held, to be released with the rest.
         let acks = std::mem::take(&mut hand.acks);
-        if !acks.is_empty() {
-            for chunk in acks.chunks(MAX_PER_CALL) {
-                let leases: Vec<Lease<'_>> = chunk
-                    .iter()
-                    .map(|(i, t)| (i.as_str(), t.as_str()))
-                    .collect();
-                if let Err(error) = self.ack_many(namespace, &leases).await {
-                    tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks");
+        for chunk in acks.chunks(MAX_PER_CALL) {
+            let leases: Vec<Lease<'_>> = chunk
+                .iter()
+                .map(|(i, t)| (i.as_str(), t.as_str()))
+                .collect();
+            match self.ack_many(namespace, &leases).await {
+                Ok(outcomes) => {
+                    for ((id, token), outcome) in chunk.iter().zip(&outcomes) {
+                        if settles(outcome) {
+                            hand.settle(id, token);
+                        }
+                    }
                 }
-                for (id, token) in chunk {
-                    hand.settle(id, token);
+                Err(error) => {
+                    tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks")
                 }
             }
         }
@@ -424,6 +433,16 @@ enum Delivery {
 
 async fn deliver(output: &mpsc::Sender<WorkOutput>, message: WorkOutput) -> Result<(), Delivery> {
     output.send(message).await.map_err(|_| Delivery::Closed)
+}
+
+/// Whether an ack's or fail's outcome ends the lease it was sent under: done, or lost
+/// (expired, moved on, gone). A refusal of the call as a whole (Redis down or full, a
+/// namespace that needs Migrate) changed nothing: the worker still holds the job.
+fn settles<T>(outcome: &Result<T, Error>) -> bool {
+    matches!(
+        outcome,
+        Ok(_) | Err(Error::LeaseLost(_) | Error::NotFound(_))
+    )
 }
 
 /// A store error to answer each ack of a failed call with (Error is not Clone).

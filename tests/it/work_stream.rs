@@ -245,6 +245,28 @@ async fn the_stream_holds_capacity_jobs_and_each_ack_frees_one_slot() {
     assert_eq!(count(&mut c, "q", proto::JobState::Completed).await, 1);
 }
 
+/// Pins: a capacity beyond what one claim call takes (100) is filled over several
+/// calls, to exactly the capacity.
+#[tokio::test]
+async fn a_capacity_past_one_claim_call_is_filled_exactly() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let jobs = (0..200).map(|i| job("q", &format!("j{i}"))).collect();
+    c.enqueue_batch(proto::EnqueueBatchRequest {
+        namespace: "ns".into(),
+        jobs,
+    })
+    .await
+    .expect("batch");
+    let mut w = open(&mut c, start(&["q"], 150)).await;
+    let held = w.receive(150).await.jobs;
+    assert_eq!(held.len(), 150);
+    assert!(w.sync(&held[0]).await.jobs.is_empty(), "past capacity");
+    assert_eq!(count(&mut c, "q", proto::JobState::Active).await, 150);
+    assert_eq!(count(&mut c, "q", proto::JobState::Pending).await, 50);
+}
+
 /// Pins WorkStart.capacity 0 meaning 1 (as ClaimJob's max_jobs 0 does).
 #[tokio::test]
 async fn capacity_zero_means_one() {
@@ -550,6 +572,26 @@ async fn a_dropped_stream_releases_its_jobs_at_once_attempt_counted() {
             .await
             .expect("the new lease acks");
     }
+}
+
+/// Pins: a worker that closes its side (and keeps reading) sees the stream end OK,
+/// and the jobs it held are claimable at once, attempt counted.
+#[tokio::test]
+async fn a_stream_closed_by_its_worker_ends_ok_and_releases_its_jobs() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    enqueue_named(&mut c, "q", &["j0"]).await;
+    let mut w = open(&mut c, start(&["q"], 1)).await;
+    let held = w.job().await;
+    w.tx = mpsc::channel(1).0;
+    let end = w.message().await.expect("ends OK");
+    assert!(end.is_none(), "{end:?}");
+    let again = claim_job(&mut c, &["q"], LONG_POLL_MS, None)
+        .await
+        .expect("released at once");
+    assert_eq!((again.job_id.as_str(), again.attempt), ("j0", 2));
+    assert_ne!(again.lease_token, held.lease_token);
 }
 
 /// Pins: a job at max_attempts whose stream is dropped goes dead (a job that kills
@@ -913,7 +955,7 @@ async fn acks_are_applied_when_a_full_redis_refuses_the_claim() {
 }
 
 /// Pins AckJobs: one result per item in request order, each AckJob's code (OK, a
-/// token that is not the job's, an unknown job); more than 100 leases, or none, is
+/// token that is not the job's, an unknown job, a malformed item naming its field); more than 100 leases, or none, is
 /// refused INVALID_ARGUMENT naming `acks`, and nothing is acked.
 #[tokio::test]
 async fn ack_jobs_answers_each_lease_in_order() {
@@ -934,6 +976,7 @@ async fn ack_jobs_answers_each_lease_in_order() {
                 lease(&jobs[0].job_id, &jobs[0].lease_token),
                 lease(&jobs[1].job_id, "not-the-token"),
                 lease("no-such-job", "token"),
+                lease("", "token"),
             ],
         })
         .await
@@ -949,9 +992,11 @@ async fn ack_jobs_answers_each_lease_in_order() {
         [
             ("j0", Code::Ok),
             ("j1", Code::Aborted),
-            ("no-such-job", Code::NotFound)
+            ("no-such-job", Code::NotFound),
+            ("", Code::InvalidArgument),
         ]
     );
+    assert!(results[3].message.contains("acks[3].job_id"), "{results:?}");
     assert_eq!(
         state(&get_job(&mut c, "j0").await),
         proto::JobState::Completed

@@ -1023,15 +1023,15 @@ async fn ack_jobs_answers_each_lease_in_order() {
     assert_eq!(state(&get_job(&mut c, "j2").await), proto::JobState::Active);
 }
 
-/// Pins the crash test's guarantees over the Work stream: two instances, workers on
-/// streams of random capacity that randomly ack, fail, extend then ack, or drop their
+/// Pins the crash test's guarantees over the Work stream: two instances, 64 workers
+/// on streams of random capacity (1-4) that randomly ack, fail, extend then ack, or drop their
 /// stream (closing their side and reading to its end, or cut off at once with jobs
 /// in flight); short leases that run out under load. Every job ends completed or
 /// dead exactly once, and the attempts add up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_job_ends_completed_or_dead_exactly_once_over_streams() {
-    const JOBS: usize = 1_000;
-    const WORKERS: usize = 16;
+    const JOBS: usize = 3_000;
+    const WORKERS: usize = 64;
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
     let a = Service::start(&redis.url()).await;

@@ -308,6 +308,7 @@ async fn acks_on_the_stream_are_answered_per_job_and_complete_it() {
         let job = get_job(&mut c, id).await;
         assert_eq!(state(&job), proto::JobState::Completed, "{job:?}");
         assert_eq!(job.attempts, 1);
+        assert_eq!(job.worker_id, "stream-worker", "the start's worker_id");
     }
 }
 
@@ -715,6 +716,69 @@ async fn a_waiting_stream_is_woken_by_an_enqueue() {
     let got = w.receive(2).await;
     assert_eq!(code(got.acks[0].code), Code::Ok, "{got:?}");
     assert_eq!(got.jobs[0].job_id, "second");
+}
+
+/// Pins: a delayed job is handed to a parked stream at its time (the namespace timer
+/// is armed for it; the re-check never runs here).
+#[tokio::test]
+async fn a_waiting_stream_gets_a_delayed_job_at_its_time() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.recheck_interval = Duration::from_secs(3600);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    let before = script_calls(&mut conn).await;
+    let mut w = open(&mut c, start(&["q"], 1)).await;
+    wait_parked(&mut conn, before, 1).await;
+    let mut delayed = job("q", "later");
+    delayed.job_id = "later".into();
+    delayed.when = Some(proto::enqueue_request::When::Delay(dur(SOON_MS as u64)));
+    enqueue(&mut c, delayed).await;
+    let run_at = ms(&get_job(&mut c, "later").await.run_at);
+    let got = w.job().await;
+    assert_eq!(got.job_id, "later");
+    assert!(redis_now(&mut conn).await >= run_at, "not before its time");
+}
+
+/// Pins the order a stream hands jobs out in: higher priority first, then enqueue
+/// order, across its queues.
+#[tokio::test]
+async fn a_stream_hands_out_by_priority_then_fifo_across_queues() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    for (queue, name, priority) in [
+        ("a", "low-1", 0),
+        ("b", "high-1", 10),
+        ("a", "low-2", 0),
+        ("a", "high-2", 10),
+        ("b", "neg", -5),
+        ("b", "low-3", 0),
+    ] {
+        let mut req = job(queue, name);
+        req.priority = priority;
+        enqueue(&mut c, req).await;
+    }
+    let mut w = open(&mut c, start(&["a", "b"], 1)).await;
+    let mut order = Vec::new();
+    let mut held = w.job().await;
+    loop {
+        order.push(held.name.clone());
+        if order.len() == 6 {
+            break;
+        }
+        w.ack(&held).await;
+        let got = w.receive(2).await;
+        assert_eq!(code(got.acks[0].code), Code::Ok, "{got:?}");
+        held = got.jobs.into_iter().next().expect("the next job");
+    }
+    assert_eq!(
+        order,
+        ["high-1", "high-2", "low-1", "low-2", "low-3", "neg"],
+        "priority desc, then enqueue order"
+    );
 }
 
 /// Pins: a job enqueued through another replica reaches a stream parked on this one

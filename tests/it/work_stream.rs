@@ -718,6 +718,36 @@ async fn a_waiting_stream_is_woken_by_an_enqueue() {
     assert_eq!(got.jobs[0].job_id, "second");
 }
 
+/// Pins: the job that refills an acked slot comes without a wake-up: nothing woke the
+/// full stream when it was enqueued, and another waiter of the namespace, parked all
+/// along, keeps the stream's own parking from making the timer peek (the re-check
+/// never runs here).
+#[tokio::test]
+async fn an_ack_refills_its_slot_while_other_waiters_are_parked() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.recheck_interval = Duration::from_secs(3600);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+
+    // Parked on another queue of the namespace for the whole test.
+    let before = script_calls(&mut conn).await;
+    let _other = open(&mut c, start(&["other"], 1)).await;
+    wait_parked(&mut conn, before, 1).await;
+    enqueue_named(&mut c, "q", &["j0"]).await;
+    let mut w = open(&mut c, start(&["q"], 1)).await;
+    let first = w.job().await;
+    // Enqueued while the stream is full: no waiter of its queue to wake.
+    enqueue_named(&mut c, "q", &["j1"]).await;
+    assert!(w.sync(&first).await.jobs.is_empty());
+
+    w.ack(&first).await;
+    let got = w.receive(2).await;
+    assert_eq!(code(got.acks[0].code), Code::Ok, "{got:?}");
+    assert_eq!(got.jobs[0].job_id, "j1");
+}
+
 /// Pins: a delayed job is handed to a parked stream at its time (the namespace timer
 /// is armed for it; the re-check never runs here).
 #[tokio::test]

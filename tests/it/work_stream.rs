@@ -23,7 +23,7 @@ use proto::{work_request::Request as In, work_response::Response as Out};
 
 /// A worker's end of a Work stream. Dropping it ends the stream, as a worker that
 /// goes away does.
-pub(crate) struct Work {
+struct Work {
     tx: mpsc::Sender<proto::WorkRequest>,
     rx: Streaming<proto::WorkResponse>,
 }
@@ -39,7 +39,7 @@ struct Received {
 
 /// A start on queues of "ns", with a lease no test outlasts (so only the stream can
 /// give its jobs back early).
-pub(crate) fn start(queues: &[&str], capacity: u32) -> proto::WorkStart {
+fn start(queues: &[&str], capacity: u32) -> proto::WorkStart {
     proto::WorkStart {
         namespace: "ns".into(),
         queues: queues.iter().map(|q| q.to_string()).collect(),
@@ -74,7 +74,7 @@ async fn open_with(c: &mut Client, first: Vec<In>) -> Result<Work, Status> {
     Ok(Work { tx, rx })
 }
 
-pub(crate) async fn open(c: &mut Client, start: proto::WorkStart) -> Work {
+async fn open(c: &mut Client, start: proto::WorkStart) -> Work {
     open_with(c, vec![In::Start(start)])
         .await
         .expect("open a Work stream")

@@ -19,7 +19,7 @@ use crate::common::*;
 
 const JOBS: usize = 10_000;
 const WORKERS: usize = 64;
-pub(crate) const MAX_ATTEMPTS: u32 = 4;
+const MAX_ATTEMPTS: u32 = 4;
 /// The queue the jobs are in.
 pub(crate) const QUEUE: &str = "crash";
 
@@ -44,7 +44,7 @@ impl Rng {
     }
 }
 
-pub(crate) fn lost(status: &tonic::Status) -> bool {
+fn lost(status: &tonic::Status) -> bool {
     // A lease that ran out under load (the job goes to another worker) is expected.
     status.code() == Code::Aborted
 }

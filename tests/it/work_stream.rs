@@ -718,6 +718,22 @@ async fn a_waiting_stream_is_woken_by_an_enqueue() {
     assert_eq!(got.jobs[0].job_id, "second");
 }
 
+/// Pins: a stream that stays open without sending its start is refused
+/// INVALID_ARGUMENT naming `start` (after the server's 10 s), instead of holding a
+/// long-poll slot for nothing.
+#[tokio::test]
+async fn a_stream_that_never_sends_its_start_is_refused() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let (_open, silent) = mpsc::channel::<proto::WorkRequest>(1);
+    let status = within_patience("the refusal", c.work(ReceiverStream::new(silent)))
+        .await
+        .err()
+        .expect("refused");
+    assert_invalid(&status, "start");
+}
+
 /// Pins: the job that refills an acked slot comes without a wake-up: nothing woke the
 /// full stream when it was enqueued, and another waiter of the namespace, parked all
 /// along, keeps the stream's own parking from making the timer peek (the re-check

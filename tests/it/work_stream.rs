@@ -729,8 +729,7 @@ async fn a_stream_that_never_sends_its_start_is_refused() {
     let (_open, silent) = mpsc::channel::<proto::WorkRequest>(1);
     let status = within_patience("the refusal", c.work(ReceiverStream::new(silent)))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_invalid(&status, "start");
 }
 

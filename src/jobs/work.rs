@@ -14,7 +14,11 @@
 //! (their attempt counts, as a lease expiry's would). On shutdown the loop ends
 //! without touching the leases: the worker can still ack them elsewhere.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use tokio::sync::mpsc;
 
@@ -96,7 +100,9 @@ enum End {
 
 /// One stream's state: the jobs it holds and the acks not yet applied.
 struct Hand {
-    /// Job id -> lease token of every job sent and not yet answered for.
+    /// Lease token -> job id of every job sent and not yet answered for. By token: a
+    /// job whose lease ran out can come to the same stream again under a new one, and
+    /// the worker then has both, until it answers for the old one.
     held: HashMap<String, String>,
     /// Acks received, to apply with the next claim call.
     acks: Vec<(String, String)>,
@@ -107,12 +113,28 @@ impl Hand {
     /// Slots the next claim may fill: the ones free now, plus those the queued acks
     /// free (the claim applies them first).
     fn free(&self) -> usize {
-        let acked = self
+        // Distinct leases: the same ack sent twice frees one slot.
+        let acked: HashSet<&str> = self
             .acks
             .iter()
-            .filter(|(id, _)| self.held.contains_key(id))
-            .count();
-        (self.capacity + acked).saturating_sub(self.held.len())
+            .filter(|(id, token)| self.holds(id, token))
+            .map(|(_, token)| token.as_str())
+            .collect();
+        (self.capacity + acked.len()).saturating_sub(self.held.len())
+    }
+
+    /// Whether `token` is the lease the stream sent job `id` with. An ack or fail with
+    /// another token leaves that lease alone, so the job still takes its slot (and is
+    /// released if the stream breaks).
+    fn holds(&self, id: &str, token: &str) -> bool {
+        self.held.get(token).is_some_and(|held| held == id)
+    }
+
+    /// The job is answered for under its lease: its slot is free.
+    fn settle(&mut self, id: &str, token: &str) {
+        if self.holds(id, token) {
+            self.held.remove(token);
+        }
     }
 }
 
@@ -226,7 +248,9 @@ impl Jobs {
             }
             WorkInput::Fail { id, token, failure } => {
                 let result = self.fail(namespace, &id, &token, &failure).await;
-                hand.held.remove(&id);
+                if settles(&result) {
+                    hand.settle(&id, &token);
+                }
                 output.send(WorkOutput::Failed { id, result }).await.is_ok()
             }
             WorkInput::Extend {
@@ -313,13 +337,13 @@ impl Jobs {
                 }
                 return Err(Delivery::Closed);
             }
-            hand.held.insert(lease.0, lease.1);
+            hand.held.insert(lease.1, lease.0);
         }
         Ok(Round { claimed, more })
     }
 
-    /// Answers each ack with its outcome (or the call's error); its job is no longer
-    /// held either way.
+    /// Answers each ack with its outcome (or the call's error); a job acked under the
+    /// lease it was sent with is no longer held, unless the store refused the ack.
     async fn answer_acks(
         &self,
         hand: &mut Hand,
@@ -336,33 +360,44 @@ impl Jobs {
                     .collect()
             }
         };
-        for ((id, _), result) in acks.into_iter().zip(outcomes) {
-            hand.held.remove(&id);
+        for ((id, token), result) in acks.into_iter().zip(outcomes) {
+            if settles(&result) {
+                hand.settle(&id, &token);
+            }
             deliver(output, WorkOutput::Acked { id, result }).await?;
         }
         Ok(())
     }
 
     /// The stream is gone: its jobs go back to their queues now, attempt counted.
-    async fn release_hand(&self, namespace: &str, hand: Hand) {
+    async fn release_hand(&self, namespace: &str, mut hand: Hand) {
         // Acks that arrived but were never applied: the worker finished those jobs,
         // so they are completed rather than handed out again.
-        let mut held = hand.held;
-        if !hand.acks.is_empty() {
-            for chunk in hand.acks.chunks(MAX_PER_CALL) {
-                let leases: Vec<Lease<'_>> = chunk
-                    .iter()
-                    .map(|(i, t)| (i.as_str(), t.as_str()))
-                    .collect();
-                if let Err(error) = self.ack_many(namespace, &leases).await {
-                    tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks");
+        // An ack the store refused leaves its job held, to be released with the rest.
+        let acks = std::mem::take(&mut hand.acks);
+        for chunk in acks.chunks(MAX_PER_CALL) {
+            let leases: Vec<Lease<'_>> = chunk
+                .iter()
+                .map(|(i, t)| (i.as_str(), t.as_str()))
+                .collect();
+            match self.ack_many(namespace, &leases).await {
+                Ok(outcomes) => {
+                    for ((id, token), outcome) in chunk.iter().zip(&outcomes) {
+                        if settles(outcome) {
+                            hand.settle(id, token);
+                        }
+                    }
                 }
-                for (id, _) in chunk {
-                    held.remove(id);
+                Err(error) => {
+                    tracing::warn!(%namespace, %error, "could not apply a closed work stream's last acks")
                 }
             }
         }
-        let held: Vec<(String, String)> = held.into_iter().collect();
+        let held: Vec<(String, String)> = hand
+            .held
+            .into_iter()
+            .map(|(token, id)| (id, token))
+            .collect();
         for chunk in held.chunks(MAX_PER_CALL) {
             let leases: Vec<Lease<'_>> = chunk
                 .iter()
@@ -398,6 +433,16 @@ enum Delivery {
 
 async fn deliver(output: &mpsc::Sender<WorkOutput>, message: WorkOutput) -> Result<(), Delivery> {
     output.send(message).await.map_err(|_| Delivery::Closed)
+}
+
+/// Whether an ack's or fail's outcome ends the lease it was sent under: done, or lost
+/// (expired, moved on, gone). A refusal of the call as a whole (Redis down or full, a
+/// namespace that needs Migrate) changed nothing: the worker still holds the job.
+fn settles<T>(outcome: &Result<T, Error>) -> bool {
+    matches!(
+        outcome,
+        Ok(_) | Err(Error::LeaseLost(_) | Error::NotFound(_))
+    )
 }
 
 /// A store error to answer each ack of a failed call with (Error is not Clone).

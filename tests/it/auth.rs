@@ -10,6 +10,7 @@ use std::{
 };
 
 use dueq::proto::admin_service_client::AdminServiceClient;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{transport::Channel, Code, Request, Status};
 
 use crate::{common::*, readme_examples};
@@ -55,6 +56,8 @@ fn allowed(role: &str, method: &str) -> bool {
     let worker = [
         "ClaimJob",
         "AckJob",
+        "AckJobs",
+        "Work",
         "FailJob",
         "ExtendLease",
         "ClaimDueSchedule",
@@ -84,6 +87,8 @@ const RPCS: &[&str] = &[
     "QueueService/EnqueueBatch",
     "QueueService/ClaimJob",
     "QueueService/AckJob",
+    "QueueService/AckJobs",
+    "QueueService/Work",
     "QueueService/FailJob",
     "QueueService/ExtendLease",
     "QueueService/GetJob",
@@ -195,6 +200,18 @@ async fn call(
         "QueueService/EnqueueBatch" => send!(queue.enqueue_batch(EnqueueBatchRequest {})),
         "QueueService/ClaimJob" => send!(queue.claim_job(ClaimJobRequest {})),
         "QueueService/AckJob" => send!(queue.ack_job(AckJobRequest {})),
+        "QueueService/AckJobs" => send!(queue.ack_jobs(AckJobsRequest {})),
+        "QueueService/Work" => {
+            // The namespace is in the stream's first message, its start.
+            let start = proto::WorkRequest {
+                request: Some(proto::work_request::Request::Start(proto::WorkStart {
+                    namespace: ns,
+                    ..Default::default()
+                })),
+            };
+            let requests = tokio_stream::iter([start]);
+            queue.work(with_token(requests, token)).await.map(|_| ())
+        }
         "QueueService/FailJob" => send!(queue.fail_job(FailJobRequest {})),
         "QueueService/ExtendLease" => send!(queue.extend_lease(ExtendLeaseRequest {})),
         "QueueService/GetJob" => send!(queue.get_job(GetJobRequest {})),
@@ -436,6 +453,83 @@ async fn a_denied_write_writes_nothing() {
         ["kept"],
         "a denied delete removed it, or a denied upsert wrote"
     );
+}
+
+/// Pins the worker fast path's authorisation: a Work stream is authorised on its
+/// start's namespace (the call itself names none), a reader is refused before any job
+/// is handed out, a worker works; AckJobs likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_and_ack_jobs_need_the_worker_role() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), false).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel);
+    let mut job = job("q", "j");
+    job.namespace = "shop-a".into();
+    client
+        .enqueue(with_token(job, Some("t-producer")))
+        .await
+        .expect("enqueue");
+    let start = || proto::WorkRequest {
+        request: Some(proto::work_request::Request::Start(proto::WorkStart {
+            namespace: "shop-a".into(),
+            queues: vec!["q".into()],
+            capacity: 1,
+            ..Default::default()
+        })),
+    };
+    // The worker keeps its side open: the stream lives until the test drops it.
+    let (_keep, open) = tokio::sync::mpsc::channel::<proto::WorkRequest>(1);
+    let requests = |open| {
+        tokio_stream::StreamExt::chain(tokio_stream::iter([start()]), ReceiverStream::new(open))
+    };
+
+    let denied = client
+        .work(with_token(
+            requests(tokio::sync::mpsc::channel(1).1),
+            Some("t-reader"),
+        ))
+        .await
+        .map(|_| ());
+    assert_denied(denied, "reader", "Work", "\"shop-a\"");
+    let mut stream = client
+        .work(with_token(requests(open), Some("t-worker")))
+        .await
+        .expect("a worker opens a Work stream")
+        .into_inner();
+    let claimed = match within_patience("the job", stream.message()).await {
+        Ok(Some(proto::WorkResponse {
+            response: Some(proto::work_response::Response::Job(job)),
+        })) => job,
+        other => panic!("expected the job: {other:?}"),
+    };
+
+    let ack = |token: &str| {
+        with_token(
+            proto::AckJobsRequest {
+                namespace: "shop-a".into(),
+                acks: vec![proto::JobLease {
+                    job_id: claimed.job_id.clone(),
+                    lease_token: claimed.lease_token.clone(),
+                }],
+            },
+            Some(token),
+        )
+    };
+    let denied = client.ack_jobs(ack("t-reader")).await.map(|_| ());
+    assert_denied(denied, "reader", "AckJobs", "\"shop-a\"");
+    let results = client
+        .ack_jobs(ack("t-worker"))
+        .await
+        .expect("a worker acks")
+        .into_inner()
+        .results;
+    assert_eq!(results[0].code, Code::Ok as i32, "{results:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

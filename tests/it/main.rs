@@ -40,3 +40,4 @@ mod schedule_api;
 mod schedule_policies;
 mod tls;
 mod transport_limits;
+mod work_stream;

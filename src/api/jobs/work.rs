@@ -67,7 +67,9 @@ pub(in crate::api) async fn work(
             ))
         }
     };
-    let namespace = check::namespace(&start.namespace)?.to_owned();
+    let namespace = check::namespace(&start.namespace)
+        .map_err(|e| prefixed(e, "start."))?
+        .to_owned();
     authorize_scope(&caller, "Work", Scope::Namespace(&namespace))?;
     let options = options(api, &start)?;
     let (input, inputs) = mpsc::channel(INPUT_BUFFER);

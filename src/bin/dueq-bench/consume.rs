@@ -9,9 +9,9 @@
 //!   workers whose every ClaimJob carries the ack of the job before it (one RPC and
 //!   one script per job, as BullMQ's moveToFinished fetches the next job).
 //! - `worker fast path`: the same pre-fill drained by Work streams (`--work-streams`,
-//!   default one per connection), their capacities adding up to `plan.concurrency`
-//!   (the BullMQ Worker's concurrency); each job is acked on its stream as soon as
-//!   it arrives.
+//!   default one: one worker process, as the peer is one BullMQ Worker), their
+//!   capacities adding up to `plan.concurrency` (the BullMQ Worker's concurrency);
+//!   each job is acked on its stream as soon as it arrives.
 //! - `claim latency`: while each drain runs, one worker waits on another queue (a
 //!   long-polling ClaimJob for the unary drains, a Work stream of capacity 1 for the
 //!   fast path) and a prober enqueues one job there every PROBE_GAP; the delay from
@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     env::{Client, Env},
-    grpc::{clients, connections, with_cpu},
+    grpc::{clients, with_cpu},
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
@@ -307,16 +307,13 @@ fn consume_row(
         .with("claim_lost", lost)
 }
 
-/// Drains the pre-filled queue with Work streams (`--work-streams`; by default one
-/// per connection, as a fleet of worker processes would), capacities adding up to
-/// `plan.concurrency`; every job is acked on its stream as it arrives.
+/// Drains the pre-filled queue with Work streams (`--work-streams`, default one, as
+/// the peer is one BullMQ Worker; more spreads them over connections, as a fleet of
+/// worker processes would), capacities adding up to `plan.concurrency`; every job is acked on its stream as it arrives.
 /// The row's p50/p99 are per job, from the job's arrival to its ack's answer (how
 /// long it held a slot).
 async fn drain_fast(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
-    let streams = plan
-        .work_streams
-        .unwrap_or_else(|| connections(plan.concurrency))
-        .clamp(1, plan.concurrency);
+    let streams = plan.work_streams.unwrap_or(1).clamp(1, plan.concurrency);
     let callers = clients(env, streams).await?;
     let cap = drain_cap(plan);
     let target = plan.prefill;

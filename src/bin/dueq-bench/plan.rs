@@ -17,7 +17,7 @@ pub(crate) struct Plan {
     pub(crate) records: u64,
     /// Jobs pre-filled before the consume phases (dueq's and BullMQ's Worker).
     pub(crate) prefill: u64,
-    /// Work streams of the fast-path drain; None: one per connection.
+    /// Work streams of the fast-path drain; None: one.
     pub(crate) work_streams: Option<usize>,
     pub(crate) migrate: u64,
     /// Samples per latency point in claim scaling.

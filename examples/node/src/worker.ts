@@ -1,13 +1,21 @@
-// Job worker: long-polls ClaimJob, does the work, AckJob (or FailJob, and dueq
-// retries with backoff). Exits after --count jobs (0: until Ctrl-C).
+// Job worker over the Work stream: the server pushes jobs (at most CAPACITY held
+// at once), the worker acks each on the same stream (or fails it, and dueq retries
+// with backoff). Exits after --count jobs (0: until Ctrl-C); jobs pushed and not
+// finished go back to the queue at once when it stops (their attempt counts).
 //
 //   node dist/worker.js --target localhost:50051 --namespace shop --queue emails --count 3
 
 import * as grpc from "@grpc/grpc-js";
 
-import { call, connect, isStatus, options, run } from "./client";
+import { connect, isStatus, options, run } from "./client";
 import type { ClaimedJob__Output } from "./generated/dueq/v1/ClaimedJob";
-import type { ClaimJobResponse__Output } from "./generated/dueq/v1/ClaimJobResponse";
+import type { WorkRequest } from "./generated/dueq/v1/WorkRequest";
+import type { WorkResponse__Output } from "./generated/dueq/v1/WorkResponse";
+
+// Jobs the server pushes ahead; a slot frees when the server answers the job's ack
+// or fail. They are handled one after another here while all their leases run, so
+// keep it to what gets done within one lease.
+const CAPACITY = 3;
 
 /** The actual work. Throw to fail the attempt. */
 async function handle(job: ClaimedJob__Output): Promise<void> {
@@ -19,65 +27,73 @@ run(async () => {
   const opts = options(0);
   const client = connect(opts.target);
   let stopping = false;
-  let polling: grpc.ClientUnaryCall | undefined;
-  // Ctrl-C (or SIGTERM from a supervisor): stop claiming, cancel the long-poll.
-  // Jobs claimed and not acked go back to the queue when their lease ends.
+  let stream: grpc.ClientDuplexStream<WorkRequest, WorkResponse__Output> | undefined;
+  // Ctrl-C (or SIGTERM from a supervisor): end the stream; the jobs it holds go back.
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
       stopping = true;
-      polling?.cancel();
+      stream?.cancel();
     });
   }
 
   let handled = 0;
+  // Acks and fails sent and not yet answered, by job id. If the server shuts down,
+  // the stream ends UNAVAILABLE and these jobs keep their leases: they are sent
+  // again on the next stream (a stream to any replica takes them).
+  const unanswered = new Map<string, WorkRequest>();
   while (!stopping && (opts.count === 0 || handled < opts.count)) {
-    let reply: ClaimJobResponse__Output;
+    stream = client.Work();
+    // Errors reach the loop below through the iterator; this listener keeps the
+    // CANCELLED that follows our own cancel() from being an unhandled 'error'.
+    stream.on("error", () => {});
+    stream.write({
+      start: {
+        namespace: opts.namespace,
+        queues: [opts.queue],
+        worker_id: opts.workerId,
+        lease: { seconds: 30 },
+        capacity: opts.count === 0 ? CAPACITY : Math.min(CAPACITY, opts.count - handled),
+      },
+    });
+    for (const message of unanswered.values()) stream.write(message);
     try {
-      reply = await call<ClaimJobResponse__Output>(
-        (o, cb) =>
-          client.ClaimJob(
-            {
-              namespace: opts.namespace,
-              queues: [opts.queue],
-              worker_id: opts.workerId,
-              wait: { seconds: 20 },
-              lease: { seconds: 30 },
-              // Jobs are handled one after another while every claimed lease runs:
-              // claim only what gets done within one, and what fits one reply.
-              max_jobs: Math.min(3, opts.count === 0 ? 3 : opts.count - handled),
-            },
-            o,
-            cb,
-          ),
-        25,
-        (pending) => (polling = pending),
-      );
+      for await (const reply of stream as AsyncIterable<WorkResponse__Output>) {
+        if (reply.response === "job" && reply.job) {
+          const job = reply.job;
+          let message: WorkRequest;
+          // Long work should write {extend: ...} before the lease ends.
+          try {
+            await handle(job);
+            message = { ack: { job_id: job.job_id, lease_token: job.lease_token } };
+          } catch (error) {
+            message = { fail: { job_id: job.job_id, lease_token: job.lease_token, error: String(error) } };
+          }
+          unanswered.set(job.job_id, message);
+          stream.write(message);
+          continue;
+        }
+        // The answer to an ack or a fail: its slot is free again.
+        const result = reply.response === "ack" ? reply.ack : reply.response === "fail" ? reply.fail : null;
+        if (!result) continue; // an extend's answer: this worker sends none
+        unanswered.delete(result.job_id);
+        if (result.code === grpc.status.OK) {
+          console.log(`${reply.response === "ack" ? "acked" : "failed"} ${result.job_id}`);
+        } else if (result.code === grpc.status.ABORTED) {
+          // The lease expired and the job went to another worker: drop it.
+          console.log(`lost the lease on ${result.job_id}; dropping it`);
+        } else {
+          throw new Error(`${reply.response} of ${result.job_id} refused: ${result.code} ${result.message}`);
+        }
+        handled++;
+        if (opts.count !== 0 && handled >= opts.count) break;
+      }
     } catch (error) {
       if (stopping && isStatus(error, grpc.status.CANCELLED)) break;
-      if (isStatus(error, grpc.status.UNAVAILABLE)) {
-        await new Promise((resolve) => setTimeout(resolve, 1000)); // back off, retry
-        continue;
-      }
-      throw error;
-    }
-    for (const job of reply.jobs) {
-      const ids = { namespace: opts.namespace, job_id: job.job_id, lease_token: job.lease_token };
-      try {
-        await handle(job);
-        await call((o, cb) => client.AckJob(ids, o, cb), 10);
-        console.log(`acked ${job.job_id}`);
-      } catch (error) {
-        if (isStatus(error, grpc.status.ABORTED)) {
-          // The lease expired and the job went to another worker: drop it.
-          console.log(`lost the lease on ${job.job_id}; dropping it`);
-        } else if ((error as grpc.ServiceError).code !== undefined) {
-          throw error;
-        } else {
-          await call((o, cb) => client.FailJob({ ...ids, error: String(error) }, o, cb), 10);
-          console.log(`failed ${job.job_id}`);
-        }
-      }
-      handled++;
+      if (!isStatus(error, grpc.status.UNAVAILABLE)) throw error;
+      // The server shut down or is unreachable: back off, open a new stream.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    } finally {
+      stream.cancel();
     }
   }
   client.close();

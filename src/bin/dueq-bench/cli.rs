@@ -37,6 +37,11 @@ pub(crate) struct BenchArgs {
     /// 50k; 200 with --smoke): both drain the same number.
     #[arg(long, value_parser = parse_size)]
     pub(crate) prefill: Option<u64>,
+    /// Work streams of the consume family's fast-path drain, their capacities adding
+    /// up to --concurrency (default 1: one worker, as the peer is one BullMQ Worker;
+    /// more are spread over up to 8 HTTP/2 connections).
+    #[arg(long)]
+    pub(crate) work_streams: Option<usize>,
     /// Records for the memory measurement (default 100k; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) records: Option<u64>,

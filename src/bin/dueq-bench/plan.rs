@@ -17,6 +17,8 @@ pub(crate) struct Plan {
     pub(crate) records: u64,
     /// Jobs pre-filled before the consume phases (dueq's and BullMQ's Worker).
     pub(crate) prefill: u64,
+    /// Work streams of the fast-path drain; None: one.
+    pub(crate) work_streams: Option<usize>,
     pub(crate) migrate: u64,
     /// Samples per latency point in claim scaling.
     pub(crate) samples: usize,
@@ -65,6 +67,7 @@ impl Plan {
                 .prefill
                 .unwrap_or(if smoke { 200 } else { 50_000 })
                 .max(1),
+            work_streams: args.work_streams,
             migrate: args
                 .migrate
                 .unwrap_or(if smoke { 1_000 } else { 1_000_000 })

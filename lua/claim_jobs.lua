@@ -14,8 +14,7 @@
 -- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua job_bytes) over it
 -- ARGV[15] number of acks A carried by this claim (issue 15), applied first
--- ARGV[16..15+2A] job id, lease token: the acks, groups of 2
--- ARGV[16+2A..] queue names
+-- ARGV[16..] the A acks (job id, lease token: 2A values), then the queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: field count,
 --           fields..., then per queue in ARGV order: leases that expired here,
 --           then per ack in ARGV order: tag, detail }

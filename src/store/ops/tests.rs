@@ -134,6 +134,7 @@ fn every_lua_file_has_its_operation() {
 /// a full Redis drains instead of re-handing leases it cannot let anyone finish).
 const RUN_WHEN_FULL: &[&str] = &[
     "ack_job",
+    "ack_jobs",
     "ack_occurrence",
     "cancel_job",
     "delete_schedule",

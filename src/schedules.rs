@@ -218,7 +218,16 @@ impl Schedules {
             token,
         };
         match self.cx.store.run(namespace, &ack).await? {
-            LeaseCheck::Done(()) => Ok(()),
+            LeaseCheck::Done(released) => {
+                if released {
+                    // A buffered slot (BUFFER_ONE) is due now: wake a waiter here;
+                    // other instances find it at their timer's re-check.
+                    let entry = self.cx.namespaces.entry(namespace);
+                    let now = self.cx.clock.now_ms();
+                    self.cx.wakers.observe(&entry, Work::Schedules, Some(now));
+                }
+                Ok(())
+            }
             LeaseCheck::Missing => Err(Error::NotFound(Missing::Occurrence(
                 occurrence_id.to_owned(),
             ))),
@@ -279,7 +288,11 @@ impl Schedules {
                 hint: hint.as_ref(),
                 lease: lease_ms.map(|ms| (token.as_str(), ms)),
             };
-            match self.cx.store.run(namespace, &claim).await? {
+            let answer = self.cx.store.run(namespace, &claim).await?;
+            self.cx
+                .metrics
+                .skipped(namespace, "overlap", answer.overlap_skips);
+            match answer.reply {
                 ClaimReply::Claimed {
                     now_ms,
                     due_ms,

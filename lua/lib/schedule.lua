@@ -20,7 +20,10 @@
 --      1 catchup policy (1 ONE, 2 SKIP, 3 ALL)  2 catchup limit (0 none)
 --      3 catchup window ms ('' none)  4 skipped for catch-up  5 skipped for the window
 --      6 skipped for overlap  7 the pause note ('' none)  8 every's offset ms ('' none;
---      timing: upsert_schedule compares it too)
+--      timing: upsert_schedule compares it too)  9 overlap policy (1 ALLOW_ALL, 2 SKIP,
+--      3 BUFFER_ONE)  10 the outstanding leased occurrence's id ('' none; kept under
+--      SKIP and BUFFER_ONE only)  11 the buffered slot's due ms ('' none; BUFFER_ONE)
+--      12 max attempts of a leased occurrence (0 unlimited)
 --      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
@@ -40,13 +43,22 @@
 -- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
--- sk_overlap, pause_note, offset_ms (nil in a table built elsewhere reads as the default).
+-- sk_overlap, pause_note, offset_ms, overlap ('allow_all' | 'skip' | 'buffer_one'),
+-- outstanding, buffered_ms, max_attempts (nil in a table built elsewhere reads as the
+-- default).
+--
+-- The due index score of a record is sched_due_at(r): a buffered slot whose
+-- outstanding occurrence has ended (acked or expired for the last time) comes first,
+-- else the next run. A BUFFER_ONE schedule whose last slot is buffered stays active
+-- with no next run until that slot is handed out.
 
 local SCHED_FIELDS = 16
 local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
 local STATUS_NAME = { 'active', 'paused', 'completed' }
 local CATCHUP_CODE = { one = 1, skip = 2, all = 3 }
 local CATCHUP_NAME = { 'one', 'skip', 'all' }
+local OVERLAP_CODE = { allow_all = 1, skip = 2, buffer_one = 3 }
+local OVERLAP_NAME = { 'allow_all', 'skip', 'buffer_one' }
 
 -- The policy fields of position 17 (x: the array, or nil for an older record).
 local function sched_policies_in(r, x)
@@ -59,16 +71,25 @@ local function sched_policies_in(r, x)
   r.sk_overlap = tonumber(x[6]) or 0
   r.pause_note = x[7] or ''
   r.offset_ms = tonumber(x[8]) or ''
+  r.overlap = OVERLAP_NAME[x[9]] or 'allow_all'
+  r.outstanding = x[10] or ''
+  r.buffered_ms = tonumber(x[11]) or ''
+  r.max_attempts = tonumber(x[12]) or 0
 end
 
 -- Position 17, or nil while every policy field has its default.
 local function sched_policies_out(r)
   local x = { CATCHUP_CODE[r.catchup or 'one'] or 1, r.catchup_limit or 0, r.window_ms or '',
     r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
-    r.offset_ms or '' }
-  if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
-      and x[7] == '' and x[8] == '' then
-    return nil
+    r.offset_ms or '', OVERLAP_CODE[r.overlap or 'allow_all'] or 1, r.outstanding or '',
+    r.buffered_ms or '', r.max_attempts or 0 }
+  if x[9] == 1 and x[10] == '' and x[11] == '' and x[12] == 0 then
+    -- The overlap entries at their defaults: older readers see the 8 they know.
+    for i = 12, 9, -1 do x[i] = nil end
+    if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
+        and x[7] == '' and x[8] == '' then
+      return nil
+    end
   end
   return x
 end
@@ -124,7 +145,8 @@ local function sched_from_flat(flat)
     updated_ms = num_or_empty(h.updated_ms), last_ms = num_or_empty(h.last_ms),
     next_ms = num_or_empty(h.next_ms), follow_ms = follow,
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
-    sk_overlap = 0, pause_note = '', offset_ms = '' }
+    sk_overlap = 0, pause_note = '', offset_ms = '', overlap = 'allow_all', outstanding = '',
+    buffered_ms = '', max_attempts = 0 }
 end
 
 local function sched_read(key)
@@ -161,7 +183,8 @@ local function sched_fields(id, r)
     'catchup_limit', int_text(r.catchup_limit or 0), 'window_ms', int_text(r.window_ms or ''),
     'sk_catchup', int_text(r.sk_catchup or 0), 'sk_window', int_text(r.sk_window or 0),
     'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
-    'offset_ms', int_text(r.offset_ms or '') }
+    'offset_ms', int_text(r.offset_ms or ''), 'overlap', r.overlap or 'allow_all',
+    'max_attempts', int_text(r.max_attempts or 0), 'buffered_ms', int_text(r.buffered_ms or '') }
 end
 
 local function push_fields(out, id, r)
@@ -175,9 +198,45 @@ local function sched_new_timing(r, kind, cron, every, tz, start_ms, end_ms, limi
     or r.start_ms ~= start_ms or r.end_ms ~= end_ms or r.limit ~= limit
 end
 
--- Whether the record is in the due index: active with a next run.
+-- The record's due index score ('' = not indexed): a released buffered slot (its
+-- outstanding occurrence ended) before the next run; nothing unless active.
+local function sched_due_at(r)
+  if r.status ~= 'active' then return '' end
+  if (r.buffered_ms or '') ~= '' and (r.outstanding or '') == '' then return r.buffered_ms end
+  return r.next_ms
+end
+
+-- Whether the record is in the due index (see sched_due_at).
 local function sched_indexed(r)
-  return r ~= nil and r.status == 'active' and r.next_ms ~= ''
+  return r ~= nil and sched_due_at(r) ~= ''
+end
+
+-- Puts the record's index entry where sched_due_at says, keeping meta `indexed`
+-- (was: whether it was indexed before the change).
+local function sched_reindex(meta, due_key, id, r, was)
+  local at = sched_due_at(r)
+  if at == '' then
+    redis.call('ZREM', due_key, id)
+  else
+    redis.call('ZADD', due_key, at, id)
+  end
+  count_index(meta, was, at ~= '')
+end
+
+-- An outstanding occurrence ended (acked, or its lease expired for the last time):
+-- the schedule that tracks it (SKIP, BUFFER_ONE) stops tracking it, and a buffered
+-- slot becomes due. No-op when the schedule is gone or tracks another occurrence.
+-- Returns true when a buffered slot was released.
+local function sched_release(meta, due_key, prefix, id, occ)
+  if id == nil or id == '' then return false end
+  local key = prefix .. id
+  local r = sched_load(key)
+  if r == nil or is_error(r) or r.outstanding ~= occ then return false end
+  local was = sched_indexed(r)
+  r.outstanding = ''
+  sched_save(key, r)
+  sched_reindex(meta, due_key, id, r, was)
+  return r.buffered_ms ~= '' and r.status == 'active'
 end
 
 -- What Migrate's decision about a record was made from (migrate_scan, migrate_apply):

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    domain::{Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
+    domain::{Occurrence, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
     proto,
     timing::CatchUp,
 };
@@ -122,6 +122,8 @@ pub(super) fn schedule_def(
         paused: s.paused,
         catchup: Default::default(),
         offset_ms: raw.offset_ms,
+        overlap: Default::default(),
+        max_attempts: 0,
     }
 }
 
@@ -158,6 +160,18 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         skipped_window: r.skipped.window,
         pause_note: r.pause_note,
         offset: r.def.offset_ms.map(duration),
+        overlap_policy: overlap_to_proto(r.def.overlap) as i32,
+        max_attempts: r.def.max_attempts,
+        skipped_overlap: r.skipped.overlap,
+        buffered_time: r.buffered_ms.map(timestamp),
+    }
+}
+
+fn overlap_to_proto(policy: Overlap) -> proto::OverlapPolicy {
+    match policy {
+        Overlap::AllowAll => proto::OverlapPolicy::AllowAll,
+        Overlap::Skip => proto::OverlapPolicy::Skip,
+        Overlap::BufferOne => proto::OverlapPolicy::BufferOne,
     }
 }
 

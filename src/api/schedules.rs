@@ -4,7 +4,7 @@ use tonic::Request;
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, ScheduleDef, ScheduleStatus, TimingDef},
+    domain::{limits::PageShape, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
     proto,
     timing::{CatchUp, CatchUpRule, Timing, TimingSpec, MAX_CATCHUP_LIMIT},
 };
@@ -13,6 +13,8 @@ const DEFAULT_PAGE_SIZE: u32 = 100;
 const MAX_PAGE_SIZE: u32 = 1000;
 const DEFAULT_PREVIEW: u32 = 10;
 const MAX_PREVIEW: u32 = 1000;
+/// `Schedule.max_attempts` at most (a bound that keeps the counter meaningful).
+const MAX_OCCURRENCE_ATTEMPTS: u32 = 1000;
 
 /// Parses the timing of a proto schedule; errors name `<field>.<timing field>`.
 fn parse_timing(
@@ -64,11 +66,36 @@ fn schedule_def(
         (None, None) => return Err(ApiError::invalid("schedule.timing", "set cron or every")),
     };
     let catchup = catchup_rule(&s)?;
+    let overlap = overlap_policy(&s)?;
     let timezone = timing.timezone_name().to_owned();
+    if s.max_attempts > MAX_OCCURRENCE_ATTEMPTS {
+        return Err(ApiError::invalid(
+            "schedule.max_attempts",
+            format!("must be at most {MAX_OCCURRENCE_ATTEMPTS} (0: unlimited)"),
+        ));
+    }
+    let s_max_attempts = s.max_attempts;
     let id = s.id.clone();
     let mut def = convert::schedule_def(s, id, kind, timezone, &raw);
     def.catchup = catchup;
+    def.overlap = overlap;
+    def.max_attempts = s_max_attempts;
     Ok((def, timing))
+}
+
+/// `overlap_policy` of a proto schedule.
+fn overlap_policy(s: &proto::Schedule) -> Result<Overlap, ApiError> {
+    match proto::OverlapPolicy::try_from(s.overlap_policy) {
+        Ok(proto::OverlapPolicy::Unspecified | proto::OverlapPolicy::AllowAll) => {
+            Ok(Overlap::AllowAll)
+        }
+        Ok(proto::OverlapPolicy::Skip) => Ok(Overlap::Skip),
+        Ok(proto::OverlapPolicy::BufferOne) => Ok(Overlap::BufferOne),
+        Err(_) => Err(ApiError::invalid(
+            "schedule.overlap_policy",
+            format!("unknown value {}", s.overlap_policy),
+        )),
+    }
 }
 
 /// `catchup_policy`, `catchup_limit` and `catchup_window` of a proto schedule.

@@ -23,6 +23,6 @@ pub(crate) use namespace::{
 pub(crate) use occurrence::{occurrence_id, Occurrence, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};
 pub(crate) use schedule::{
-    catchup_parse, catchup_word, Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus,
-    SkipCounts, TimingDef,
+    catchup_parse, catchup_word, Follow, NextRun, Overlap, ScheduleDef, ScheduleRecord,
+    ScheduleStatus, SkipCounts, TimingDef,
 };

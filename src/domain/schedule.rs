@@ -60,6 +60,45 @@ pub(crate) struct ScheduleDef {
     pub(crate) catchup: CatchUpRule,
     /// `every` only: slots are (start or the epoch) + offset + k*every. Timing.
     pub(crate) offset_ms: Option<i64>,
+    /// What a slot does while an earlier leased occurrence is outstanding (not timing).
+    pub(crate) overlap: Overlap,
+    /// Hand-outs of a leased occurrence at most (0: unlimited); after the last one's
+    /// lease expires the occurrence is finished (not timing).
+    pub(crate) max_attempts: u32,
+}
+
+/// The overlap policy: what a slot that comes due while an earlier leased occurrence
+/// of the schedule is still leased and unacked does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Overlap {
+    /// Handed out as usual.
+    #[default]
+    AllowAll,
+    /// Skipped and counted.
+    Skip,
+    /// The first such slot waits until the outstanding occurrence ends; further ones
+    /// are skipped.
+    BufferOne,
+}
+
+impl Overlap {
+    /// The word the store keeps it as.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Overlap::AllowAll => "allow_all",
+            Overlap::Skip => "skip",
+            Overlap::BufferOne => "buffer_one",
+        }
+    }
+
+    pub(crate) fn parse(word: &str) -> Option<Self> {
+        match word {
+            "allow_all" => Some(Overlap::AllowAll),
+            "skip" => Some(Overlap::Skip),
+            "buffer_one" => Some(Overlap::BufferOne),
+            _ => None,
+        }
+    }
 }
 
 impl ScheduleDef {
@@ -98,13 +137,17 @@ pub(crate) struct ScheduleRecord {
     pub(crate) skipped: SkipCounts,
     /// PauseSchedule's note, until resumed ("" none).
     pub(crate) pause_note: String,
+    /// BUFFER_ONE: the slot held back until the outstanding occurrence ends.
+    pub(crate) buffered_ms: Option<i64>,
 }
 
-/// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`).
+/// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`,
+/// `overlap`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct SkipCounts {
     pub(crate) catchup: u64,
     pub(crate) window: u64,
+    pub(crate) overlap: u64,
 }
 
 /// The words the store keeps a catch-up policy as.

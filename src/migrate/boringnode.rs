@@ -213,6 +213,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         create_ms: fields.number("created_at")?.unwrap_or(0),
         update_ms: 0,
         revision: 1,
+        buffered_ms: None,
         follow: Follow::Unknown,
         skipped: Default::default(),
         pause_note: String::new(),
@@ -251,6 +252,8 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         paused: false,
         catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
     })
 }
 

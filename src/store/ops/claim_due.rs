@@ -1,9 +1,11 @@
 //! `lua/claim_due.lua`: hand the earliest due occurrence of a namespace to one caller.
 
-use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
+use super::{
+    ack_occurrence::ACKED_OCCURRENCE_TTL_MS, prelude::*, schedule_head, upsert_schedule::follow_arg,
+};
 use crate::domain::{NextRun, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(15));
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(16));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -32,6 +34,14 @@ pub(crate) struct ClaimHint {
     pub(crate) skipped_window: u64,
 }
 
+/// A claim script's answer, with the slots it skipped for overlap on the way.
+#[derive(Debug)]
+pub(crate) struct ClaimAnswer {
+    pub(crate) reply: ClaimReply,
+    /// Slots held back and skipped under the overlap policy by this call (metric).
+    pub(crate) overlap_skips: u64,
+}
+
 #[derive(Debug)]
 pub(crate) enum ClaimReply {
     Claimed {
@@ -57,7 +67,7 @@ pub(crate) enum ClaimReply {
 }
 
 impl Operation for ClaimDue<'_> {
-    type Output = ClaimReply;
+    type Output = ClaimAnswer;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -92,6 +102,7 @@ impl Operation for ClaimDue<'_> {
             Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
             None => call.arg("").arg(""),
         };
+        call.arg(ACKED_OCCURRENCE_TTL_MS);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -108,8 +119,9 @@ impl Operation for ClaimDue<'_> {
             _ => None,
         })?;
         let now_ms = reply.int()?;
-        match tag {
-            Tag::Claimed => claimed(now_ms, reply),
+        let overlap_skips = reply.count()?;
+        let reply = match tag {
+            Tag::Claimed => claimed(now_ms, reply)?,
             Tag::Compute => {
                 // The earliest entry, id, revision and next run repeat the record.
                 reply.opt_int()?;
@@ -117,20 +129,24 @@ impl Operation for ClaimDue<'_> {
                 reply.text()?;
                 reply.int()?;
                 let schedule = records::schedule(&reply.rest_fields()?)?;
-                Ok(ClaimReply::Compute {
+                ClaimReply::Compute {
                     now_ms,
                     schedule: Box::new(schedule),
-                })
+                }
             }
             Tag::None => {
                 let earliest_ms = reply.opt_int()?;
                 reply.finish()?;
-                Ok(ClaimReply::Nothing {
+                ClaimReply::Nothing {
                     now_ms,
                     earliest_ms,
-                })
+                }
             }
-        }
+        };
+        Ok(ClaimAnswer {
+            reply,
+            overlap_skips,
+        })
     }
 }
 
@@ -201,6 +217,8 @@ mod tests {
             paused: false,
             catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
         }
     }
 
@@ -231,7 +249,7 @@ mod tests {
             hint,
             lease: None,
         };
-        let asked = store.run("ns", &claim(None)).await;
+        let asked = store.run("ns", &claim(None)).await.map(|a| a.reply);
         let Ok(ClaimReply::Compute { schedule, .. }) = asked else {
             panic!("a due cron asks for its next slot: {asked:?}")
         };
@@ -259,7 +277,7 @@ mod tests {
             skipped: 0,
             skipped_window: 0,
         };
-        let refused = store.run("ns", &claim(Some(&stale))).await;
+        let refused = store.run("ns", &claim(Some(&stale))).await.map(|a| a.reply);
         let Ok(ClaimReply::Compute { schedule, .. }) = refused else {
             panic!("a hint from revision 1 is refused: {refused:?}")
         };
@@ -280,7 +298,7 @@ mod tests {
             skipped: advance.skipped,
             ..stale.clone()
         };
-        let claimed = store.run("ns", &claim(Some(&fresh))).await;
+        let claimed = store.run("ns", &claim(Some(&fresh))).await.map(|a| a.reply);
         let Ok(ClaimReply::Claimed { schedule, .. }) = claimed else {
             panic!("the hint for revision 2 claims: {claimed:?}")
         };

@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(22));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(24));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -59,7 +59,9 @@ impl Operation for UpsertSchedule<'_> {
         call.arg(catchup_word(def.catchup.policy))
             .arg(limit)
             .opt(def.catchup.window_ms)
-            .opt(def.offset_ms);
+            .opt(def.offset_ms)
+            .arg(def.overlap.as_str())
+            .arg(def.max_attempts);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -85,6 +87,8 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         paused: false,
         catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
     });
     UpsertSchedule {
         def: &DEF,

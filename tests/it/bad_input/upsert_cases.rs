@@ -532,5 +532,23 @@ fn bad_policies(id: &str) -> Vec<UpsertCase> {
             "schedule.catchup_window",
             "must be at least 1ms",
         ),
+        invalid(
+            "unknown overlap_policy",
+            with(&|s| s.overlap_policy = 99),
+            "schedule.overlap_policy",
+            "unknown value 99",
+        ),
+        invalid(
+            "negative overlap_policy",
+            with(&|s| s.overlap_policy = -1),
+            "schedule.overlap_policy",
+            "unknown value -1",
+        ),
+        invalid(
+            "max_attempts over 1000",
+            with(&|s| s.max_attempts = 1001),
+            "schedule.max_attempts",
+            "must be at most 1000",
+        ),
     ]
 }

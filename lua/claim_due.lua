@@ -22,7 +22,8 @@
 --   for the last time (max_attempts) is kept like an acked one
 -- Returns one of (overlap = slots this call skipped under OVERLAP_POLICY_SKIP or with
 -- a full buffer, for the metric):
---   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt, fields... }
+--   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
+--     occurrence id, kind ("scheduled" | "triggered"), fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
 --        a lease). With a lease, an occurrence whose lease expired is re-handed first:
 --        same shape, attempt + 1, the schedule fields as they were at its first claim.
@@ -75,6 +76,10 @@
 --   when acked (ack_occurrence releases the slot in its script) or when its lease
 --   expires for the last time (max_attempts hand-outs; finished here, by the first
 --   claim that meets it). One extra HMGET per candidate that tracks an occurrence.
+-- * TriggerSchedule (trigger_schedule.lua) leaves one triggered occurrence on the
+--   record (trigger_ms, trigger_rev), which sched_due_at puts in the index; a claim
+--   hands it out like a slot but leaves the next run as it is. Its overlap was
+--   checked when it was triggered.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
@@ -120,7 +125,7 @@ local function rehand()
     local occ = first[1]
     local okey = occ_prefix .. occ
     local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts',
-      'due_ms', 'skipped', 's.id')
+      'due_ms', 'skipped', 's.id', 'kind')
     local until_ms = tonumber(h[2])
     if expired_for_good(h) then
       finish_occurrence(occ, okey)
@@ -133,7 +138,7 @@ local function rehand()
       redis.call('HSET', okey, 'token', token, 'lease_until', deadline)
       redis.call('ZADD', leases_key, deadline, occ)
       local out = { 'claimed', now, 0, tonumber(h[5]), tonumber(h[6]), '', token, deadline,
-        attempt }
+        attempt, occ, h[8] or 'scheduled' }
       local fields = redis.call('HGETALL', okey)
       for i = 1, #fields, 2 do
         if string.sub(fields[i], 1, 2) == 's.' then
@@ -169,6 +174,7 @@ local function complete(r)
     overlap_skips = overlap_skips + 1
   end
   r.status, r.next_ms, r.follow_ms = 'completed', '', ''
+  r.trigger_ms = '' -- (a triggered occurrence not yet claimed goes too)
   count_index(meta, true, false)
 end
 
@@ -223,7 +229,7 @@ local function divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
   if new_next == nil or (r.limit > 0 and r.runs + pending >= r.limit) then
     -- No later slot: a buffered one keeps the schedule active until handed out.
     r.next_ms, r.follow_ms = '', ''
-    if pending == 0 then r.status = 'completed' end
+    if pending == 0 then r.status, r.trigger_ms = 'completed', '' end
   else
     r.next_ms, r.follow_ms = new_next, new_follow
   end
@@ -232,11 +238,13 @@ local function divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
 end
 
 -- Record the claim; new_next nil means there is no later slot. Returns nil when the
--- overlap policy held the slot back instead (divert).
-local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
+-- overlap policy held the slot back instead (divert). kind 'triggered': the record's
+-- triggered occurrence (its overlap was checked when triggered).
+local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
   local r, id = c.r, c.id
   skipped_window = skipped_window or 0
-  if overlapping(r) then
+  kind = kind or 'scheduled'
+  if kind ~= 'triggered' and overlapping(r) then
     divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
     return nil
   end
@@ -246,12 +254,15 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
   skipped = skipped + skipped_window
   r.runs = r.runs + 1
   r.last_ms = now
-  if r.buffered_ms == due_ms then r.buffered_ms = '' end
-  local occ = ''
-  if lease_ms then
+  local occ
+  if kind == 'triggered' then
+    occ = occurrence_id(namespace, id, due_ms, r.trigger_rev, 'trigger')
+    r.trigger_ms = ''
+  else
+    if r.buffered_ms == due_ms then r.buffered_ms = '' end
     occ = occurrence_id(namespace, id, due_ms, r.rev)
-    if r.overlap ~= 'allow_all' then r.outstanding = occ end
   end
+  if lease_ms and r.overlap ~= 'allow_all' then r.outstanding = occ end
   if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
     r.buffered_ms = '' -- (only a buffered hand-out reaches here with one left: none)
     complete(r)
@@ -267,7 +278,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
     lease_token, deadline, attempt = token, now + lease_ms, 1
     local okey = occ_prefix .. occ
     local record = { 'state', 'leased', 'token', token, 'lease_until', deadline,
-      'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now }
+      'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now, 'kind', kind }
     for i = 1, #fields, 2 do
       record[#record + 1] = 's.' .. fields[i]
       record[#record + 1] = fields[i + 1]
@@ -277,7 +288,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
     redis.call('ZADD', leases_key, deadline, occ)
   end
   local out = { 'claimed', now, overlap_skips, due_ms, skipped, earliest(), lease_token,
-    deadline, attempt }
+    deadline, attempt, occ, kind }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
 end
@@ -298,11 +309,16 @@ local function validate(id, score)
     redis.call('ZREM', due_key, id) -- paused / completed / no next run
     return nil
   end
-  if next_ms == r.buffered_ms then
+  local released = r.buffered_ms ~= '' and r.outstanding == '' and next_ms == r.buffered_ms
+  if released or next_ms == r.trigger_ms then
     -- A released buffered slot (its end and the run limit were checked when it was
-    -- buffered).
+    -- buffered) or a triggered occurrence: neither is a slot of the next run.
+    if next_ms > now then
+      redis.call('ZADD', due_key, next_ms, id)
+      return nil
+    end
     if tonumber(score) ~= next_ms then redis.call('ZADD', due_key, next_ms, id) end
-    return { key = key, id = id, r = r, buffered = true }
+    return { key = key, id = id, r = r, buffered = released, triggered = not released }
   end
   if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and next_ms > r.end_ms) then
     complete(r)
@@ -333,7 +349,7 @@ if ARGV[4] ~= '' then
   local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
   if is_error(c) then return c end
   -- (A released buffered slot goes first: the plan is asked for again after it.)
-  if c and not c.buffered and string.format('%d', c.r.rev) == ARGV[5]
+  if c and not c.buffered and not c.triggered and string.format('%d', c.r.rev) == ARGV[5]
       and c.r.next_ms == tonumber(ARGV[6]) then
     local hand_out = tonumber(ARGV[14])
     if hand_out then
@@ -368,11 +384,15 @@ for i = 1, #cands, 2 do
   local out
   if c then
     local r = c.r
-    if c.buffered then
+    if c.buffered or c.triggered then
       -- The next run stays as it is (a BUFFER_ONE schedule may have none left).
       local new_next, new_follow = r.next_ms, r.follow_ms
       if new_next == '' then new_next, new_follow = nil, '' end
-      out = claim(c, r.buffered_ms, new_next, new_follow, 0, 0)
+      if c.buffered then
+        out = claim(c, r.buffered_ms, new_next, new_follow, 0, 0)
+      else
+        out = claim(c, r.trigger_ms, new_next, new_follow, 0, 0, 'triggered')
+      end
     elseif behind(r) then
       return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,
         string.format('%d', r.rev), r.next_ms }, c.id, r)

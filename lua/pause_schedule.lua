@@ -12,7 +12,8 @@
 -- so a paused schedule can never be claimed. Pausing twice is a no-op, except that a
 -- note given the second time replaces the first. A slot held back by
 -- OVERLAP_POLICY_BUFFER_ONE is dropped (counted in skipped_overlap): a resumed schedule
--- does not make up runs missed while paused. Invariant 5:
+-- does not make up runs missed while paused; so is a triggered occurrence not yet
+-- claimed. Invariant 5:
 -- refused in a namespace that needs Migrate; keeps the meta `indexed` count.
 
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
@@ -27,6 +28,7 @@ if r.status ~= 'paused' then
     r.buffered_ms = ''
     r.sk_overlap = r.sk_overlap + 1
   end
+  r.trigger_ms = '' -- a triggered occurrence not yet claimed is dropped too
   r.pause_note = ARGV[4]
   r.updated_ms = now_ms()
   sched_save(KEYS[5], r)

@@ -56,6 +56,9 @@ pub(crate) enum Error {
     },
     #[error("the client went away; the namespace is left consistent, run Migrate again to finish")]
     Cancelled,
+    /// TriggerSchedule cannot trigger now. Nothing changed.
+    #[error("schedule {id:?} {why}")]
+    NotTriggerable { id: String, why: String },
 }
 
 impl Error {
@@ -67,9 +70,10 @@ impl Error {
             Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
                 FailureKind::Lost
             }
-            Error::WrongState { .. } | Error::Newer { .. } | Error::Foreign { .. } => {
-                FailureKind::Precondition
-            }
+            Error::WrongState { .. }
+            | Error::Newer { .. }
+            | Error::Foreign { .. }
+            | Error::NotTriggerable { .. } => FailureKind::Precondition,
             Error::Cancelled => FailureKind::Cancelled,
         }
     }

@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use crate::{
     context::Context,
     domain::{
-        limits::PageShape, occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef,
-        ScheduleRecord, ScheduleStatus, TimingDef,
+        limits::PageShape, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
+        ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},
@@ -27,6 +27,7 @@ use crate::{
         pause_schedule::PauseSchedule,
         resume_schedule::{ResumeSchedule, Resumed},
         set_follow::SetFollow,
+        trigger_schedule::{TriggerSchedule, Triggered},
         upsert_schedule::UpsertSchedule,
     },
     timing::Timing,
@@ -206,6 +207,51 @@ impl Schedules {
         Ok(self.cx.store.run(namespace, &list).await?)
     }
 
+    /// TriggerSchedule: an occurrence now, handed out by the next claim; its id and due
+    /// time.
+    pub(crate) async fn trigger(
+        &self,
+        namespace: &str,
+        id: &str,
+        ignore_overlap: bool,
+    ) -> Result<(String, i64), Error> {
+        let trigger = TriggerSchedule {
+            namespace,
+            id,
+            ignore_overlap,
+        };
+        let refused = |why: String| Error::NotTriggerable {
+            id: id.to_owned(),
+            why,
+        };
+        match self.cx.store.run(namespace, &trigger).await? {
+            Triggered::Done {
+                occurrence_id,
+                due_ms,
+            } => {
+                let entry = self.cx.namespaces.entry(namespace);
+                self.cx.register(&entry).await;
+                self.cx
+                    .wakers
+                    .observe(&entry, Work::Schedules, Some(due_ms));
+                Ok((occurrence_id, due_ms))
+            }
+            Triggered::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
+            Triggered::Paused => Err(refused(
+                "is paused; resume it (ResumeSchedule) first".into(),
+            )),
+            Triggered::Completed => Err(refused(
+                "is completed; raise its run_limit or end_time (UpsertSchedule) first".into(),
+            )),
+            Triggered::Pending(occurrence) => Err(refused(format!(
+                "already has a triggered occurrence ({occurrence}) waiting for a claim;                  claim it first"
+            ))),
+            Triggered::Overlap(occurrence) => Err(refused(format!(
+                "has occurrence {occurrence} outstanding and its overlap_policy refuses                  another; ack it, or set ignore_overlap"
+            ))),
+        }
+    }
+
     /// Acks a leased occurrence.
     pub(crate) async fn ack_occurrence(
         &self,
@@ -300,6 +346,8 @@ impl Schedules {
                     earliest_ms,
                     schedule,
                     lease,
+                    occurrence_id,
+                    kind,
                 } => {
                     self.fill_follow(namespace, &schedule);
                     // The reply counts both reasons together; when it handed out our
@@ -312,12 +360,8 @@ impl Schedules {
                     metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
                     metrics.skipped(namespace, "window", window);
                     let occurrence = Occurrence {
-                        occurrence_id: occurrence_id(
-                            namespace,
-                            &schedule.def.id,
-                            due_ms,
-                            schedule.revision,
-                        ),
+                        occurrence_id,
+                        kind,
                         schedule: *schedule,
                         due_ms,
                         claim_ms: now_ms,

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    domain::{Occurrence, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
+    domain::{
+        Occurrence, OccurrenceKind, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
+    },
     proto,
     timing::CatchUp,
 };
@@ -164,6 +166,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         max_attempts: r.def.max_attempts,
         skipped_overlap: r.skipped.overlap,
         buffered_time: r.buffered_ms.map(timestamp),
+        triggered_time: r.trigger_ms.map(timestamp),
     }
 }
 
@@ -199,6 +202,10 @@ pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         lease_token,
         lease_deadline,
         attempt,
+        kind: match o.kind {
+            OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
+            OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,
+        } as i32,
     }
 }
 

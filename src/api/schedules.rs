@@ -370,6 +370,23 @@ pub(super) async fn ack_occurrence(
     Ok(proto::AckOccurrenceResponse {})
 }
 
+pub(super) async fn trigger(
+    api: &QueueApi,
+    request: Request<proto::TriggerScheduleRequest>,
+) -> Result<proto::TriggerScheduleResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = validate::namespace(&req.namespace)?;
+    let id = validate::id("id", &req.id)?;
+    let (occurrence_id, due_ms) = api
+        .schedules
+        .trigger(namespace, id, req.ignore_overlap)
+        .await?;
+    Ok(proto::TriggerScheduleResponse {
+        occurrence_id,
+        due_time: Some(convert::timestamp(due_ms)),
+    })
+}
+
 pub(super) async fn preview(
     api: &QueueApi,
     request: Request<proto::PreviewScheduleRequest>,

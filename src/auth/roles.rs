@@ -32,6 +32,7 @@ pub(crate) const PRODUCER: &[&str] = &[
     "PauseSchedule",
     "ResumeSchedule",
     "DeleteSchedule",
+    "TriggerSchedule",
     "CancelJob",
     "PreviewSchedule",
 ];

@@ -139,6 +139,8 @@ pub(crate) struct ScheduleRecord {
     pub(crate) pause_note: String,
     /// BUFFER_ONE: the slot held back until the outstanding occurrence ends.
     pub(crate) buffered_ms: Option<i64>,
+    /// A TriggerSchedule occurrence waiting for a claim: its due time.
+    pub(crate) trigger_ms: Option<i64>,
 }
 
 /// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`,

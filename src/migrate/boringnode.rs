@@ -214,6 +214,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         update_ms: 0,
         revision: 1,
         buffered_ms: None,
+        trigger_ms: None,
         follow: Follow::Unknown,
         skipped: Default::default(),
         pause_note: String::new(),

@@ -81,6 +81,7 @@ pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "delete_schedule",
     "pause_schedule",
     "resume_schedule",
+    "trigger_schedule",
     "import_schedules",
     "set_follow",
     "pause_queue",

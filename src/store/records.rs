@@ -186,6 +186,11 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         } else {
             None
         },
+        trigger_ms: if f.has("trigger_ms") {
+            f.opt_i64("trigger_ms")?
+        } else {
+            None
+        },
         status,
         run_count: f.int("runs")?,
         last_run_ms: f.opt_i64("last_ms")?,

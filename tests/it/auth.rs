@@ -49,6 +49,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "PauseSchedule",
         "ResumeSchedule",
         "DeleteSchedule",
+        "TriggerSchedule",
         "CancelJob",
         "PreviewSchedule",
     ];
@@ -80,6 +81,7 @@ const RPCS: &[&str] = &[
     "QueueService/ClaimDueSchedule",
     "QueueService/AckOccurrence",
     "QueueService/PreviewSchedule",
+    "QueueService/TriggerSchedule",
     "QueueService/Enqueue",
     "QueueService/EnqueueBatch",
     "QueueService/ClaimJob",
@@ -188,6 +190,7 @@ async fn call(
         }
         "QueueService/AckOccurrence" => send!(queue.ack_occurrence(AckOccurrenceRequest {})),
         "QueueService/PreviewSchedule" => send!(queue.preview_schedule(PreviewScheduleRequest {})),
+        "QueueService/TriggerSchedule" => send!(queue.trigger_schedule(TriggerScheduleRequest {})),
         "QueueService/Enqueue" => send!(queue.enqueue(EnqueueRequest {
             queue: "q".into(),
             name: "j".into()

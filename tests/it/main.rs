@@ -39,5 +39,6 @@ mod reply_budgets;
 mod schedule_api;
 mod schedule_overlap;
 mod schedule_policies;
+mod schedule_trigger;
 mod tls;
 mod transport_limits;

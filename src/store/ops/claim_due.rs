@@ -3,7 +3,7 @@
 use super::{
     ack_occurrence::ACKED_OCCURRENCE_TTL_MS, prelude::*, schedule_head, upsert_schedule::follow_arg,
 };
-use crate::domain::{NextRun, OccurrenceLease, ScheduleRecord};
+use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
 script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(16));
 
@@ -54,6 +54,9 @@ pub(crate) enum ClaimReply {
         /// first claim).
         schedule: Box<ScheduleRecord>,
         lease: Option<OccurrenceLease>,
+        /// The occurrence id the script computed (lib/rules.lua occurrence_id).
+        occurrence_id: String,
+        kind: OccurrenceKind,
     },
     /// A cron schedule is due; the caller must compute its next slot after `now_ms`.
     Compute {
@@ -150,7 +153,7 @@ impl Operation for ClaimDue<'_> {
     }
 }
 
-/// `due_ms, skipped, earliest, token, lease_until, attempt, fields...`
+/// `due_ms, skipped, earliest, token, lease_until, attempt, occurrence id, kind, fields...`
 fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
     let due_ms = reply.int()?;
     let skipped = reply.count()?;
@@ -173,8 +176,12 @@ fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
             ))
         }
     };
+    let occurrence_id = reply.text()?;
+    let kind = reply.word(OccurrenceKind::parse)?;
     let schedule = records::schedule(&reply.rest_fields()?)?;
     Ok(ClaimReply::Claimed {
+        occurrence_id,
+        kind,
         now_ms,
         due_ms,
         skipped,

@@ -62,6 +62,7 @@ operations!(
     retry_job,
     schedule_gauges,
     set_follow,
+    trigger_schedule,
     upsert_schedule,
 );
 

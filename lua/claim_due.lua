@@ -20,10 +20,11 @@
 -- ARGV[13] occurrence lease record prefix <prefix>:{<ns>}:o:
 -- ARGV[16] how long a finished occurrence record is kept (ms): one whose lease expired
 --   for the last time (max_attempts) is kept like an acked one
+-- ARGV[17] backfill set prefix <prefix>:{<ns>}:bf: (a schedule id is appended)
 -- Returns one of (overlap = slots this call skipped under OVERLAP_POLICY_SKIP or with
 -- a full buffer, for the metric):
 --   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
---     occurrence id, kind ("scheduled" | "triggered"), fields... }
+--     occurrence id, kind ("scheduled" | "triggered" | "backfill"), fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
 --        a lease). With a lease, an occurrence whose lease expired is re-handed first:
 --        same shape, attempt + 1, the schedule fields as they were at its first claim.
@@ -80,6 +81,12 @@
 --   record (trigger_ms, trigger_rev), which sched_due_at puts in the index; a claim
 --   hands it out like a slot but leaves the next run as it is. Its overlap was
 --   checked when it was triggered.
+-- * BackfillSchedule (backfill_schedule.lua) puts slots in the schedule's backfill set
+--   and their earliest on the record (backfill_ms), which sched_due_at puts in the
+--   index; a claim hands out that one slot (the id the timing gives it) and moves
+--   backfill_ms to the next one by ZRANGE: O(log N), one slot per claim, oldest
+--   first. A backfilled slot whose occurrence record is still leased (the live slot
+--   is being worked on) is dropped instead of overwriting that lease.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
@@ -96,6 +103,7 @@ local max_candidates = tonumber(ARGV[3])
 local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13]
 local MAX_REHAND_PROBES = 8
 local finished_ttl = tonumber(ARGV[16])
+local backfill_prefix = ARGV[17]
 -- Slots skipped for overlap by this call (reported for the metric).
 local overlap_skips = 0
 
@@ -244,7 +252,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
   local r, id = c.r, c.id
   skipped_window = skipped_window or 0
   kind = kind or 'scheduled'
-  if kind ~= 'triggered' and overlapping(r) then
+  if kind == 'scheduled' and overlapping(r) then
     divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
     return nil
   end
@@ -252,19 +260,30 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
   r.sk_catchup = r.sk_catchup + skipped
   r.sk_window = r.sk_window + skipped_window
   skipped = skipped + skipped_window
-  r.runs = r.runs + 1
-  r.last_ms = now
   local occ
-  if kind == 'triggered' then
+  if kind == 'backfill' then
+    occ = occurrence_id(namespace, id, due_ms, r.rev)
+    local bf = backfill_prefix .. id
+    redis.call('ZREM', bf, string.format('%d', due_ms))
+    local rest = redis.call('ZRANGE', bf, 0, 0, 'WITHSCORES')
+    r.backfill_ms = tonumber(rest[2]) or ''
+    if redis.call('HGET', occ_prefix .. occ, 'state') == 'leased' then
+      -- Its live occurrence is leased right now: do not overwrite that lease.
+      sched_save(c.key, r)
+      sched_reindex(meta, due_key, id, r, true)
+      return nil
+    end
+  elseif kind == 'triggered' then
     occ = occurrence_id(namespace, id, due_ms, r.trigger_rev, 'trigger')
     r.trigger_ms = ''
   else
     if r.buffered_ms == due_ms then r.buffered_ms = '' end
     occ = occurrence_id(namespace, id, due_ms, r.rev)
   end
+  r.runs = r.runs + 1
+  r.last_ms = now
   if lease_ms and r.overlap ~= 'allow_all' then r.outstanding = occ end
   if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
-    r.buffered_ms = '' -- (only a buffered hand-out reaches here with one left: none)
     complete(r)
     redis.call('ZREM', due_key, id)
   else
@@ -310,7 +329,11 @@ local function validate(id, score)
     return nil
   end
   local released = r.buffered_ms ~= '' and r.outstanding == '' and next_ms == r.buffered_ms
-  if released or next_ms == r.trigger_ms then
+  local other = 'triggered'
+  if not released and next_ms == r.backfill_ms and next_ms ~= r.trigger_ms then
+    other = 'backfill'
+  end
+  if released or next_ms == r.trigger_ms or next_ms == r.backfill_ms then
     -- A released buffered slot (its end and the run limit were checked when it was
     -- buffered) or a triggered occurrence: neither is a slot of the next run.
     if next_ms > now then
@@ -318,7 +341,8 @@ local function validate(id, score)
       return nil
     end
     if tonumber(score) ~= next_ms then redis.call('ZADD', due_key, next_ms, id) end
-    return { key = key, id = id, r = r, buffered = released, triggered = not released }
+    if released then other = nil end
+    return { key = key, id = id, r = r, buffered = released, other = other }
   end
   if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and next_ms > r.end_ms) then
     complete(r)
@@ -349,7 +373,7 @@ if ARGV[4] ~= '' then
   local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
   if is_error(c) then return c end
   -- (A released buffered slot goes first: the plan is asked for again after it.)
-  if c and not c.buffered and not c.triggered and string.format('%d', c.r.rev) == ARGV[5]
+  if c and not c.buffered and not c.other and string.format('%d', c.r.rev) == ARGV[5]
       and c.r.next_ms == tonumber(ARGV[6]) then
     local hand_out = tonumber(ARGV[14])
     if hand_out then
@@ -376,6 +400,12 @@ local function behind(r)
   return after == '' or after <= now
 end
 
+-- The due time of a triggered or backfilled candidate.
+local function next_due(c)
+  if c.other == 'triggered' then return c.r.trigger_ms end
+  return c.r.backfill_ms
+end
+
 -- 2. The earliest due candidates, in score order.
 local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max_candidates)
 for i = 1, #cands, 2 do
@@ -384,14 +414,14 @@ for i = 1, #cands, 2 do
   local out
   if c then
     local r = c.r
-    if c.buffered or c.triggered then
+    if c.buffered or c.other then
       -- The next run stays as it is (a BUFFER_ONE schedule may have none left).
       local new_next, new_follow = r.next_ms, r.follow_ms
       if new_next == '' then new_next, new_follow = nil, '' end
       if c.buffered then
         out = claim(c, r.buffered_ms, new_next, new_follow, 0, 0)
       else
-        out = claim(c, r.trigger_ms, new_next, new_follow, 0, 0, 'triggered')
+        out = claim(c, next_due(c), new_next, new_follow, 0, 0, c.other)
       end
     elseif behind(r) then
       return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,

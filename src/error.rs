@@ -56,9 +56,10 @@ pub(crate) enum Error {
     },
     #[error("the client went away; the namespace is left consistent, run Migrate again to finish")]
     Cancelled,
-    /// TriggerSchedule cannot trigger now. Nothing changed.
+    /// TriggerSchedule or BackfillSchedule cannot act on the schedule now. Nothing
+    /// changed.
     #[error("schedule {id:?} {why}")]
-    NotTriggerable { id: String, why: String },
+    Refused { id: String, why: String },
 }
 
 impl Error {
@@ -73,7 +74,7 @@ impl Error {
             Error::WrongState { .. }
             | Error::Newer { .. }
             | Error::Foreign { .. }
-            | Error::NotTriggerable { .. } => FailureKind::Precondition,
+            | Error::Refused { .. } => FailureKind::Precondition,
             Error::Cancelled => FailureKind::Cancelled,
         }
     }

@@ -19,6 +19,7 @@ use crate::{
     namespaces::Entry,
     store::ops::{
         ack_occurrence::AckOccurrence,
+        backfill_schedule::{BackfillSchedule, Backfilled, MAX_BACKFILL_WAITING},
         claim_due::{ClaimDue, ClaimHint, ClaimReply},
         delete_schedule::DeleteSchedule,
         get_schedule::GetSchedule,
@@ -32,6 +33,18 @@ use crate::{
     },
     timing::Timing,
 };
+
+/// BackfillSchedule takes ranges of at most this many slots.
+pub(crate) const MAX_BACKFILL_SLOTS: usize = 1000;
+
+/// Why a backfill range is refused before anything is written.
+#[derive(Debug)]
+pub(crate) enum BadRange {
+    /// The range holds more than MAX_BACKFILL_SLOTS slots.
+    TooManySlots,
+    /// It ends after now.
+    InTheFuture,
+}
 
 /// PauseSchedule's `note` is at most this many bytes.
 pub(crate) const MAX_PAUSE_NOTE_LEN: usize = 1024;
@@ -220,7 +233,7 @@ impl Schedules {
             id,
             ignore_overlap,
         };
-        let refused = |why: String| Error::NotTriggerable {
+        let refused = |why: String| Error::Refused {
             id: id.to_owned(),
             why,
         };
@@ -249,6 +262,66 @@ impl Schedules {
             Triggered::Overlap(occurrence) => Err(refused(format!(
                 "has occurrence {occurrence} outstanding and its overlap_policy refuses                  another; ack it, or set ignore_overlap"
             ))),
+        }
+    }
+
+    /// BackfillSchedule: queues the slots of the schedule's timing in
+    /// [start_ms, end_ms]; (slots in the range, added, waiting). Retries if the timing
+    /// moves between reading it and writing the slots.
+    pub(crate) async fn backfill(
+        &self,
+        namespace: &str,
+        id: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Result<(usize, u64, u64), BadRange>, Error> {
+        if end_ms > self.cx.clock.now_ms() {
+            return Ok(Err(BadRange::InTheFuture));
+        }
+        let refused = |why: String| Error::Refused {
+            id: id.to_owned(),
+            why,
+        };
+        loop {
+            let current = self.get(namespace, id).await?;
+            let timing = current.def.timing()?;
+            let mut slots = Vec::new();
+            let mut at = timing.first_at_or_after(start_ms);
+            while let Some(slot) = at.filter(|s| *s <= end_ms) {
+                if slots.len() == MAX_BACKFILL_SLOTS {
+                    return Ok(Err(BadRange::TooManySlots));
+                }
+                slots.push(slot);
+                at = timing.next_after(slot);
+            }
+            let backfill = BackfillSchedule {
+                id,
+                revision: current.revision,
+                slots: &slots,
+            };
+            return match self.cx.store.run(namespace, &backfill).await? {
+                Backfilled::Done { added, waiting } => {
+                    let entry = self.cx.namespaces.entry(namespace);
+                    if added > 0 {
+                        self.cx
+                            .wakers
+                            .observe(&entry, Work::Schedules, slots.first().copied());
+                    }
+                    Ok(Ok((slots.len(), added, waiting)))
+                }
+                Backfilled::Moved => continue,
+                Backfilled::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
+                Backfilled::Paused => Err(refused(
+                    "is paused; resume it (ResumeSchedule) first".into(),
+                )),
+                Backfilled::Completed => Err(refused(
+                    "is completed; raise its run_limit or end_time (UpsertSchedule) first"
+                        .into(),
+                )),
+                Backfilled::Full(waiting) => Err(refused(format!(
+                    "has {waiting} backfilled slots waiting; at most {MAX_BACKFILL_WAITING}                      may wait: let workers claim them first"
+                ))),
+            };
         }
     }
 

@@ -25,7 +25,8 @@
 --      SKIP and BUFFER_ONE only)  11 the buffered slot's due ms ('' none; BUFFER_ONE)
 --      12 max attempts of a leased occurrence (0 unlimited)  13 a TriggerSchedule
 --      occurrence waiting for a claim: its due ms ('' none)  14 the revision it was
---      triggered under (its occurrence id keeps it)
+--      triggered under (its occurrence id keeps it)  15 the earliest slot waiting in the
+--      schedule's backfill set <prefix>:{<ns>}:bf:<id> ('' none; BackfillSchedule)
 --      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
@@ -46,12 +47,12 @@
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
 -- sk_overlap, pause_note, offset_ms, overlap ('allow_all' | 'skip' | 'buffer_one'),
--- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev (nil in a table built
--- elsewhere reads as the default).
+-- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms (nil in a
+-- table built elsewhere reads as the default).
 --
 -- The due index score of a record is sched_due_at(r): the earliest of a buffered slot
 -- whose outstanding occurrence has ended (acked or expired for the last time), a
--- triggered occurrence, and the next run. A BUFFER_ONE schedule whose last slot is buffered stays active
+-- triggered occurrence, the earliest backfilled slot, and the next run. A BUFFER_ONE schedule whose last slot is buffered stays active
 -- with no next run until that slot is handed out.
 
 local SCHED_FIELDS = 16
@@ -79,6 +80,7 @@ local function sched_policies_in(r, x)
   r.max_attempts = tonumber(x[12]) or 0
   r.trigger_ms = tonumber(x[13]) or ''
   r.trigger_rev = tonumber(x[14]) or 0
+  r.backfill_ms = tonumber(x[15]) or ''
 end
 
 -- Position 17, or nil while every policy field has its default.
@@ -86,8 +88,10 @@ local function sched_policies_out(r)
   local x = { CATCHUP_CODE[r.catchup or 'one'] or 1, r.catchup_limit or 0, r.window_ms or '',
     r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
     r.offset_ms or '', OVERLAP_CODE[r.overlap or 'allow_all'] or 1, r.outstanding or '',
-    r.buffered_ms or '', r.max_attempts or 0, r.trigger_ms or '', r.trigger_rev or 0 }
-  if x[9] == 1 and x[10] == '' and x[11] == '' and x[12] == 0 and x[13] == '' then
+    r.buffered_ms or '', r.max_attempts or 0, r.trigger_ms or '', r.trigger_rev or 0,
+    r.backfill_ms or '' }
+  if x[15] == '' then x[15] = nil end
+  if x[9] == 1 and x[10] == '' and x[11] == '' and x[12] == 0 and x[13] == '' and x[15] == nil then
     -- The overlap and trigger entries at their defaults: older readers see the 8 they
     -- know.
     for i = 14, 9, -1 do x[i] = nil end
@@ -151,7 +155,7 @@ local function sched_from_flat(flat)
     next_ms = num_or_empty(h.next_ms), follow_ms = follow,
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
     sk_overlap = 0, pause_note = '', offset_ms = '', overlap = 'allow_all', outstanding = '',
-    buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0 }
+    buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0, backfill_ms = '' }
 end
 
 local function sched_read(key)
@@ -190,7 +194,7 @@ local function sched_fields(id, r)
     'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
     'offset_ms', int_text(r.offset_ms or ''), 'overlap', r.overlap or 'allow_all',
     'max_attempts', int_text(r.max_attempts or 0), 'buffered_ms', int_text(r.buffered_ms or ''),
-    'trigger_ms', int_text(r.trigger_ms or '') }
+    'trigger_ms', int_text(r.trigger_ms or ''), 'backfill_ms', int_text(r.backfill_ms or '') }
 end
 
 local function push_fields(out, id, r)
@@ -211,6 +215,8 @@ local function sched_due_at(r)
   local at = r.next_ms
   local trigger = r.trigger_ms or ''
   if trigger ~= '' and (at == '' or trigger < at) then at = trigger end
+  local backfill = r.backfill_ms or ''
+  if backfill ~= '' and (at == '' or backfill < at) then at = backfill end
   if (r.buffered_ms or '') ~= '' and (r.outstanding or '') == ''
       and (at == '' or r.buffered_ms < at) then
     at = r.buffered_ms

@@ -167,6 +167,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         skipped_overlap: r.skipped.overlap,
         buffered_time: r.buffered_ms.map(timestamp),
         triggered_time: r.trigger_ms.map(timestamp),
+        backfill_time: r.backfill_ms.map(timestamp),
     }
 }
 
@@ -205,6 +206,7 @@ pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         kind: match o.kind {
             OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
             OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,
+            OccurrenceKind::Backfill => proto::OccurrenceKind::Backfill,
         } as i32,
     }
 }

@@ -2,6 +2,8 @@
 
 use tonic::Request;
 
+use crate::schedules::{BadRange, MAX_BACKFILL_SLOTS};
+
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
     domain::{limits::PageShape, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
@@ -385,6 +387,50 @@ pub(super) async fn trigger(
         occurrence_id,
         due_time: Some(convert::timestamp(due_ms)),
     })
+}
+
+pub(super) async fn backfill(
+    api: &QueueApi,
+    request: Request<proto::BackfillScheduleRequest>,
+) -> Result<proto::BackfillScheduleResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = validate::namespace(&req.namespace)?;
+    let id = validate::id("id", &req.id)?;
+    let (Some(start), Some(end)) = (&req.start_time, &req.end_time) else {
+        let field = if req.start_time.is_none() {
+            "start_time"
+        } else {
+            "end_time"
+        };
+        return Err(ApiError::invalid(field, "is required"));
+    };
+    let start_ms = validate::timestamp_ms("start_time", start)?;
+    let end_ms = validate::timestamp_ms("end_time", end)?;
+    if end_ms < start_ms {
+        return Err(ApiError::invalid(
+            "end_time",
+            "must not be before start_time",
+        ));
+    }
+    match api
+        .schedules
+        .backfill(namespace, id, start_ms, end_ms)
+        .await?
+    {
+        Ok((slots, added, waiting)) => Ok(proto::BackfillScheduleResponse {
+            slots: u32::try_from(slots).unwrap_or(u32::MAX),
+            added: u32::try_from(added).unwrap_or(u32::MAX),
+            waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
+        }),
+        Err(BadRange::TooManySlots) => Err(ApiError::invalid(
+            "end_time",
+            format!("the range holds more than {MAX_BACKFILL_SLOTS} slots; split it"),
+        )),
+        Err(BadRange::InTheFuture) => Err(ApiError::invalid(
+            "end_time",
+            "must not be in the future (Redis clock)",
+        )),
+    }
 }
 
 pub(super) async fn preview(

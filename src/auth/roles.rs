@@ -33,6 +33,7 @@ pub(crate) const PRODUCER: &[&str] = &[
     "ResumeSchedule",
     "DeleteSchedule",
     "TriggerSchedule",
+    "BackfillSchedule",
     "CancelJob",
     "PreviewSchedule",
 ];

@@ -24,6 +24,8 @@ pub(crate) enum OccurrenceKind {
     Scheduled,
     /// TriggerSchedule.
     Triggered,
+    /// BackfillSchedule: a slot of the timing, with the slot's own id.
+    Backfill,
 }
 
 impl OccurrenceKind {
@@ -32,6 +34,7 @@ impl OccurrenceKind {
         match word {
             "scheduled" => Some(OccurrenceKind::Scheduled),
             "triggered" => Some(OccurrenceKind::Triggered),
+            "backfill" => Some(OccurrenceKind::Backfill),
             _ => None,
         }
     }

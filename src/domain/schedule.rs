@@ -141,6 +141,8 @@ pub(crate) struct ScheduleRecord {
     pub(crate) buffered_ms: Option<i64>,
     /// A TriggerSchedule occurrence waiting for a claim: its due time.
     pub(crate) trigger_ms: Option<i64>,
+    /// BackfillSchedule: the earliest backfilled slot waiting for a claim.
+    pub(crate) backfill_ms: Option<i64>,
 }
 
 /// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`,

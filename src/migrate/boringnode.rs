@@ -215,6 +215,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         revision: 1,
         buffered_ms: None,
         trigger_ms: None,
+        backfill_ms: None,
         follow: Follow::Unknown,
         skipped: Default::default(),
         pause_note: String::new(),

@@ -82,6 +82,7 @@ pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "pause_schedule",
     "resume_schedule",
     "trigger_schedule",
+    "backfill_schedule",
     "import_schedules",
     "set_follow",
     "pause_queue",

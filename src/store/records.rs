@@ -191,6 +191,11 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         } else {
             None
         },
+        backfill_ms: if f.has("backfill_ms") {
+            f.opt_i64("backfill_ms")?
+        } else {
+            None
+        },
         status,
         run_count: f.int("runs")?,
         last_run_ms: f.opt_i64("last_ms")?,

@@ -50,6 +50,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "ResumeSchedule",
         "DeleteSchedule",
         "TriggerSchedule",
+        "BackfillSchedule",
         "CancelJob",
         "PreviewSchedule",
     ];
@@ -82,6 +83,7 @@ const RPCS: &[&str] = &[
     "QueueService/AckOccurrence",
     "QueueService/PreviewSchedule",
     "QueueService/TriggerSchedule",
+    "QueueService/BackfillSchedule",
     "QueueService/Enqueue",
     "QueueService/EnqueueBatch",
     "QueueService/ClaimJob",
@@ -191,6 +193,9 @@ async fn call(
         "QueueService/AckOccurrence" => send!(queue.ack_occurrence(AckOccurrenceRequest {})),
         "QueueService/PreviewSchedule" => send!(queue.preview_schedule(PreviewScheduleRequest {})),
         "QueueService/TriggerSchedule" => send!(queue.trigger_schedule(TriggerScheduleRequest {})),
+        "QueueService/BackfillSchedule" => {
+            send!(queue.backfill_schedule(BackfillScheduleRequest {}))
+        }
         "QueueService/Enqueue" => send!(queue.enqueue(EnqueueRequest {
             queue: "q".into(),
             name: "j".into()

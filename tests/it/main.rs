@@ -37,6 +37,7 @@ mod readme_examples;
 mod redis_tls;
 mod reply_budgets;
 mod schedule_api;
+mod schedule_backfill;
 mod schedule_overlap;
 mod schedule_policies;
 mod schedule_trigger;

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(16));
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(17));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -105,7 +105,8 @@ impl Operation for ClaimDue<'_> {
             Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
             None => call.arg("").arg(""),
         };
-        call.arg(ACKED_OCCURRENCE_TTL_MS);
+        call.arg(ACKED_OCCURRENCE_TTL_MS)
+            .arg(keys.backfill_prefix());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

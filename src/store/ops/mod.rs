@@ -28,6 +28,7 @@ operations!(
     ack_job,
     ack_jobs,
     ack_occurrence,
+    backfill_schedule,
     cancel_job,
     claim_due,
     claim_jobs,

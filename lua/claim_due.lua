@@ -87,6 +87,9 @@
 --   backfill_ms to the next one by ZRANGE: O(log N), one slot per claim, oldest
 --   first. A backfilled slot whose occurrence record is still leased (the live slot
 --   is being worked on) is dropped instead of overwriting that lease.
+-- * jitter: a record with jitter_ms is indexed at its next run plus sched_jitter (a
+--   deterministic offset from the slot's occurrence id), so no replica claims it
+--   before then; the occurrence keeps its nominal due time.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
@@ -198,7 +201,7 @@ local function skip_to(c, new_next, new_follow, skipped_catchup, skipped_window)
     redis.call('ZREM', due_key, id)
   else
     r.next_ms, r.follow_ms = new_next, new_follow
-    redis.call('ZADD', due_key, new_next, id)
+    redis.call('ZADD', due_key, sched_due_at(r), id)
   end
   sched_save(c.key, r)
 end
@@ -344,7 +347,7 @@ local function validate(id, score)
     if released then other = nil end
     return { key = key, id = id, r = r, buffered = released, other = other }
   end
-  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and next_ms > r.end_ms) then
+  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and r.next_ms > r.end_ms) then
     complete(r)
     sched_save(key, r)
     redis.call('ZREM', due_key, id)

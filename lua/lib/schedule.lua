@@ -27,6 +27,7 @@
 --      occurrence waiting for a claim: its due ms ('' none)  14 the revision it was
 --      triggered under (its occurrence id keeps it)  15 the earliest slot waiting in the
 --      schedule's backfill set <prefix>:{<ns>}:bf:<id> ('' none; BackfillSchedule)
+--      16 jitter ms (0 none): a slot of the timing is handed out sched_jitter later
 --      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
@@ -47,12 +48,14 @@
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
 -- sk_overlap, pause_note, offset_ms, overlap ('allow_all' | 'skip' | 'buffer_one'),
--- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms (nil in a
--- table built elsewhere reads as the default).
+-- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms, jitter_ms
+-- (nil in a table built elsewhere reads as the default). A loaded record also carries
+-- its key (r.key), from which sched_jitter reads the namespace and the id.
 --
 -- The due index score of a record is sched_due_at(r): the earliest of a buffered slot
 -- whose outstanding occurrence has ended (acked or expired for the last time), a
--- triggered occurrence, the earliest backfilled slot, and the next run. A BUFFER_ONE schedule whose last slot is buffered stays active
+-- triggered occurrence, the earliest backfilled slot, and the next run plus its jitter
+-- (sched_jitter). A BUFFER_ONE schedule whose last slot is buffered stays active
 -- with no next run until that slot is handed out.
 
 local SCHED_FIELDS = 16
@@ -81,6 +84,7 @@ local function sched_policies_in(r, x)
   r.trigger_ms = tonumber(x[13]) or ''
   r.trigger_rev = tonumber(x[14]) or 0
   r.backfill_ms = tonumber(x[15]) or ''
+  r.jitter_ms = tonumber(x[16]) or 0
 end
 
 -- Position 17, or nil while every policy field has its default.
@@ -89,8 +93,11 @@ local function sched_policies_out(r)
     r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
     r.offset_ms or '', OVERLAP_CODE[r.overlap or 'allow_all'] or 1, r.outstanding or '',
     r.buffered_ms or '', r.max_attempts or 0, r.trigger_ms or '', r.trigger_rev or 0,
-    r.backfill_ms or '' }
-  if x[15] == '' then x[15] = nil end
+    r.backfill_ms or '', r.jitter_ms or 0 }
+  if x[16] == 0 then
+    x[16] = nil
+    if x[15] == '' then x[15] = nil end
+  end
   if x[9] == 1 and x[10] == '' and x[11] == '' and x[12] == 0 and x[13] == '' and x[15] == nil then
     -- The overlap and trigger entries at their defaults: older readers see the 8 they
     -- know.
@@ -124,6 +131,7 @@ local function sched_unpacked(key, raw)
   end
   if type(follow) == 'number' then r.follow_ms = created + follow end
   sched_policies_in(r, p[17])
+  r.key = key
   return r
 end
 
@@ -155,12 +163,17 @@ local function sched_from_flat(flat)
     next_ms = num_or_empty(h.next_ms), follow_ms = follow,
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
     sk_overlap = 0, pause_note = '', offset_ms = '', overlap = 'allow_all', outstanding = '',
-    buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0, backfill_ms = '' }
+    buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0, backfill_ms = '',
+    jitter_ms = 0 }
 end
 
 local function sched_read(key)
   local kind = redis.call('TYPE', key)['ok']
-  if kind == 'hash' then return sched_from_flat(redis.call('HGETALL', key)), true end
+  if kind == 'hash' then
+    local r = sched_from_flat(redis.call('HGETALL', key))
+    r.key = key
+    return r, true
+  end
   if kind == 'none' then return nil, false end
   return sched_load(key), false
 end
@@ -194,7 +207,8 @@ local function sched_fields(id, r)
     'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
     'offset_ms', int_text(r.offset_ms or ''), 'overlap', r.overlap or 'allow_all',
     'max_attempts', int_text(r.max_attempts or 0), 'buffered_ms', int_text(r.buffered_ms or ''),
-    'trigger_ms', int_text(r.trigger_ms or ''), 'backfill_ms', int_text(r.backfill_ms or '') }
+    'trigger_ms', int_text(r.trigger_ms or ''), 'backfill_ms', int_text(r.backfill_ms or ''),
+    'jitter_ms', int_text(r.jitter_ms or 0) }
 end
 
 local function push_fields(out, id, r)
@@ -210,9 +224,24 @@ end
 
 -- The record's due index score ('' = not indexed): a released buffered slot (its
 -- outstanding occurrence ended) before the next run; nothing unless active.
+-- How much later than its nominal time the next run is handed out: 48 bits of its
+-- occurrence id (hex digits 1-8 and 10-13) modulo jitter_ms, so every replica agrees
+-- and domain::jitter_offset_ms (Rust, for Occurrence.jittered_time) gives the same.
+-- The namespace and the id come from the record's key <prefix>:{<ns>}:s:<id> (neither
+-- the prefix nor the namespace may hold braces).
+local function sched_jitter(r)
+  local jitter = r.jitter_ms or 0
+  if jitter <= 0 or r.next_ms == '' or r.key == nil then return 0 end
+  local ns, id = string.match(r.key, '^[^{]*{([^}]*)}:s:(.*)$')
+  if ns == nil then return 0 end
+  local occ = occurrence_id(ns, id, r.next_ms, r.rev)
+  return tonumber(string.sub(occ, 1, 8) .. string.sub(occ, 10, 13), 16) % jitter
+end
+
 local function sched_due_at(r)
   if r.status ~= 'active' then return '' end
   local at = r.next_ms
+  if at ~= '' then at = at + sched_jitter(r) end
   local trigger = r.trigger_ms or ''
   if trigger ~= '' and (at == '' or trigger < at) then at = trigger end
   local backfill = r.backfill_ms or ''

@@ -126,6 +126,7 @@ pub(super) fn schedule_def(
         offset_ms: raw.offset_ms,
         overlap: Default::default(),
         max_attempts: 0,
+        jitter_ms: 0,
     }
 }
 
@@ -164,6 +165,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         offset: r.def.offset_ms.map(duration),
         overlap_policy: overlap_to_proto(r.def.overlap) as i32,
         max_attempts: r.def.max_attempts,
+        jitter: (r.def.jitter_ms > 0).then(|| duration(r.def.jitter_ms)),
         skipped_overlap: r.skipped.overlap,
         buffered_time: r.buffered_ms.map(timestamp),
         triggered_time: r.trigger_ms.map(timestamp),
@@ -188,6 +190,7 @@ fn catchup_to_proto(policy: CatchUp) -> proto::CatchupPolicy {
 }
 
 pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
+    let jittered_time = o.jittered_ms().map(timestamp);
     let run_number = o.schedule.run_count;
     let (lease_token, lease_deadline, attempt) = match o.lease {
         Some(l) => (l.token, Some(timestamp(l.deadline_ms)), l.attempt),
@@ -203,6 +206,7 @@ pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         lease_token,
         lease_deadline,
         attempt,
+        jittered_time,
         kind: match o.kind {
             OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
             OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,

@@ -77,12 +77,61 @@ fn schedule_def(
         ));
     }
     let s_max_attempts = s.max_attempts;
+    let jitter_ms = jitter(&s, &timing)?;
     let id = s.id.clone();
     let mut def = convert::schedule_def(s, id, kind, timezone, &raw);
     def.catchup = catchup;
     def.overlap = overlap;
     def.max_attempts = s_max_attempts;
+    def.jitter_ms = jitter_ms;
     Ok((def, timing))
+}
+
+/// `jitter` of a proto schedule (0: none): shorter than the interval, which for a cron
+/// is the shortest gap between its next 100 fire times (from its start, or now).
+fn jitter(s: &proto::Schedule, timing: &Timing) -> Result<i64, ApiError> {
+    let field = "schedule.jitter";
+    let Some(d) = &s.jitter else { return Ok(0) };
+    if d.seconds < 0 || d.nanos < 0 {
+        return Err(ApiError::invalid(field, "must not be negative"));
+    }
+    let ms = validate::duration_ms(field, d)?;
+    if ms == 0 {
+        return Ok(0);
+    }
+    let interval = match s.timing {
+        Some(proto::schedule::Timing::Every(ref every)) => validate::duration_ms(field, every)?,
+        _ => {
+            let from = s
+                .start_time
+                .as_ref()
+                .map_or(Ok(chrono_now_ms()), |t| validate::timestamp_ms(field, t))?;
+            let mut gap = i64::MAX;
+            let mut at = timing.first_at_or_after(from);
+            for _ in 0..100 {
+                let Some(slot) = at else { break };
+                at = timing.next_after(slot);
+                if let Some(next) = at {
+                    gap = gap.min(next - slot);
+                }
+            }
+            gap
+        }
+    };
+    if ms >= interval {
+        return Err(ApiError::invalid(
+            field,
+            "must be shorter than the interval between runs",
+        ));
+    }
+    Ok(ms)
+}
+
+/// Now by this host's clock: only to pick where a cron's gaps are measured.
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// `overlap_policy` of a proto schedule.

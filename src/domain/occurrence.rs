@@ -17,6 +17,16 @@ pub(crate) struct Occurrence {
     pub(crate) kind: OccurrenceKind,
 }
 
+impl Occurrence {
+    /// A scheduled slot of a schedule with jitter: when it was handed out at the
+    /// earliest (due time plus its offset). None without jitter.
+    pub(crate) fn jittered_ms(&self) -> Option<i64> {
+        let jitter = self.schedule.def.jitter_ms;
+        (jitter > 0 && self.kind == OccurrenceKind::Scheduled)
+            .then(|| self.due_ms + super::jitter_offset_ms(&self.occurrence_id, jitter))
+    }
+}
+
 /// Where an occurrence came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OccurrenceKind {

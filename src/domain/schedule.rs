@@ -65,6 +65,24 @@ pub(crate) struct ScheduleDef {
     /// Hand-outs of a leased occurrence at most (0: unlimited); after the last one's
     /// lease expires the occurrence is finished (not timing).
     pub(crate) max_attempts: u32,
+    /// A slot is handed out up to this much later than its nominal time (0: none;
+    /// not timing): see `jitter_offset_ms`.
+    pub(crate) jitter_ms: i64,
+}
+
+/// How much later than its nominal time a slot with this occurrence id is handed out
+/// under `jitter_ms`: 48 bits of the id (hex digits 1-8 and 10-13) modulo the jitter.
+/// `lua/lib/schedule.lua` sched_jitter computes the same from the same id.
+pub(crate) fn jitter_offset_ms(occurrence_id: &str, jitter_ms: i64) -> i64 {
+    if jitter_ms <= 0 {
+        return 0;
+    }
+    let digits: String = occurrence_id
+        .get(0..8)
+        .into_iter()
+        .chain(occurrence_id.get(9..13))
+        .collect();
+    i64::from_str_radix(&digits, 16).map_or(0, |bits| bits % jitter_ms)
 }
 
 /// The overlap policy: what a slot that comes due while an earlier leased occurrence
@@ -211,5 +229,18 @@ impl NextRun {
             _ => Follow::Unknown,
         };
         NextRun { next_ms, follow }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jitter_offset_ms;
+
+    #[test]
+    fn the_jitter_offset_is_48_bits_of_the_id_modulo_the_jitter() {
+        let id = "12345678-9abc-5def-8000-000000000001";
+        assert_eq!(jitter_offset_ms(id, 1_000), 0x1234_5678_9abc % 1_000);
+        assert_eq!(jitter_offset_ms(id, 0), 0, "no jitter");
+        assert_eq!(jitter_offset_ms("short", 1_000), 0, "not an id: no offset");
     }
 }

@@ -256,6 +256,7 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         offset_ms: None,
         overlap: Default::default(),
         max_attempts: 0,
+        jitter_ms: 0,
     })
 }
 

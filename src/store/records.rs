@@ -180,6 +180,11 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
             } else {
                 0
             },
+            jitter_ms: if f.has("jitter_ms") {
+                f.i64("jitter_ms")?
+            } else {
+                0
+            },
         },
         buffered_ms: if f.has("buffered_ms") {
             f.opt_i64("buffered_ms")?

@@ -38,6 +38,7 @@ mod redis_tls;
 mod reply_budgets;
 mod schedule_api;
 mod schedule_backfill;
+mod schedule_jitter;
 mod schedule_overlap;
 mod schedule_policies;
 mod schedule_trigger;

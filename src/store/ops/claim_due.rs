@@ -227,6 +227,7 @@ mod tests {
         offset_ms: None,
         overlap: Default::default(),
         max_attempts: 0,
+        jitter_ms: 0,
         }
     }
 

@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(24));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(25));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -61,7 +61,8 @@ impl Operation for UpsertSchedule<'_> {
             .opt(def.catchup.window_ms)
             .opt(def.offset_ms)
             .arg(def.overlap.as_str())
-            .arg(def.max_attempts);
+            .arg(def.max_attempts)
+            .arg(def.jitter_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -89,6 +90,7 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         offset_ms: None,
         overlap: Default::default(),
         max_attempts: 0,
+        jitter_ms: 0,
     });
     UpsertSchedule {
         def: &DEF,

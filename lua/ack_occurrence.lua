@@ -7,6 +7,7 @@
 -- ARGV[2] occurrence id   ARGV[3] lease token
 -- ARGV[4] how long an acked record is kept (ms), so a repeated ack is told "acked"
 -- ARGV[5] schedule record prefix <prefix>:{<ns>}:s:
+-- ARGV[6] recent runs prefix <prefix>:{<ns>}:rr: (its entry becomes "acked")
 -- Returns { "ok", released (1 when a buffered slot of the schedule became due, 0) }
 --   | { "missing" } | { "stale", state } | { "expired" }
 --
@@ -28,6 +29,7 @@ if (tonumber(h[3]) or 0) <= now then return { 'expired' } end
 redis.call('ZREM', KEYS[1], id)
 redis.call('HSET', key, 'state', 'acked', 'lease_until', '', 'acked_ms', now)
 redis.call('PEXPIRE', key, ARGV[4])
+runs_update(ARGV[6] .. (h[4] or ''), id, 'acked')
 local released = 0
 if sched_release(KEYS[2], KEYS[3], ARGV[5], h[4], id) then released = 1 end
 return { 'ok', released }

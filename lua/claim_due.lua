@@ -21,6 +21,8 @@
 -- ARGV[16] how long a finished occurrence record is kept (ms): one whose lease expired
 --   for the last time (max_attempts) is kept like an acked one
 -- ARGV[17] backfill set prefix <prefix>:{<ns>}:bf: (a schedule id is appended)
+-- ARGV[18] recent runs prefix <prefix>:{<ns>}:rr: (a schedule id is appended)
+-- ARGV[19] the claiming worker's id (recorded in the recent runs)
 -- Returns one of (overlap = slots this call skipped under OVERLAP_POLICY_SKIP or with
 -- a full buffer, for the metric):
 --   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
@@ -107,12 +109,14 @@ local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARG
 local MAX_REHAND_PROBES = 8
 local finished_ttl = tonumber(ARGV[16])
 local backfill_prefix = ARGV[17]
+local runs_prefix, worker = ARGV[18], ARGV[19]
 -- Slots skipped for overlap by this call (reported for the metric).
 local overlap_skips = 0
 
 -- A lease that expired with no hand-outs left: the occurrence is finished (kept a
 -- while, like an acked one, so a late ack is told it expired).
-local function finish_occurrence(occ, okey)
+local function finish_occurrence(occ, okey, sid)
+  runs_update(runs_prefix .. (sid or ''), occ, 'lease_expired')
   redis.call('HSET', okey, 'state', 'expired', 'lease_until', '', 'expired_ms', now)
   redis.call('PEXPIRE', okey, finished_ttl)
   redis.call('ZREM', leases_key, occ)
@@ -139,7 +143,7 @@ local function rehand()
       'due_ms', 'skipped', 's.id', 'kind')
     local until_ms = tonumber(h[2])
     if expired_for_good(h) then
-      finish_occurrence(occ, okey)
+      finish_occurrence(occ, okey, h[7])
       sched_release(meta, due_key, prefix, h[7], occ)
     elseif h[1] == 'leased' and until_ms and until_ms <= now and not lease_ms then
       return nil
@@ -147,6 +151,7 @@ local function rehand()
       local attempt = redis.call('HINCRBY', okey, 'attempt', 1)
       local deadline = now + lease_ms
       redis.call('HSET', okey, 'token', token, 'lease_until', deadline)
+      runs_update(runs_prefix .. (h[7] or ''), occ, 'leased', attempt, now, worker)
       redis.call('ZADD', leases_key, deadline, occ)
       local out = { 'claimed', now, 0, tonumber(h[5]), tonumber(h[6]), '', token, deadline,
         attempt, occ, h[8] or 'scheduled' }
@@ -209,13 +214,13 @@ end
 -- Whether r (SKIP, BUFFER_ONE) has an outstanding leased occurrence: leased and not
 -- acked, its lease live or expired with hand-outs left. One that ended is forgotten
 -- (the caller saves r), and one expired for good is finished here.
-local function overlapping(r)
+local function overlapping(r, id)
   if r.overlap == 'allow_all' or r.outstanding == '' then return false end
   local okey = occ_prefix .. r.outstanding
   local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts')
   if h[1] == 'leased' then
     if not expired_for_good(h) then return true end
-    finish_occurrence(r.outstanding, okey)
+    finish_occurrence(r.outstanding, okey, id)
   end
   r.outstanding = ''
   return false
@@ -234,6 +239,8 @@ local function divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
   else
     r.sk_overlap = r.sk_overlap + 1
     overlap_skips = overlap_skips + 1
+    runs_push(runs_prefix .. id, occurrence_id(namespace, id, due_ms, r.rev), due_ms, '', 0,
+      'skipped_overlap', 'scheduled', '')
   end
   local pending = 0
   if r.buffered_ms ~= '' then pending = 1 end
@@ -255,7 +262,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
   local r, id = c.r, c.id
   skipped_window = skipped_window or 0
   kind = kind or 'scheduled'
-  if kind == 'scheduled' and overlapping(r) then
+  if kind == 'scheduled' and overlapping(r, id) then
     divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
     return nil
   end
@@ -286,6 +293,9 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
   r.runs = r.runs + 1
   r.last_ms = now
   if lease_ms and r.overlap ~= 'allow_all' then r.outstanding = occ end
+  local outcome = 'not_leased'
+  if lease_ms then outcome = 'leased' end
+  runs_push(runs_prefix .. id, occ, due_ms, now, 1, outcome, kind, worker)
   if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
     complete(r)
     redis.call('ZREM', due_key, id)

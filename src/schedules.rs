@@ -364,12 +364,13 @@ impl Schedules {
         namespace: &str,
         lease_ms: Option<i64>,
         wait: Duration,
+        worker: &str,
     ) -> Result<Option<Occurrence>, Error> {
         let entry = self.cx.namespaces.entry(namespace);
         let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
         let _waiting = (!wait.is_zero()).then(|| self.cx.metrics.waiting("schedules"));
         long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
-            self.attempt(&entry, lease_ms)
+            self.attempt(&entry, lease_ms, worker)
         })
         .await
     }
@@ -378,8 +379,9 @@ impl Schedules {
         &self,
         entry: &Entry,
         lease_ms: Option<i64>,
+        worker: &str,
     ) -> Result<Attempt<Occurrence>, Error> {
-        let outcome = self.claim_once(entry.name(), lease_ms).await?;
+        let outcome = self.claim_once(entry.name(), lease_ms, worker).await?;
         self.cx
             .wakers
             .observe(entry, Work::Schedules, outcome.earliest_ms);
@@ -394,6 +396,7 @@ impl Schedules {
         &self,
         namespace: &str,
         lease_ms: Option<i64>,
+        worker: &str,
     ) -> Result<ClaimOutcome, Error> {
         let mut hint: Option<ClaimHint> = None;
         let token = uuid::Uuid::new_v4().simple().to_string();
@@ -406,6 +409,7 @@ impl Schedules {
                 namespace,
                 hint: hint.as_ref(),
                 lease: lease_ms.map(|ms| (token.as_str(), ms)),
+                worker,
             };
             let answer = self.cx.store.run(namespace, &claim).await?;
             self.cx
@@ -565,7 +569,7 @@ mod tests {
     #[tokio::test]
     async fn an_idle_schedule_long_poll_is_small() {
         let schedules = Schedules::new(offline_context());
-        let wait = schedules.claim("ns", None, Duration::from_secs(30));
+        let wait = schedules.claim("ns", None, Duration::from_secs(30), "w");
         let size = std::mem::size_of_val(&wait);
         assert!(size < 2048, "a schedule long-poll's future is {size} bytes");
     }

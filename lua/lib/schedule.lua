@@ -384,3 +384,32 @@ local function listing_page(L, after, count)
   end
   return out
 end
+
+-- Recent runs (GetSchedule): per schedule a list <prefix>:{<ns>}:rr:<id> of at most
+-- RUNS_KEPT entries, newest first, each "occurrence id|due ms|claim ms|attempt|outcome|
+-- kind|worker" (the worker last: it is free text). Outcomes: leased, not_leased, acked,
+-- lease_expired, skipped_overlap. Pushing trims it (O(1)); an update scans the kept
+-- entries (O(RUNS_KEPT)).
+local RUNS_KEPT = 10
+
+local function runs_push(key, occ, due, claim, attempt, outcome, kind, worker)
+  redis.call('LPUSH', key, table.concat({ occ, int_text(due), int_text(claim), int_text(attempt),
+    outcome, kind, worker }, '|'))
+  redis.call('LTRIM', key, 0, RUNS_KEPT - 1)
+end
+
+-- Rewrites the entry of occ, if still kept: its outcome, and its attempt, claim time
+-- and worker when given (a re-hand).
+local function runs_update(key, occ, outcome, attempt, claim, worker)
+  if occ == nil or occ == '' then return end
+  local items = redis.call('LRANGE', key, 0, RUNS_KEPT - 1)
+  for i, item in ipairs(items) do
+    local o, due, c, a, _, kind, w = string.match(item,
+      '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if o == occ then
+      redis.call('LSET', key, i - 1, table.concat({ o, due, claim and int_text(claim) or c,
+        attempt and int_text(attempt) or a, outcome, kind, worker or w }, '|'))
+      return
+    end
+  end
+end

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     domain::{
-        Occurrence, OccurrenceKind, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
+        Occurrence, OccurrenceKind, Overlap, RecentRun, RunOutcome, ScheduleDef, ScheduleRecord,
+        ScheduleStatus, TimingDef,
     },
     proto,
     timing::CatchUp,
@@ -173,6 +174,33 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
     }
 }
 
+pub(super) fn run_to_proto(r: RecentRun) -> proto::ScheduleRun {
+    proto::ScheduleRun {
+        occurrence_id: r.occurrence_id,
+        due_time: Some(timestamp(r.due_ms)),
+        claim_time: r.claim_ms.map(timestamp),
+        lateness: r.claim_ms.map(|c| duration(c - r.due_ms)),
+        worker_id: r.worker,
+        attempt: r.attempt,
+        outcome: match r.outcome {
+            RunOutcome::Leased => proto::RunOutcome::Leased,
+            RunOutcome::Acked => proto::RunOutcome::Acked,
+            RunOutcome::LeaseExpired => proto::RunOutcome::LeaseExpired,
+            RunOutcome::NotLeased => proto::RunOutcome::NotLeased,
+            RunOutcome::SkippedOverlap => proto::RunOutcome::SkippedOverlap,
+        } as i32,
+        kind: kind_to_proto(r.kind) as i32,
+    }
+}
+
+fn kind_to_proto(kind: OccurrenceKind) -> proto::OccurrenceKind {
+    match kind {
+        OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
+        OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,
+        OccurrenceKind::Backfill => proto::OccurrenceKind::Backfill,
+    }
+}
+
 fn overlap_to_proto(policy: Overlap) -> proto::OverlapPolicy {
     match policy {
         Overlap::AllowAll => proto::OverlapPolicy::AllowAll,
@@ -207,11 +235,7 @@ pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         lease_deadline,
         attempt,
         jittered_time,
-        kind: match o.kind {
-            OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
-            OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,
-            OccurrenceKind::Backfill => proto::OccurrenceKind::Backfill,
-        } as i32,
+        kind: kind_to_proto(o.kind) as i32,
     }
 }
 

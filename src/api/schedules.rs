@@ -222,9 +222,14 @@ pub(super) async fn get(
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
-    let record = api.schedules.get(namespace, id).await?;
+    let mut record = api.schedules.get(namespace, id).await?;
+    let recent_runs = std::mem::take(&mut record.recent_runs)
+        .into_iter()
+        .map(convert::run_to_proto)
+        .collect();
     Ok(proto::GetScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),
+        recent_runs,
     })
 }
 
@@ -398,7 +403,10 @@ pub(super) async fn claim(
         .as_ref()
         .map(|d| api.limits.lease_ms("lease", d))
         .transpose()?;
-    let occurrence = api.schedules.claim(namespace, lease_ms, wait).await?;
+    let occurrence = api
+        .schedules
+        .claim(namespace, lease_ms, wait, &req.worker_id)
+        .await?;
     if let Some(o) = &occurrence {
         tracing::debug!(occurrence_id = %o.occurrence_id, worker_id = %req.worker_id, "occurrence claimed");
     }

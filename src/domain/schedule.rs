@@ -161,6 +161,70 @@ pub(crate) struct ScheduleRecord {
     pub(crate) trigger_ms: Option<i64>,
     /// BackfillSchedule: the earliest backfilled slot waiting for a claim.
     pub(crate) backfill_ms: Option<i64>,
+    /// The last runs, newest first (GetSchedule only; empty elsewhere).
+    pub(crate) recent_runs: Vec<RecentRun>,
+}
+
+/// What became of a recent run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunOutcome {
+    /// Handed out with a lease that has not ended yet.
+    Leased,
+    Acked,
+    /// Its lease expired for the last time (max_attempts).
+    LeaseExpired,
+    /// Handed out without a lease (at-most-once).
+    NotLeased,
+    /// Skipped under the overlap policy.
+    SkippedOverlap,
+}
+
+/// One of a schedule's recent runs (`lua/lib/schedule.lua` runs_push).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecentRun {
+    pub(crate) occurrence_id: String,
+    pub(crate) due_ms: i64,
+    /// None for a skipped slot.
+    pub(crate) claim_ms: Option<i64>,
+    pub(crate) attempt: u32,
+    pub(crate) outcome: RunOutcome,
+    pub(crate) kind: super::OccurrenceKind,
+    pub(crate) worker: String,
+}
+
+impl RecentRun {
+    /// "occurrence id|due|claim|attempt|outcome|kind|worker" (the worker may hold `|`).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(7, '|');
+        let occurrence_id = parts.next()?.to_owned();
+        let due_ms = parts.next()?.parse().ok()?;
+        let claim = parts.next()?;
+        let claim_ms = if claim.is_empty() {
+            None
+        } else {
+            Some(claim.parse().ok()?)
+        };
+        let attempt = parts.next()?.parse().ok()?;
+        let outcome = match parts.next()? {
+            "leased" => RunOutcome::Leased,
+            "acked" => RunOutcome::Acked,
+            "lease_expired" => RunOutcome::LeaseExpired,
+            "not_leased" => RunOutcome::NotLeased,
+            "skipped_overlap" => RunOutcome::SkippedOverlap,
+            _ => return None,
+        };
+        let kind = super::OccurrenceKind::parse(parts.next()?)?;
+        let worker = parts.next()?.to_owned();
+        Some(RecentRun {
+            occurrence_id,
+            due_ms,
+            claim_ms,
+            attempt,
+            outcome,
+            kind,
+            worker,
+        })
+    }
 }
 
 /// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`,

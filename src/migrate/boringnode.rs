@@ -216,6 +216,7 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         buffered_ms: None,
         trigger_ms: None,
         backfill_ms: None,
+        recent_runs: Vec::new(),
         follow: Follow::Unknown,
         skipped: Default::default(),
         pause_note: String::new(),

@@ -31,6 +31,7 @@
 //! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
 //! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
 //! | `<prefix>:{<ns>}:bf:<id>`    | zset | a schedule's backfilled slots (ms -> ms)   |
+//! | `<prefix>:{<ns>}:rr:<id>`    | list | a schedule's last 10 runs, newest first    |
 //! | `<prefix>:{<ns>}:meta:q:<queue>` | hash | queue state: `pending` count, `paused` |
 //! | `<prefix>:{<ns>}:meta:dead:<queue>` | zset | dead job id -> finish ms, per queue |
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
@@ -154,6 +155,18 @@ impl NamespaceKeys {
     /// The prefix a schedule id is appended to for its backfill set.
     pub(crate) fn backfill_prefix(&self) -> String {
         format!("{}bf:", self.base)
+    }
+
+    /// A schedule's recent runs (GetSchedule), newest first, at most 10.
+    pub(crate) fn runs(&self, id: &str) -> Vec<u8> {
+        let mut key = self.runs_prefix().into_bytes();
+        key.extend_from_slice(id.as_bytes());
+        key
+    }
+
+    /// The prefix a schedule id is appended to for its recent runs.
+    pub(crate) fn runs_prefix(&self) -> String {
+        format!("{}rr:", self.base)
     }
 
     /// Leased schedule occurrences scored by lease deadline.
@@ -416,6 +429,7 @@ mod tests {
                 assert!(!key.as_bytes().starts_with(&keys.listing_leaf("")));
                 assert!(!key.starts_with(&keys.occurrence_prefix()));
                 assert!(!key.starts_with(&keys.backfill_prefix()));
+                assert!(!key.starts_with(&keys.runs_prefix()));
             }
         }
         assert_eq!(keys.job("x"), b"dueq:{ns}:j:x");

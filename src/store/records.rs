@@ -196,6 +196,7 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         } else {
             None
         },
+        recent_runs: Vec::new(),
         backfill_ms: if f.has("backfill_ms") {
             f.opt_i64("backfill_ms")?
         } else {

@@ -41,6 +41,7 @@ mod schedule_backfill;
 mod schedule_jitter;
 mod schedule_overlap;
 mod schedule_policies;
+mod schedule_runs;
 mod schedule_trigger;
 mod tls;
 mod transport_limits;

@@ -3,7 +3,7 @@
 use super::prelude::*;
 use crate::domain::{LeaseCheck, LeaseLoss};
 
-script!("ack_occurrence", Schedule, Arity::Exactly(3), Arity::Exactly(5));
+script!("ack_occurrence", Schedule, Arity::Exactly(3), Arity::Exactly(6));
 
 /// How long an acked occurrence record is kept, so a repeated ack says "acked".
 pub(crate) const ACKED_OCCURRENCE_TTL_MS: i64 = 86_400_000;
@@ -29,7 +29,8 @@ impl Operation for AckOccurrence<'_> {
             .arg(self.occurrence_id)
             .arg(self.token)
             .arg(ACKED_OCCURRENCE_TTL_MS)
-            .arg(keys.schedule_prefix());
+            .arg(keys.schedule_prefix())
+            .arg(keys.runs_prefix());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(17));
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -17,6 +17,8 @@ pub(crate) struct ClaimDue<'a> {
     pub(crate) hint: Option<&'a ClaimHint>,
     /// For an at-least-once claim: the lease token and its length.
     pub(crate) lease: Option<(&'a str, i64)>,
+    /// The claiming worker's id (recorded in the schedule's recent runs).
+    pub(crate) worker: &'a str,
 }
 
 /// A cron schedule's next slot, computed in Rust for the claim that asked for it.
@@ -106,7 +108,9 @@ impl Operation for ClaimDue<'_> {
             None => call.arg("").arg(""),
         };
         call.arg(ACKED_OCCURRENCE_TTL_MS)
-            .arg(keys.backfill_prefix());
+            .arg(keys.backfill_prefix())
+            .arg(keys.runs_prefix())
+            .arg(self.worker);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -198,6 +202,7 @@ pub(super) fn sample() -> ClaimDue<'static> {
         namespace: "ns",
         hint: None,
         lease: Some(("token", 30_000)),
+        worker: "w",
     }
 }
 
@@ -257,6 +262,7 @@ mod tests {
             namespace: "ns",
             hint,
             lease: None,
+            worker: "",
         };
         let asked = store.run("ns", &claim(None)).await.map(|a| a.reply);
         let Ok(ClaimReply::Compute { schedule, .. }) = asked else {

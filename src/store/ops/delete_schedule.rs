@@ -2,7 +2,7 @@
 
 use super::{prelude::*, schedule_head};
 
-script!("delete_schedule", Schedule, Arity::Exactly(6), Arity::Exactly(3));
+script!("delete_schedule", Schedule, Arity::Exactly(7), Arity::Exactly(3));
 
 pub(crate) struct DeleteSchedule<'a> {
     pub(crate) id: &'a str,
@@ -21,6 +21,7 @@ impl Operation for DeleteSchedule<'_> {
         call.key(keys.due())
             .key(keys.schedule(self.id))
             .key(keys.backfill(self.id))
+            .key(keys.runs(self.id))
             .arg(self.id);
     }
 

@@ -73,6 +73,18 @@ async fn jitter_delays_each_slot_by_the_offset_of_its_occurrence_id() {
         recent,
         "nominal"
     );
+    // Listed by next run all the same (the listing reads the derived score).
+    let listed = c
+        .list_schedules(proto::ListSchedulesRequest {
+            namespace: "ns".into(),
+            order: proto::ScheduleOrder::NextRun as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner()
+        .schedules;
+    assert_eq!(listed.len(), 1, "{listed:?}");
 
     // The first slot, 5 hours ago: its jittered time (under an hour later) has passed.
     force_due(&mut conn, "ns", &id, start).await;

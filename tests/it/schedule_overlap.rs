@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use deadpool_redis::redis::aio::MultiplexedConnection;
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 use futures::{stream, StreamExt};
 use tonic::Code;
 
@@ -332,6 +332,24 @@ async fn three_rounds(policy: proto::OverlapPolicy) -> ([Vec<proto::Occurrence>;
         })
         .await;
     let round3 = drained.await.expect("round 3");
+    // The meta `indexed` count (namespace status) still matches the due index after
+    // the held-back, released and skipped slots.
+    let indexed: Option<i64> = redis::cmd("HGET")
+        .arg("dueq:{ns}:meta")
+        .arg("indexed")
+        .query_async(&mut conn)
+        .await
+        .expect("HGET");
+    let zcard: i64 = redis::cmd("ZCARD")
+        .arg("dueq:{ns}:due")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(indexed.unwrap_or(0), zcard, "meta indexed == ZCARD due");
+    assert_eq!(
+        zcard, SCHEDULES as i64,
+        "every schedule indexed for its next run"
+    );
     let mut skipped = Vec::new();
     for id in &ids {
         let mut c = client.clone();

@@ -174,3 +174,65 @@ async fn backfill_set_is_deleted_with_its_schedule() {
     assert!(keys.is_empty(), "{keys:?}");
     assert!(claim(&mut c, "ns", 0).await.is_none());
 }
+
+/// Pins exactly once for backfills: 40 schedules with 5 backfilled slots each, two
+/// instances × 32 claimers racing; every slot is handed out once, each schedule's
+/// oldest first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn backfills_two_instances_64_claimers_exactly_once() {
+    const SCHEDULES: usize = 40;
+    let redis = Redis::start().await;
+    let a = Service::start(&redis.url()).await;
+    let b = Service::start(&redis.url()).await;
+    let mut c = a.client().await;
+    let mut conn = redis.conn().await;
+    let hour = redis_now(&mut conn).await / HOUR * HOUR;
+    for i in 0..SCHEDULES {
+        let id = format!("s{i}");
+        upsert(&mut c, "ns", every(&id, 3600)).await;
+        let answer = backfill(&mut c, &id, hour - 5 * HOUR, hour - HOUR)
+            .await
+            .expect("backfill");
+        assert_eq!(answer.added, 5);
+    }
+    let mut workers = Vec::new();
+    for service in [&a, &b] {
+        for _ in 0..32 {
+            let mut w = service.client().await;
+            workers.push(tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut empty = 0;
+                while empty < 2 {
+                    match claim(&mut w, "ns", 300).await {
+                        Some(o) => {
+                            empty = 0;
+                            got.push(o);
+                        }
+                        None => empty += 1,
+                    }
+                }
+                got
+            }));
+        }
+    }
+    let mut by: std::collections::HashMap<String, Vec<(i64, u64)>> = Default::default();
+    let mut ids = std::collections::HashSet::new();
+    for w in workers {
+        for o in w.await.expect("worker") {
+            assert_eq!(o.kind, proto::OccurrenceKind::Backfill as i32);
+            assert!(ids.insert(o.occurrence_id.clone()), "handed out twice");
+            let s = o.schedule.expect("schedule");
+            by.entry(s.id)
+                .or_default()
+                .push((ms(&o.due_time), s.run_count));
+        }
+    }
+    assert_eq!(ids.len(), SCHEDULES * 5);
+    for (id, mut slots) in by {
+        // In run order (run_count), the slots are oldest first.
+        slots.sort_by_key(|(_, run)| *run);
+        let due: Vec<i64> = slots.iter().map(|(d, _)| *d).collect();
+        let expected: Vec<i64> = (1..=5).rev().map(|k| hour - k * HOUR).collect();
+        assert_eq!(due, expected, "{id}");
+    }
+}

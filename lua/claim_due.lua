@@ -18,16 +18,23 @@
 -- ARGV[11] lease token (minted by the caller)
 -- ARGV[12] the namespace (for the occurrence id)
 -- ARGV[13] occurrence lease record prefix <prefix>:{<ns>}:o:
--- Returns one of:
---   { "claimed", now, due_ms, skipped, earliest, token, lease_until, attempt, fields... }
+-- ARGV[16] how long a finished occurrence record is kept (ms): one whose lease expired
+--   for the last time (max_attempts) is kept like an acked one
+-- ARGV[17] backfill set prefix <prefix>:{<ns>}:bf: (a schedule id is appended)
+-- ARGV[18] recent runs prefix <prefix>:{<ns>}:rr: (a schedule id is appended)
+-- ARGV[19] the claiming worker's id (recorded in the recent runs)
+-- Returns one of (overlap = slots this call skipped under OVERLAP_POLICY_SKIP or with
+-- a full buffer, for the metric):
+--   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
+--     occurrence id, kind ("scheduled" | "triggered" | "backfill"), fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
 --        a lease). With a lease, an occurrence whose lease expired is re-handed first:
 --        same shape, attempt + 1, the schedule fields as they were at its first claim.
---   { "compute", now, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
+--   { "compute", now, overlap, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
 --        now must be computed by the caller (time zones live in Rust), or a schedule
 --        behind under its catch-up policy; nothing changed except repairs (and the
 --        skips of a hint that handed nothing out)
---   { "none", now, earliest }  nothing due
+--   { "none", now, overlap, earliest }  nothing due
 --   earliest = lowest score left in the index or the occurrence leases ("" when both are
 --   empty), for the wake-up timer.
 --
@@ -62,6 +69,29 @@
 --   the plan is applied under the same rev/next check as a cron hint. ALL hands out
 --   one missed slot per claim: the record's next run is the cursor, so a claim never
 --   loops over missed slots. Skips are counted on the record per reason.
+-- * overlap policies (README "Policies"): under SKIP and BUFFER_ONE a leased claim
+--   records its occurrence id on the schedule (`outstanding`). A slot that comes due
+--   while that occurrence is still leased and unacked (an expired lease that will be
+--   re-handed is still outstanding) is not handed out: the schedule advances past it
+--   as a claim would, and the slot is skipped (skipped_overlap) or, under BUFFER_ONE
+--   with an empty buffer, kept as `buffered_ms`. The record's due score is
+--   sched_due_at: the buffered slot once the outstanding occurrence ended. It ends
+--   when acked (ack_occurrence releases the slot in its script) or when its lease
+--   expires for the last time (max_attempts hand-outs; finished here, by the first
+--   claim that meets it). One extra HMGET per candidate that tracks an occurrence.
+-- * TriggerSchedule (trigger_schedule.lua) leaves one triggered occurrence on the
+--   record (trigger_ms, trigger_rev), which sched_due_at puts in the index; a claim
+--   hands it out like a slot but leaves the next run as it is. Its overlap was
+--   checked when it was triggered.
+-- * BackfillSchedule (backfill_schedule.lua) puts slots in the schedule's backfill set
+--   and their earliest on the record (backfill_ms), which sched_due_at puts in the
+--   index; a claim hands out that one slot (the id the timing gives it) and moves
+--   backfill_ms to the next one by ZRANGE: O(log N), one slot per claim, oldest
+--   first. A backfilled slot whose occurrence record is still leased (the live slot
+--   is being worked on) is dropped instead of overwriting that lease.
+-- * jitter: a record with jitter_ms is indexed at its next run plus sched_jitter (a
+--   deterministic offset from the slot's occurrence id), so no replica claims it
+--   before then; the occurrence keeps its nominal due time.
 -- * 7 (one clock): "now" is Redis TIME, never the caller's clock.
 -- * 5: refused (lib/guard.lua) in a namespace that needs Migrate; every completion
 --   decrements the meta `indexed` count.
@@ -77,22 +107,54 @@ local prefix = ARGV[1]
 local max_candidates = tonumber(ARGV[3])
 local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13]
 local MAX_REHAND_PROBES = 8
+local finished_ttl = tonumber(ARGV[16])
+local backfill_prefix = ARGV[17]
+local runs_prefix, worker = ARGV[18], ARGV[19]
+-- Slots skipped for overlap by this call (reported for the metric).
+local overlap_skips = 0
 
--- A leased claim: re-hand the earliest expired occurrence lease, if any.
+-- A lease that expired with no hand-outs left: the occurrence is finished (kept a
+-- while, like an acked one, so a late ack is told it expired).
+local function finish_occurrence(occ, okey, sid)
+  runs_update(runs_prefix .. (sid or ''), occ, 'lease_expired')
+  redis.call('HSET', okey, 'state', 'expired', 'lease_until', '', 'expired_ms', now)
+  redis.call('PEXPIRE', okey, finished_ttl)
+  redis.call('ZREM', leases_key, occ)
+end
+
+-- Whether an occurrence record's lease expired for the last time (h: state,
+-- lease_until, attempt, s.max_attempts).
+local function expired_for_good(h)
+  local until_ms, max = tonumber(h[2]), tonumber(h[4]) or 0
+  return h[1] == 'leased' and until_ms ~= nil and until_ms <= now and max > 0
+    and (tonumber(h[3]) or 0) >= max
+end
+
+-- The earliest expired occurrence leases: ones with no hand-outs left are finished
+-- (releasing a buffered slot of their schedule), by any claim; a leased claim re-hands
+-- the first one that has hand-outs left. An unleased claim stops there.
 local function rehand()
   for _ = 1, MAX_REHAND_PROBES do
     local first = redis.call('ZRANGEBYSCORE', leases_key, '-inf', now, 'LIMIT', 0, 1)
     if #first == 0 then return nil end
     local occ = first[1]
     local okey = occ_prefix .. occ
-    local h = redis.call('HMGET', okey, 'state', 'lease_until', 'due_ms', 'skipped')
+    local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts',
+      'due_ms', 'skipped', 's.id', 'kind')
     local until_ms = tonumber(h[2])
-    if h[1] == 'leased' and until_ms and until_ms <= now then
+    if expired_for_good(h) then
+      finish_occurrence(occ, okey, h[7])
+      sched_release(meta, due_key, prefix, h[7], occ)
+    elseif h[1] == 'leased' and until_ms and until_ms <= now and not lease_ms then
+      return nil
+    elseif h[1] == 'leased' and until_ms and until_ms <= now then
       local attempt = redis.call('HINCRBY', okey, 'attempt', 1)
       local deadline = now + lease_ms
       redis.call('HSET', okey, 'token', token, 'lease_until', deadline)
+      runs_update(runs_prefix .. (h[7] or ''), occ, 'leased', attempt, now, worker)
       redis.call('ZADD', leases_key, deadline, occ)
-      local out = { 'claimed', now, tonumber(h[3]), tonumber(h[4]), '', token, deadline, attempt }
+      local out = { 'claimed', now, 0, tonumber(h[5]), tonumber(h[6]), '', token, deadline,
+        attempt, occ, h[8] or 'scheduled' }
       local fields = redis.call('HGETALL', okey)
       for i = 1, #fields, 2 do
         if string.sub(fields[i], 1, 2) == 's.' then
@@ -120,8 +182,15 @@ local function earliest()
 end
 
 local function complete(r)
-  -- Only ever called on an active schedule with a next run: it leaves the index.
+  -- Only ever called on an active schedule with a next run: it leaves the index. A
+  -- buffered slot still held back goes with it (counted as skipped for overlap).
+  if r.buffered_ms ~= '' then
+    r.buffered_ms = ''
+    r.sk_overlap = r.sk_overlap + 1
+    overlap_skips = overlap_skips + 1
+  end
   r.status, r.next_ms, r.follow_ms = 'completed', '', ''
+  r.trigger_ms = '' -- (a triggered occurrence not yet claimed goes too)
   count_index(meta, true, false)
 end
 
@@ -137,37 +206,111 @@ local function skip_to(c, new_next, new_follow, skipped_catchup, skipped_window)
     redis.call('ZREM', due_key, id)
   else
     r.next_ms, r.follow_ms = new_next, new_follow
-    redis.call('ZADD', due_key, new_next, id)
+    redis.call('ZADD', due_key, sched_due_at(r), id)
   end
   sched_save(c.key, r)
 end
 
--- Record the claim; new_next nil means there is no later slot.
-local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
+-- Whether r (SKIP, BUFFER_ONE) has an outstanding leased occurrence: leased and not
+-- acked, its lease live or expired with hand-outs left. One that ended is forgotten
+-- (the caller saves r), and one expired for good is finished here.
+local function overlapping(r, id)
+  if r.overlap == 'allow_all' or r.outstanding == '' then return false end
+  local okey = occ_prefix .. r.outstanding
+  local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts')
+  if h[1] == 'leased' then
+    if not expired_for_good(h) then return true end
+    finish_occurrence(r.outstanding, okey, id)
+  end
+  r.outstanding = ''
+  return false
+end
+
+-- A slot that came due while an occurrence is outstanding: the schedule advances past
+-- it as a claim would, without a run; the slot is buffered (BUFFER_ONE, empty buffer)
+-- or skipped. Hands nothing out.
+local function divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
   local r, id = c.r, c.id
   if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
+  r.sk_catchup = r.sk_catchup + skipped
+  r.sk_window = r.sk_window + (skipped_window or 0)
+  if r.overlap == 'buffer_one' and r.buffered_ms == '' then
+    r.buffered_ms = due_ms
+  else
+    r.sk_overlap = r.sk_overlap + 1
+    overlap_skips = overlap_skips + 1
+    runs_push(runs_prefix .. id, occurrence_id(namespace, id, due_ms, r.rev), due_ms, '', 0,
+      'skipped_overlap', 'scheduled', '')
+  end
+  local pending = 0
+  if r.buffered_ms ~= '' then pending = 1 end
+  if new_next == nil or (r.limit > 0 and r.runs + pending >= r.limit) then
+    -- No later slot: a buffered one keeps the schedule active until handed out.
+    r.next_ms, r.follow_ms = '', ''
+    if pending == 0 then r.status, r.trigger_ms = 'completed', '' end
+  else
+    r.next_ms, r.follow_ms = new_next, new_follow
+  end
+  sched_save(c.key, r)
+  sched_reindex(meta, due_key, id, r, true)
+end
+
+-- Record the claim; new_next nil means there is no later slot. Returns nil when the
+-- overlap policy held the slot back instead (divert). kind 'triggered': the record's
+-- triggered occurrence (its overlap was checked when triggered).
+local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+  local r, id = c.r, c.id
   skipped_window = skipped_window or 0
+  kind = kind or 'scheduled'
+  if kind == 'scheduled' and overlapping(r, id) then
+    divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
+    return nil
+  end
+  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
   r.sk_catchup = r.sk_catchup + skipped
   r.sk_window = r.sk_window + skipped_window
   skipped = skipped + skipped_window
+  local occ
+  if kind == 'backfill' then
+    occ = occurrence_id(namespace, id, due_ms, r.rev)
+    local bf = backfill_prefix .. id
+    redis.call('ZREM', bf, string.format('%d', due_ms))
+    local rest = redis.call('ZRANGE', bf, 0, 0, 'WITHSCORES')
+    r.backfill_ms = tonumber(rest[2]) or ''
+    if redis.call('HGET', occ_prefix .. occ, 'state') == 'leased' then
+      -- Its live occurrence is leased right now: do not overwrite that lease.
+      sched_save(c.key, r)
+      sched_reindex(meta, due_key, id, r, true)
+      return nil
+    end
+  elseif kind == 'triggered' then
+    occ = occurrence_id(namespace, id, due_ms, r.trigger_rev, 'trigger')
+    r.trigger_ms = ''
+  else
+    if r.buffered_ms == due_ms then r.buffered_ms = '' end
+    occ = occurrence_id(namespace, id, due_ms, r.rev)
+  end
   r.runs = r.runs + 1
   r.last_ms = now
+  if lease_ms and r.overlap ~= 'allow_all' then r.outstanding = occ end
+  local outcome = 'not_leased'
+  if lease_ms then outcome = 'leased' end
+  runs_push(runs_prefix .. id, occ, due_ms, now, 1, outcome, kind, worker)
   if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
     complete(r)
     redis.call('ZREM', due_key, id)
   else
     r.next_ms, r.follow_ms = new_next, new_follow
-    redis.call('ZADD', due_key, new_next, id)
+    redis.call('ZADD', due_key, sched_due_at(r), id)
   end
   sched_save(c.key, r)
   local fields = sched_fields(id, r)
   local lease_token, deadline, attempt = '', '', ''
   if lease_ms then
     lease_token, deadline, attempt = token, now + lease_ms, 1
-    local occ = occurrence_id(namespace, id, due_ms, r.rev)
     local okey = occ_prefix .. occ
     local record = { 'state', 'leased', 'token', token, 'lease_until', deadline,
-      'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now }
+      'attempt', 1, 'due_ms', due_ms, 'skipped', skipped, 'claim_ms', now, 'kind', kind }
     for i = 1, #fields, 2 do
       record[#record + 1] = 's.' .. fields[i]
       record[#record + 1] = fields[i + 1]
@@ -176,7 +319,8 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window)
     redis.call('HSET', okey, unpack(record))
     redis.call('ZADD', leases_key, deadline, occ)
   end
-  local out = { 'claimed', now, due_ms, skipped, earliest(), lease_token, deadline, attempt }
+  local out = { 'claimed', now, overlap_skips, due_ms, skipped, earliest(), lease_token,
+    deadline, attempt, occ, kind }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
 end
@@ -192,12 +336,28 @@ local function validate(id, score)
     redis.call('ZREM', due_key, id) -- dangling id
     return nil
   end
-  local next_ms = r.next_ms
-  if r.status ~= 'active' or next_ms == '' then
+  local next_ms = sched_due_at(r)
+  if next_ms == '' then
     redis.call('ZREM', due_key, id) -- paused / completed / no next run
     return nil
   end
-  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and next_ms > r.end_ms) then
+  local released = r.buffered_ms ~= '' and r.outstanding == '' and next_ms == r.buffered_ms
+  local other = 'triggered'
+  if not released and next_ms == r.backfill_ms and next_ms ~= r.trigger_ms then
+    other = 'backfill'
+  end
+  if released or next_ms == r.trigger_ms or next_ms == r.backfill_ms then
+    -- A released buffered slot (its end and the run limit were checked when it was
+    -- buffered) or a triggered occurrence: neither is a slot of the next run.
+    if next_ms > now then
+      redis.call('ZADD', due_key, next_ms, id)
+      return nil
+    end
+    if tonumber(score) ~= next_ms then redis.call('ZADD', due_key, next_ms, id) end
+    if released then other = nil end
+    return { key = key, id = id, r = r, buffered = released, other = other }
+  end
+  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and r.next_ms > r.end_ms) then
     complete(r)
     sched_save(key, r)
     redis.call('ZREM', due_key, id)
@@ -213,26 +373,29 @@ local function validate(id, score)
   return { key = key, id = id, r = r }
 end
 
--- 0. A leased claim takes over an expired occurrence lease before anything new.
-if lease_ms then
-  local rehanded = rehand()
-  if rehanded then
-    rehanded[5] = earliest()
-    return rehanded
-  end
+-- 0. A leased claim takes over an expired occurrence lease before anything new (and
+-- any claim finishes leases that expired for good).
+local rehanded = rehand()
+if rehanded then
+  rehanded[6] = earliest()
+  return rehanded
 end
 
 -- 1. A hint from a previous "compute" answer: re-check that nothing moved.
 if ARGV[4] ~= '' then
   local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
   if is_error(c) then return c end
-  if c and string.format('%d', c.r.rev) == ARGV[5] and c.r.next_ms == tonumber(ARGV[6]) then
+  -- (A released buffered slot goes first: the plan is asked for again after it.)
+  if c and not c.buffered and not c.other and string.format('%d', c.r.rev) == ARGV[5]
+      and c.r.next_ms == tonumber(ARGV[6]) then
     local hand_out = tonumber(ARGV[14])
     if hand_out then
-      return claim(c, hand_out, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0,
+      local out = claim(c, hand_out, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0,
         tonumber(ARGV[15]) or 0)
+      if out then return out end
+    else
+      skip_to(c, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0, tonumber(ARGV[15]) or 0)
     end
-    skip_to(c, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0, tonumber(ARGV[15]) or 0)
   end
 end
 
@@ -250,30 +413,45 @@ local function behind(r)
   return after == '' or after <= now
 end
 
+-- The due time of a triggered or backfilled candidate.
+local function next_due(c)
+  if c.other == 'triggered' then return c.r.trigger_ms end
+  return c.r.backfill_ms
+end
+
 -- 2. The earliest due candidates, in score order.
 local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max_candidates)
 for i = 1, #cands, 2 do
   local c = validate(cands[i], cands[i + 1])
   if is_error(c) then return c end
+  local out
   if c then
     local r = c.r
-    if behind(r) then
-      return push_fields({ 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms },
-        c.id, r)
-    end
-    if r.kind == 'every' then
+    if c.buffered or c.other then
+      -- The next run stays as it is (a BUFFER_ONE schedule may have none left).
+      local new_next, new_follow = r.next_ms, r.follow_ms
+      if new_next == '' then new_next, new_follow = nil, '' end
+      if c.buffered then
+        out = claim(c, r.buffered_ms, new_next, new_follow, 0, 0)
+      else
+        out = claim(c, next_due(c), new_next, new_follow, 0, 0, c.other)
+      end
+    elseif behind(r) then
+      return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,
+        string.format('%d', r.rev), r.next_ms }, c.id, r)
+    elseif r.kind == 'every' then
       local new_next, skipped = every_advance(r.next_ms, r.every_ms, now, r.end_ms)
-      return claim(c, r.next_ms, new_next, '', skipped)
+      out = claim(c, r.next_ms, new_next, '', skipped)
+    elseif r.follow_ms == 'end' then
+      out = claim(c, r.next_ms, nil, '', 0)
+    elseif r.follow_ms ~= '' and r.follow_ms > now then
+      out = claim(c, r.next_ms, r.follow_ms, '', 0)
+    else
+      return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,
+        string.format('%d', r.rev), r.next_ms }, c.id, r)
     end
-    if r.follow_ms == 'end' then
-      return claim(c, r.next_ms, nil, '', 0)
-    end
-    if r.follow_ms ~= '' and r.follow_ms > now then
-      return claim(c, r.next_ms, r.follow_ms, '', 0)
-    end
-    return push_fields({ 'compute', now, earliest(), c.id, string.format('%d', r.rev), r.next_ms },
-      c.id, r)
+    if out then return out end
   end
 end
 
-return { 'none', now, earliest() }
+return { 'none', now, overlap_skips, earliest() }

@@ -39,7 +39,7 @@ for i = 5, #ARGV, 16 do
     sched_save(key, r)
     listing_add(L, id)
     if sched_indexed(r) then
-      redis.call('ZADD', KEYS[4], r.next_ms, id)
+      redis.call('ZADD', KEYS[4], sched_due_at(r), id)
       count_index(KEYS[1], false, true)
       indexed_n = indexed_n + 1
     end

@@ -17,8 +17,9 @@
 --            then for each schedule: field count, fields... }
 --
 -- Read-only. Invariant 1: the index only says which ids might be due; each entry is
--- re-validated against its record (active, next run equal to the score) and a stale
--- one is skipped (the claims repair it). Invariant 3: the page starts in O(log N)
+-- re-validated against its record (its derived score, sched_due_at, equal to the
+-- entry's: active, and a jittered next run or a waiting trigger, buffered or backfilled
+-- occurrence counts) and a stale one is skipped (the claims repair it). Invariant 3: the page starts in O(log N)
 -- (ZRANK of the previous page's last id, or ZCOUNT below its score when it moved)
 -- and examines at most ARGV[7] entries. Invariant 7: "overdue" is judged by Redis
 -- TIME. Invariant 9: bounded by ARGV[9] bytes and ARGV[6] schedules.
@@ -60,7 +61,7 @@ for i = 1, #entries, 2 do
   if not (skip_ties and score == after_score and id <= after_id) then
     local r = sched_load(ARGV[1] .. id)
     if is_error(r) then return r end
-    if r ~= nil and r.status == 'active' and r.next_ms == score then
+    if r ~= nil and sched_due_at(r) == score then
       if not full then r.payload, r.headers = '', '' end
       local fields = sched_fields(id, r)
       bytes = bytes + REPLY_FIXED

@@ -8,7 +8,8 @@
 -- ARGV[3] lock token
 -- ARGV[4..] groups of 4: id, state read by migrate_scan ("rev|status|next_ms|runs"),
 --   action, ms
---   action "index"    : active with next run = ms: listed, indexed at ms
+--   action "index"    : active with next run = ms: listed, indexed at the score the record
+--                       derives (sched_due_at: jitter, trigger, buffer, backfill), else ms
 --   action "schedule" : active, next run was missing or unusable: next_ms := ms
 --   action "complete" : active but no slot is left: status := completed
 --   action "unindex"  : paused or completed: listed, not indexed
@@ -41,12 +42,16 @@ for i = 4, #ARGV, 4 do
         changed = true
         repaired = repaired + 1
       end
+      -- The score the record derives (a jittered next run, a triggered, buffered or
+      -- backfilled occurrence first: lib/schedule.lua sched_due_at), else ms.
+      local at = sched_due_at(r)
+      if at == '' then at = tonumber(ms) end
       if not score then
         indexed = indexed + 1
-      elseif tonumber(score) ~= tonumber(ms) and action == 'index' then
+      elseif tonumber(score) ~= at and action == 'index' then
         repaired = repaired + 1
       end
-      redis.call('ZADD', KEYS[4], ms, id)
+      redis.call('ZADD', KEYS[4], at, id)
     else
       if action == 'complete' then
         r.status, r.next_ms, r.follow_ms = 'completed', '', ''

@@ -40,9 +40,9 @@ for i = 1, #items, 2 do
     redis.call('ZREM', KEYS[4], id)
   else
     local fixed = listing_add(L, id) == 1
-    if r.next_ms ~= tonumber(score) then
+    if sched_due_at(r) ~= tonumber(score) then
       fixed = true
-      redis.call('ZADD', KEYS[4], r.next_ms, id)
+      redis.call('ZADD', KEYS[4], sched_due_at(r), id)
     end
     if fixed then repaired = repaired + 1 end
   end

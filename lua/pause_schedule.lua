@@ -10,7 +10,10 @@
 --
 -- Invariant 1 (docs/DESIGN.md): the status change and the removal from the due index happen together,
 -- so a paused schedule can never be claimed. Pausing twice is a no-op, except that a
--- note given the second time replaces the first. Invariant 5:
+-- note given the second time replaces the first. A slot held back by
+-- OVERLAP_POLICY_BUFFER_ONE is dropped (counted in skipped_overlap): a resumed schedule
+-- does not make up runs missed while paused; so is a triggered occurrence not yet
+-- claimed. Invariant 5:
 -- refused in a namespace that needs Migrate; keeps the meta `indexed` count.
 
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
@@ -21,6 +24,11 @@ if r == nil then return {} end
 count_index(KEYS[1], sched_indexed(r), false)
 if r.status ~= 'paused' then
   r.status, r.next_ms, r.follow_ms = 'paused', '', ''
+  if r.buffered_ms ~= '' then
+    r.buffered_ms = ''
+    r.sk_overlap = r.sk_overlap + 1
+  end
+  r.trigger_ms = '' -- a triggered occurrence not yet claimed is dropped too
   r.pause_note = ARGV[4]
   r.updated_ms = now_ms()
   sched_save(KEYS[5], r)

@@ -31,7 +31,7 @@ if r.status == 'paused' then
     local follow = ARGV[6]
     if follow ~= 'end' then follow = tonumber(follow) or '' end
     r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[5]), follow
-    redis.call('ZADD', KEYS[4], r.next_ms, ARGV[3])
+    redis.call('ZADD', KEYS[4], sched_due_at(r), ARGV[3])
     count_index(KEYS[1], false, true)
   end
   sched_save(KEYS[5], r)

@@ -24,6 +24,11 @@
 -- ARGV[21] catch-up window ms ("" none). Policies are not timing: they never bump rev
 --   and never move the next run; the skip counters are kept.
 -- ARGV[22] every's offset ms ("" none): timing, like the fields before ARGV[11]
+-- ARGV[23] overlap policy: "allow_all" | "skip" | "buffer_one"   ARGV[24] max attempts
+--   of a leased occurrence (0 unlimited). Policies: the outstanding occurrence and a
+--   buffered slot are kept (a buffered slot is handed out when released, whatever the
+--   policy is by then).
+-- ARGV[25] jitter ms (0 none): a policy; the index entry moves with it.
 -- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
 --   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
 --
@@ -69,7 +74,7 @@ local created = 0
 local timing_changed = true
 if r == nil then
   created = 1
-  r = { rev = 1, runs = 0, last_ms = '', created_ms = now }
+  r = { rev = 1, runs = 0, last_ms = '', created_ms = now, key = key }
   if ARGV[14] == '1' then
     r.status, r.next_ms, r.follow_ms = 'paused', '', ''
   end
@@ -84,11 +89,13 @@ r.job_name, r.payload, r.headers, r.updated_ms = ARGV[11], ARGV[12], ARGV[13], n
 r.catchup, r.catchup_limit, r.window_ms = ARGV[19], tonumber(ARGV[20]) or 0,
   tonumber(ARGV[21]) or ''
 r.offset_ms = offset_ms
+r.overlap, r.max_attempts = ARGV[23], tonumber(ARGV[24]) or 0
+r.jitter_ms = tonumber(ARGV[25]) or 0
 if timing_changed and r.status ~= 'paused' then schedule_from_timing() end
 sched_save(key, r)
 local is = sched_indexed(r)
 if is then
-  redis.call('ZADD', KEYS[4], r.next_ms, id)
+  redis.call('ZADD', KEYS[4], sched_due_at(r), id)
 else
   redis.call('ZREM', KEYS[4], id)
 end

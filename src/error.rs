@@ -56,6 +56,10 @@ pub(crate) enum Error {
     },
     #[error("the client went away; the namespace is left consistent, run Migrate again to finish")]
     Cancelled,
+    /// TriggerSchedule or BackfillSchedule cannot act on the schedule now. Nothing
+    /// changed.
+    #[error("schedule {id:?} {why}")]
+    Refused { id: String, why: String },
 }
 
 impl Error {
@@ -67,9 +71,10 @@ impl Error {
             Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
                 FailureKind::Lost
             }
-            Error::WrongState { .. } | Error::Newer { .. } | Error::Foreign { .. } => {
-                FailureKind::Precondition
-            }
+            Error::WrongState { .. }
+            | Error::Newer { .. }
+            | Error::Foreign { .. }
+            | Error::Refused { .. } => FailureKind::Precondition,
             Error::Cancelled => FailureKind::Cancelled,
         }
     }

@@ -61,6 +61,7 @@ pub fn claim_due(prefix: &str, namespace: &str) -> Cmd {
         namespace,
         hint: None,
         lease: None,
+        worker: "",
     };
     command(prefix, namespace, &claim)
 }

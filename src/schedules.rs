@@ -11,14 +11,15 @@ use tokio::time::Instant;
 use crate::{
     context::Context,
     domain::{
-        limits::PageShape, occurrence_id, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef,
-        ScheduleRecord, ScheduleStatus, TimingDef,
+        limits::PageShape, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
+        ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
     longpoll::{long_poll, Attempt, Work},
     namespaces::Entry,
     store::ops::{
         ack_occurrence::AckOccurrence,
+        backfill_schedule::{BackfillSchedule, Backfilled, MAX_BACKFILL_WAITING},
         claim_due::{ClaimDue, ClaimHint, ClaimReply},
         delete_schedule::DeleteSchedule,
         get_schedule::GetSchedule,
@@ -27,10 +28,23 @@ use crate::{
         pause_schedule::PauseSchedule,
         resume_schedule::{ResumeSchedule, Resumed},
         set_follow::SetFollow,
+        trigger_schedule::{TriggerSchedule, Triggered},
         upsert_schedule::UpsertSchedule,
     },
     timing::Timing,
 };
+
+/// BackfillSchedule takes ranges of at most this many slots.
+pub(crate) const MAX_BACKFILL_SLOTS: usize = 1000;
+
+/// Why a backfill range is refused before anything is written.
+#[derive(Debug)]
+pub(crate) enum BadRange {
+    /// The range holds more than MAX_BACKFILL_SLOTS slots.
+    TooManySlots,
+    /// It ends after now.
+    InTheFuture,
+}
 
 /// PauseSchedule's `note` is at most this many bytes.
 pub(crate) const MAX_PAUSE_NOTE_LEN: usize = 1024;
@@ -206,6 +220,111 @@ impl Schedules {
         Ok(self.cx.store.run(namespace, &list).await?)
     }
 
+    /// TriggerSchedule: an occurrence now, handed out by the next claim; its id and due
+    /// time.
+    pub(crate) async fn trigger(
+        &self,
+        namespace: &str,
+        id: &str,
+        ignore_overlap: bool,
+    ) -> Result<(String, i64), Error> {
+        let trigger = TriggerSchedule {
+            namespace,
+            id,
+            ignore_overlap,
+        };
+        let refused = |why: String| Error::Refused {
+            id: id.to_owned(),
+            why,
+        };
+        match self.cx.store.run(namespace, &trigger).await? {
+            Triggered::Done {
+                occurrence_id,
+                due_ms,
+            } => {
+                let entry = self.cx.namespaces.entry(namespace);
+                self.cx.register(&entry).await;
+                self.cx
+                    .wakers
+                    .observe(&entry, Work::Schedules, Some(due_ms));
+                Ok((occurrence_id, due_ms))
+            }
+            Triggered::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
+            Triggered::Paused => Err(refused(
+                "is paused; resume it (ResumeSchedule) first".into(),
+            )),
+            Triggered::Completed => Err(refused(
+                "is completed; raise its run_limit or end_time (UpsertSchedule) first".into(),
+            )),
+            Triggered::Pending(occurrence) => Err(refused(format!(
+                "already has a triggered occurrence ({occurrence}) waiting for a claim;                  claim it first"
+            ))),
+            Triggered::Overlap(occurrence) => Err(refused(format!(
+                "has occurrence {occurrence} outstanding and its overlap_policy refuses                  another; ack it, or set ignore_overlap"
+            ))),
+        }
+    }
+
+    /// BackfillSchedule: queues the slots of the schedule's timing in
+    /// [start_ms, end_ms]; (slots in the range, added, waiting). Retries if the timing
+    /// moves between reading it and writing the slots.
+    pub(crate) async fn backfill(
+        &self,
+        namespace: &str,
+        id: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Result<(usize, u64, u64), BadRange>, Error> {
+        if end_ms > self.cx.clock.now_ms() {
+            return Ok(Err(BadRange::InTheFuture));
+        }
+        let refused = |why: String| Error::Refused {
+            id: id.to_owned(),
+            why,
+        };
+        loop {
+            let current = self.get(namespace, id).await?;
+            let timing = current.def.timing()?;
+            let mut slots = Vec::new();
+            let mut at = timing.first_at_or_after(start_ms);
+            while let Some(slot) = at.filter(|s| *s <= end_ms) {
+                if slots.len() == MAX_BACKFILL_SLOTS {
+                    return Ok(Err(BadRange::TooManySlots));
+                }
+                slots.push(slot);
+                at = timing.next_after(slot);
+            }
+            let backfill = BackfillSchedule {
+                id,
+                revision: current.revision,
+                slots: &slots,
+            };
+            return match self.cx.store.run(namespace, &backfill).await? {
+                Backfilled::Done { added, waiting } => {
+                    let entry = self.cx.namespaces.entry(namespace);
+                    if added > 0 {
+                        self.cx
+                            .wakers
+                            .observe(&entry, Work::Schedules, slots.first().copied());
+                    }
+                    Ok(Ok((slots.len(), added, waiting)))
+                }
+                Backfilled::Moved => continue,
+                Backfilled::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
+                Backfilled::Paused => Err(refused(
+                    "is paused; resume it (ResumeSchedule) first".into(),
+                )),
+                Backfilled::Completed => Err(refused(
+                    "is completed; raise its run_limit or end_time (UpsertSchedule) first"
+                        .into(),
+                )),
+                Backfilled::Full(waiting) => Err(refused(format!(
+                    "has {waiting} backfilled slots waiting; at most {MAX_BACKFILL_WAITING}                      may wait: let workers claim them first"
+                ))),
+            };
+        }
+    }
+
     /// Acks a leased occurrence.
     pub(crate) async fn ack_occurrence(
         &self,
@@ -218,7 +337,16 @@ impl Schedules {
             token,
         };
         match self.cx.store.run(namespace, &ack).await? {
-            LeaseCheck::Done(()) => Ok(()),
+            LeaseCheck::Done(released) => {
+                if released {
+                    // A buffered slot (BUFFER_ONE) is due now: wake a waiter here;
+                    // other instances find it at their timer's re-check.
+                    let entry = self.cx.namespaces.entry(namespace);
+                    let now = self.cx.clock.now_ms();
+                    self.cx.wakers.observe(&entry, Work::Schedules, Some(now));
+                }
+                Ok(())
+            }
             LeaseCheck::Missing => Err(Error::NotFound(Missing::Occurrence(
                 occurrence_id.to_owned(),
             ))),
@@ -236,12 +364,13 @@ impl Schedules {
         namespace: &str,
         lease_ms: Option<i64>,
         wait: Duration,
+        worker: &str,
     ) -> Result<Option<Occurrence>, Error> {
         let entry = self.cx.namespaces.entry(namespace);
         let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
         let _waiting = (!wait.is_zero()).then(|| self.cx.metrics.waiting("schedules"));
         long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
-            self.attempt(&entry, lease_ms)
+            self.attempt(&entry, lease_ms, worker)
         })
         .await
     }
@@ -250,8 +379,9 @@ impl Schedules {
         &self,
         entry: &Entry,
         lease_ms: Option<i64>,
+        worker: &str,
     ) -> Result<Attempt<Occurrence>, Error> {
-        let outcome = self.claim_once(entry.name(), lease_ms).await?;
+        let outcome = self.claim_once(entry.name(), lease_ms, worker).await?;
         self.cx
             .wakers
             .observe(entry, Work::Schedules, outcome.earliest_ms);
@@ -266,6 +396,7 @@ impl Schedules {
         &self,
         namespace: &str,
         lease_ms: Option<i64>,
+        worker: &str,
     ) -> Result<ClaimOutcome, Error> {
         let mut hint: Option<ClaimHint> = None;
         let token = uuid::Uuid::new_v4().simple().to_string();
@@ -278,8 +409,13 @@ impl Schedules {
                 namespace,
                 hint: hint.as_ref(),
                 lease: lease_ms.map(|ms| (token.as_str(), ms)),
+                worker,
             };
-            match self.cx.store.run(namespace, &claim).await? {
+            let answer = self.cx.store.run(namespace, &claim).await?;
+            self.cx
+                .metrics
+                .skipped(namespace, "overlap", answer.overlap_skips);
+            match answer.reply {
                 ClaimReply::Claimed {
                     now_ms,
                     due_ms,
@@ -287,6 +423,8 @@ impl Schedules {
                     earliest_ms,
                     schedule,
                     lease,
+                    occurrence_id,
+                    kind,
                 } => {
                     self.fill_follow(namespace, &schedule);
                     // The reply counts both reasons together; when it handed out our
@@ -299,12 +437,8 @@ impl Schedules {
                     metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
                     metrics.skipped(namespace, "window", window);
                     let occurrence = Occurrence {
-                        occurrence_id: occurrence_id(
-                            namespace,
-                            &schedule.def.id,
-                            due_ms,
-                            schedule.revision,
-                        ),
+                        occurrence_id,
+                        kind,
                         schedule: *schedule,
                         due_ms,
                         claim_ms: now_ms,
@@ -435,7 +569,7 @@ mod tests {
     #[tokio::test]
     async fn an_idle_schedule_long_poll_is_small() {
         let schedules = Schedules::new(offline_context());
-        let wait = schedules.claim("ns", None, Duration::from_secs(30));
+        let wait = schedules.claim("ns", None, Duration::from_secs(30), "w");
         let size = std::mem::size_of_val(&wait);
         assert!(size < 2048, "a schedule long-poll's future is {size} bytes");
     }

@@ -10,9 +10,12 @@
 -- MAX_SKIP: timing::MAX_SKIP_COUNT. MAX_TIME: timing::MAX_TIME_MS, 9999-12-31T23:59:59.999Z,
 --   the last time a protobuf Timestamp can carry: a schedule whose next run would be
 --   later is over.
--- occurrence_id(namespace, schedule id, due ms, rev) -> the UUIDv5 of
+-- occurrence_id(namespace, schedule id, due ms, rev[, kind]) -> the UUIDv5 of
 --   domain::occurrence_id (lowercase, hyphenated), so the occurrence record a leased
---   claim writes and the id handed to the worker agree.
+--   claim writes and the id handed to the worker agree. kind 'trigger' (a
+--   TriggerSchedule occurrence) appends '|trigger' to the name, so a trigger never
+--   shares an id with a slot of the timing; other kinds (a backfilled slot) have the
+--   slot's own id.
 
 local MAX_SKIP = 100000
 local MAX_TIME = 253402300799999
@@ -33,9 +36,10 @@ end
 -- script runs this file, and a literal costs nothing per call.
 local OCC_NS = '\100\117\101\113\0\0\64\0\128\0\0\0\0\0\0\1'
 
-local function occurrence_id(namespace, schedule_id, due_ms, rev)
+local function occurrence_id(namespace, schedule_id, due_ms, rev, kind)
   local name = string.format('%d:%s|%d:%s|%d|%d', #namespace, namespace, #schedule_id,
     schedule_id, due_ms, rev)
+  if kind == 'trigger' then name = name .. '|trigger' end
   local h = redis.sha1hex(OCC_NS .. name)
   local variant = string.format('%x', tonumber(string.sub(h, 17, 17), 16) % 4 + 8)
   return string.sub(h, 1, 8) .. '-' .. string.sub(h, 9, 12) .. '-5' .. string.sub(h, 14, 16)

@@ -20,7 +20,14 @@
 --      1 catchup policy (1 ONE, 2 SKIP, 3 ALL)  2 catchup limit (0 none)
 --      3 catchup window ms ('' none)  4 skipped for catch-up  5 skipped for the window
 --      6 skipped for overlap  7 the pause note ('' none)  8 every's offset ms ('' none;
---      timing: upsert_schedule compares it too)
+--      timing: upsert_schedule compares it too)  9 overlap policy (1 ALLOW_ALL, 2 SKIP,
+--      3 BUFFER_ONE)  10 the outstanding leased occurrence's id ('' none; kept under
+--      SKIP and BUFFER_ONE only)  11 the buffered slot's due ms ('' none; BUFFER_ONE)
+--      12 max attempts of a leased occurrence (0 unlimited)  13 a TriggerSchedule
+--      occurrence waiting for a claim: its due ms ('' none)  14 the revision it was
+--      triggered under (its occurrence id keeps it)  15 the earliest slot waiting in the
+--      schedule's backfill set <prefix>:{<ns>}:bf:<id> ('' none; BackfillSchedule)
+--      16 jitter ms (0 none): a slot of the timing is handed out sched_jitter later
 --      (missing trailing entries read as their defaults)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
@@ -40,13 +47,24 @@
 -- limit, job_name, payload, headers, status, rev, runs, created_ms, updated_ms,
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
--- sk_overlap, pause_note, offset_ms (nil in a table built elsewhere reads as the default).
+-- sk_overlap, pause_note, offset_ms, overlap ('allow_all' | 'skip' | 'buffer_one'),
+-- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms, jitter_ms
+-- (nil in a table built elsewhere reads as the default). A loaded record also carries
+-- its key (r.key), from which sched_jitter reads the namespace and the id.
+--
+-- The due index score of a record is sched_due_at(r): the earliest of a buffered slot
+-- whose outstanding occurrence has ended (acked or expired for the last time), a
+-- triggered occurrence, the earliest backfilled slot, and the next run plus its jitter
+-- (sched_jitter). A BUFFER_ONE schedule whose last slot is buffered stays active
+-- with no next run until that slot is handed out.
 
 local SCHED_FIELDS = 16
 local STATUS_CODE = { active = 1, paused = 2, completed = 3 }
 local STATUS_NAME = { 'active', 'paused', 'completed' }
 local CATCHUP_CODE = { one = 1, skip = 2, all = 3 }
 local CATCHUP_NAME = { 'one', 'skip', 'all' }
+local OVERLAP_CODE = { allow_all = 1, skip = 2, buffer_one = 3 }
+local OVERLAP_NAME = { 'allow_all', 'skip', 'buffer_one' }
 
 -- The policy fields of position 17 (x: the array, or nil for an older record).
 local function sched_policies_in(r, x)
@@ -59,16 +77,35 @@ local function sched_policies_in(r, x)
   r.sk_overlap = tonumber(x[6]) or 0
   r.pause_note = x[7] or ''
   r.offset_ms = tonumber(x[8]) or ''
+  r.overlap = OVERLAP_NAME[x[9]] or 'allow_all'
+  r.outstanding = x[10] or ''
+  r.buffered_ms = tonumber(x[11]) or ''
+  r.max_attempts = tonumber(x[12]) or 0
+  r.trigger_ms = tonumber(x[13]) or ''
+  r.trigger_rev = tonumber(x[14]) or 0
+  r.backfill_ms = tonumber(x[15]) or ''
+  r.jitter_ms = tonumber(x[16]) or 0
 end
 
 -- Position 17, or nil while every policy field has its default.
 local function sched_policies_out(r)
   local x = { CATCHUP_CODE[r.catchup or 'one'] or 1, r.catchup_limit or 0, r.window_ms or '',
     r.sk_catchup or 0, r.sk_window or 0, r.sk_overlap or 0, r.pause_note or '',
-    r.offset_ms or '' }
-  if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
-      and x[7] == '' and x[8] == '' then
-    return nil
+    r.offset_ms or '', OVERLAP_CODE[r.overlap or 'allow_all'] or 1, r.outstanding or '',
+    r.buffered_ms or '', r.max_attempts or 0, r.trigger_ms or '', r.trigger_rev or 0,
+    r.backfill_ms or '', r.jitter_ms or 0 }
+  if x[16] == 0 then
+    x[16] = nil
+    if x[15] == '' then x[15] = nil end
+  end
+  if x[9] == 1 and x[10] == '' and x[11] == '' and x[12] == 0 and x[13] == '' and x[15] == nil then
+    -- The overlap and trigger entries at their defaults: older readers see the 8 they
+    -- know.
+    for i = 14, 9, -1 do x[i] = nil end
+    if x[1] == 1 and x[2] == 0 and x[3] == '' and x[4] == 0 and x[5] == 0 and x[6] == 0
+        and x[7] == '' and x[8] == '' then
+      return nil
+    end
   end
   return x
 end
@@ -94,6 +131,7 @@ local function sched_unpacked(key, raw)
   end
   if type(follow) == 'number' then r.follow_ms = created + follow end
   sched_policies_in(r, p[17])
+  r.key = key
   return r
 end
 
@@ -124,12 +162,18 @@ local function sched_from_flat(flat)
     updated_ms = num_or_empty(h.updated_ms), last_ms = num_or_empty(h.last_ms),
     next_ms = num_or_empty(h.next_ms), follow_ms = follow,
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
-    sk_overlap = 0, pause_note = '', offset_ms = '' }
+    sk_overlap = 0, pause_note = '', offset_ms = '', overlap = 'allow_all', outstanding = '',
+    buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0, backfill_ms = '',
+    jitter_ms = 0 }
 end
 
 local function sched_read(key)
   local kind = redis.call('TYPE', key)['ok']
-  if kind == 'hash' then return sched_from_flat(redis.call('HGETALL', key)), true end
+  if kind == 'hash' then
+    local r = sched_from_flat(redis.call('HGETALL', key))
+    r.key = key
+    return r, true
+  end
   if kind == 'none' then return nil, false end
   return sched_load(key), false
 end
@@ -161,7 +205,10 @@ local function sched_fields(id, r)
     'catchup_limit', int_text(r.catchup_limit or 0), 'window_ms', int_text(r.window_ms or ''),
     'sk_catchup', int_text(r.sk_catchup or 0), 'sk_window', int_text(r.sk_window or 0),
     'sk_overlap', int_text(r.sk_overlap or 0), 'pause_note', r.pause_note or '',
-    'offset_ms', int_text(r.offset_ms or '') }
+    'offset_ms', int_text(r.offset_ms or ''), 'overlap', r.overlap or 'allow_all',
+    'max_attempts', int_text(r.max_attempts or 0), 'buffered_ms', int_text(r.buffered_ms or ''),
+    'trigger_ms', int_text(r.trigger_ms or ''), 'backfill_ms', int_text(r.backfill_ms or ''),
+    'jitter_ms', int_text(r.jitter_ms or 0) }
 end
 
 local function push_fields(out, id, r)
@@ -175,9 +222,68 @@ local function sched_new_timing(r, kind, cron, every, tz, start_ms, end_ms, limi
     or r.start_ms ~= start_ms or r.end_ms ~= end_ms or r.limit ~= limit
 end
 
--- Whether the record is in the due index: active with a next run.
+-- The record's due index score ('' = not indexed): a released buffered slot (its
+-- outstanding occurrence ended) before the next run; nothing unless active.
+-- How much later than its nominal time the next run is handed out: 48 bits of its
+-- occurrence id (hex digits 1-8 and 10-13) modulo jitter_ms, so every replica agrees
+-- and domain::jitter_offset_ms (Rust, for Occurrence.jittered_time) gives the same.
+-- The namespace and the id come from the record's key <prefix>:{<ns>}:s:<id> (neither
+-- the prefix nor the namespace may hold braces).
+local function sched_jitter(r)
+  local jitter = r.jitter_ms or 0
+  if jitter <= 0 or r.next_ms == '' or r.key == nil then return 0 end
+  local ns, id = string.match(r.key, '^[^{]*{([^}]*)}:s:(.*)$')
+  if ns == nil then return 0 end
+  local occ = occurrence_id(ns, id, r.next_ms, r.rev)
+  return tonumber(string.sub(occ, 1, 8) .. string.sub(occ, 10, 13), 16) % jitter
+end
+
+local function sched_due_at(r)
+  if r.status ~= 'active' then return '' end
+  local at = r.next_ms
+  if at ~= '' then at = at + sched_jitter(r) end
+  local trigger = r.trigger_ms or ''
+  if trigger ~= '' and (at == '' or trigger < at) then at = trigger end
+  local backfill = r.backfill_ms or ''
+  if backfill ~= '' and (at == '' or backfill < at) then at = backfill end
+  if (r.buffered_ms or '') ~= '' and (r.outstanding or '') == ''
+      and (at == '' or r.buffered_ms < at) then
+    at = r.buffered_ms
+  end
+  return at
+end
+
+-- Whether the record is in the due index (see sched_due_at).
 local function sched_indexed(r)
-  return r ~= nil and r.status == 'active' and r.next_ms ~= ''
+  return r ~= nil and sched_due_at(r) ~= ''
+end
+
+-- Puts the record's index entry where sched_due_at says, keeping meta `indexed`
+-- (was: whether it was indexed before the change).
+local function sched_reindex(meta, due_key, id, r, was)
+  local at = sched_due_at(r)
+  if at == '' then
+    redis.call('ZREM', due_key, id)
+  else
+    redis.call('ZADD', due_key, at, id)
+  end
+  count_index(meta, was, at ~= '')
+end
+
+-- An outstanding occurrence ended (acked, or its lease expired for the last time):
+-- the schedule that tracks it (SKIP, BUFFER_ONE) stops tracking it, and a buffered
+-- slot becomes due. No-op when the schedule is gone or tracks another occurrence.
+-- Returns true when a buffered slot was released.
+local function sched_release(meta, due_key, prefix, id, occ)
+  if id == nil or id == '' then return false end
+  local key = prefix .. id
+  local r = sched_load(key)
+  if r == nil or is_error(r) or r.outstanding ~= occ then return false end
+  local was = sched_indexed(r)
+  r.outstanding = ''
+  sched_save(key, r)
+  sched_reindex(meta, due_key, id, r, was)
+  return r.buffered_ms ~= '' and r.status == 'active'
 end
 
 -- What Migrate's decision about a record was made from (migrate_scan, migrate_apply):
@@ -277,4 +383,33 @@ local function listing_page(L, after, count)
     end
   end
   return out
+end
+
+-- Recent runs (GetSchedule): per schedule a list <prefix>:{<ns>}:rr:<id> of at most
+-- RUNS_KEPT entries, newest first, each "occurrence id|due ms|claim ms|attempt|outcome|
+-- kind|worker" (the worker last: it is free text). Outcomes: leased, not_leased, acked,
+-- lease_expired, skipped_overlap. Pushing trims it (O(1)); an update scans the kept
+-- entries (O(RUNS_KEPT)).
+local RUNS_KEPT = 10
+
+local function runs_push(key, occ, due, claim, attempt, outcome, kind, worker)
+  redis.call('LPUSH', key, table.concat({ occ, int_text(due), int_text(claim), int_text(attempt),
+    outcome, kind, worker }, '|'))
+  redis.call('LTRIM', key, 0, RUNS_KEPT - 1)
+end
+
+-- Rewrites the entry of occ, if still kept: its outcome, and its attempt, claim time
+-- and worker when given (a re-hand).
+local function runs_update(key, occ, outcome, attempt, claim, worker)
+  if occ == nil or occ == '' then return end
+  local items = redis.call('LRANGE', key, 0, RUNS_KEPT - 1)
+  for i, item in ipairs(items) do
+    local o, due, c, a, _, kind, w = string.match(item,
+      '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if o == occ then
+      redis.call('LSET', key, i - 1, table.concat({ o, due, claim and int_text(claim) or c,
+        attempt and int_text(attempt) or a, outcome, kind, worker or w }, '|'))
+      return
+    end
+  end
 end

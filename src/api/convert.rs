@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    domain::{Occurrence, ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef},
+    domain::{
+        Occurrence, OccurrenceKind, Overlap, RecentRun, RunOutcome, ScheduleDef, ScheduleRecord,
+        ScheduleStatus, TimingDef,
+    },
     proto,
     timing::CatchUp,
 };
@@ -122,6 +125,9 @@ pub(super) fn schedule_def(
         paused: s.paused,
         catchup: Default::default(),
         offset_ms: raw.offset_ms,
+        overlap: Default::default(),
+        max_attempts: 0,
+        jitter_ms: 0,
     }
 }
 
@@ -158,6 +164,48 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
         skipped_window: r.skipped.window,
         pause_note: r.pause_note,
         offset: r.def.offset_ms.map(duration),
+        overlap_policy: overlap_to_proto(r.def.overlap) as i32,
+        max_attempts: r.def.max_attempts,
+        jitter: (r.def.jitter_ms > 0).then(|| duration(r.def.jitter_ms)),
+        skipped_overlap: r.skipped.overlap,
+        buffered_time: r.buffered_ms.map(timestamp),
+        triggered_time: r.trigger_ms.map(timestamp),
+        backfill_time: r.backfill_ms.map(timestamp),
+    }
+}
+
+pub(super) fn run_to_proto(r: RecentRun) -> proto::ScheduleRun {
+    proto::ScheduleRun {
+        occurrence_id: r.occurrence_id,
+        due_time: Some(timestamp(r.due_ms)),
+        claim_time: r.claim_ms.map(timestamp),
+        lateness: r.claim_ms.map(|c| duration(c - r.due_ms)),
+        worker_id: r.worker,
+        attempt: r.attempt,
+        outcome: match r.outcome {
+            RunOutcome::Leased => proto::RunOutcome::Leased,
+            RunOutcome::Acked => proto::RunOutcome::Acked,
+            RunOutcome::LeaseExpired => proto::RunOutcome::LeaseExpired,
+            RunOutcome::NotLeased => proto::RunOutcome::NotLeased,
+            RunOutcome::SkippedOverlap => proto::RunOutcome::SkippedOverlap,
+        } as i32,
+        kind: kind_to_proto(r.kind) as i32,
+    }
+}
+
+fn kind_to_proto(kind: OccurrenceKind) -> proto::OccurrenceKind {
+    match kind {
+        OccurrenceKind::Scheduled => proto::OccurrenceKind::Scheduled,
+        OccurrenceKind::Triggered => proto::OccurrenceKind::Triggered,
+        OccurrenceKind::Backfill => proto::OccurrenceKind::Backfill,
+    }
+}
+
+fn overlap_to_proto(policy: Overlap) -> proto::OverlapPolicy {
+    match policy {
+        Overlap::AllowAll => proto::OverlapPolicy::AllowAll,
+        Overlap::Skip => proto::OverlapPolicy::Skip,
+        Overlap::BufferOne => proto::OverlapPolicy::BufferOne,
     }
 }
 
@@ -170,6 +218,7 @@ fn catchup_to_proto(policy: CatchUp) -> proto::CatchupPolicy {
 }
 
 pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
+    let jittered_time = o.jittered_ms().map(timestamp);
     let run_number = o.schedule.run_count;
     let (lease_token, lease_deadline, attempt) = match o.lease {
         Some(l) => (l.token, Some(timestamp(l.deadline_ms)), l.attempt),
@@ -185,6 +234,8 @@ pub(super) fn occurrence_to_proto(o: Occurrence) -> proto::Occurrence {
         lease_token,
         lease_deadline,
         attempt,
+        jittered_time,
+        kind: kind_to_proto(o.kind) as i32,
     }
 }
 

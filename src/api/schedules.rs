@@ -2,9 +2,11 @@
 
 use tonic::Request;
 
+use crate::schedules::{BadRange, MAX_BACKFILL_SLOTS};
+
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, ScheduleDef, ScheduleStatus, TimingDef},
+    domain::{limits::PageShape, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
     proto,
     timing::{CatchUp, CatchUpRule, Timing, TimingSpec, MAX_CATCHUP_LIMIT},
 };
@@ -13,6 +15,8 @@ const DEFAULT_PAGE_SIZE: u32 = 100;
 const MAX_PAGE_SIZE: u32 = 1000;
 const DEFAULT_PREVIEW: u32 = 10;
 const MAX_PREVIEW: u32 = 1000;
+/// `Schedule.max_attempts` at most (a bound that keeps the counter meaningful).
+const MAX_OCCURRENCE_ATTEMPTS: u32 = 1000;
 
 /// Parses the timing of a proto schedule; errors name `<field>.<timing field>`.
 fn parse_timing(
@@ -64,11 +68,85 @@ fn schedule_def(
         (None, None) => return Err(ApiError::invalid("schedule.timing", "set cron or every")),
     };
     let catchup = catchup_rule(&s)?;
+    let overlap = overlap_policy(&s)?;
     let timezone = timing.timezone_name().to_owned();
+    if s.max_attempts > MAX_OCCURRENCE_ATTEMPTS {
+        return Err(ApiError::invalid(
+            "schedule.max_attempts",
+            format!("must be at most {MAX_OCCURRENCE_ATTEMPTS} (0: unlimited)"),
+        ));
+    }
+    let s_max_attempts = s.max_attempts;
+    let jitter_ms = jitter(&s, &timing)?;
     let id = s.id.clone();
     let mut def = convert::schedule_def(s, id, kind, timezone, &raw);
     def.catchup = catchup;
+    def.overlap = overlap;
+    def.max_attempts = s_max_attempts;
+    def.jitter_ms = jitter_ms;
     Ok((def, timing))
+}
+
+/// `jitter` of a proto schedule (0: none): shorter than the interval, which for a cron
+/// is the shortest gap between its next 100 fire times (from its start, or now).
+fn jitter(s: &proto::Schedule, timing: &Timing) -> Result<i64, ApiError> {
+    let field = "schedule.jitter";
+    let Some(d) = &s.jitter else { return Ok(0) };
+    if d.seconds < 0 || d.nanos < 0 {
+        return Err(ApiError::invalid(field, "must not be negative"));
+    }
+    let ms = validate::duration_ms(field, d)?;
+    if ms == 0 {
+        return Ok(0);
+    }
+    let interval = match s.timing {
+        Some(proto::schedule::Timing::Every(ref every)) => validate::duration_ms(field, every)?,
+        _ => {
+            let from = s
+                .start_time
+                .as_ref()
+                .map_or(Ok(chrono_now_ms()), |t| validate::timestamp_ms(field, t))?;
+            let mut gap = i64::MAX;
+            let mut at = timing.first_at_or_after(from);
+            for _ in 0..100 {
+                let Some(slot) = at else { break };
+                at = timing.next_after(slot);
+                if let Some(next) = at {
+                    gap = gap.min(next - slot);
+                }
+            }
+            gap
+        }
+    };
+    if ms >= interval {
+        return Err(ApiError::invalid(
+            field,
+            "must be shorter than the interval between runs",
+        ));
+    }
+    Ok(ms)
+}
+
+/// Now by this host's clock: only to pick where a cron's gaps are measured.
+fn chrono_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// `overlap_policy` of a proto schedule.
+fn overlap_policy(s: &proto::Schedule) -> Result<Overlap, ApiError> {
+    match proto::OverlapPolicy::try_from(s.overlap_policy) {
+        Ok(proto::OverlapPolicy::Unspecified | proto::OverlapPolicy::AllowAll) => {
+            Ok(Overlap::AllowAll)
+        }
+        Ok(proto::OverlapPolicy::Skip) => Ok(Overlap::Skip),
+        Ok(proto::OverlapPolicy::BufferOne) => Ok(Overlap::BufferOne),
+        Err(_) => Err(ApiError::invalid(
+            "schedule.overlap_policy",
+            format!("unknown value {}", s.overlap_policy),
+        )),
+    }
 }
 
 /// `catchup_policy`, `catchup_limit` and `catchup_window` of a proto schedule.
@@ -144,9 +222,14 @@ pub(super) async fn get(
     let req = request.into_inner();
     let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
-    let record = api.schedules.get(namespace, id).await?;
+    let mut record = api.schedules.get(namespace, id).await?;
+    let recent_runs = std::mem::take(&mut record.recent_runs)
+        .into_iter()
+        .map(convert::run_to_proto)
+        .collect();
     Ok(proto::GetScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),
+        recent_runs,
     })
 }
 
@@ -320,7 +403,10 @@ pub(super) async fn claim(
         .as_ref()
         .map(|d| api.limits.lease_ms("lease", d))
         .transpose()?;
-    let occurrence = api.schedules.claim(namespace, lease_ms, wait).await?;
+    let occurrence = api
+        .schedules
+        .claim(namespace, lease_ms, wait, &req.worker_id)
+        .await?;
     if let Some(o) = &occurrence {
         tracing::debug!(occurrence_id = %o.occurrence_id, worker_id = %req.worker_id, "occurrence claimed");
     }
@@ -341,6 +427,67 @@ pub(super) async fn ack_occurrence(
         .ack_occurrence(namespace, id, &req.lease_token)
         .await?;
     Ok(proto::AckOccurrenceResponse {})
+}
+
+pub(super) async fn trigger(
+    api: &QueueApi,
+    request: Request<proto::TriggerScheduleRequest>,
+) -> Result<proto::TriggerScheduleResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = validate::namespace(&req.namespace)?;
+    let id = validate::id("id", &req.id)?;
+    let (occurrence_id, due_ms) = api
+        .schedules
+        .trigger(namespace, id, req.ignore_overlap)
+        .await?;
+    Ok(proto::TriggerScheduleResponse {
+        occurrence_id,
+        due_time: Some(convert::timestamp(due_ms)),
+    })
+}
+
+pub(super) async fn backfill(
+    api: &QueueApi,
+    request: Request<proto::BackfillScheduleRequest>,
+) -> Result<proto::BackfillScheduleResponse, ApiError> {
+    let req = request.into_inner();
+    let namespace = validate::namespace(&req.namespace)?;
+    let id = validate::id("id", &req.id)?;
+    let (Some(start), Some(end)) = (&req.start_time, &req.end_time) else {
+        let field = if req.start_time.is_none() {
+            "start_time"
+        } else {
+            "end_time"
+        };
+        return Err(ApiError::invalid(field, "is required"));
+    };
+    let start_ms = validate::timestamp_ms("start_time", start)?;
+    let end_ms = validate::timestamp_ms("end_time", end)?;
+    if end_ms < start_ms {
+        return Err(ApiError::invalid(
+            "end_time",
+            "must not be before start_time",
+        ));
+    }
+    match api
+        .schedules
+        .backfill(namespace, id, start_ms, end_ms)
+        .await?
+    {
+        Ok((slots, added, waiting)) => Ok(proto::BackfillScheduleResponse {
+            slots: u32::try_from(slots).unwrap_or(u32::MAX),
+            added: u32::try_from(added).unwrap_or(u32::MAX),
+            waiting: u32::try_from(waiting).unwrap_or(u32::MAX),
+        }),
+        Err(BadRange::TooManySlots) => Err(ApiError::invalid(
+            "end_time",
+            format!("the range holds more than {MAX_BACKFILL_SLOTS} slots; split it"),
+        )),
+        Err(BadRange::InTheFuture) => Err(ApiError::invalid(
+            "end_time",
+            "must not be in the future (Redis clock)",
+        )),
+    }
 }
 
 pub(super) async fn preview(

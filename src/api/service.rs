@@ -73,6 +73,8 @@ rpcs!(QueueApi: QueueService {
     claim_due_schedule(ClaimDueScheduleRequest) -> ClaimDueScheduleResponse = schedules::claim;
     ack_occurrence(AckOccurrenceRequest) -> AckOccurrenceResponse = schedules::ack_occurrence;
     preview_schedule(PreviewScheduleRequest) -> PreviewScheduleResponse = schedules::preview;
+    trigger_schedule(TriggerScheduleRequest) -> TriggerScheduleResponse = schedules::trigger;
+    backfill_schedule(BackfillScheduleRequest) -> BackfillScheduleResponse = schedules::backfill;
     enqueue(EnqueueRequest) -> EnqueueResponse = jobs::enqueue;
     enqueue_batch(EnqueueBatchRequest) -> EnqueueBatchResponse = jobs::enqueue_batch;
     claim_job(ClaimJobRequest) -> ClaimJobResponse = jobs::claim;

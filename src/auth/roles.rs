@@ -32,6 +32,8 @@ pub(crate) const PRODUCER: &[&str] = &[
     "PauseSchedule",
     "ResumeSchedule",
     "DeleteSchedule",
+    "TriggerSchedule",
+    "BackfillSchedule",
     "CancelJob",
     "PreviewSchedule",
 ];

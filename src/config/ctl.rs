@@ -332,6 +332,21 @@ pub enum ScheduleAction {
     /// Resume a paused schedule; its next run is computed from now.
     #[command(after_help = CLIENT_HELP)]
     Resume(ScheduleTarget),
+    /// Trigger an occurrence now, outside the timing (TriggerSchedule); the next run
+    /// does not move. Prints the occurrence id workers will get.
+    #[command(after_help = CLIENT_HELP)]
+    Trigger(TriggerScheduleTarget),
+}
+
+/// The schedule to trigger.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TriggerScheduleTarget {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+    /// Trigger even while an earlier leased occurrence is outstanding under
+    /// OVERLAP_POLICY_SKIP or BUFFER_ONE.
+    #[arg(long)]
+    pub ignore_overlap: bool,
 }
 
 /// The schedule to pause, and why.

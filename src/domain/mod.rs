@@ -20,9 +20,11 @@ pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
 };
-pub(crate) use occurrence::{occurrence_id, Occurrence, OccurrenceLease};
+#[cfg(test)]
+pub(crate) use occurrence::occurrence_id;
+pub(crate) use occurrence::{Occurrence, OccurrenceKind, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};
 pub(crate) use schedule::{
-    catchup_parse, catchup_word, Follow, NextRun, ScheduleDef, ScheduleRecord, ScheduleStatus,
-    SkipCounts, TimingDef,
+    catchup_parse, catchup_word, jitter_offset_ms, Follow, NextRun, Overlap, RecentRun, RunOutcome,
+    ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
 };

@@ -13,6 +13,41 @@ pub(crate) struct Occurrence {
     pub(crate) skipped: u64,
     /// Set when the occurrence was claimed with a lease (at-least-once).
     pub(crate) lease: Option<OccurrenceLease>,
+    /// A slot of the timing, or a TriggerSchedule occurrence.
+    pub(crate) kind: OccurrenceKind,
+}
+
+impl Occurrence {
+    /// A scheduled slot of a schedule with jitter: when it was handed out at the
+    /// earliest (due time plus its offset). None without jitter.
+    pub(crate) fn jittered_ms(&self) -> Option<i64> {
+        let jitter = self.schedule.def.jitter_ms;
+        (jitter > 0 && self.kind == OccurrenceKind::Scheduled)
+            .then(|| self.due_ms + super::jitter_offset_ms(&self.occurrence_id, jitter))
+    }
+}
+
+/// Where an occurrence came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OccurrenceKind {
+    /// A slot of the schedule's timing.
+    Scheduled,
+    /// TriggerSchedule.
+    Triggered,
+    /// BackfillSchedule: a slot of the timing, with the slot's own id.
+    Backfill,
+}
+
+impl OccurrenceKind {
+    /// The word the claim script answers with.
+    pub(crate) fn parse(word: &str) -> Option<Self> {
+        match word {
+            "scheduled" => Some(OccurrenceKind::Scheduled),
+            "triggered" => Some(OccurrenceKind::Triggered),
+            "backfill" => Some(OccurrenceKind::Backfill),
+            _ => None,
+        }
+    }
 }
 
 /// The lease of a leased occurrence.
@@ -24,10 +59,12 @@ pub(crate) struct OccurrenceLease {
     pub(crate) attempt: u32,
 }
 
-/// The occurrence id: a UUIDv5 of (namespace, schedule id, nominal due time, revision).
+/// The occurrence id: the scripts compute it (`lua/lib/rules.lua`); this is the
+/// reference they are pinned to (`store::pins`). A UUIDv5 of (namespace, schedule id, nominal due time, revision).
 /// Deterministic, so a worker can use it as an idempotency key; the revision makes a
 /// slot of a changed timing a different occurrence. `lua/lib/rules.lua` computes the
 /// same id for the occurrence record; a library test pins the two together.
+#[cfg(test)]
 pub(crate) fn occurrence_id(
     namespace: &str,
     schedule_id: &str,
@@ -44,6 +81,7 @@ pub(crate) fn occurrence_id(
 }
 
 /// Fixed UUID namespace for occurrence ids (never change: ids must stay stable).
+#[cfg(test)]
 const OCCURRENCE_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x6475_6571_0000_4000_8000_0000_0000_0001);
 

@@ -60,6 +60,63 @@ pub(crate) struct ScheduleDef {
     pub(crate) catchup: CatchUpRule,
     /// `every` only: slots are (start or the epoch) + offset + k*every. Timing.
     pub(crate) offset_ms: Option<i64>,
+    /// What a slot does while an earlier leased occurrence is outstanding (not timing).
+    pub(crate) overlap: Overlap,
+    /// Hand-outs of a leased occurrence at most (0: unlimited); after the last one's
+    /// lease expires the occurrence is finished (not timing).
+    pub(crate) max_attempts: u32,
+    /// A slot is handed out up to this much later than its nominal time (0: none;
+    /// not timing): see `jitter_offset_ms`.
+    pub(crate) jitter_ms: i64,
+}
+
+/// How much later than its nominal time a slot with this occurrence id is handed out
+/// under `jitter_ms`: 48 bits of the id (hex digits 1-8 and 10-13) modulo the jitter.
+/// `lua/lib/schedule.lua` sched_jitter computes the same from the same id.
+pub(crate) fn jitter_offset_ms(occurrence_id: &str, jitter_ms: i64) -> i64 {
+    if jitter_ms <= 0 {
+        return 0;
+    }
+    let digits: String = occurrence_id
+        .get(0..8)
+        .into_iter()
+        .chain(occurrence_id.get(9..13))
+        .collect();
+    i64::from_str_radix(&digits, 16).map_or(0, |bits| bits % jitter_ms)
+}
+
+/// The overlap policy: what a slot that comes due while an earlier leased occurrence
+/// of the schedule is still leased and unacked does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Overlap {
+    /// Handed out as usual.
+    #[default]
+    AllowAll,
+    /// Skipped and counted.
+    Skip,
+    /// The first such slot waits until the outstanding occurrence ends; further ones
+    /// are skipped.
+    BufferOne,
+}
+
+impl Overlap {
+    /// The word the store keeps it as.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Overlap::AllowAll => "allow_all",
+            Overlap::Skip => "skip",
+            Overlap::BufferOne => "buffer_one",
+        }
+    }
+
+    pub(crate) fn parse(word: &str) -> Option<Self> {
+        match word {
+            "allow_all" => Some(Overlap::AllowAll),
+            "skip" => Some(Overlap::Skip),
+            "buffer_one" => Some(Overlap::BufferOne),
+            _ => None,
+        }
+    }
 }
 
 impl ScheduleDef {
@@ -98,13 +155,85 @@ pub(crate) struct ScheduleRecord {
     pub(crate) skipped: SkipCounts,
     /// PauseSchedule's note, until resumed ("" none).
     pub(crate) pause_note: String,
+    /// BUFFER_ONE: the slot held back until the outstanding occurrence ends.
+    pub(crate) buffered_ms: Option<i64>,
+    /// A TriggerSchedule occurrence waiting for a claim: its due time.
+    pub(crate) trigger_ms: Option<i64>,
+    /// BackfillSchedule: the earliest backfilled slot waiting for a claim.
+    pub(crate) backfill_ms: Option<i64>,
+    /// The last runs, newest first (GetSchedule only; empty elsewhere).
+    pub(crate) recent_runs: Vec<RecentRun>,
 }
 
-/// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`).
+/// What became of a recent run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunOutcome {
+    /// Handed out with a lease that has not ended yet.
+    Leased,
+    Acked,
+    /// Its lease expired for the last time (max_attempts).
+    LeaseExpired,
+    /// Handed out without a lease (at-most-once).
+    NotLeased,
+    /// Skipped under the overlap policy.
+    SkippedOverlap,
+}
+
+/// One of a schedule's recent runs (`lua/lib/schedule.lua` runs_push).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecentRun {
+    pub(crate) occurrence_id: String,
+    pub(crate) due_ms: i64,
+    /// None for a skipped slot.
+    pub(crate) claim_ms: Option<i64>,
+    pub(crate) attempt: u32,
+    pub(crate) outcome: RunOutcome,
+    pub(crate) kind: super::OccurrenceKind,
+    pub(crate) worker: String,
+}
+
+impl RecentRun {
+    /// "occurrence id|due|claim|attempt|outcome|kind|worker" (the worker may hold `|`).
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(7, '|');
+        let occurrence_id = parts.next()?.to_owned();
+        let due_ms = parts.next()?.parse().ok()?;
+        let claim = parts.next()?;
+        let claim_ms = if claim.is_empty() {
+            None
+        } else {
+            Some(claim.parse().ok()?)
+        };
+        let attempt = parts.next()?.parse().ok()?;
+        let outcome = match parts.next()? {
+            "leased" => RunOutcome::Leased,
+            "acked" => RunOutcome::Acked,
+            "lease_expired" => RunOutcome::LeaseExpired,
+            "not_leased" => RunOutcome::NotLeased,
+            "skipped_overlap" => RunOutcome::SkippedOverlap,
+            _ => return None,
+        };
+        let kind = super::OccurrenceKind::parse(parts.next()?)?;
+        let worker = parts.next()?.to_owned();
+        Some(RecentRun {
+            occurrence_id,
+            due_ms,
+            claim_ms,
+            attempt,
+            outcome,
+            kind,
+            worker,
+        })
+    }
+}
+
+/// Slots a schedule skipped, per reason (the metric reasons `catchup`, `window`,
+/// `overlap`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct SkipCounts {
     pub(crate) catchup: u64,
     pub(crate) window: u64,
+    pub(crate) overlap: u64,
 }
 
 /// The words the store keeps a catch-up policy as.
@@ -164,5 +293,18 @@ impl NextRun {
             _ => Follow::Unknown,
         };
         NextRun { next_ms, follow }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jitter_offset_ms;
+
+    #[test]
+    fn the_jitter_offset_is_48_bits_of_the_id_modulo_the_jitter() {
+        let id = "12345678-9abc-5def-8000-000000000001";
+        assert_eq!(jitter_offset_ms(id, 1_000), 0x1234_5678_9abc % 1_000);
+        assert_eq!(jitter_offset_ms(id, 0), 0, "no jitter");
+        assert_eq!(jitter_offset_ms("short", 1_000), 0, "not an id: no offset");
     }
 }

@@ -38,6 +38,10 @@ mod tests {
         assert_eq!(call_kind("/grpc.health.v1.Health/Watch"), CallKind::Long);
         assert_eq!(call_kind("/dueq.v1.QueueService/Work"), CallKind::Long);
         assert_eq!(call_kind("/dueq.v1.QueueService/Enqueue"), CallKind::Unary);
+        assert_eq!(
+            call_kind("/dueq.v1.QueueService/TriggerSchedule"),
+            CallKind::Unary
+        );
         assert_eq!(call_kind("/grpc.health.v1.Health/Check"), CallKind::Unary);
     }
 }

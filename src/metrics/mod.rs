@@ -286,7 +286,7 @@ impl Metrics {
         );
         r.register(
             "dueq_schedule_skipped_runs",
-            "Schedule runs skipped, by reason (catchup: runs a late claim stepped over).",
+            "Schedule runs skipped, by reason (catchup: runs a late claim stepped over; window: older than catchup_window; overlap: held back while an earlier occurrence was outstanding).",
             self.skipped_runs.clone(),
         );
         r.register(

@@ -213,6 +213,10 @@ fn convert(scanned: &ScannedRecord) -> Result<Option<ScheduleRecord>, String> {
         create_ms: fields.number("created_at")?.unwrap_or(0),
         update_ms: 0,
         revision: 1,
+        buffered_ms: None,
+        trigger_ms: None,
+        backfill_ms: None,
+        recent_runs: Vec::new(),
         follow: Follow::Unknown,
         skipped: Default::default(),
         pause_note: String::new(),
@@ -251,6 +255,9 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         paused: false,
         catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
+        jitter_ms: 0,
     })
 }
 

@@ -30,6 +30,8 @@
 //! | `<prefix>:{<ns>}:jdone`      | zset | finished job id -> finish time, retention  |
 //! | `<prefix>:{<ns>}:o:<occ id>` | hash | a leased schedule occurrence               |
 //! | `<prefix>:{<ns>}:oleases`    | zset | leased occurrence id -> lease deadline     |
+//! | `<prefix>:{<ns>}:bf:<id>`    | zset | a schedule's backfilled slots (ms -> ms)   |
+//! | `<prefix>:{<ns>}:rr:<id>`    | list | a schedule's last 10 runs, newest first    |
 //! | `<prefix>:{<ns>}:meta:q:<queue>` | hash | queue state: `pending` count, `paused` |
 //! | `<prefix>:{<ns>}:meta:dead:<queue>` | zset | dead job id -> finish ms, per queue |
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
@@ -141,6 +143,30 @@ impl NamespaceKeys {
     /// build their keys from it.
     pub(crate) fn schedule_prefix(&self) -> String {
         format!("{}s:", self.base)
+    }
+
+    /// A schedule's backfilled slots waiting for claims (slot ms -> slot ms).
+    pub(crate) fn backfill(&self, id: &str) -> Vec<u8> {
+        let mut key = self.backfill_prefix().into_bytes();
+        key.extend_from_slice(id.as_bytes());
+        key
+    }
+
+    /// The prefix a schedule id is appended to for its backfill set.
+    pub(crate) fn backfill_prefix(&self) -> String {
+        format!("{}bf:", self.base)
+    }
+
+    /// A schedule's recent runs (GetSchedule), newest first, at most 10.
+    pub(crate) fn runs(&self, id: &str) -> Vec<u8> {
+        let mut key = self.runs_prefix().into_bytes();
+        key.extend_from_slice(id.as_bytes());
+        key
+    }
+
+    /// The prefix a schedule id is appended to for its recent runs.
+    pub(crate) fn runs_prefix(&self) -> String {
+        format!("{}rr:", self.base)
     }
 
     /// Leased schedule occurrences scored by lease deadline.
@@ -402,6 +428,8 @@ mod tests {
                 assert!(!key.starts_with(&keys.schedule_prefix()));
                 assert!(!key.as_bytes().starts_with(&keys.listing_leaf("")));
                 assert!(!key.starts_with(&keys.occurrence_prefix()));
+                assert!(!key.starts_with(&keys.backfill_prefix()));
+                assert!(!key.starts_with(&keys.runs_prefix()));
             }
         }
         assert_eq!(keys.job("x"), b"dueq:{ns}:j:x");

@@ -81,6 +81,8 @@ pub(crate) const WAITED_SCRIPTS: &[&str] = &[
     "delete_schedule",
     "pause_schedule",
     "resume_schedule",
+    "trigger_schedule",
+    "backfill_schedule",
     "import_schedules",
     "set_follow",
     "pause_queue",

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::StoreError;
 use crate::domain::{
-    catchup_parse, Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, ScheduleDef,
-    ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
+    catchup_parse, Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, Overlap,
+    ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
 };
 use crate::timing::{CatchUp, CatchUpRule};
 
@@ -147,6 +147,7 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
         SkipCounts {
             catchup: f.int("sk_catchup")?,
             window: f.int("sk_window")?,
+            overlap: f.int("sk_overlap")?,
         }
     } else {
         SkipCounts::default()
@@ -169,6 +170,37 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
             } else {
                 None
             },
+            overlap: if f.has("overlap") {
+                f.word("overlap", Overlap::parse)?
+            } else {
+                Overlap::AllowAll
+            },
+            max_attempts: if f.has("max_attempts") {
+                f.int("max_attempts")?
+            } else {
+                0
+            },
+            jitter_ms: if f.has("jitter_ms") {
+                f.i64("jitter_ms")?
+            } else {
+                0
+            },
+        },
+        buffered_ms: if f.has("buffered_ms") {
+            f.opt_i64("buffered_ms")?
+        } else {
+            None
+        },
+        trigger_ms: if f.has("trigger_ms") {
+            f.opt_i64("trigger_ms")?
+        } else {
+            None
+        },
+        recent_runs: Vec::new(),
+        backfill_ms: if f.has("backfill_ms") {
+            f.opt_i64("backfill_ms")?
+        } else {
+            None
         },
         status,
         run_count: f.int("runs")?,

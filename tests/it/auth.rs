@@ -50,6 +50,8 @@ fn allowed(role: &str, method: &str) -> bool {
         "PauseSchedule",
         "ResumeSchedule",
         "DeleteSchedule",
+        "TriggerSchedule",
+        "BackfillSchedule",
         "CancelJob",
         "PreviewSchedule",
     ];
@@ -83,6 +85,8 @@ const RPCS: &[&str] = &[
     "QueueService/ClaimDueSchedule",
     "QueueService/AckOccurrence",
     "QueueService/PreviewSchedule",
+    "QueueService/TriggerSchedule",
+    "QueueService/BackfillSchedule",
     "QueueService/Enqueue",
     "QueueService/EnqueueBatch",
     "QueueService/ClaimJob",
@@ -193,6 +197,10 @@ async fn call(
         }
         "QueueService/AckOccurrence" => send!(queue.ack_occurrence(AckOccurrenceRequest {})),
         "QueueService/PreviewSchedule" => send!(queue.preview_schedule(PreviewScheduleRequest {})),
+        "QueueService/TriggerSchedule" => send!(queue.trigger_schedule(TriggerScheduleRequest {})),
+        "QueueService/BackfillSchedule" => {
+            send!(queue.backfill_schedule(BackfillScheduleRequest {}))
+        }
         "QueueService/Enqueue" => send!(queue.enqueue(EnqueueRequest {
             queue: "q".into(),
             name: "j".into()

@@ -803,7 +803,7 @@ async fn every_readme_cli_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::readme_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 16, "{commands:#?}");
+    assert_eq!(commands.len(), 17, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -871,46 +871,51 @@ async fn every_readme_cli_example_runs() {
     assert!(outputs[3].contains("paused"), "{}", outputs[3]);
     assert!(outputs[4].contains("active"), "{}", outputs[4]);
     assert!(
-        outputs[5].contains("2026-03-08T07:00:00Z") && outputs[5].contains("03:00:00-04:00"),
+        outputs[5].contains("triggered nightly-invoices (occurrence "),
         "{}",
         outputs[5]
     );
     assert!(
-        outputs[6].contains("dry run: nothing was written"),
+        outputs[6].contains("2026-03-08T07:00:00Z") && outputs[6].contains("03:00:00-04:00"),
         "{}",
         outputs[6]
     );
     assert!(
-        outputs[7].contains("billing") && outputs[7].contains("3 -> 3"),
+        outputs[7].contains("dry run: nothing was written"),
         "{}",
         outputs[7]
     );
-    assert_eq!(outputs[8].trim(), "digest-alice");
     assert!(
-        outputs[9].contains("billing") && outputs[9].contains("shop"),
+        outputs[8].contains("billing") && outputs[8].contains("3 -> 3"),
         "{}",
-        outputs[9]
+        outputs[8]
     );
-    let row = outputs[10]
+    assert_eq!(outputs[9].trim(), "digest-alice");
+    assert!(
+        outputs[10].contains("billing") && outputs[10].contains("shop"),
+        "{}",
+        outputs[10]
+    );
+    let row = outputs[11]
         .lines()
         .find(|l| l.contains("emails"))
-        .unwrap_or_else(|| panic!("{}", outputs[10]));
+        .unwrap_or_else(|| panic!("{}", outputs[11]));
     let cells: Vec<&str> = row
         .split('┆')
         .map(|c| c.trim_matches(|c: char| c == '│' || c.is_whitespace()))
         .collect();
     assert_eq!(&cells[..5], ["emails", "1", "1", "0", "1"], "{row}");
-    assert_eq!(outputs[11].trim(), "queue emails paused");
-    assert_eq!(outputs[12].trim(), "queue emails resumed");
+    assert_eq!(outputs[12].trim(), "queue emails paused");
+    assert_eq!(outputs[13].trim(), "queue emails resumed");
     assert_eq!(
-        outputs[13].trim(),
+        outputs[14].trim(),
         "1 dead job(s) of emails made pending again"
     );
-    assert_eq!(outputs[14].trim(), "1 delayed job(s) of emails deleted");
+    assert_eq!(outputs[15].trim(), "1 delayed job(s) of emails deleted");
     assert!(
-        outputs[15].contains("NEXT RUN") && !outputs[15].contains("nightly-invoices"),
+        outputs[16].contains("NEXT RUN") && !outputs[16].contains("nightly-invoices"),
         "{}",
-        outputs[15]
+        outputs[16]
     );
 }
 
@@ -1387,4 +1392,22 @@ async fn schedules_overdue_and_by_next_run() {
     let out = dueq(&service, &["schedules", "-n", "ns", "--overdue", "soon"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--overdue"), "{}", stderr(&out));
+}
+
+/// Pins: `dueq schedule trigger` triggers an occurrence (TriggerSchedule) and prints
+/// the occurrence id the next claim hands out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_trigger_prints_the_occurrence_id_the_claim_hands_out() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    upsert(&mut client, "ns", every("s", 3600)).await;
+    let out = json_of(&dueq(
+        &service,
+        &["schedule", "trigger", "-n", "ns", "s", "-o", "json"],
+    ));
+    assert_eq!(keys(&out), ["due_time", "id", "namespace", "occurrence_id"]);
+    let o = claim(&mut client, "ns", 0).await.expect("triggered");
+    assert_eq!(out["occurrence_id"], json!(o.occurrence_id));
+    assert_eq!(o.kind, proto::OccurrenceKind::Triggered as i32);
 }

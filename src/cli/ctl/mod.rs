@@ -118,6 +118,7 @@ fn command_name(command: &OperatorCommand) -> &'static str {
             ScheduleAction::Show(_) => "schedule show",
             ScheduleAction::Pause(_) => "schedule pause",
             ScheduleAction::Resume(_) => "schedule resume",
+            ScheduleAction::Trigger(_) => "schedule trigger",
         },
         OperatorCommand::Preview(_) => "preview",
         OperatorCommand::Migrate(_) => "migrate",

@@ -5,7 +5,7 @@
 use dueq::{
     config::ctl::{
         PauseScheduleTarget, PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleOrderArg,
-        ScheduleStatusArg, SchedulesArgs,
+        ScheduleStatusArg, ScheduleTarget, SchedulesArgs, TriggerScheduleTarget,
     },
     proto,
 };
@@ -127,6 +127,10 @@ pub(crate) async fn act(args: ScheduleArgs) -> Result<(), Failure> {
                 .into_inner();
             (target, answer.schedule)
         }
+        ScheduleAction::Trigger(TriggerScheduleTarget {
+            target,
+            ignore_overlap,
+        }) => return trigger(target, ignore_overlap).await,
         ScheduleAction::Resume(target) => {
             let mut client = connect(&target.client, true).await?;
             let answer = client
@@ -147,6 +151,39 @@ pub(crate) async fn act(args: ScheduleArgs) -> Result<(), Failure> {
     });
     emit(target.client.output, doc, || {
         schedules_table(std::slice::from_ref(&schedule)).to_string()
+    });
+    Ok(())
+}
+
+/// `dueq schedule trigger`: prints the triggered occurrence's id and due time.
+async fn trigger(target: ScheduleTarget, ignore_overlap: bool) -> Result<(), Failure> {
+    let mut client = connect(&target.client, true).await?;
+    let answer = client
+        .trigger_schedule(proto::TriggerScheduleRequest {
+            namespace: target.namespace.clone(),
+            id: target.id.clone(),
+            ignore_overlap,
+        })
+        .await?
+        .into_inner();
+    let due = answer
+        .due_time
+        .as_ref()
+        .map(|t| t.seconds * 1000 + i64::from(t.nanos) / 1_000_000)
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default();
+    let doc = json!({
+        "namespace": target.namespace,
+        "id": target.id,
+        "occurrence_id": answer.occurrence_id,
+        "due_time": due,
+    });
+    emit(target.client.output, doc, || {
+        format!(
+            "triggered {} (occurrence {}, due {due})",
+            target.id, answer.occurrence_id
+        )
     });
     Ok(())
 }

@@ -3,10 +3,10 @@
 use super::prelude::*;
 use crate::domain::{LeaseCheck, LeaseLoss};
 
-script!("ack_occurrence", Core, Arity::Exactly(1), Arity::Exactly(4));
+script!("ack_occurrence", Schedule, Arity::Exactly(3), Arity::Exactly(6));
 
 /// How long an acked occurrence record is kept, so a repeated ack says "acked".
-const ACKED_OCCURRENCE_TTL_MS: i64 = 86_400_000;
+pub(crate) const ACKED_OCCURRENCE_TTL_MS: i64 = 86_400_000;
 
 pub(crate) struct AckOccurrence<'a> {
     pub(crate) occurrence_id: &'a str,
@@ -14,7 +14,8 @@ pub(crate) struct AckOccurrence<'a> {
 }
 
 impl Operation for AckOccurrence<'_> {
-    type Output = LeaseCheck<()>;
+    /// Done(true) when the ack released a buffered slot of its schedule (BUFFER_ONE).
+    type Output = LeaseCheck<bool>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -22,19 +23,24 @@ impl Operation for AckOccurrence<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.occurrence_leases())
+            .key(keys.meta())
+            .key(keys.due())
             .arg(keys.occurrence_prefix())
             .arg(self.occurrence_id)
             .arg(self.token)
-            .arg(ACKED_OCCURRENCE_TTL_MS);
+            .arg(ACKED_OCCURRENCE_TTL_MS)
+            .arg(keys.schedule_prefix())
+            .arg(keys.runs_prefix());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let check = match reply.text()?.as_str() {
-            "ok" => LeaseCheck::Done(()),
+            "ok" => LeaseCheck::Done(reply.flag()?),
             "missing" => LeaseCheck::Missing,
             "expired" => LeaseCheck::Lost(LeaseLoss::Expired),
             "stale" => LeaseCheck::Lost(reply.word(|state| match state {
                 "acked" => Some(LeaseLoss::Acked),
+                "expired" => Some(LeaseLoss::Expired),
                 "leased" => Some(LeaseLoss::Rehanded),
                 _ => None,
             })?),

@@ -1,9 +1,11 @@
 //! `lua/claim_due.lua`: hand the earliest due occurrence of a namespace to one caller.
 
-use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
-use crate::domain::{NextRun, OccurrenceLease, ScheduleRecord};
+use super::{
+    ack_occurrence::ACKED_OCCURRENCE_TTL_MS, prelude::*, schedule_head, upsert_schedule::follow_arg,
+};
+use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(15));
+script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -15,6 +17,8 @@ pub(crate) struct ClaimDue<'a> {
     pub(crate) hint: Option<&'a ClaimHint>,
     /// For an at-least-once claim: the lease token and its length.
     pub(crate) lease: Option<(&'a str, i64)>,
+    /// The claiming worker's id (recorded in the schedule's recent runs).
+    pub(crate) worker: &'a str,
 }
 
 /// A cron schedule's next slot, computed in Rust for the claim that asked for it.
@@ -32,6 +36,14 @@ pub(crate) struct ClaimHint {
     pub(crate) skipped_window: u64,
 }
 
+/// A claim script's answer, with the slots it skipped for overlap on the way.
+#[derive(Debug)]
+pub(crate) struct ClaimAnswer {
+    pub(crate) reply: ClaimReply,
+    /// Slots held back and skipped under the overlap policy by this call (metric).
+    pub(crate) overlap_skips: u64,
+}
+
 #[derive(Debug)]
 pub(crate) enum ClaimReply {
     Claimed {
@@ -44,6 +56,9 @@ pub(crate) enum ClaimReply {
         /// first claim).
         schedule: Box<ScheduleRecord>,
         lease: Option<OccurrenceLease>,
+        /// The occurrence id the script computed (lib/rules.lua occurrence_id).
+        occurrence_id: String,
+        kind: OccurrenceKind,
     },
     /// A cron schedule is due; the caller must compute its next slot after `now_ms`.
     Compute {
@@ -57,7 +72,7 @@ pub(crate) enum ClaimReply {
 }
 
 impl Operation for ClaimDue<'_> {
-    type Output = ClaimReply;
+    type Output = ClaimAnswer;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -92,6 +107,10 @@ impl Operation for ClaimDue<'_> {
             Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
             None => call.arg("").arg(""),
         };
+        call.arg(ACKED_OCCURRENCE_TTL_MS)
+            .arg(keys.backfill_prefix())
+            .arg(keys.runs_prefix())
+            .arg(self.worker);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -108,8 +127,9 @@ impl Operation for ClaimDue<'_> {
             _ => None,
         })?;
         let now_ms = reply.int()?;
-        match tag {
-            Tag::Claimed => claimed(now_ms, reply),
+        let overlap_skips = reply.count()?;
+        let reply = match tag {
+            Tag::Claimed => claimed(now_ms, reply)?,
             Tag::Compute => {
                 // The earliest entry, id, revision and next run repeat the record.
                 reply.opt_int()?;
@@ -117,24 +137,28 @@ impl Operation for ClaimDue<'_> {
                 reply.text()?;
                 reply.int()?;
                 let schedule = records::schedule(&reply.rest_fields()?)?;
-                Ok(ClaimReply::Compute {
+                ClaimReply::Compute {
                     now_ms,
                     schedule: Box::new(schedule),
-                })
+                }
             }
             Tag::None => {
                 let earliest_ms = reply.opt_int()?;
                 reply.finish()?;
-                Ok(ClaimReply::Nothing {
+                ClaimReply::Nothing {
                     now_ms,
                     earliest_ms,
-                })
+                }
             }
-        }
+        };
+        Ok(ClaimAnswer {
+            reply,
+            overlap_skips,
+        })
     }
 }
 
-/// `due_ms, skipped, earliest, token, lease_until, attempt, fields...`
+/// `due_ms, skipped, earliest, token, lease_until, attempt, occurrence id, kind, fields...`
 fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
     let due_ms = reply.int()?;
     let skipped = reply.count()?;
@@ -157,8 +181,12 @@ fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
             ))
         }
     };
+    let occurrence_id = reply.text()?;
+    let kind = reply.word(OccurrenceKind::parse)?;
     let schedule = records::schedule(&reply.rest_fields()?)?;
     Ok(ClaimReply::Claimed {
+        occurrence_id,
+        kind,
         now_ms,
         due_ms,
         skipped,
@@ -174,6 +202,7 @@ pub(super) fn sample() -> ClaimDue<'static> {
         namespace: "ns",
         hint: None,
         lease: Some(("token", 30_000)),
+        worker: "w",
     }
 }
 
@@ -201,6 +230,9 @@ mod tests {
             paused: false,
             catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
+        jitter_ms: 0,
         }
     }
 
@@ -230,8 +262,9 @@ mod tests {
             namespace: "ns",
             hint,
             lease: None,
+            worker: "",
         };
-        let asked = store.run("ns", &claim(None)).await;
+        let asked = store.run("ns", &claim(None)).await.map(|a| a.reply);
         let Ok(ClaimReply::Compute { schedule, .. }) = asked else {
             panic!("a due cron asks for its next slot: {asked:?}")
         };
@@ -259,7 +292,7 @@ mod tests {
             skipped: 0,
             skipped_window: 0,
         };
-        let refused = store.run("ns", &claim(Some(&stale))).await;
+        let refused = store.run("ns", &claim(Some(&stale))).await.map(|a| a.reply);
         let Ok(ClaimReply::Compute { schedule, .. }) = refused else {
             panic!("a hint from revision 1 is refused: {refused:?}")
         };
@@ -280,7 +313,7 @@ mod tests {
             skipped: advance.skipped,
             ..stale.clone()
         };
-        let claimed = store.run("ns", &claim(Some(&fresh))).await;
+        let claimed = store.run("ns", &claim(Some(&fresh))).await.map(|a| a.reply);
         let Ok(ClaimReply::Claimed { schedule, .. }) = claimed else {
             panic!("the hint for revision 2 claims: {claimed:?}")
         };

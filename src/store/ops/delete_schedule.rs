@@ -2,7 +2,7 @@
 
 use super::{prelude::*, schedule_head};
 
-script!("delete_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
+script!("delete_schedule", Schedule, Arity::Exactly(7), Arity::Exactly(3));
 
 pub(crate) struct DeleteSchedule<'a> {
     pub(crate) id: &'a str,
@@ -18,7 +18,11 @@ impl Operation for DeleteSchedule<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.key(keys.due()).key(keys.schedule(self.id)).arg(self.id);
+        call.key(keys.due())
+            .key(keys.schedule(self.id))
+            .key(keys.backfill(self.id))
+            .key(keys.runs(self.id))
+            .arg(self.id);
     }
 
     fn decode(&self, reply: Reply) -> Result<Self::Output, StoreError> {

@@ -1,9 +1,9 @@
 //! `lua/get_schedule.lua`: read one schedule.
 
 use super::{prelude::*, schedule_head};
-use crate::domain::ScheduleRecord;
+use crate::domain::{RecentRun, ScheduleRecord};
 
-script!("get_schedule", Schedule, Arity::Exactly(4), Arity::Exactly(3));
+script!("get_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
 
 pub(crate) struct GetSchedule<'a> {
     pub(crate) id: &'a str,
@@ -18,11 +18,29 @@ impl Operation for GetSchedule<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.key(keys.schedule(self.id)).arg(self.id);
+        call.key(keys.schedule(self.id))
+            .key(keys.runs(self.id))
+            .arg(self.id);
     }
 
+    /// The schedule with its recent runs.
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        optional_record(&mut reply, self.id)
+        if reply.is_done() {
+            return Ok(None);
+        }
+        let n = reply.count()?;
+        let mut runs = Vec::new();
+        for _ in 0..n {
+            let text = reply.text()?;
+            runs.push(
+                RecentRun::parse(&text)
+                    .ok_or_else(|| StoreError::corrupt("recent run", format!("{text:?}")))?,
+            );
+        }
+        let fields = reply.rest_fields()?.named(format!("schedule {:?}", self.id));
+        let mut record = records::schedule(&fields)?;
+        record.recent_runs = runs;
+        Ok(Some(record))
     }
 }
 

@@ -28,6 +28,7 @@ operations!(
     ack_job,
     ack_jobs,
     ack_occurrence,
+    backfill_schedule,
     cancel_job,
     claim_due,
     claim_jobs,
@@ -62,6 +63,7 @@ operations!(
     retry_job,
     schedule_gauges,
     set_follow,
+    trigger_schedule,
     upsert_schedule,
 );
 

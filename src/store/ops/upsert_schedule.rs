@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(22));
+script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(25));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -59,7 +59,10 @@ impl Operation for UpsertSchedule<'_> {
         call.arg(catchup_word(def.catchup.policy))
             .arg(limit)
             .opt(def.catchup.window_ms)
-            .opt(def.offset_ms);
+            .opt(def.offset_ms)
+            .arg(def.overlap.as_str())
+            .arg(def.max_attempts)
+            .arg(def.jitter_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -85,6 +88,9 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         paused: false,
         catchup: Default::default(),
         offset_ms: None,
+        overlap: Default::default(),
+        max_attempts: 0,
+        jitter_ms: 0,
     });
     UpsertSchedule {
         def: &DEF,

@@ -532,5 +532,49 @@ fn bad_policies(id: &str) -> Vec<UpsertCase> {
             "schedule.catchup_window",
             "must be at least 1ms",
         ),
+        invalid(
+            "unknown overlap_policy",
+            with(&|s| s.overlap_policy = 99),
+            "schedule.overlap_policy",
+            "unknown value 99",
+        ),
+        invalid(
+            "negative overlap_policy",
+            with(&|s| s.overlap_policy = -1),
+            "schedule.overlap_policy",
+            "unknown value -1",
+        ),
+        invalid(
+            "jitter equal to every",
+            with(&|s| s.jitter = Some(dur(60_000))),
+            "schedule.jitter",
+            "must be shorter than the interval between runs",
+        ),
+        invalid(
+            "negative jitter",
+            with(&|s| {
+                s.jitter = Some(prost_types::Duration {
+                    seconds: -1,
+                    nanos: 0,
+                })
+            }),
+            "schedule.jitter",
+            "must not be negative",
+        ),
+        invalid(
+            "jitter not shorter than a cron's gap",
+            proto::Schedule {
+                jitter: Some(dur(3_600_000)),
+                ..cron(id, "0 * * * *", "")
+            },
+            "schedule.jitter",
+            "must be shorter than the interval between runs",
+        ),
+        invalid(
+            "max_attempts over 1000",
+            with(&|s| s.max_attempts = 1001),
+            "schedule.max_attempts",
+            "must be at most 1000",
+        ),
     ]
 }

@@ -126,6 +126,16 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
     assert!(preview.contains("\"dstAdjusted\": true"), "{preview}");
     assert!(output_of("UpsertSchedule")[0].contains("\"created\": true"));
     assert!(output_of("GetSchedule")[0].contains("\"jobName\": \"invoices.run\""));
+    let triggered = output_of("TriggerSchedule")[0];
+    assert!(
+        triggered.contains("\"occurrenceId\"") && triggered.contains("\"dueTime\""),
+        "{triggered}"
+    );
+    let backfilled = output_of("BackfillSchedule")[0];
+    assert!(
+        backfilled.contains("\"slots\": 3") && backfilled.contains("\"added\": 3"),
+        "three 06:00 slots in the range, all new:\n{backfilled}"
+    );
     let listed = output_of("ListSchedules");
     assert!(listed[0].contains("heartbeat") && listed[0].contains("nightly-invoices"));
     assert!(

@@ -446,14 +446,19 @@ impl Sentinels {
                 } else {
                     &self.master
                 };
-                let mut conn = replica.conn().await;
-                let info: String = redis::cmd("INFO")
-                    .arg("replication")
-                    .query_async(&mut conn)
+                // A node the sentinels are reconfiguring drops its clients (CLIENT
+                // KILL on a role change): a refused connection or reply is "not yet".
+                if let Ok(mut conn) = replica
+                    .try_conn_within(std::time::Duration::from_secs(2))
                     .await
-                    .expect("INFO");
-                if info.contains("master_link_status:up") {
-                    return;
+                {
+                    let info: redis::RedisResult<String> = redis::cmd("INFO")
+                        .arg("replication")
+                        .query_async(&mut conn)
+                        .await;
+                    if info.is_ok_and(|info| info.contains("master_link_status:up")) {
+                        return;
+                    }
                 }
             }
             patience.wait().await;

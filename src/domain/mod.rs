@@ -20,7 +20,6 @@ pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
 };
-#[cfg(test)]
 pub(crate) use occurrence::occurrence_id;
 pub(crate) use occurrence::{Occurrence, OccurrenceKind, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};

@@ -63,8 +63,8 @@ pub(crate) struct OccurrenceLease {
 /// reference they are pinned to (`store::pins`). A UUIDv5 of (namespace, schedule id, nominal due time, revision).
 /// Deterministic, so a worker can use it as an idempotency key; the revision makes a
 /// slot of a changed timing a different occurrence. `lua/lib/rules.lua` computes the
-/// same id for the occurrence record; a library test pins the two together.
-#[cfg(test)]
+/// same id for the occurrence record; a library test pins the two together. Migrate's
+/// dry run uses it to derive a jittered schedule's due-index score.
 pub(crate) fn occurrence_id(
     namespace: &str,
     schedule_id: &str,
@@ -81,7 +81,6 @@ pub(crate) fn occurrence_id(
 }
 
 /// Fixed UUID namespace for occurrence ids (never change: ids must stay stable).
-#[cfg(test)]
 const OCCURRENCE_NAMESPACE: uuid::Uuid =
     uuid::Uuid::from_u128(0x6475_6571_0000_4000_8000_0000_0000_0001);
 

@@ -111,3 +111,58 @@ async fn without_jitter_there_is_no_jittered_time() {
     assert!(o.jittered_time.is_none());
     assert_eq!(ms(&o.due_time), due);
 }
+
+/// Pins: Migrate, dry run and real, finds nothing to repair in the index entries of
+/// a jittered schedule and of one with a waiting trigger (their scores are the
+/// derived due times, not the nominal next runs), and the real run leaves them
+/// where they were.
+#[tokio::test]
+async fn migrate_finds_nothing_to_repair_in_jittered_or_triggered_schedules() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut admin = admin(&service).await;
+    let mut conn = redis.conn().await;
+    let jittered = proto::Schedule {
+        jitter: Some(dur(JITTER as u64)),
+        ..every("jittered", 3600)
+    };
+    upsert(&mut c, "ns", jittered).await;
+    upsert(&mut c, "ns", every("triggered", 86_400)).await;
+    c.trigger_schedule(proto::TriggerScheduleRequest {
+        namespace: "ns".into(),
+        id: "triggered".into(),
+        ignore_overlap: false,
+    })
+    .await
+    .expect("trigger");
+    let scores = |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut conn = conn.clone();
+        async move {
+            let scores: Vec<(String, i64)> = redis::cmd("ZRANGE")
+                .arg("dueq:{ns}:due")
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await
+                .expect("ZRANGE");
+            scores
+        }
+    };
+    let before = scores(&mut conn).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    let dry = migrate_done(
+        &mut admin,
+        proto::MigrateRequest {
+            dry_run: true,
+            ..migrate_req("ns")
+        },
+    )
+    .await;
+    assert_eq!((dry.scanned, dry.repaired), (2, 0), "dry run: {dry:?}");
+    let done = migrate_done(&mut admin, migrate_req("ns")).await;
+    assert_eq!((done.scanned, done.repaired), (2, 0), "real run: {done:?}");
+    assert_eq!(scores(&mut conn).await, before, "the index is untouched");
+}

@@ -79,7 +79,11 @@ impl Setup {
         loop {
             let now = match self {
                 Setup::Cluster(cluster) => cluster.try_master_of(NS_KEY).await.unwrap_or(killed),
-                Setup::Sentinel(setup) => setup.master_port().await,
+                // Every sentinel, not one: a sentinel that has not yet learnt of the
+                // switch, seeing the killed node back (empty) as master, would make
+                // the promoted one its replica and wipe it (a full sync from empty).
+                // The README's failover section gives operators the same rule.
+                Setup::Sentinel(setup) => setup.master_port_agreed().await.unwrap_or(killed),
             };
             if now != killed {
                 return;

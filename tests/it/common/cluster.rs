@@ -465,6 +465,26 @@ impl Sentinels {
         }
     }
 
+    /// The port of the master every sentinel names now, if they all agree (a sentinel
+    /// that cannot be asked does not agree).
+    pub async fn master_port_agreed(&self) -> Option<u16> {
+        let mut agreed = None;
+        for sentinel in &self.sentinels {
+            let mut conn = node_conn(sentinel).await.ok()?;
+            let (_, port): (String, u16) = redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(SENTINEL_MASTER)
+                .query_async(&mut conn)
+                .await
+                .ok()?;
+            if agreed.is_some_and(|p| p != port) {
+                return None;
+            }
+            agreed = Some(port);
+        }
+        agreed
+    }
+
     /// The port of the master the sentinels name now.
     pub async fn master_port(&self) -> u16 {
         let mut conn = self.sentinels[0].conn().await;

@@ -9,29 +9,6 @@ use tonic::Code;
 
 use crate::common::*;
 
-async fn leased_claim(c: &mut Client, wait_ms: u64, lease_ms: u64) -> Option<proto::Occurrence> {
-    c.claim_due_schedule(proto::ClaimDueScheduleRequest {
-        namespace: "ns".into(),
-        worker_id: "w".into(),
-        wait: wait(wait_ms),
-        lease: Some(dur(lease_ms)),
-    })
-    .await
-    .expect("claim")
-    .into_inner()
-    .occurrence
-}
-
-async fn ack(c: &mut Client, o: &proto::Occurrence) -> Result<(), tonic::Status> {
-    c.ack_occurrence(proto::AckOccurrenceRequest {
-        namespace: "ns".into(),
-        occurrence_id: o.occurrence_id.clone(),
-        lease_token: o.lease_token.clone(),
-    })
-    .await
-    .map(|_| ())
-}
-
 async fn due_schedule(c: &mut Client, conn: &mut redis::aio::MultiplexedConnection, id: &str) {
     upsert(c, "ns", every(id, 3600)).await;
     let now = redis_now(conn).await;
@@ -46,7 +23,7 @@ async fn a_leased_occurrence_is_acked_once() {
     let mut conn = redis.conn().await;
     due_schedule(&mut c, &mut conn, "hb").await;
 
-    let o = leased_claim(&mut c, 0, 5_000).await.expect("due");
+    let o = leased_claim(&mut c, "ns", 0, 5_000).await.expect("due");
     assert_eq!(o.attempt, 1);
     assert!(!o.lease_token.is_empty());
     assert!(ms(&o.lease_deadline) > ms(&o.claim_time));
@@ -59,12 +36,14 @@ async fn a_leased_occurrence_is_acked_once() {
         .expect("EXISTS");
     assert_eq!(exists, 1);
 
-    ack(&mut c, &o).await.expect("ack");
-    let again = ack(&mut c, &o).await.expect_err("second ack");
+    ack_occurrence(&mut c, "ns", &o).await.expect("ack");
+    let again = ack_occurrence(&mut c, "ns", &o)
+        .await
+        .expect_err("second ack");
     assert_eq!(again.code(), Code::Aborted, "{again:?}");
     assert_eq!(get(&mut c, "ns", "hb").await.run_count, 1);
     // Nothing is re-handed after the ack, even once the lease would have run out.
-    assert!(leased_claim(&mut c, 0, 5_000).await.is_none());
+    assert!(leased_claim(&mut c, "ns", 0, 5_000).await.is_none());
 }
 
 /// Pins: an unacked leased occurrence is re-handed after its lease (attempt + 1, same
@@ -77,10 +56,10 @@ async fn an_unacked_occurrence_is_re_handed_after_its_lease_with_attempt_plus_on
     let mut conn = redis.conn().await;
     due_schedule(&mut c, &mut conn, "hb").await;
 
-    let first = leased_claim(&mut c, 0, 300).await.expect("due");
+    let first = leased_claim(&mut c, "ns", 0, 300).await.expect("due");
     // Another worker waiting with a lease gets it once the lease runs out (the wake
     // timer is armed at the deadline).
-    let second = leased_claim(&mut c, LONG_POLL_MS, 60_000)
+    let second = leased_claim(&mut c, "ns", LONG_POLL_MS, 60_000)
         .await
         .expect("re-handed within the wait");
     assert_eq!(second.occurrence_id, first.occurrence_id);
@@ -95,12 +74,17 @@ async fn an_unacked_occurrence_is_re_handed_after_its_lease_with_attempt_plus_on
     assert_eq!(s.run_count, 1);
     // The first holder's late ack is refused; the current holder's succeeds.
     assert_eq!(
-        ack(&mut c, &first).await.expect_err("stale").code(),
+        ack_occurrence(&mut c, "ns", &first)
+            .await
+            .expect_err("stale")
+            .code(),
         Code::Aborted
     );
-    ack(&mut c, &second).await.expect("current holder acks");
+    ack_occurrence(&mut c, "ns", &second)
+        .await
+        .expect("current holder acks");
     tokio::time::sleep(Duration::from_millis(350)).await;
-    assert!(leased_claim(&mut c, 0, 5_000).await.is_none());
+    assert!(leased_claim(&mut c, "ns", 0, 5_000).await.is_none());
 }
 
 #[tokio::test]
@@ -122,7 +106,7 @@ async fn without_a_lease_an_occurrence_is_at_most_once() {
         .expect("ZCARD");
     assert_eq!(leases, 0, "no lease record");
     assert!(
-        leased_claim(&mut c, 500, 1_000).await.is_none(),
+        leased_claim(&mut c, "ns", 500, 1_000).await.is_none(),
         "never re-handed"
     );
 }

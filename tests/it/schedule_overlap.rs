@@ -20,29 +20,6 @@ fn hourly(id: &str, policy: proto::OverlapPolicy) -> proto::Schedule {
     }
 }
 
-async fn leased(c: &mut Client, wait_ms: u64, lease_ms: u64) -> Option<proto::Occurrence> {
-    c.claim_due_schedule(proto::ClaimDueScheduleRequest {
-        namespace: "ns".into(),
-        worker_id: "w".into(),
-        wait: wait(wait_ms),
-        lease: Some(dur(lease_ms)),
-    })
-    .await
-    .expect("leased claim")
-    .into_inner()
-    .occurrence
-}
-
-async fn ack(c: &mut Client, o: &proto::Occurrence) -> Result<(), tonic::Status> {
-    c.ack_occurrence(proto::AckOccurrenceRequest {
-        namespace: "ns".into(),
-        occurrence_id: o.occurrence_id.clone(),
-        lease_token: o.lease_token.clone(),
-    })
-    .await
-    .map(|_| ())
-}
-
 /// Makes the schedule's next slot due now (a second before Redis's clock, minus
 /// `back` ms so successive slots differ); returns the slot.
 async fn slot_due(conn: &mut MultiplexedConnection, id: &str, back: i64) -> i64 {
@@ -68,11 +45,16 @@ async fn overlap_skip_skips_slots_while_a_lease_is_outstanding_across_two_instan
     upsert(&mut ca, "ns", hourly("s", proto::OverlapPolicy::Skip)).await;
 
     let t1 = slot_due(&mut conn, "s", 20).await;
-    let first = leased(&mut ca, 0, LEASE_MS).await.expect("first slot");
+    let first = leased_claim(&mut ca, "ns", 0, LEASE_MS)
+        .await
+        .expect("first slot");
     assert_eq!(ms(&first.due_time), t1);
 
     slot_due(&mut conn, "s", 10).await;
-    assert!(leased(&mut cb, 0, LEASE_MS).await.is_none(), "skipped on B");
+    assert!(
+        leased_claim(&mut cb, "ns", 0, LEASE_MS).await.is_none(),
+        "skipped on B"
+    );
     let s = get(&mut cb, "ns", "s").await;
     assert_eq!((s.skipped_overlap, s.run_count), (1, 1));
     assert!(
@@ -94,11 +76,11 @@ async fn overlap_skip_skips_slots_while_a_lease_is_outstanding_across_two_instan
     );
     assert_eq!(get(&mut ca, "ns", "s").await.skipped_overlap, 2);
 
-    ack(&mut cb, &first)
+    ack_occurrence(&mut cb, "ns", &first)
         .await
         .expect("ack on the other instance");
     let t4 = slot_due(&mut conn, "s", 0).await;
-    let next = leased(&mut cb, 0, LEASE_MS)
+    let next = leased_claim(&mut cb, "ns", 0, LEASE_MS)
         .await
         .expect("handed out after the ack");
     assert_eq!(ms(&next.due_time), t4);
@@ -118,9 +100,11 @@ async fn overlap_allow_all_hands_out_while_a_lease_is_outstanding() {
     upsert(&mut c, "ns", every("s", 3600)).await;
 
     slot_due(&mut conn, "s", 10).await;
-    let first = leased(&mut c, 0, LEASE_MS).await.expect("first");
+    let first = leased_claim(&mut c, "ns", 0, LEASE_MS)
+        .await
+        .expect("first");
     let t2 = slot_due(&mut conn, "s", 0).await;
-    let second = leased(&mut c, 0, LEASE_MS)
+    let second = leased_claim(&mut c, "ns", 0, LEASE_MS)
         .await
         .expect("handed out while leased");
     assert_eq!(ms(&second.due_time), t2);
@@ -142,21 +126,30 @@ async fn overlap_buffer_one_hands_out_the_held_slot_when_the_outstanding_one_is_
     upsert(&mut c, "ns", hourly("s", proto::OverlapPolicy::BufferOne)).await;
 
     slot_due(&mut conn, "s", 20).await;
-    let first = leased(&mut c, 0, LEASE_MS).await.expect("first");
+    let first = leased_claim(&mut c, "ns", 0, LEASE_MS)
+        .await
+        .expect("first");
     let t2 = slot_due(&mut conn, "s", 10).await;
-    assert!(leased(&mut c, 0, LEASE_MS).await.is_none(), "held back");
+    assert!(
+        leased_claim(&mut c, "ns", 0, LEASE_MS).await.is_none(),
+        "held back"
+    );
     let s = get(&mut c, "ns", "s").await;
     assert_eq!(ms(&s.buffered_time), t2);
     assert_eq!(s.skipped_overlap, 0);
     slot_due(&mut conn, "s", 0).await;
-    assert!(leased(&mut c, 0, LEASE_MS).await.is_none(), "buffer full");
+    assert!(
+        leased_claim(&mut c, "ns", 0, LEASE_MS).await.is_none(),
+        "buffer full"
+    );
     let s = get(&mut c, "ns", "s").await;
     assert_eq!((ms(&s.buffered_time), s.skipped_overlap), (t2, 1));
 
     let mut waiting = service.client().await;
-    let waiter = tokio::spawn(async move { leased(&mut waiting, LONG_POLL_MS, LEASE_MS).await });
+    let waiter =
+        tokio::spawn(async move { leased_claim(&mut waiting, "ns", LONG_POLL_MS, LEASE_MS).await });
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    ack(&mut c, &first).await.expect("ack");
+    ack_occurrence(&mut c, "ns", &first).await.expect("ack");
     let held = waiter
         .await
         .expect("waiter")
@@ -167,7 +160,7 @@ async fn overlap_buffer_one_hands_out_the_held_slot_when_the_outstanding_one_is_
     assert!(s.buffered_time.is_none());
     assert_eq!((s.run_count, s.skipped_overlap), (2, 1));
     assert!(
-        leased(&mut c, 0, LEASE_MS).await.is_none(),
+        leased_claim(&mut c, "ns", 0, LEASE_MS).await.is_none(),
         "handed out once"
     );
 }
@@ -188,12 +181,14 @@ async fn overlap_buffer_one_hands_out_the_held_slot_when_the_lease_expires_for_t
     upsert(&mut c, "ns", schedule).await;
 
     slot_due(&mut conn, "s", 10).await;
-    let first = leased(&mut c, 0, 300).await.expect("first");
+    let first = leased_claim(&mut c, "ns", 0, 300).await.expect("first");
     let t2 = slot_due(&mut conn, "s", 0).await;
     assert!(claim(&mut c, "ns", 0).await.is_none(), "held back");
     assert_eq!(ms(&get(&mut c, "ns", "s").await.buffered_time), t2);
 
-    let again = leased(&mut c, LONG_POLL_MS, 300).await.expect("re-handed");
+    let again = leased_claim(&mut c, "ns", LONG_POLL_MS, 300)
+        .await
+        .expect("re-handed");
     assert_eq!(
         (again.occurrence_id.as_str(), again.attempt),
         (first.occurrence_id.as_str(), 2)
@@ -209,10 +204,12 @@ async fn overlap_buffer_one_hands_out_the_held_slot_when_the_lease_expires_for_t
         .await
         .expect("held slot after the last expiry");
     assert_eq!(ms(&held.due_time), t2);
-    let late = ack(&mut c, &again).await.expect_err("finished");
+    let late = ack_occurrence(&mut c, "ns", &again)
+        .await
+        .expect_err("finished");
     assert_eq!(late.code(), Code::Aborted, "{late:?}");
     assert!(
-        leased(&mut c, 0, 5_000).await.is_none(),
+        leased_claim(&mut c, "ns", 0, 5_000).await.is_none(),
         "never re-handed a third time"
     );
     let s = get(&mut c, "ns", "s").await;
@@ -230,7 +227,9 @@ async fn overlap_buffer_one_pausing_drops_the_held_slot() {
     upsert(&mut c, "ns", hourly("s", proto::OverlapPolicy::BufferOne)).await;
 
     slot_due(&mut conn, "s", 10).await;
-    let first = leased(&mut c, 0, LEASE_MS).await.expect("first");
+    let first = leased_claim(&mut c, "ns", 0, LEASE_MS)
+        .await
+        .expect("first");
     slot_due(&mut conn, "s", 0).await;
     assert!(claim(&mut c, "ns", 0).await.is_none(), "held back");
     assert!(get(&mut c, "ns", "s").await.buffered_time.is_some());
@@ -251,7 +250,7 @@ async fn overlap_buffer_one_pausing_drops_the_held_slot() {
     })
     .await
     .expect("resume");
-    ack(&mut c, &first).await.expect("ack");
+    ack_occurrence(&mut c, "ns", &first).await.expect("ack");
     assert!(claim(&mut c, "ns", 0).await.is_none(), "nothing held");
     assert_eq!(get(&mut c, "ns", "s").await.run_count, 1);
 }
@@ -269,7 +268,7 @@ async fn drain(clients: &[Client]) -> Vec<proto::Occurrence> {
             let mut got = Vec::new();
             let mut empty = 0;
             while empty < 2 {
-                match leased(&mut c, 300, LEASE_MS).await {
+                match leased_claim(&mut c, "ns", 300, LEASE_MS).await {
                     Some(o) => {
                         empty = 0;
                         got.push(o);
@@ -328,7 +327,7 @@ async fn three_rounds(policy: proto::OverlapPolicy) -> ([Vec<proto::Occurrence>;
     stream::iter(round1.clone())
         .for_each_concurrent(16, |o| {
             let mut c = client.clone();
-            async move { ack(&mut c, &o).await.expect("ack round 1") }
+            async move { ack_occurrence(&mut c, "ns", &o).await.expect("ack round 1") }
         })
         .await;
     let round3 = drained.await.expect("round 3");

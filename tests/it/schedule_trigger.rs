@@ -20,19 +20,6 @@ async fn trigger(
     .map(tonic::Response::into_inner)
 }
 
-async fn leased(c: &mut Client, lease_ms: u64) -> Option<proto::Occurrence> {
-    c.claim_due_schedule(proto::ClaimDueScheduleRequest {
-        namespace: "ns".into(),
-        worker_id: "w".into(),
-        wait: None,
-        lease: Some(dur(lease_ms)),
-    })
-    .await
-    .expect("leased claim")
-    .into_inner()
-    .occurrence
-}
-
 /// Pins: a trigger is handed out by the next claim, now, as OCCURRENCE_KIND_TRIGGERED
 /// with the id TriggerSchedule returned (not the id of a slot); the next run does not
 /// move; a second trigger is another occurrence; a re-handed one stays triggered.
@@ -77,10 +64,14 @@ async fn trigger_hands_out_an_occurrence_now_without_moving_the_next_run() {
 
     let second = trigger(&mut c, "s", false).await.expect("second trigger");
     assert_ne!(second.occurrence_id, t.occurrence_id);
-    let first = leased(&mut c, 300).await.expect("second triggered");
+    let first = leased_claim(&mut c, "ns", 0, 300)
+        .await
+        .expect("second triggered");
     assert_eq!(first.occurrence_id, second.occurrence_id);
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    let again = leased(&mut c, 5_000).await.expect("re-handed");
+    let again = leased_claim(&mut c, "ns", 0, 5_000)
+        .await
+        .expect("re-handed");
     assert_eq!(
         (again.attempt, again.kind),
         (2, proto::OccurrenceKind::Triggered as i32)
@@ -184,7 +175,9 @@ async fn trigger_during_an_outstanding_lease_respects_the_overlap_policy() {
         upsert(&mut c, "ns", schedule).await;
         let slot = redis_now(&mut conn).await - 1_000;
         force_due(&mut conn, "ns", id, slot).await;
-        let outstanding = leased(&mut c, 60_000).await.expect("due slot");
+        let outstanding = leased_claim(&mut c, "ns", 0, 60_000)
+            .await
+            .expect("due slot");
         assert_eq!(outstanding.schedule.expect("schedule").id, id);
         let before_call = snapshot(&mut conn).await;
         match policy {
@@ -200,7 +193,7 @@ async fn trigger_during_an_outstanding_lease_respects_the_overlap_policy() {
                 trigger(&mut c, id, true).await.expect("ignore_overlap");
             }
         }
-        let o = leased(&mut c, 60_000)
+        let o = leased_claim(&mut c, "ns", 0, 60_000)
             .await
             .expect("triggered while leased");
         assert_eq!(o.kind, proto::OccurrenceKind::Triggered as i32);

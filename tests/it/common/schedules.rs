@@ -117,6 +117,42 @@ pub async fn claim(client: &mut Client, ns: &str, wait_ms: u64) -> Option<proto:
     try_claim(client, ns, wait_ms).await.expect("claim")
 }
 
+/// A leased ClaimDueSchedule (at-least-once): the occurrence, if one came due within
+/// `wait_ms`, with a lease of `lease_ms` to ack within.
+pub async fn leased_claim(
+    client: &mut Client,
+    ns: &str,
+    wait_ms: u64,
+    lease_ms: u64,
+) -> Option<proto::Occurrence> {
+    let request = proto::ClaimDueScheduleRequest {
+        lease: Some(dur(lease_ms)),
+        ..claim_due_req(ns, wait_ms)
+    };
+    client
+        .claim_due_schedule(request)
+        .await
+        .expect("leased claim")
+        .into_inner()
+        .occurrence
+}
+
+/// AckOccurrence under the occurrence's own lease token.
+pub async fn ack_occurrence(
+    client: &mut Client,
+    ns: &str,
+    occurrence: &proto::Occurrence,
+) -> Result<(), Status> {
+    client
+        .ack_occurrence(proto::AckOccurrenceRequest {
+            namespace: ns.into(),
+            occurrence_id: occurrence.occurrence_id.clone(),
+            lease_token: occurrence.lease_token.clone(),
+        })
+        .await
+        .map(|_| ())
+}
+
 pub async fn get(client: &mut Client, ns: &str, id: &str) -> proto::Schedule {
     client
         .get_schedule(proto::GetScheduleRequest {

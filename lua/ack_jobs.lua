@@ -15,7 +15,8 @@
 -- * 4 (a lease is the only authority): each ack is AckJob's transition
 --   (lib/job.lua complete_job); one refused ack changes nothing and does not stop the
 --   others.
--- * 1, 3: each job leaves its lease set and enters the finished set in this script;
+-- * 1, 3: each job leaves its lease set and enters the finished set in this script
+--   (lib/job.lua completions_flush: one ZREM per queue and one ZADD for the batch);
 --   O(log N) per ack.
 -- * 5: refused while the namespace's jobs are in an older layout.
 -- * allow-oom: finishing work frees memory; a full Redis must still take acks.
@@ -24,16 +25,15 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local register = 0
 local out = { now, 0 }
+local completions = completions_new()
 for i = 9, #ARGV - 1, 2 do
-  local outcome, reg = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now)
-  register = math.max(register, reg)
+  local outcome = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now, completions)
   if is_error(outcome) then
     out[#out + 1], out[#out + 2] = 'corrupt', outcome.err
   else
     out[#out + 1], out[#out + 2] = outcome[1], outcome[2] or ''
   end
 end
-out[2] = register
+out[2] = completions_flush(K, KEYS[1], completions)
 return out

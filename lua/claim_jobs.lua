@@ -15,8 +15,10 @@
 --          the jobs' bytes (lib/job.lua job_bytes) over it
 -- ARGV[15] number of acks A carried by this claim (issue 15), applied first
 -- ARGV[16..] the A acks (job id, lease token: 2A values), then the queue names
--- Returns { now, next_ms, more, register, n, then per claimed job: field count,
---           fields..., then per queue in ARGV order: leases that expired here,
+-- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
+--           record as stored (lib/job.lua job_save; src/store/records.rs packed_job
+--           reads it), its payload when kept in its own key (else ''), then per
+--           queue in ARGV order: leases that expired here,
 --           then per ack in ARGV order: tag, detail }
 --   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
 --            'expired', '' | 'corrupt', the error (lib/job.lua complete_job)
@@ -31,8 +33,10 @@
 -- * 3 (no O(N)): expired leases are found by ZRANGEBYSCORE on the per-queue lease set
 --   (scored by deadline) and delayed jobs by ZRANGEBYSCORE on the delayed set, each
 --   bounded by ARGV[13]; a claim reads the best priority of each queue (ZRANGE 0 0),
---   the head of its list (LINDEX 0), pops it (LPOP) and resolves the job number to
---   its id in a listing bucket of at most 64 (HGET).
+--   pops at most what it may still claim from the head of that list (LPOP count),
+--   resolves the job numbers to ids in listing buckets of at most 64 (HMGET), and
+--   pushes back what it did not claim; each index is written once per call and
+--   queue (the lease set, the pending count), each job record once.
 -- * 4 (a crash never loses work): a claimed job is in the lease set until acked,
 --   failed or re-handed; an expired lease makes it pending again here (attempt + 1 at
 --   its next claim) or dead if it has used max_attempts.
@@ -43,8 +47,8 @@
 --   pending count and a job going dead enters its queue's dead set, here; a paused
 --   queue (one HGET per queue) is skipped entirely.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
--- * 9 (bounded replies): a job the reply could not carry is not leased; it stays at
---   the head of its list for the next claim. The first job is always leased: the
+-- * 9 (bounded replies): a job the reply could not carry is not leased; it goes
+--   back to the head of its list for the next claim. The first job is always leased: the
 --   service refuses a payload limit that cannot fit in one message.
 
 local refused = jobs_guard(KEYS[2])
@@ -64,15 +68,16 @@ for i = 16 + 2 * acks, #ARGV do queues[#queues + 1] = ARGV[i] end
 -- 0. The acks this claim carries: each exactly as AckJob (invariant 4), so a worker
 -- finishes its last jobs and fetches the next ones in one round trip and one script.
 local acked = {}
+local completions = completions_new()
 for i = 16, 15 + 2 * acks, 2 do
-  local outcome, reg = complete_job(K, done, ARGV[i], ARGV[i + 1], now)
-  register = math.max(register, reg)
+  local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions)
   if is_error(outcome) then
     acked[#acked + 1] = { 'corrupt', outcome.err }
   else
     acked[#acked + 1] = { outcome[1], outcome[2] or '' }
   end
 end
+register = math.max(register, completions_flush(K, done, completions))
 
 -- 1. Expired leases: pending again (at the head of their list), or dead when out of
 -- attempts.
@@ -141,85 +146,108 @@ for _, q in ipairs(queues) do
   promote(q)
 end
 
--- 3. The head of a queue's best ready list: { list, score, n, queue } or nil. A
--- registered priority whose list is gone is dropped on the way.
-local function head(q)
+-- 3. Claiming. Each queue's best ready list is popped ahead, its share of what this
+-- call may still claim (LPOP with a count), into the queue's buffer, their job numbers
+-- resolved to ids a listing bucket at a time (lib/job.lua listing_ids). What is left
+-- in a buffer at the end goes back to the head of its list in the same order (nothing
+-- runs in between), so a call touches each list, bucket and index once, not once per
+-- job.
+local buffers, exhausted, skips = {}, {}, 0
+
+-- Pops queue q's best ready list into its buffer: false when no ready list is left.
+-- A registered priority whose list is gone is dropped on the way.
+local function refill(q, want)
   local pkey = K.prio .. q
   while true do
     local top = redis.call('ZRANGE', pkey, 0, 0, 'WITHSCORES')
-    if #top == 0 then return nil end
+    if #top == 0 then return false end
     local list = ready_list(K, q, top[1])
-    local n = redis.call('LINDEX', list, 0)
-    if n then
-      return { list = list, score = tonumber(top[2]), n = tonumber(n), queue = q }
+    local ns = redis.call('LPOP', list, want)
+    if ns then
+      buffers[q] = { queue = q, list = list, score = tonumber(top[2]), ns = ns,
+        ids = listing_ids(K, q, ns), next = 1 }
+      return true
     end
     redis.call('ZREM', pkey, top[1])
   end
 end
 
--- The job a head names, if it is still the pending job that entry was made for: its
--- id and record. (A cancelled job's entry stays behind; a pruned job's number no
--- longer resolves.)
-local function head_job(h)
-  local id = listing_id(K, h.queue, h.n)
-  if not id then return nil end
-  local r = job_load(K.job .. id)
-  if r and not is_error(r) and r.state == 'pending' and r.queue == h.queue
-      and r.n == h.n and -r.priority == h.score then
-    return id, r
+-- Queue q's buffer with its next claimable job loaded (b.id, and b.p its packed
+-- array: lib/job.lua packed_load), or nil. An entry whose job is no longer the
+-- pending job it was made for (a cancelled job's entry stays behind; a pruned job's
+-- number no longer resolves) is dropped.
+local function front(q, want)
+  while skips < budget do
+    local b = buffers[q]
+    if b and b.p then return b end
+    if b == nil or b.next > #b.ns then
+      if not refill(q, want) then return nil end
+      b = buffers[q]
+    end
+    local id = b.ids[b.next]
+    local p = id and packed_load(K.job .. id)
+    if p and not is_error(p) and p[P_STATE] == STATE_CODE.pending and p[P_QUEUE] == q
+        and p[P_N] == tonumber(b.ns[b.next]) and -p[P_PRIORITY] == b.score then
+      b.id, b.p = id, p
+      return b
+    end
+    b.next = b.next + 1
+    skips = skips + 1
   end
   return nil
 end
 
--- Order of a head among equal priorities: its job's namespace-wide enqueue number.
--- A stale head sorts first, so it is popped and dropped.
-local function head_order(h)
-  local _, r = head_job(h)
-  if r then return r.gseq end
-  return -1
-end
-
--- The best head across the queues: highest priority, then earliest enqueued.
-local function best_head()
-  local best, best_order = nil, nil
+local claimed, leases, taken = {}, {}, {}
+local bytes = 0
+while #claimed < max_jobs and skips < budget do
+  -- The best front across the queues: highest priority, then earliest enqueued.
+  local best = nil
   for _, q in ipairs(queues) do
-    local h = head(q)
-    if h then
-      if best == nil or h.score < best.score then
-        best, best_order = h, nil
-      elseif h.score == best.score then
-        best_order = best_order or head_order(best)
-        local order = head_order(h)
-        if order < best_order then best, best_order = h, order end
+    if not exhausted[q] then
+      -- Each queue pops its share of what is left; one that wins more refills.
+      local b = front(q, math.ceil((max_jobs - #claimed) / #queues))
+      if b == nil then
+        exhausted[q] = true
+      elseif best == nil or b.score < best.score
+          or (b.score == best.score and b.p[P_GSEQ] < best.p[P_GSEQ]) then
+        best = b
       end
     end
   end
-  return best
+  if best == nil then break end
+  local id, p, q = best.id, best.p, best.queue
+  bytes = bytes + packed_bytes(K, id, p) + #worker
+  if #claimed > 0 and bytes > max_bytes then break end
+  best.id, best.p, best.next = nil, nil, best.next + 1
+  -- The claim's change, on the array: active, leased to this worker and token.
+  local created = p[P_CREATED]
+  local until_ms = now + (lease_override or secs_in(p[P_LEASE_MS]))
+  p[P_STATE], p[P_ATTEMPTS], p[P_UPDATED] = STATE_CODE.active, p[P_ATTEMPTS] + 1,
+    now - created
+  packed_put(p, P_LEASE_UNTIL, until_ms - created)
+  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. (#claimed + 1)
+  local packed = packed_save(K.job .. id, p)
+  if not leases[q] then leases[q] = {} end
+  local l = leases[q]
+  l[#l + 1], l[#l + 2] = until_ms, id
+  if COUNTS_KEPT then
+    taken[q] = (taken[q] or 0) + 1
+  else
+    count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
+  end
+  claimed[#claimed + 1] = { id, packed, p[P_PX] == 1 }
 end
 
-local claimed = {}
-local skips, bytes = 0, 0
-while #claimed < max_jobs and skips < budget do
-  local h = best_head()
-  if h == nil then break end
-  local id, r = head_job(h)
-  if r then
-    bytes = bytes + job_bytes(K, id, r, true, false) + #worker
-    if #claimed > 0 and bytes > max_bytes then break end
+for _, q in ipairs(queues) do
+  local b = buffers[q]
+  if b and b.next <= #b.ns then
+    local back = {}
+    for i = #b.ns, b.next, -1 do back[#back + 1] = b.ns[i] end
+    redis.call('LPUSH', b.list, unpack(back))
   end
-  redis.call('LPOP', h.list)
-  if r then
-    local key = K.job .. id
-    local lease = lease_override or r.lease_ms
-    local until_ms = now + lease
-    r.state, r.token, r.lease_until = 'active', token_base .. '.' .. (#claimed + 1), until_ms
-    r.worker, r.attempts, r.updated = worker, r.attempts + 1, now
-    job_save(key, r)
-    redis.call('ZADD', K.leased .. h.queue, until_ms, id)
-    count_pending(KEYS[2], r, -1)
-    claimed[#claimed + 1] = { id, r }
-  else
-    skips = skips + 1 -- dangling or stale ready entry (cancelled, pruned), dropped
+  if leases[q] then redis.call('ZADD', K.leased .. q, unpack(leases[q])) end
+  if taken[q] then
+    redis.call('HINCRBY', queue_state(KEYS[2], q), 'pending', -taken[q])
   end
 end
 
@@ -240,7 +268,10 @@ for _, q in ipairs(queues) do
 end
 
 local out = { now, next_ms or '', more, register, #claimed }
-for _, c in ipairs(claimed) do push_record(out, K, c[1], c[2]) end
+for _, c in ipairs(claimed) do
+  out[#out + 1], out[#out + 2] = c[1], c[2]
+  out[#out + 1] = c[3] and (redis.call('GET', K.payload .. c[1]) or '') or ''
+end
 for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
 for _, a in ipairs(acked) do
   out[#out + 1] = a[1]

@@ -35,11 +35,13 @@
 --   (invariant 1: no script re-creates metadata over existing data). The marker is
 --   read only when meta lacks `jobs`, so the hot path pays nothing for it.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
--- job_save(key, record)
+-- job_save(key, record) -> the packed record it stored (a claim replies with it:
+--   src/store/records.rs packed_job reads these positions)
 -- job_fields(K, id, record) -> flat field/value list, the shape src/store/records.rs
 --   decodes (a payload kept in its own key is read back here)
 -- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives
 --   in K.payload .. id instead of the record
+-- listing_ids(K, queue, ns) -> the ids of many job numbers, a bucket at a time
 -- job_bytes(K, id, r, full, errors) -> about how many bytes the record takes in a reply
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
@@ -47,7 +49,8 @@
 -- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
 --   record's DUEQ_CORRUPT error)
 -- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
--- complete_job(K, done, id, token, now) -> AckJob's transition (below)
+-- complete_job(K, done, id, token, now[, batch]) -> AckJob's transition (below);
+--   with a batch (completions_new), its index writes wait for completions_flush
 --
 -- Invariant 5 (docs/DESIGN.md) (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
@@ -96,7 +99,16 @@ local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead =
   cancelled = 6 }
 local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
 
-local function job_load(key)
+-- The packed array itself, for the transitions every job takes (claim, ack; issue
+-- 15), which change a few positions and skip job_load/job_save's named table:
+-- packed_load(key) -> array | nil (missing) | error reply, as job_load checks it;
+-- packed_put(p, pos, v) sets a position, filling the empty ones before it;
+-- packed_save(key, p) -> the packed record it stored, trimmed as job_save trims.
+local P_QUEUE, P_NAME, P_PAYLOAD, P_PRIORITY, P_GSEQ, P_N, P_STATE = 1, 2, 3, 4, 5, 6, 7
+local P_ATTEMPTS, P_LEASE_MS, P_CREATED, P_UPDATED, P_WORKER, P_TOKEN = 8, 14, 15, 17, 18, 19
+local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_PX = 20, 21, 22, 23, 25
+
+local function packed_load(key)
   local raw = redis.pcall('GET', key)
   if raw == false then return nil end
   local ok, p = false, nil
@@ -105,6 +117,28 @@ local function job_load(key)
       or STATE_NAME[p[7]] == nil then
     return redis.error_reply('DUEQ_CORRUPT ' .. key)
   end
+  return p
+end
+
+local function packed_put(p, pos, v)
+  for i = #p + 1, pos - 1 do p[i] = '' end
+  p[pos] = v
+end
+
+local function packed_save(key, p)
+  local last = FIELDS
+  while last > REQUIRED and (p[last] == '' or p[last] == nil) do
+    p[last] = nil
+    last = last - 1
+  end
+  local packed = cmsgpack.pack(p)
+  redis.call('SET', key, packed)
+  return packed
+end
+
+local function job_load(key)
+  local p = packed_load(key)
+  if p == nil or is_error(p) then return p end
   local created, jitter = p[15], p[13]
   -- Jitter is kept in thousandths when that is exact (a byte or three), else as text.
   if type(jitter) == 'number' then jitter = tostring(jitter / 1000) end
@@ -129,12 +163,7 @@ local function job_save(key, r)
     rel_out(r.run_at, created), rel_out(r.updated, created),
     r.worker, r.token, rel_out(r.finished, created), rel_out(r.lease_until, created),
     r.headers, r.dedup, r.errors, r.px }
-  local last = FIELDS
-  while last > REQUIRED and (p[last] == '' or p[last] == nil) do
-    p[last] = nil
-    last = last - 1
-  end
-  redis.call('SET', key, cmsgpack.pack(p))
+  return packed_save(key, p)
 end
 
 -- Payloads up to this size live in the record; a larger one gets a key of its own
@@ -196,6 +225,14 @@ local function job_bytes(K, id, r, full, errors)
   return n
 end
 
+-- job_bytes(K, id, r, true, false) on a packed array (a claim's count).
+local function packed_bytes(K, id, p)
+  local n = REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
+    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '') + #(p[P_HEADERS] or '')
+  if p[P_PX] == 1 then return n + redis.call('STRLEN', K.payload .. id) end
+  return n + #p[P_PAYLOAD]
+end
+
 -- Appends a reply's record: field count, then the fields.
 local function push_record(out, K, id, r)
   local fields = job_fields(K, id, r)
@@ -245,6 +282,25 @@ local function listing_id(K, queue, n)
   return redis.call('HGET', listing_bucket(K, queue, n), n % LISTING_BUCKET)
 end
 
+-- The ids of job numbers ns (text, as a ready list holds them) of the queue, in
+-- order (false once pruned): one HMGET per run of numbers in the same bucket.
+local function listing_ids(K, queue, ns)
+  local ids, i = {}, 1
+  while i <= #ns do
+    local bucket = math.floor(tonumber(ns[i]) / LISTING_BUCKET)
+    local fields, j = {}, i
+    while j <= #ns and math.floor(tonumber(ns[j]) / LISTING_BUCKET) == bucket do
+      fields[#fields + 1] = tonumber(ns[j]) % LISTING_BUCKET
+      j = j + 1
+    end
+    local got = redis.call('HMGET', listing_bucket(K, queue, tonumber(ns[i])),
+      unpack(fields))
+    for k = 1, #got do ids[i + k - 1] = got[k] end
+    i = j
+  end
+  return ids
+end
+
 local function listing_remove(K, queue, n)
   redis.call('HDEL', listing_bucket(K, queue, n), n % LISTING_BUCKET)
 end
@@ -290,12 +346,21 @@ end
 -- write (it is outside the namespace's slot): when the set was empty before (the
 -- namespace is not registered), and again whenever its size reaches a power of two
 -- or a multiple of 512, so count retention is visited soon and a registration lost
--- with a reply is made again. O(log N).
+-- with a reply is made again. O(log N). finish_crossed(before, n): whether a size
+-- the set passed through on its way from `before` to `n` entries meets that rule.
+local function finish_crossed(before, n)
+  if n <= before then return 0 end
+  if math.floor(n / 512) > math.floor(before / 512) then return 1 end
+  local power = 1 -- the largest power of two up to n: in (before, n]?
+  while power * 2 <= n do power = power * 2 end
+  if power > before then return 1 end
+  return 0
+end
+
 local function finish_entry(done, id, now)
   redis.call('ZADD', done, now, id)
   local n = redis.call('ZCARD', done)
-  if n % 512 == 0 or bit.band(n, n - 1) == 0 then return 1 end
-  return 0
+  return finish_crossed(n - 1, n)
 end
 
 -- AckJob's transition, also run for the acks a claim carries and for AckJobs (issue
@@ -303,13 +368,58 @@ end
 -- reply items { 'ok', queue } and whether the namespace must be registered for
 -- pruning (finish_entry), or the refusal (lease_check / job_at: { 'missing' },
 -- { 'stale', state }, { 'expired' }, or the record's DUEQ_CORRUPT error) and 0.
-local function complete_job(K, done, id, token, now)
-  local key, r = leased_job(K, id, token, now)
-  if not key then return r, 0 end
-  r.state, r.lease_until, r.finished, r.updated = 'completed', '', now, now
-  job_save(key, r)
-  redis.call('ZREM', K.leased .. r.queue, id)
-  return { 'ok', r.queue }, finish_entry(done, id, now)
+local function complete_job(K, done, id, token, now, batch)
+  local key = K.job .. id
+  local p = packed_load(key)
+  if p == nil then return { 'missing' }, 0 end
+  if is_error(p) then return p, 0 end
+  -- lease_check, on the array
+  if p[P_STATE] ~= STATE_CODE.active or (p[P_TOKEN] or '') ~= token then
+    return { 'stale', STATE_NAME[p[P_STATE]] }, 0
+  end
+  local created = p[P_CREATED]
+  local lease_until = rel_in(p[P_LEASE_UNTIL], created)
+  if lease_until == '' or lease_until <= now then return { 'expired' }, 0 end
+  p[P_STATE], p[P_UPDATED] = STATE_CODE.completed, now - created
+  packed_put(p, P_FINISHED, now - created)
+  p[P_LEASE_UNTIL] = ''
+  packed_save(key, p)
+  local queue = p[P_QUEUE]
+  if batch then
+    local ids = batch.leased[queue]
+    if not ids then
+      ids = {}
+      batch.leased[queue] = ids
+      batch.queues[#batch.queues + 1] = queue
+    end
+    ids[#ids + 1] = id
+    batch.done[#batch.done + 1] = now
+    batch.done[#batch.done + 1] = id
+    return { 'ok', queue }, 0
+  end
+  redis.call('ZREM', K.leased .. queue, id)
+  return { 'ok', queue }, finish_entry(done, id, now)
+end
+
+-- Many acks in one script (AckJobs, a claim's carried acks, issue 15) write each
+-- index once per call rather than once per job: complete_job(..., batch) saves the
+-- record and leaves its lease-set and finished-set entries in `batch`, and
+-- completions_flush writes them (one ZREM per queue, one ZADD, one ZCARD) and
+-- returns the prune registration finish_entry would have returned for any of them
+-- (finish_crossed: a size in between that reaches the rule). Flush before anything
+-- in the same script reads the lease or finished sets.
+local function completions_new()
+  return { leased = {}, queues = {}, done = {} }
+end
+
+local function completions_flush(K, done, batch)
+  for _, q in ipairs(batch.queues) do
+    redis.call('ZREM', K.leased .. q, unpack(batch.leased[q]))
+  end
+  if #batch.done == 0 then return 0 end
+  local added = redis.call('ZADD', done, unpack(batch.done))
+  local n = redis.call('ZCARD', done)
+  return finish_crossed(n - added, n)
 end
 
 -- Queue state (issue 14). Keys composed from meta, like jobs_marker (keys.rs

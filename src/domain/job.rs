@@ -217,7 +217,7 @@ pub(crate) struct JobErrorEntry {
 }
 
 /// A stored job.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct JobRecord {
     pub(crate) id: String,
     pub(crate) queue: String,

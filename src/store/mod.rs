@@ -7,6 +7,7 @@ mod conn;
 mod error;
 pub(crate) mod keys;
 pub(crate) mod ops;
+mod packed_job;
 mod prune_due;
 mod records;
 mod registry;

@@ -248,7 +248,9 @@ pub(crate) fn job(f: &Fields) -> Result<JobRecord, StoreError> {
             jitter,
         },
         lease_ms: f.i64("lease_ms")?,
-        errors: error_history(f)?,
+        errors: error_history(&f.text("errors")?, |detail| {
+            f.corrupt(format!("field errors: {detail}"))
+        })?,
         create_ms: f.i64("created_ms")?,
         update_ms: f.opt_i64("updated_ms")?.unwrap_or(0),
         run_at_ms: f.opt_i64("run_at_ms")?,
@@ -262,14 +264,16 @@ pub(crate) fn job(f: &Fields) -> Result<JobRecord, StoreError> {
 }
 
 /// The JSON error history ("[]" for none; cjson writes an empty table as `{}`): an
-/// array of `{attempt, message, at}` (lua/lib/job.lua push_error).
-fn error_history(f: &Fields) -> Result<Vec<JobErrorEntry>, StoreError> {
-    let json = f.text("errors")?;
+/// array of `{attempt, message, at}` (lua/lib/job.lua push_error). `bad` names the
+/// record and field in the error.
+pub(super) fn error_history(
+    json: &str,
+    bad: impl Fn(&str) -> StoreError,
+) -> Result<Vec<JobErrorEntry>, StoreError> {
     if json == "{}" {
         return Ok(Vec::new());
     }
-    let bad = |detail: &str| f.corrupt(format!("field errors: {detail}"));
-    let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| bad(&e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(&e.to_string()))?;
     let entries = value.as_array().ok_or_else(|| bad("not an array"))?;
     entries
         .iter()

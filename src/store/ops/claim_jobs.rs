@@ -5,7 +5,7 @@ use super::{
     job_head,
     prelude::*,
 };
-use crate::domain::JobRecord;
+use crate::{domain::JobRecord, store::packed_job::packed_job};
 
 script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
 
@@ -77,7 +77,10 @@ impl Operation for ClaimJobs<'_> {
         let count = reply.count()?;
         let mut jobs = Vec::new();
         for _ in 0..count {
-            jobs.push(records::job(&reply.counted_fields()?)?);
+            let id = reply.text()?;
+            let packed = reply.bytes()?;
+            let payload = reply.bytes()?;
+            jobs.push(packed_job(id, &packed, payload)?);
         }
         let expired = self
             .queues
@@ -109,5 +112,129 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
         token_base: "t",
         max_bytes: 1 << 20,
         acks: &[("j", "t")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClaimJobs;
+    use crate::{
+        domain::{JobSpec, LeaseCheck, RunAt},
+        store::{
+            ops::{ack_jobs::AckJobs, enqueue_jobs, queue_stats::QueueStatsPage},
+            Store,
+        },
+        testing::TestRedis,
+    };
+
+    fn spec(id: &str, queue: &str, priority: i32) -> JobSpec {
+        JobSpec {
+            id: id.into(),
+            queue: queue.into(),
+            priority,
+            run_at: RunAt::Now,
+            ..enqueue_jobs::sample().jobs[0].clone()
+        }
+    }
+
+    async fn enqueue(store: &Store, jobs: &[JobSpec]) {
+        let enqueued = store
+            .run("ns", &enqueue_jobs::EnqueueJobs { namespace: "ns", jobs, max_jobs: 0 })
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        assert!(enqueued.iter().all(Result::is_ok), "{enqueued:?}");
+    }
+
+    async fn claim(store: &Store, queues: &[String], max_jobs: u32, acks: &[(&str, &str)]) -> super::ClaimedBatch {
+        let claim = ClaimJobs {
+            queues,
+            worker: "w",
+            lease_ms: None,
+            max_jobs,
+            token_base: "t",
+            max_bytes: 1 << 20,
+            acks,
+        };
+        store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"))
+    }
+
+    /// A claim pops each queue's list ahead and pushes back what it did not take:
+    /// small claims across queues, then one that takes the rest, hand out every job
+    /// once, by priority then enqueue order, and the pending counts follow.
+    #[tokio::test]
+    async fn what_a_claim_pops_and_does_not_take_is_claimed_next_in_order() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let jobs: Vec<JobSpec> = (0..12)
+            .map(|i| {
+                let queue = if i % 2 == 0 { "a" } else { "b" };
+                let priority = if i % 3 == 0 { 5 } else { 0 };
+                spec(&format!("j{i:02}"), queue, priority)
+            })
+            .collect();
+        enqueue(&store, &jobs).await;
+        let queues = ["a".to_owned(), "b".to_owned()];
+        let mut order = Vec::new();
+        for max_jobs in [1, 2, 3] {
+            let batch = claim(&store, &queues, max_jobs, &[]).await;
+            assert_eq!(batch.jobs.len(), max_jobs as usize);
+            assert!(batch.more);
+            order.extend(batch.jobs.into_iter().map(|j| j.id));
+        }
+        let rest = claim(&store, &queues, 100, &[]).await;
+        assert!(!rest.more);
+        order.extend(rest.jobs.into_iter().map(|j| j.id));
+        let mut expected: Vec<&JobSpec> = jobs.iter().collect();
+        expected.sort_by_key(|j| -j.priority); // stable: enqueue order within a priority
+        let expected: Vec<String> = expected.iter().map(|j| j.id.clone()).collect();
+        assert_eq!(order, expected);
+        let page = store
+            .run("ns", &QueueStatsPage { after: "", limit: 10 })
+            .await
+            .unwrap_or_else(|e| panic!("stats: {e}"));
+        let counts: Vec<(&str, u64, u64)> = page
+            .queues
+            .iter()
+            .map(|q| (q.queue.as_str(), q.pending, q.active))
+            .collect();
+        assert_eq!(counts, [("a", 0, 6), ("b", 0, 6)]);
+    }
+
+    /// Acks applied in one call register the namespace for pruning exactly when one
+    /// of them alone would have: the finished set passing a power of two or a
+    /// multiple of 512.
+    #[tokio::test]
+    async fn batched_acks_register_for_pruning_when_the_finished_set_passes_the_rule() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let jobs: Vec<JobSpec> = (0..7).map(|i| spec(&format!("j{i}"), "a", 0)).collect();
+        enqueue(&store, &jobs).await;
+        let queues = ["a".to_owned()];
+        let claimed = claim(&store, &queues, 7, &[]).await.jobs;
+        let leases: Vec<(&str, &str)> = claimed
+            .iter()
+            .map(|j| (j.id.as_str(), j.lease_token.as_str()))
+            .collect();
+        // Sizes 1..=3 pass 1 and 2; 4..=4 passes 4; 5..=7 pass no power of two.
+        for (range, registers) in [(0..3, true), (3..4, true), (4..7, false)] {
+            let acked = store
+                .run("ns", &AckJobs { leases: &leases[range.clone()] })
+                .await
+                .unwrap_or_else(|e| panic!("ack: {e}"));
+            assert_eq!(acked.register, registers, "acks {range:?}");
+            assert!(acked.acked.iter().all(|a| matches!(a, Ok(LeaseCheck::Done(_)))));
+        }
+        // The same rule for acks a claim carries.
+        let more: Vec<JobSpec> = (7..9).map(|i| spec(&format!("j{i}"), "a", 0)).collect();
+        enqueue(&store, &more).await;
+        let batch = claim(&store, &queues, 2, &[]).await;
+        let leases: Vec<(&str, &str)> = batch
+            .jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.lease_token.as_str()))
+            .collect();
+        let carried = claim(&store, &queues, 1, &leases).await;
+        assert!(carried.register, "sizes 8 and 9 pass 8");
+        assert_eq!(carried.acked.len(), 2);
     }
 }

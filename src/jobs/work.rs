@@ -4,15 +4,20 @@
 //! arrived, and in one claim script call completes them and claims as many jobs as
 //! there are free slots (a slot is free again once its job's ack or fail is
 //! answered), so under load a script call finishes and refills many jobs at once
-//! where ClaimJob + AckJob take two calls per job. Acks that arrive while a call runs
-//! wait for the next one, which is what groups them. With nothing claimable the loop
-//! parks on the namespace's job timer (the long-polls' `Waiter`), and wakes on a new
-//! job, on the worker's next message, or on shutdown.
+//! where ClaimJob + AckJob take two calls per job. Up to two calls are in flight: the
+//! acks that arrive while one runs go out at once with the next, so a finished job's
+//! slot waits for one call rather than for the rest of the running one and then its
+//! own. Calls are answered in the order they were made. With nothing claimable the
+//! loop parks on the namespace's job timer (the long-polls' `Waiter`), and wakes on a
+//! new job, on the worker's next message, or on shutdown.
 //!
 //! When the worker's side ends (closed, cancelled, disconnected) or its replies can
 //! no longer be delivered, the jobs it holds are released at once as abandoned
 //! (their attempt counts, as a lease expiry's would). On shutdown the loop ends
-//! without touching the leases: the worker can still ack them elsewhere.
+//! without touching the leases: the worker can still ack them elsewhere. Either way
+//! the calls still in flight are finished first: their acks are answered (when the
+//! worker can still hear it), and the jobs they claimed, which the worker never saw,
+//! go back to their queues without counting an attempt.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -20,7 +25,8 @@ use std::{
     time::Duration,
 };
 
-use tokio::sync::mpsc;
+use futures_util::{stream::FuturesOrdered, StreamExt};
+use tokio::{sync::mpsc, time::Instant};
 
 use super::{ClaimRequest, Jobs, Lease};
 use crate::{
@@ -31,6 +37,8 @@ use crate::{
 
 /// Most acks and claims one script call carries (the claim script's bound).
 const MAX_PER_CALL: usize = 100;
+/// Most claim calls a stream has in flight (see the module doc).
+const MAX_CALLS_IN_FLIGHT: usize = 2;
 /// Claim attempts in a row that find claimable work but claim none (stale heads)
 /// before the loop parks instead of trying again at once.
 const MAX_EMPTY_RETRIES: usize = 8;
@@ -98,7 +106,8 @@ enum End {
     Shutdown,
 }
 
-/// One stream's state: the jobs it holds and the acks not yet applied.
+/// One stream's state: the jobs it holds, the acks not yet applied, and what the
+/// calls in flight will change.
 struct Hand {
     /// Lease token -> job id of every job sent and not yet answered for. By token: a
     /// job whose lease ran out can come to the same stream again under a new one, and
@@ -107,20 +116,27 @@ struct Hand {
     /// Acks received, to apply with the next claim call.
     acks: Vec<(String, String)>,
     capacity: usize,
+    /// Lease tokens of held jobs whose acks are in a call in flight: their slots are
+    /// spoken for by that call's claim.
+    acking: HashSet<String>,
+    /// Jobs the calls in flight may claim.
+    reserved: usize,
 }
 
 impl Hand {
-    /// Slots the next claim may fill: the ones free now, plus those the queued acks
-    /// free (the claim applies them first).
+    /// Slots the next claim may fill: the ones free now, plus those the acks queued
+    /// or in flight free (a claim applies its acks first), less what the calls in
+    /// flight may claim.
     fn free(&self) -> usize {
         // Distinct leases: the same ack sent twice frees one slot.
-        let acked: HashSet<&str> = self
+        let queued = self
             .acks
             .iter()
-            .filter(|(id, token)| self.holds(id, token))
+            .filter(|(id, token)| self.holds(id, token) && !self.acking.contains(token))
             .map(|(_, token)| token.as_str())
-            .collect();
-        (self.capacity + acked.len()).saturating_sub(self.held.len())
+            .collect::<HashSet<&str>>()
+            .len();
+        (self.capacity + queued + self.acking.len()).saturating_sub(self.held.len() + self.reserved)
     }
 
     /// Whether `token` is the lease the stream sent job `id` with. An ack or fail with
@@ -155,11 +171,16 @@ impl Jobs {
             held: HashMap::new(),
             acks: Vec::new(),
             capacity: options.capacity,
+            acking: HashSet::new(),
+            reserved: 0,
         };
+        let mut calls = FuturesOrdered::new();
         // Whether a claim may find something: true at first, after a wake-up, and
         // while the last claim said more was left.
         let mut claimable = true;
         let mut empty_retries = 0;
+        // After a failed call (Redis down or full), no call until then.
+        let mut backoff: Option<Instant> = None;
         let end = loop {
             // Everything the worker sent meanwhile; its side closing ends the loop even
             // while there is work to claim.
@@ -177,37 +198,70 @@ impl Jobs {
             if gone || output.is_closed() {
                 break End::Gone;
             }
-            let free = hand.free().min(MAX_PER_CALL);
-            let claiming = claimable && free > 0;
-            if claiming || !hand.acks.is_empty() {
-                match self
-                    .claim_round(&entry, &options, &mut hand, free, claiming, &output)
-                    .await
-                {
-                    Ok(Round { claimed, more }) => {
-                        claimable = more;
-                        if claimed == 0 && more {
-                            empty_retries += 1;
-                            claimable = empty_retries < MAX_EMPTY_RETRIES;
-                        } else {
-                            empty_retries = 0;
-                        }
+            while backoff.is_none() && calls.len() < MAX_CALLS_IN_FLIGHT {
+                let free = hand.free().min(MAX_PER_CALL);
+                let claiming = claimable && free > 0;
+                if !claiming && hand.acks.is_empty() {
+                    break;
+                }
+                let take = hand.acks.len().min(MAX_PER_CALL);
+                let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
+                for (id, token) in &acks {
+                    if hand.holds(id, token) {
+                        hand.acking.insert(token.clone());
                     }
-                    Err(Delivery::Closed) => break End::Gone,
-                    Err(Delivery::Failed(error)) => {
-                        tracing::debug!(%namespace, %error, "work stream claim failed; retrying");
-                        let pause = tokio::time::sleep(RETRY_AFTER_ERROR);
-                        tokio::select! {
-                            _ = pause => claimable = true,
-                            _ = self.cx.shutdown.cancelled() => break End::Shutdown,
+                }
+                let max_jobs = if claiming { free } else { 0 };
+                hand.reserved += max_jobs;
+                let (this, entry, options) = (&self, &entry, &options);
+                calls.push_back(async move {
+                    let called = this.call(entry, options, &acks, max_jobs).await;
+                    (acks, max_jobs, called)
+                });
+            }
+            if calls.is_empty() && backoff.is_none() {
+                empty_retries = 0;
+                let park = waiter.park(&self.cx.shutdown);
+                tokio::select! {
+                    message = input.recv() => match message {
+                        Some(message) => {
+                            if !self.take(&namespace, &mut hand, message, &output).await {
+                                break End::Gone;
+                            }
                         }
+                        None => break End::Gone,
+                    },
+                    woken = park, if hand.free() > 0 => {
+                        if !woken { break End::Shutdown; }
+                        claimable = true;
                     }
+                    _ = self.cx.shutdown.cancelled() => break End::Shutdown,
+                    _ = output.closed() => break End::Gone,
                 }
                 continue;
             }
-            empty_retries = 0;
-            let park = waiter.park(&self.cx.shutdown);
+            let pause = tokio::time::sleep_until(backoff.unwrap_or_else(Instant::now));
             tokio::select! {
+                Some((acks, max_jobs, called)) = calls.next() => {
+                    match self.finish(&entry, &mut hand, acks, max_jobs, called, true, &output).await {
+                        // An ack-only call says nothing of what is claimable.
+                        Ok(_) if max_jobs == 0 => {}
+                        Ok(Round { claimed, more }) => {
+                            claimable = more;
+                            if claimed == 0 && more {
+                                empty_retries += 1;
+                                claimable = empty_retries < MAX_EMPTY_RETRIES;
+                            } else if claimed > 0 {
+                                empty_retries = 0;
+                            }
+                        }
+                        Err(Delivery::Closed) => break End::Gone,
+                        Err(Delivery::Failed(error)) => {
+                            tracing::debug!(%namespace, %error, "work stream claim failed; retrying");
+                            backoff = Some(Instant::now() + RETRY_AFTER_ERROR);
+                        }
+                    }
+                }
                 message = input.recv() => match message {
                     Some(message) => {
                         if !self.take(&namespace, &mut hand, message, &output).await {
@@ -216,14 +270,22 @@ impl Jobs {
                     }
                     None => break End::Gone,
                 },
-                woken = park, if hand.free() > 0 => {
-                    if !woken { break End::Shutdown; }
+                _ = pause, if backoff.is_some() => {
+                    backoff = None;
                     claimable = true;
                 }
                 _ = self.cx.shutdown.cancelled() => break End::Shutdown,
                 _ = output.closed() => break End::Gone,
             }
         };
+        // Calls already made still land: their acks are answered and the jobs they
+        // claimed, never sent, go back to their queues.
+        while let Some((acks, max_jobs, called)) = calls.next().await {
+            let _ = self
+                .finish(&entry, &mut hand, acks, max_jobs, called, false, &output)
+                .await;
+        }
+        drop(calls);
         match end {
             End::Shutdown => {
                 let _ = output.send(WorkOutput::ShuttingDown).await;
@@ -267,64 +329,97 @@ impl Jobs {
         }
     }
 
-    /// One claim call: the queued acks (up to MAX_PER_CALL), then up to `free` jobs
-    /// (none when `claiming` is false); sends the ack results, then the jobs.
-    async fn claim_round(
+    /// One claim call: `acks` (at most MAX_PER_CALL), then up to `max_jobs` jobs (an
+    /// ack-only call when 0). Touches nothing of the stream: `finish` does.
+    async fn call(
         &self,
         entry: &crate::namespaces::Entry,
         options: &WorkOptions,
-        hand: &mut Hand,
-        free: usize,
-        claiming: bool,
-        output: &mpsc::Sender<WorkOutput>,
-    ) -> Result<Round, Delivery> {
-        let take = hand.acks.len().min(MAX_PER_CALL);
-        let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
+        acks: &[(String, String)],
+        max_jobs: usize,
+    ) -> Called {
         let leases: Vec<Lease<'_>> = acks
             .iter()
             .map(|(id, token)| (id.as_str(), token.as_str()))
             .collect();
-        let max_jobs = if claiming { free } else { 0 };
-        let (found, more, acked) = if max_jobs == 0 {
+        if max_jobs == 0 {
             let acked = self.ack_many(entry.name(), &leases).await;
-            (None, false, acked)
-        } else {
-            let claim = ClaimRequest {
-                queues: &options.queues,
-                worker: &options.worker,
-                lease_ms: options.lease_ms,
-                max_jobs: max_jobs as u32,
-                wait: Duration::ZERO,
-                max_bytes: options.max_bytes,
-                acks: &[],
+            return Called::Done {
+                jobs: Vec::new(),
+                more: false,
+                acked,
             };
-            match self.attempt(entry, &claim, &leases).await {
-                Ok((attempt, acked)) => (attempt.found, attempt.more, Ok(acked)),
-                Err(Error::Store(StoreError::OutOfMemory { url })) => {
-                    // Redis refused the whole call as full; acks free memory, so they
-                    // go through on their own, and claiming waits for room.
-                    let acked = self.ack_many(entry.name(), &leases).await;
-                    self.answer_acks(hand, acks, acked, output).await?;
-                    return Err(Delivery::Failed(StoreError::OutOfMemory { url }.into()));
-                }
-                Err(error) => {
-                    // Nothing was applied: each ack is answered with the error, and
-                    // the worker may send it again.
-                    let copy = Err(Error::Store(store_error(&error)));
-                    self.answer_acks(hand, acks, copy, output).await?;
-                    return Err(Delivery::Failed(error));
+        }
+        let claim = ClaimRequest {
+            queues: &options.queues,
+            worker: &options.worker,
+            lease_ms: options.lease_ms,
+            max_jobs: max_jobs as u32,
+            wait: Duration::ZERO,
+            max_bytes: options.max_bytes,
+            acks: &[],
+        };
+        match self.attempt(entry, &claim, &leases).await {
+            Ok((attempt, acked)) => Called::Done {
+                jobs: attempt.found.unwrap_or_default(),
+                more: attempt.more,
+                acked: Ok(acked),
+            },
+            Err(Error::Store(StoreError::OutOfMemory { url })) => {
+                // Redis refused the whole call as full; acks free memory, so they go
+                // through on their own, and claiming waits for room.
+                let acked = self.ack_many(entry.name(), &leases).await;
+                Called::Full {
+                    acked,
+                    error: StoreError::OutOfMemory { url }.into(),
                 }
             }
+            // Nothing was applied: each ack is answered with the error, and the
+            // worker may send it again.
+            Err(error) => Called::Failed(error),
+        }
+    }
+
+    /// Settles a call with the stream: answers its acks, then sends the jobs it
+    /// claimed (or, when `deliver` is false or the worker cannot be reached, puts them
+    /// back at the head of their queues, attempt not counted, as a reply that cannot
+    /// carry them).
+    #[allow(clippy::too_many_arguments)]
+    async fn finish(
+        &self,
+        entry: &crate::namespaces::Entry,
+        hand: &mut Hand,
+        acks: Vec<(String, String)>,
+        max_jobs: usize,
+        called: Called,
+        deliver: bool,
+        output: &mpsc::Sender<WorkOutput>,
+    ) -> Result<Round, Delivery> {
+        hand.reserved = hand.reserved.saturating_sub(max_jobs);
+        for (_, token) in &acks {
+            hand.acking.remove(token);
+        }
+        let (jobs, more, answered) = match called {
+            Called::Done { jobs, more, acked } => {
+                let answered = self.answer_acks(hand, acks, acked, output).await;
+                (jobs, more, answered)
+            }
+            Called::Full { acked, error } => {
+                self.answer_acks(hand, acks, acked, output).await?;
+                return Err(Delivery::Failed(error));
+            }
+            Called::Failed(error) => {
+                let copy = Err(Error::Store(store_error(&error)));
+                self.answer_acks(hand, acks, copy, output).await?;
+                return Err(Delivery::Failed(error));
+            }
         };
-        self.answer_acks(hand, acks, acked, output).await?;
-        let jobs = found.unwrap_or_default();
+        let deliver = deliver && answered.is_ok();
         let claimed = jobs.len();
         let mut jobs = jobs.into_iter();
         while let Some(job) = jobs.next() {
             let lease = (job.id.clone(), job.lease_token.clone());
-            if output.send(WorkOutput::Job(Box::new(job))).await.is_err() {
-                // The worker never saw this job nor the rest: back at the head of
-                // their queues, attempt not counted (as a reply that cannot carry them).
+            if !deliver || output.send(WorkOutput::Job(Box::new(job))).await.is_err() {
                 let unsent: Vec<(String, String)> = std::iter::once(lease)
                     .chain(jobs.map(|job| (job.id, job.lease_token)))
                     .collect();
@@ -333,12 +428,13 @@ impl Jobs {
                     .map(|(i, t)| (i.as_str(), t.as_str()))
                     .collect();
                 if let Err(error) = self.release(entry.name(), &leases).await {
-                    tracing::warn!(namespace = %entry.name(), %error, "could not release jobs a closed work stream never received");
+                    tracing::warn!(namespace = %entry.name(), %error, "could not release jobs a work stream never sent");
                 }
                 return Err(Delivery::Closed);
             }
             hand.held.insert(lease.1, lease.0);
         }
+        answered?;
         Ok(Round { claimed, more })
     }
 
@@ -414,6 +510,22 @@ impl Jobs {
             }
         }
     }
+}
+
+/// What one call returned.
+enum Called {
+    Done {
+        jobs: Vec<JobRecord>,
+        more: bool,
+        acked: Result<Vec<Result<(), Error>>, Error>,
+    },
+    /// Redis refused the claim as full; the acks were applied on their own.
+    Full {
+        acked: Result<Vec<Result<(), Error>>, Error>,
+        error: Error,
+    },
+    /// Nothing was applied.
+    Failed(Error),
 }
 
 /// What a claim round did.

@@ -1307,3 +1307,78 @@ fn about(out: &Out) -> (&str, i32) {
         Out::Extend(e) => (&e.job_id, e.code),
     }
 }
+
+/// Script calls Redis holds back during a `CLIENT PAUSE ... WRITE`: a client blocked
+/// on one, plus one more when further commands wait in its query buffer behind it.
+/// (The service's other writes while paused are plain commands, not scripts.)
+async fn calls_held(conn: &mut redis::aio::MultiplexedConnection) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(conn)
+        .await
+        .expect("CLIENT LIST");
+    list.lines()
+        .filter(|line| {
+            let mut fields = line.split(' ');
+            let blocked = fields
+                .clone()
+                .any(|f| f.starts_with("flags=") && f.contains('b'));
+            blocked && fields.any(|f| f == "cmd=evalsha")
+        })
+        .map(|line| {
+            let queued = line
+                .split(' ')
+                .find_map(|f| f.strip_prefix("qbuf="))
+                .is_some_and(|q| q != "0");
+            1 + usize::from(queued)
+        })
+        .sum()
+}
+
+/// Pins the two calls in flight: while one claim call is held in Redis, an ack that
+/// arrives goes out at once in a second call (it does not wait for the first), and
+/// the stream still never holds more than its capacity. Redis holds the calls with a
+/// write pause, so the overlap is seen in Redis rather than timed.
+#[tokio::test]
+async fn an_ack_goes_out_in_a_second_call_while_the_first_is_held() {
+    let redis = Redis::start().await;
+    // No background work or re-check: the only scripts held are the stream's.
+    let mut config = config_without_background_work(&redis.url());
+    config.recheck_interval = Duration::from_secs(3600);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue_named(&mut c, "q", &["j0", "j1", "j2", "j3", "j4", "j5"]).await;
+    let mut w = open(&mut c, start(&["q"], 2)).await;
+    let first = [w.job().await, w.job().await];
+
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(120_000)
+        .arg("WRITE")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT PAUSE");
+    for (held, ack) in first.iter().enumerate() {
+        w.ack(ack).await;
+        let patience = Patience::new(format!("{} claim calls held in Redis", held + 1));
+        while calls_held(&mut conn).await < held + 1 {
+            patience.wait().await;
+        }
+    }
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT UNPAUSE");
+
+    let got = w.receive(4).await;
+    let codes: Vec<Code> = got.acks.iter().map(|a| code(a.code)).collect();
+    assert_eq!(codes, [Code::Ok, Code::Ok], "{got:?}");
+    let ids: Vec<&str> = got.jobs.iter().map(|j| j.job_id.as_str()).collect();
+    assert_eq!(ids, ["j2", "j3"], "{got:?}");
+    assert!(w.sync(&got.jobs[0]).await.jobs.is_empty(), "past capacity");
+    assert_eq!(count(&mut c, "q", proto::JobState::Completed).await, 2);
+    assert_eq!(count(&mut c, "q", proto::JobState::Active).await, 2);
+    assert_eq!(count(&mut c, "q", proto::JobState::Pending).await, 2);
+}

@@ -45,7 +45,9 @@
 -- job_bytes(K, id, r, full, errors) -> about how many bytes the record takes in a reply
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
---   or { "expired" } (invariant 4: the lease is the only authority)
+--   or { "expired" } (invariant 4: the lease is the only authority); the rule itself
+--   is lease_refusal(state, held token, lease_until, token, now), which the packed
+--   ack path applies to the array
 -- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
 --   record's DUEQ_CORRUPT error)
 -- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
@@ -211,26 +213,24 @@ end
 -- caller passes.
 local REPLY_FIXED = 256
 
+-- A payload's length, read with STRLEN when it lives in its own key (px = 1).
+local function payload_bytes(K, id, px, payload)
+  if px == 1 then return redis.call('STRLEN', K.payload .. id) end
+  return #payload
+end
+
 local function job_bytes(K, id, r, full, errors)
   local n = REPLY_FIXED + #id + #r.queue + #r.name + #r.dedup + #r.worker + #r.token
   if errors then n = n + #r.errors end
-  if full then
-    n = n + #r.headers
-    if r.px == 1 then
-      n = n + redis.call('STRLEN', K.payload .. id)
-    else
-      n = n + #r.payload
-    end
-  end
+  if full then n = n + #r.headers + payload_bytes(K, id, r.px, r.payload) end
   return n
 end
 
 -- job_bytes(K, id, r, true, false) on a packed array (a claim's count).
 local function packed_bytes(K, id, p)
-  local n = REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
+  return REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
     + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '') + #(p[P_HEADERS] or '')
-  if p[P_PX] == 1 then return n + redis.call('STRLEN', K.payload .. id) end
-  return n + #p[P_PAYLOAD]
+    + payload_bytes(K, id, p[P_PX], p[P_PAYLOAD])
 end
 
 -- Appends a reply's record: field count, then the fields.
@@ -319,10 +319,14 @@ local function push_error(r, attempt, message, at)
   r.errors = cjson.encode(errors)
 end
 
-local function lease_check(r, token, now)
-  if r.state ~= 'active' or r.token ~= token then return { 'stale', r.state } end
-  if r.lease_until == '' or r.lease_until <= now then return { 'expired' } end
+local function lease_refusal(state, held_token, lease_until, token, now)
+  if state ~= 'active' or held_token ~= token then return { 'stale', state } end
+  if lease_until == '' or lease_until <= now then return { 'expired' } end
   return nil
+end
+
+local function lease_check(r, token, now)
+  return lease_refusal(r.state, r.token, r.lease_until, token, now)
 end
 
 local function job_at(K, id)
@@ -373,13 +377,10 @@ local function complete_job(K, done, id, token, now, batch)
   local p = packed_load(key)
   if p == nil then return { 'missing' }, 0 end
   if is_error(p) then return p, 0 end
-  -- lease_check, on the array
-  if p[P_STATE] ~= STATE_CODE.active or (p[P_TOKEN] or '') ~= token then
-    return { 'stale', STATE_NAME[p[P_STATE]] }, 0
-  end
   local created = p[P_CREATED]
-  local lease_until = rel_in(p[P_LEASE_UNTIL], created)
-  if lease_until == '' or lease_until <= now then return { 'expired' }, 0 end
+  local refusal = lease_refusal(STATE_NAME[p[P_STATE]], p[P_TOKEN] or '',
+    rel_in(p[P_LEASE_UNTIL], created), token, now)
+  if refusal then return refusal, 0 end
   p[P_STATE], p[P_UPDATED] = STATE_CODE.completed, now - created
   packed_put(p, P_FINISHED, now - created)
   p[P_LEASE_UNTIL] = ''

@@ -219,27 +219,12 @@ impl Jobs {
                     (acks, max_jobs, called)
                 });
             }
-            if calls.is_empty() && backoff.is_none() {
+            // Nothing in flight and nothing to start: the stream waits like a long-poll.
+            let idle = calls.is_empty() && backoff.is_none();
+            if idle {
                 empty_retries = 0;
-                let park = waiter.park(&self.cx.shutdown);
-                tokio::select! {
-                    message = input.recv() => match message {
-                        Some(message) => {
-                            if !self.take(&namespace, &mut hand, message, &output).await {
-                                break End::Gone;
-                            }
-                        }
-                        None => break End::Gone,
-                    },
-                    woken = park, if hand.free() > 0 => {
-                        if !woken { break End::Shutdown; }
-                        claimable = true;
-                    }
-                    _ = self.cx.shutdown.cancelled() => break End::Shutdown,
-                    _ = output.closed() => break End::Gone,
-                }
-                continue;
             }
+            let park = waiter.park(&self.cx.shutdown);
             let pause = tokio::time::sleep_until(backoff.unwrap_or_else(Instant::now));
             tokio::select! {
                 Some((acks, max_jobs, called)) = calls.next() => {
@@ -270,6 +255,10 @@ impl Jobs {
                     }
                     None => break End::Gone,
                 },
+                woken = park, if idle && hand.free() > 0 => {
+                    if !woken { break End::Shutdown; }
+                    claimable = true;
+                }
                 _ = pause, if backoff.is_some() => {
                     backoff = None;
                     claimable = true;

@@ -179,6 +179,12 @@ impl Work {
     }
 }
 
+/// `config` with the wake re-check put off beyond any test: only a wake-up delivers.
+fn no_recheck(mut config: dueq::config::ServeConfig) -> dueq::config::ServeConfig {
+    config.recheck_interval = Duration::from_secs(3600);
+    config
+}
+
 fn code(code: i32) -> Code {
     Code::from(code)
 }
@@ -696,9 +702,7 @@ async fn a_missing_or_bad_start_is_refused_naming_the_field() {
 #[tokio::test]
 async fn a_waiting_stream_is_woken_by_an_enqueue() {
     let redis = Redis::start().await;
-    let mut config = config(&redis.url());
-    config.recheck_interval = Duration::from_secs(3600);
-    let service = Service::start_with(config).await;
+    let service = Service::start_with(no_recheck(config(&redis.url()))).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
@@ -740,9 +744,7 @@ async fn a_stream_that_never_sends_its_start_is_refused() {
 #[tokio::test]
 async fn an_ack_refills_its_slot_while_other_waiters_are_parked() {
     let redis = Redis::start().await;
-    let mut config = config(&redis.url());
-    config.recheck_interval = Duration::from_secs(3600);
-    let service = Service::start_with(config).await;
+    let service = Service::start_with(no_recheck(config(&redis.url()))).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
@@ -768,9 +770,7 @@ async fn an_ack_refills_its_slot_while_other_waiters_are_parked() {
 #[tokio::test]
 async fn a_waiting_stream_gets_a_delayed_job_at_its_time() {
     let redis = Redis::start().await;
-    let mut config = config(&redis.url());
-    config.recheck_interval = Duration::from_secs(3600);
-    let service = Service::start_with(config).await;
+    let service = Service::start_with(no_recheck(config(&redis.url()))).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
 
@@ -1343,9 +1343,8 @@ async fn calls_held(conn: &mut redis::aio::MultiplexedConnection) -> usize {
 async fn an_ack_goes_out_in_a_second_call_while_the_first_is_held() {
     let redis = Redis::start().await;
     // No background work or re-check: the only scripts held are the stream's.
-    let mut config = config_without_background_work(&redis.url());
-    config.recheck_interval = Duration::from_secs(3600);
-    let service = Service::start_with(config).await;
+    let service =
+        Service::start_with(no_recheck(config_without_background_work(&redis.url()))).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
     enqueue_named(&mut c, "q", &["j0", "j1", "j2", "j3", "j4", "j5"]).await;

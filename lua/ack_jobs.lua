@@ -26,7 +26,7 @@ if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
 local out = { now, 0 }
-local completions = completions_new()
+local completions = completions_new(now)
 for i = 9, #ARGV - 1, 2 do
   local outcome = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now, completions)
   if is_error(outcome) then

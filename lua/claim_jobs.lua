@@ -30,9 +30,11 @@
 -- Invariants kept (numbered in docs/DESIGN.md):
 -- * 1 (derived indexes): each index entry met is re-validated against the job record
 --   (state, queue, priority, lease deadline); dangling or stale entries are dropped.
--- * 3 (no O(N)): expired leases are found by ZRANGEBYSCORE on the per-queue lease set
---   (scored by deadline) and delayed jobs by ZRANGEBYSCORE on the delayed set, each
---   bounded by ARGV[13]; a claim reads the best priority of each queue (ZRANGE 0 0),
+-- * 3 (no O(N)): each queue's earliest lease deadline and delayed run are read
+--   (ZRANGE 0 0, which also gives next_ms); only when one is due are expired leases
+--   found by ZRANGEBYSCORE on the per-queue lease set (scored by deadline) and
+--   delayed jobs by ZRANGEBYSCORE on the delayed set, each bounded by ARGV[13]; a
+--   claim reads the best priority of each queue (ZRANGE 0 0),
 --   pops at most what it may still claim from the head of that list (LPOP count),
 --   resolves the job numbers to ids in listing buckets of at most 64 (HMGET), and
 --   pushes back what it did not claim; each index is written once per call and
@@ -68,7 +70,7 @@ for i = 16 + 2 * acks, #ARGV do queues[#queues + 1] = ARGV[i] end
 -- 0. The acks this claim carries: each exactly as AckJob (invariant 4), so a worker
 -- finishes its last jobs and fetches the next ones in one round trip and one script.
 local acked = {}
-local completions = completions_new()
+local completions = completions_new(now)
 for i = 16, 15 + 2 * acks, 2 do
   local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions)
   if is_error(outcome) then
@@ -141,9 +143,30 @@ for _, q in ipairs(all_queues) do
   if not queue_paused(KEYS[2], q) then queues[#queues + 1] = q end
 end
 
+-- The earliest score of a sorted set, nil when it is empty. O(log N).
+local function head(key)
+  local top = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #top == 0 then return nil end
+  return tonumber(top[2])
+end
+
+-- Each queue's earliest lease deadline and delayed run. Only a head that is due costs
+-- the bounded walk (reclaim, promote), and the head is read again after it; in the
+-- common case (nothing due) these two reads are all, and they also give next_ms,
+-- since claiming below adds leases (soonest, below) and touches nothing else of
+-- either set.
+local heads = {}
 for _, q in ipairs(queues) do
-  reclaim(q)
-  promote(q)
+  local h = { leased = head(K.leased .. q), delayed = head(K.delayed .. q) }
+  if h.leased and h.leased <= now then
+    reclaim(q)
+    h.leased = head(K.leased .. q)
+  end
+  if h.delayed and h.delayed <= now then
+    promote(q)
+    h.delayed = head(K.delayed .. q)
+  end
+  heads[q] = h
 end
 
 -- 3. Claiming. Each queue's best ready list is popped ahead, its share of what this
@@ -197,7 +220,7 @@ local function front(q, want)
   return nil
 end
 
-local claimed, leases, taken = {}, {}, {}
+local claimed, leases, taken, soonest = {}, {}, {}, {}
 local bytes = 0
 while #claimed < max_jobs and skips < budget do
   -- The best front across the queues: highest priority, then earliest enqueued.
@@ -225,11 +248,14 @@ while #claimed < max_jobs and skips < budget do
   p[P_STATE], p[P_ATTEMPTS], p[P_UPDATED] = STATE_CODE.active, p[P_ATTEMPTS] + 1,
     now - created
   packed_put(p, P_LEASE_UNTIL, until_ms - created)
-  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. (#claimed + 1)
+  -- Numbers as text by '%d': concatenating or passing a number makes Redis's Lua
+  -- format it with '%.14g', several times the cost, once per job.
+  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', #claimed + 1)
   local packed = packed_save(K.job .. id, p)
   if not leases[q] then leases[q] = {} end
   local l = leases[q]
-  l[#l + 1], l[#l + 2] = until_ms, id
+  l[#l + 1], l[#l + 2] = string.format('%d', until_ms), id
+  if not soonest[q] or until_ms < soonest[q] then soonest[q] = until_ms end
   if COUNTS_KEPT then
     taken[q] = (taken[q] or 0) + 1
   else
@@ -252,19 +278,19 @@ for _, q in ipairs(queues) do
 end
 
 local next_ms, more = nil, 0
+local function consider(s)
+  if s == nil then return end
+  if s <= now then
+    more = 1
+  elseif next_ms == nil or s < next_ms then
+    next_ms = s
+  end
+end
 for _, q in ipairs(queues) do
   if more == 0 and redis.call('ZCARD', K.prio .. q) > 0 then more = 1 end
-  for _, k in ipairs({ K.delayed .. q, K.leased .. q }) do
-    local top = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-    if #top > 0 then
-      local s = tonumber(top[2])
-      if s <= now then
-        more = 1
-      elseif next_ms == nil or s < next_ms then
-        next_ms = s
-      end
-    end
-  end
+  consider(heads[q].delayed)
+  consider(heads[q].leased)
+  consider(soonest[q])
 end
 
 local out = { now, next_ms or '', more, register, #claimed }

@@ -287,14 +287,18 @@ end
 local function listing_ids(K, queue, ns)
   local ids, i = {}, 1
   while i <= #ns do
-    local bucket = math.floor(tonumber(ns[i]) / LISTING_BUCKET)
+    local first = tonumber(ns[i])
+    local bucket = math.floor(first / LISTING_BUCKET)
     local fields, j = {}, i
-    while j <= #ns and math.floor(tonumber(ns[j]) / LISTING_BUCKET) == bucket do
-      fields[#fields + 1] = tonumber(ns[j]) % LISTING_BUCKET
+    while j <= #ns do
+      local n = tonumber(ns[j])
+      if math.floor(n / LISTING_BUCKET) ~= bucket then break end
+      -- As text: Redis's Lua turns a number argument into text with '%.14g', the
+      -- costliest way there is, once per job.
+      fields[#fields + 1] = string.format('%d', n % LISTING_BUCKET)
       j = j + 1
     end
-    local got = redis.call('HMGET', listing_bucket(K, queue, tonumber(ns[i])),
-      unpack(fields))
+    local got = redis.call('HMGET', listing_bucket(K, queue, first), unpack(fields))
     for k = 1, #got do ids[i + k - 1] = got[k] end
     i = j
   end
@@ -394,7 +398,7 @@ local function complete_job(K, done, id, token, now, batch)
       batch.queues[#batch.queues + 1] = queue
     end
     ids[#ids + 1] = id
-    batch.done[#batch.done + 1] = now
+    batch.done[#batch.done + 1] = batch.now_text
     batch.done[#batch.done + 1] = id
     return { 'ok', queue }, 0
   end
@@ -409,8 +413,9 @@ end
 -- returns the prune registration finish_entry would have returned for any of them
 -- (finish_crossed: a size in between that reaches the rule). Flush before anything
 -- in the same script reads the lease or finished sets.
-local function completions_new()
-  return { leased = {}, queues = {}, done = {} }
+local function completions_new(now)
+  -- The finish time as text once, not converted again for every job in the ZADD.
+  return { leased = {}, queues = {}, done = {}, now_text = string.format('%d', now) }
 end
 
 local function completions_flush(K, done, batch)

@@ -33,10 +33,11 @@ use dueq::proto::{self, work_request::Request as WorkIn, work_response::Response
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
+use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use crate::{
     env::{Client, Env},
-    grpc::{clients, with_cpu},
+    grpc::{clients, connections, with_cpu},
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
@@ -69,6 +70,7 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
     prefill(env, plan.prefill).await?;
     drain_fast(plan, env, report).await?;
     env.reset().await?;
+    rpc_floor(plan, env, report).await?;
     script_costs(plan, env, report).await?;
     Ok(())
 }
@@ -80,6 +82,51 @@ fn drain_cap(plan: &Plan) -> Duration {
     } else {
         Duration::from_secs(600)
     }
+}
+
+/// What the unary path pays before it does any work: the same callers, over the same
+/// connections, call an RPC that does nothing (grpc.health.v1 Check, answered from
+/// memory behind the same tower layers) as many times as the ClaimJob+AckJob drain
+/// made calls. Its service and client CPU per call, twice, is the floor of that
+/// path's CPU per job, whatever the scripts cost (target `ClaimJob+AckJob >= 1x
+/// BullMQ Worker` quotes it).
+async fn rpc_floor(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
+    let mut shared = Vec::new();
+    for _ in 0..connections(plan.concurrency) {
+        shared.push(HealthClient::new(env.channel().await?));
+    }
+    let total = plan.prefill * 2;
+    let started = Arc::new(AtomicU64::new(0));
+    let phase = drive(plan.concurrency, drain_cap(plan), |i| {
+        let c = shared[i % shared.len()].clone();
+        let started = started.clone();
+        move || {
+            let mut c = c.clone();
+            let started = started.clone();
+            async move {
+                if started.fetch_add(1, Ordering::Relaxed) >= total {
+                    return Ok(0);
+                }
+                c.check(HealthCheckRequest::default()).await?;
+                Ok(1)
+            }
+        }
+    });
+    let (s, cpu) = with_cpu(env, phase).await?;
+    report.push(
+        Row::stats(S, "empty RPC", &s)
+            .note(format!(
+                "{} callers, grpc.health.v1 Check (no Redis, the same tower layers), {} calls: the unary path's floor is two of these per job",
+                plan.concurrency, s.items
+            ))
+            .with("service_cpu_us_per_call", cpu.service_us)
+            .with("bench_cpu_us_per_call", cpu.bench_us)
+            .and_note(format!(
+                "CPU/call: service {:.0} us, bench client {:.0} us",
+                cpu.service_us, cpu.bench_us
+            )),
+    );
+    Ok(())
 }
 
 fn ack_of(job: &proto::ClaimedJob) -> proto::JobLease {
@@ -313,59 +360,11 @@ fn consume_row(
 /// The row's p50/p99 are per job, from the job's arrival to its ack's answer (how
 /// long it held a slot).
 async fn drain_fast(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
-    let streams = plan.work_streams.unwrap_or(1).clamp(1, plan.concurrency);
+    let streams = fast_streams(plan);
     let callers = clients(env, streams).await?;
     let cap = drain_cap(plan);
-    let target = plan.prefill;
-    let acked = Arc::new(AtomicU64::new(0));
-    let done = CancellationToken::new();
-    let phase = async {
-        let started = Instant::now();
-        let mut tasks = Vec::with_capacity(streams);
-        for (i, client) in callers.into_iter().enumerate() {
-            // Capacities differ by at most one and add up to the concurrency.
-            let capacity = plan.concurrency / streams + usize::from(i < plan.concurrency % streams);
-            let (acked, done) = (acked.clone(), done.clone());
-            tasks.push(tokio::spawn(async move {
-                let out = fast_worker(client, capacity, target, acked, done.clone()).await;
-                // A failed stream ends the phase rather than leaving it to the cap.
-                if out.is_err() {
-                    done.cancel();
-                }
-                out
-            }));
-        }
-        let timer = done.clone();
-        let capped = tokio::spawn(async move {
-            tokio::select! {
-                _ = tokio::time::sleep(cap) => timer.cancel(),
-                _ = timer.cancelled() => {}
-            }
-        });
-        let mut lat = Vec::new();
-        let mut failed = None;
-        for task in tasks {
-            match task.await {
-                Ok(Ok(l)) => lat.extend(l),
-                Ok(Err(e)) => failed = Some(e),
-                Err(e) => failed = Some(e.into()),
-            }
-        }
-        let secs = started.elapsed().as_secs_f64();
-        // Every stream is done: stop the cap's timer too.
-        done.cancel();
-        let _ = capped.await;
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(Stats::from_latencies(
-            lat,
-            acked.load(Ordering::Relaxed),
-            secs,
-        ))
-    };
     let probe = Probe::start(env, Waiter::Work).await?;
-    let result = with_cpu(env, phase).await;
+    let result = with_cpu(env, fast_phase(plan, callers)).await;
     let delays = probe.stop().await;
     let (s, cpu) = result?;
     let (delays, lost) = delays?;
@@ -398,6 +397,78 @@ async fn drain_fast(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
             )),
     );
     Ok(())
+}
+
+/// One fast-path drain for the peers' paired rounds (peers.rs): a fresh keyspace,
+/// the pre-fill, then the drain without the latency probe (BullMQ's drain has none).
+/// Returns jobs/s and Redis CPU per job.
+pub(crate) async fn fast_round(plan: &Plan, env: &Env) -> Result<(f64, f64)> {
+    env.reset().await?;
+    prefill(env, plan.prefill).await?;
+    let callers = clients(env, fast_streams(plan)).await?;
+    let (s, cpu) = with_cpu(env, fast_phase(plan, callers)).await?;
+    env.reset().await?;
+    Ok((s.ops_s(), cpu.redis_us))
+}
+
+/// Work streams of the fast-path drain (`--work-streams`, default one).
+fn fast_streams(plan: &Plan) -> usize {
+    plan.work_streams.unwrap_or(1).clamp(1, plan.concurrency)
+}
+
+/// One fast-path drain of the pre-filled queue: Work streams whose capacities add
+/// up to `plan.concurrency`, each acking every job on arrival, until `plan.prefill`
+/// jobs are acked (or the cap). Stats per job, latencies from a job's arrival to
+/// its ack's answer. One caller per stream.
+async fn fast_phase(plan: &Plan, callers: Vec<Client>) -> Result<Stats> {
+    let streams = callers.len();
+    let cap = drain_cap(plan);
+    let target = plan.prefill;
+    let acked = Arc::new(AtomicU64::new(0));
+    let done = CancellationToken::new();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(streams);
+    for (i, client) in callers.into_iter().enumerate() {
+        // Capacities differ by at most one and add up to the concurrency.
+        let capacity = plan.concurrency / streams + usize::from(i < plan.concurrency % streams);
+        let (acked, done) = (acked.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let out = fast_worker(client, capacity, target, acked, done.clone()).await;
+            // A failed stream ends the phase rather than leaving it to the cap.
+            if out.is_err() {
+                done.cancel();
+            }
+            out
+        }));
+    }
+    let timer = done.clone();
+    let capped = tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::time::sleep(cap) => timer.cancel(),
+            _ = timer.cancelled() => {}
+        }
+    });
+    let mut lat = Vec::new();
+    let mut failed = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(l)) => lat.extend(l),
+            Ok(Err(e)) => failed = Some(e),
+            Err(e) => failed = Some(e.into()),
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    // Every stream is done: stop the cap's timer too.
+    done.cancel();
+    let _ = capped.await;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(Stats::from_latencies(
+        lat,
+        acked.load(Ordering::Relaxed),
+        secs,
+    ))
 }
 
 /// One Work stream of the fast-path drain: acks each job on arrival until `target`

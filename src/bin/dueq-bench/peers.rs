@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::{
     binaries::on_path,
+    consume,
     env::Env,
     plan::Plan,
     report::{Report, Row},
@@ -43,6 +44,7 @@ async fn run_in(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
     node::install(dir).await?;
     bullmq(plan, env, report, dir).await?;
     env.reset().await?;
+    paired(plan, env, report, dir).await?;
     boringnode(plan, env, report, dir).await?;
     env.reset().await?;
     Ok(())
@@ -85,6 +87,104 @@ async fn bullmq(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
         report.push(row.with("prefill", plan.prefill).with("drained", jobs));
     }
     Ok(())
+}
+
+/// Rounds of the paired comparison (one with --smoke).
+const PAIRED_ROUNDS: usize = 3;
+
+/// The worker fast path and BullMQ's Worker drained back to back, the same pre-fill
+/// and concurrency, PAIRED_ROUNDS times, alternating which goes first. This VM's
+/// speed drifts by up to 2x over minutes, and the consume family runs minutes
+/// before this one, so the two consume targets compare each drain with the peer's
+/// drain beside it: each round gives a ratio, and the targets take the median.
+async fn paired(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Result<()> {
+    if plan.prefill == 0 {
+        return Ok(());
+    }
+    let rounds = if plan.smoke { 1 } else { PAIRED_ROUNDS };
+    let (mut jobs_ratios, mut cpu_ratios) = (Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        let peer_first = round % 2 == 1;
+        let ((fast, fast_cpu), (peer, peer_cpu)) = if peer_first {
+            let peer = bullmq_worker(plan, env, dir).await?;
+            (consume::fast_round(plan, env).await?, peer)
+        } else {
+            let fast = consume::fast_round(plan, env).await?;
+            (fast, bullmq_worker(plan, env, dir).await?)
+        };
+        let (jobs, cpu) = (fast / peer, fast_cpu / peer_cpu);
+        jobs_ratios.push(jobs);
+        cpu_ratios.push(cpu);
+        report.push(
+            Row::new(S, format!("paired round {round}"))
+                .note(format!(
+                    "{} first: worker fast path {fast:.0} jobs/s, Redis {fast_cpu:.0} us/job; bullmq Worker {peer:.0} jobs/s, Redis {peer_cpu:.0} us/job: {jobs:.2}x jobs/s, {cpu:.2}x Redis CPU/job",
+                    if peer_first { "bullmq Worker" } else { "worker fast path" }
+                ))
+                .with("fast_jobs_s", fast)
+                .with("fast_redis_cpu_us_per_job", fast_cpu)
+                .with("bullmq_jobs_s", peer)
+                .with("bullmq_redis_cpu_us_per_job", peer_cpu),
+        );
+    }
+    let listed = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.2}x"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    report.push(
+        Row::new(S, "paired: worker fast path / bullmq Worker")
+            .note(format!(
+                "median of {rounds} rounds: {:.2}x jobs/s ({}), {:.2}x Redis CPU/job ({})",
+                median(&jobs_ratios),
+                listed(&jobs_ratios),
+                median(&cpu_ratios),
+                listed(&cpu_ratios)
+            ))
+            .with("rounds", rounds)
+            .with("jobs_s_ratio_median", median(&jobs_ratios))
+            .with("redis_cpu_ratio_median", median(&cpu_ratios))
+            .with("jobs_s_ratios", listed(&jobs_ratios))
+            .with("redis_cpu_ratios", listed(&cpu_ratios)),
+    );
+    Ok(())
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// BullMQ's Worker draining `plan.prefill` jobs alone: jobs/s and Redis CPU per job.
+async fn bullmq_worker(plan: &Plan, env: &Env, dir: &Path) -> Result<(f64, f64)> {
+    let v = node::run_script(
+        dir,
+        "bullmq.mjs",
+        &[
+            ("REDIS_URL", env.redis_url.clone()),
+            ("CONCURRENCY", plan.concurrency.to_string()),
+            ("DURATION_MS", plan.duration.as_millis().to_string()),
+            ("BATCH", plan.batch.to_string()),
+            ("PREFILL", plan.prefill.to_string()),
+            ("PHASES", "worker".to_string()),
+        ],
+        Duration::from_secs(120),
+    )
+    .await?;
+    env.reset().await?;
+    let worker = v
+        .get("worker")
+        .ok_or("bullmq.mjs printed no worker drain")?;
+    let jobs_s = number(worker, &["ops_per_s"]).ok_or("bullmq Worker: no ops_per_s")?;
+    let cpu = number(worker, &["redis_cpu_us_per_op"]).ok_or("bullmq Worker: no CPU")?;
+    Ok((jobs_s, cpu))
 }
 
 /// @boringnode/queue's claimDueSchedule, nothing due and one due, per peer size.

@@ -146,10 +146,20 @@ mod tests {
     }
 
     async fn claim(store: &Store, queues: &[String], max_jobs: u32, acks: &[(&str, &str)]) -> super::ClaimedBatch {
+        claim_leased(store, queues, max_jobs, acks, None).await
+    }
+
+    async fn claim_leased(
+        store: &Store,
+        queues: &[String],
+        max_jobs: u32,
+        acks: &[(&str, &str)],
+        lease_ms: Option<i64>,
+    ) -> super::ClaimedBatch {
         let claim = ClaimJobs {
             queues,
             worker: "w",
-            lease_ms: None,
+            lease_ms,
             max_jobs,
             token_base: "t",
             max_bytes: 1 << 20,
@@ -198,6 +208,80 @@ mod tests {
             .map(|q| (q.queue.as_str(), q.pending, q.active))
             .collect();
         assert_eq!(counts, [("a", 0, 6), ("b", 0, 6)]);
+    }
+
+    /// ZRANGEBYSCORE calls Redis ran since the last CONFIG RESETSTAT (a script's own
+    /// commands count too).
+    async fn walks(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) -> u64 {
+        let stats: String = deadpool_redis::redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(conn)
+            .await
+            .unwrap_or_else(|e| panic!("info: {e}"));
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_zrangebyscore:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap_or_else(|e| panic!("calls {n}: {e}")))
+    }
+
+    async fn reset_stats(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) {
+        let _: () = deadpool_redis::redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(conn)
+            .await
+            .unwrap_or_else(|e| panic!("resetstat: {e}"));
+    }
+
+    /// Issue 15: with no lease expired and no delayed job due, a claim reads each
+    /// set's earliest entry and walks neither, and its next_ms is still the earliest
+    /// of a delayed run, an older lease and the leases this very claim made. Once a
+    /// lease is due, the walk runs and takes the job back.
+    #[tokio::test]
+    async fn a_claim_walks_leases_and_delayed_jobs_only_when_one_is_due() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let mut conn = redis.conn().await;
+        let hour = 3_600_000;
+        let mut delayed = spec("later", "a", 0);
+        delayed.run_at = RunAt::DelayMs(3 * hour);
+        enqueue(&store, &[delayed, spec("first", "a", 0), spec("second", "a", 0)]).await;
+        let queues = ["a".to_owned()];
+        let first = claim_leased(&store, &queues, 1, &[], Some(2 * hour)).await;
+        let old_lease = first.jobs[0].lease_until_ms.unwrap_or_else(|| panic!("no lease"));
+
+        reset_stats(&mut conn).await;
+        let second = claim_leased(&store, &queues, 1, &[], Some(hour)).await;
+        assert_eq!(walks(&mut conn).await, 0, "nothing was due: no walk");
+        let new_lease = second.jobs[0].lease_until_ms.unwrap_or_else(|| panic!("no lease"));
+        assert!(new_lease < old_lease);
+        assert_eq!(second.next_ms, Some(new_lease), "the lease this claim made is the soonest");
+        let third = claim_leased(&store, &queues, 1, &[], None).await;
+        assert!(third.jobs.is_empty());
+        assert_eq!(third.next_ms, Some(new_lease), "earliest of the stored leases and the delayed run");
+
+        // A lease of 1 ms is due at once: the next claim walks and takes the job back.
+        enqueue(&store, &[spec("short", "b", 0)]).await;
+        let both = ["a".to_owned(), "b".to_owned()];
+        let short = claim_leased(&store, &both, 1, &[], Some(1)).await;
+        assert_eq!(short.jobs[0].id, "short");
+        let until = short.jobs[0].lease_until_ms.unwrap_or_else(|| panic!("no lease"));
+        // Wait until Redis's clock is past the lease (behaviour, not a time bound).
+        loop {
+            let (secs, micros): (i64, i64) = deadpool_redis::redis::cmd("TIME")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_else(|e| panic!("time: {e}"));
+            if secs * 1000 + micros / 1000 > until {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        reset_stats(&mut conn).await;
+        let again = claim_leased(&store, &both, 1, &[], None).await;
+        assert!(walks(&mut conn).await >= 1, "a due lease is walked");
+        assert_eq!(again.expired, [0, 1]);
+        assert_eq!(again.jobs[0].id, "short", "the expired job is claimable again");
     }
 
     /// Acks applied in one call register the namespace for pruning exactly when one

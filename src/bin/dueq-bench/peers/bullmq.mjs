@@ -4,6 +4,8 @@ import { performance } from 'node:perf_hooks'
 const url = new URL(process.env.REDIS_URL)
 const C = Number(process.env.CONCURRENCY), MS = Number(process.env.DURATION_MS), B = Number(process.env.BATCH)
 const PREFILL = Number(process.env.PREFILL || 0)
+// Which phases run: the paired rounds (peers.rs) run the Worker's drain alone.
+const PHASES = (process.env.PHASES || 'add,bulk,worker').split(',')
 const connection = { host: url.hostname, port: Number(url.port) }
 const q = new Queue('dueqbench', { connection })
 await q.waitUntilReady()
@@ -59,9 +61,11 @@ async function drain() {
     redis_cpu_us_per_op: (r1 - r0) * 1e6 / Math.max(1, n), client_cpu_us_per_op: (c1.user + c1.system) / Math.max(1, n) }
 }
 const data = { n: 1 }
-const add = await phase(() => q.add('bench', data), 1)
-const bulk = await phase(() => q.addBulk(Array.from({ length: B }, () => ({ name: 'bench', data }))), B)
-const worker = PREFILL > 0 ? await drain() : undefined
+const add = PHASES.includes('add') ? await phase(() => q.add('bench', data), 1) : undefined
+const bulk = PHASES.includes('bulk')
+  ? await phase(() => q.addBulk(Array.from({ length: B }, () => ({ name: 'bench', data }))), B)
+  : undefined
+const worker = PHASES.includes('worker') && PREFILL > 0 ? await drain() : undefined
 console.log(JSON.stringify({ add, bulk, worker }))
 await q.close()
 probe.disconnect()

@@ -52,19 +52,7 @@ async fn run_in(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
 
 /// BullMQ's Queue.add and Queue.addBulk at the bench's concurrency and duration.
 async fn bullmq(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Result<()> {
-    let v = node::run_script(
-        dir,
-        "bullmq.mjs",
-        &[
-            ("REDIS_URL", env.redis_url.clone()),
-            ("CONCURRENCY", plan.concurrency.to_string()),
-            ("DURATION_MS", plan.duration.as_millis().to_string()),
-            ("BATCH", plan.batch.to_string()),
-            ("PREFILL", plan.prefill.to_string()),
-        ],
-        Duration::from_secs(120),
-    )
-    .await?;
+    let v = run_bullmq(plan, env, dir, "add,bulk,worker").await?;
     if let Some(add) = v.get("add") {
         report
             .push(peer_row("bullmq Queue.add", add, true).and_note("same concurrency, same Redis"));
@@ -164,7 +152,20 @@ fn median(values: &[f64]) -> f64 {
 
 /// BullMQ's Worker draining `plan.prefill` jobs alone: jobs/s and Redis CPU per job.
 async fn bullmq_worker(plan: &Plan, env: &Env, dir: &Path) -> Result<(f64, f64)> {
-    let v = node::run_script(
+    let v = run_bullmq(plan, env, dir, "worker").await?;
+    env.reset().await?;
+    let worker = v
+        .get("worker")
+        .ok_or("bullmq.mjs printed no worker drain")?;
+    let jobs_s = number(worker, &["ops_per_s"]).ok_or("bullmq Worker: no ops_per_s")?;
+    let cpu = number(worker, &["redis_cpu_us_per_op"]).ok_or("bullmq Worker: no CPU")?;
+    Ok((jobs_s, cpu))
+}
+
+/// Runs peers/bullmq.mjs's `phases` (comma-separated: add, bulk, worker) at the
+/// bench's sizes; its one JSON line.
+async fn run_bullmq(plan: &Plan, env: &Env, dir: &Path, phases: &str) -> Result<Value> {
+    node::run_script(
         dir,
         "bullmq.mjs",
         &[
@@ -173,18 +174,11 @@ async fn bullmq_worker(plan: &Plan, env: &Env, dir: &Path) -> Result<(f64, f64)>
             ("DURATION_MS", plan.duration.as_millis().to_string()),
             ("BATCH", plan.batch.to_string()),
             ("PREFILL", plan.prefill.to_string()),
-            ("PHASES", "worker".to_string()),
+            ("PHASES", phases.to_string()),
         ],
         Duration::from_secs(120),
     )
-    .await?;
-    env.reset().await?;
-    let worker = v
-        .get("worker")
-        .ok_or("bullmq.mjs printed no worker drain")?;
-    let jobs_s = number(worker, &["ops_per_s"]).ok_or("bullmq Worker: no ops_per_s")?;
-    let cpu = number(worker, &["redis_cpu_us_per_op"]).ok_or("bullmq Worker: no CPU")?;
-    Ok((jobs_s, cpu))
+    .await
 }
 
 /// @boringnode/queue's claimDueSchedule, nothing due and one due, per peer size.

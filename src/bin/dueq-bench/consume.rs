@@ -37,7 +37,7 @@ use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use crate::{
     env::{Client, Env},
-    grpc::{clients, connections, with_cpu},
+    grpc::{clients, spread, with_cpu},
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
@@ -91,14 +91,12 @@ fn drain_cap(plan: &Plan) -> Duration {
 /// path's CPU per job, whatever the scripts cost (target `ClaimJob+AckJob >= 1x
 /// BullMQ Worker` quotes it).
 async fn rpc_floor(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
-    let mut shared = Vec::new();
-    for _ in 0..connections(plan.concurrency) {
-        shared.push(HealthClient::new(env.channel().await?));
-    }
+    let health = || async { Ok(HealthClient::new(env.channel().await?)) };
+    let callers = spread(plan.concurrency, health().await?, health).await?;
     let total = plan.prefill * 2;
     let started = Arc::new(AtomicU64::new(0));
     let phase = drive(plan.concurrency, drain_cap(plan), |i| {
-        let c = shared[i % shared.len()].clone();
+        let c = callers[i].clone();
         let started = started.clone();
         move || {
             let mut c = c.clone();

@@ -58,10 +58,11 @@ pub(crate) async fn clients(env: &Env, n: usize) -> Result<Vec<Client>> {
 
 /// One client per caller over `connections(n)` connections: `first`, then more
 /// made by `more`.
-pub(crate) async fn spread<F, Fut>(n: usize, first: Client, mut more: F) -> Result<Vec<Client>>
+pub(crate) async fn spread<C, F, Fut>(n: usize, first: C, mut more: F) -> Result<Vec<C>>
 where
+    C: Clone,
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Client>>,
+    Fut: Future<Output = Result<C>>,
 {
     let mut shared = vec![first];
     while shared.len() < connections(n) {

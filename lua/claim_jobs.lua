@@ -74,9 +74,9 @@ local completions = completions_new(now)
 for i = 16, 15 + 2 * acks, 2 do
   local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions)
   if is_error(outcome) then
-    acked[#acked + 1] = { 'corrupt', outcome.err }
+    acked[#acked + 1], acked[#acked + 2] = 'corrupt', outcome.err
   else
-    acked[#acked + 1] = { outcome[1], outcome[2] or '' }
+    acked[#acked + 1], acked[#acked + 2] = outcome[1], outcome[2] or ''
   end
 end
 register = math.max(register, completions_flush(K, done, completions))
@@ -187,8 +187,9 @@ local function refill(q, want)
     local list = ready_list(K, q, top[1])
     local ns = redis.call('LPOP', list, want)
     if ns then
+      local ids, nums = listing_ids(K, q, ns)
       buffers[q] = { queue = q, list = list, score = tonumber(top[2]), ns = ns,
-        ids = listing_ids(K, q, ns), next = 1 }
+        ids = ids, nums = nums, next = 1 }
       return true
     end
     redis.call('ZREM', pkey, top[1])
@@ -210,7 +211,7 @@ local function front(q, want)
     local id = b.ids[b.next]
     local p = id and packed_load(K.job .. id)
     if p and not is_error(p) and p[P_STATE] == STATE_CODE.pending and p[P_QUEUE] == q
-        and p[P_N] == tonumber(b.ns[b.next]) and -p[P_PRIORITY] == b.score then
+        and p[P_N] == b.nums[b.next] and -p[P_PRIORITY] == b.score then
       b.id, b.p = id, p
       return b
     end
@@ -220,15 +221,20 @@ local function front(q, want)
   return nil
 end
 
-local claimed, leases, taken, soonest = {}, {}, {}, {}
+-- The reply's head (now, next_ms, more, register, count) is filled in at the end;
+-- each claimed job goes straight after it.
+local out = { now, '', 0, 0, 0 }
+local claimed, leases, taken, soonest = 0, {}, {}, {}
 local bytes = 0
-while #claimed < max_jobs and skips < budget do
+-- Claims with the same lease length share a deadline: its text is made once.
+local until_last, until_text = nil, nil
+while claimed < max_jobs and skips < budget do
   -- The best front across the queues: highest priority, then earliest enqueued.
   local best = nil
   for _, q in ipairs(queues) do
     if not exhausted[q] then
       -- Each queue pops its share of what is left; one that wins more refills.
-      local b = front(q, math.ceil((max_jobs - #claimed) / #queues))
+      local b = front(q, math.ceil((max_jobs - claimed) / #queues))
       if b == nil then
         exhausted[q] = true
       elseif best == nil or b.score < best.score
@@ -240,7 +246,7 @@ while #claimed < max_jobs and skips < budget do
   if best == nil then break end
   local id, p, q = best.id, best.p, best.queue
   bytes = bytes + packed_bytes(K, id, p) + #worker
-  if #claimed > 0 and bytes > max_bytes then break end
+  if claimed > 0 and bytes > max_bytes then break end
   best.id, best.p, best.next = nil, nil, best.next + 1
   -- The claim's change, on the array: active, leased to this worker and token.
   local created = p[P_CREATED]
@@ -250,18 +256,23 @@ while #claimed < max_jobs and skips < budget do
   packed_put(p, P_LEASE_UNTIL, until_ms - created)
   -- Numbers as text by '%d': concatenating or passing a number makes Redis's Lua
   -- format it with '%.14g', several times the cost, once per job.
-  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', #claimed + 1)
+  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', claimed + 1)
   local packed = packed_save(K.job .. id, p)
+  if until_ms ~= until_last then
+    until_last, until_text = until_ms, string.format('%d', until_ms)
+  end
   if not leases[q] then leases[q] = {} end
   local l = leases[q]
-  l[#l + 1], l[#l + 2] = string.format('%d', until_ms), id
+  l[#l + 1], l[#l + 2] = until_text, id
   if not soonest[q] or until_ms < soonest[q] then soonest[q] = until_ms end
   if COUNTS_KEPT then
     taken[q] = (taken[q] or 0) + 1
   else
     count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
   end
-  claimed[#claimed + 1] = { id, packed, p[P_PX] == 1 }
+  claimed = claimed + 1
+  out[#out + 1], out[#out + 2] = id, packed
+  out[#out + 1] = p[P_PX] == 1 and (redis.call('GET', K.payload .. id) or '') or ''
 end
 
 for _, q in ipairs(queues) do
@@ -293,14 +304,7 @@ for _, q in ipairs(queues) do
   consider(soonest[q])
 end
 
-local out = { now, next_ms or '', more, register, #claimed }
-for _, c in ipairs(claimed) do
-  out[#out + 1], out[#out + 2] = c[1], c[2]
-  out[#out + 1] = c[3] and (redis.call('GET', K.payload .. c[1]) or '') or ''
-end
+out[2], out[3], out[4], out[5] = next_ms or '', more, register, claimed
 for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
-for _, a in ipairs(acked) do
-  out[#out + 1] = a[1]
-  out[#out + 1] = a[2]
-end
+for i = 1, #acked do out[#out + 1] = acked[i] end
 return out

@@ -321,4 +321,54 @@ mod tests {
         assert!(carried.register, "sizes 8 and 9 pass 8");
         assert_eq!(carried.acked.len(), 2);
     }
+
+    /// A record is read past its array header (lib/job.lua packed_load): one whose
+    /// items disagree with the count its header gives (an item missing, or bytes
+    /// left over) is corrupt where it is read, and a claim skips it for the next job,
+    /// while records that agree load as they were stored.
+    #[tokio::test]
+    async fn a_record_that_disagrees_with_its_header_is_corrupt() {
+        use deadpool_redis::redis::AsyncCommands;
+
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let mut conn = redis.conn().await;
+        let keys = crate::store::keys::NamespaceKeys::new("dueq", "ns");
+        let jobs: Vec<JobSpec> = ["short", "long", "fine"]
+            .iter()
+            .map(|id| spec(id, "q", 0))
+            .collect();
+        enqueue(&store, &jobs).await;
+        let stored: Vec<u8> = conn.get(keys.job("fine")).await.unwrap_or_else(|e| panic!("get: {e}"));
+        assert_eq!(stored[0], 0xdc, "an array16 header: {stored:?}");
+        let count = u16::from_be_bytes([stored[1], stored[2]]);
+        let mut short = stored.clone();
+        short[1..3].copy_from_slice(&(count + 1).to_be_bytes());
+        let mut long = stored.clone();
+        long.push(0x01);
+        for (id, bytes) in [("short", short), ("long", long)] {
+            let () = conn
+                .set(keys.job(id), bytes)
+                .await
+                .unwrap_or_else(|e| panic!("set: {e}"));
+        }
+        for id in ["short", "long"] {
+            match store.run("ns", &crate::store::ops::get_job::GetJob { id }).await {
+                Err(crate::store::StoreError::Corrupt { what, detail }) => {
+                    assert!(what.contains(id), "{id}: {what}: {detail}")
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+        }
+        let queues = ["q".to_owned()];
+        let batch = claim(&store, &queues, 3, &[]).await;
+        let claimed: Vec<&str> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(claimed, ["fine"]);
+        let read = store
+            .run("ns", &crate::store::ops::get_job::GetJob { id: "fine" })
+            .await
+            .unwrap_or_else(|e| panic!("get: {e}"))
+            .unwrap_or_else(|| panic!("fine is gone"));
+        assert_eq!(read, batch.jobs[0]);
+    }
 }

@@ -371,4 +371,87 @@ mod tests {
             .unwrap_or_else(|| panic!("fine is gone"));
         assert_eq!(read, batch.jobs[0]);
     }
+
+    /// The consume loop a Work stream runs, as script calls: 3,200 jobs drained by
+    /// claims of 16 that each carry the previous claim's acks. Every job is handed
+    /// out once and acked once, and ends completed. `tools/profile/claim_ack.sh` runs
+    /// this loop against a redis-server under callgrind (docs/DESIGN.md, "The worker
+    /// fast path"): with DUEQ_PROFILE_REDIS set, the test uses that Redis and
+    /// brackets the drain with `callgrind_control -z` and `-d`, so the dump counts
+    /// the drain alone.
+    #[tokio::test]
+    async fn a_drain_with_carried_acks_hands_out_and_acks_each_job_once() {
+        use std::collections::HashSet;
+
+        const JOBS: usize = 3_200;
+        const BATCH: u32 = 16;
+        let profiled = std::env::var("DUEQ_PROFILE_REDIS").ok();
+        // The Redis to drain: the profiled one, or a test Redis kept alive here.
+        let (_own, store) = match &profiled {
+            Some(url) => {
+                let store = Store::new(url, &Default::default(), "dueq", 1, std::time::Duration::from_secs(600))
+                    .unwrap_or_else(|e| panic!("store: {e}"));
+                (None, store)
+            }
+            None => {
+                let redis = TestRedis::start().await;
+                let store = redis.store();
+                (Some(redis), store)
+            }
+        };
+        let jobs: Vec<JobSpec> = (0..JOBS)
+            .map(|_| JobSpec {
+                name: "bench".into(),
+                payload: b"{\"n\":1}".to_vec(),
+                ..spec(&uuid::Uuid::new_v4().to_string(), "work", 0)
+            })
+            .collect();
+        for chunk in jobs.chunks(500) {
+            enqueue(&store, chunk).await;
+        }
+        let callgrind = |flag: &str| {
+            if profiled.is_some() {
+                let status = std::process::Command::new("callgrind_control").arg(flag).status();
+                assert!(matches!(status, Ok(s) if s.success()), "callgrind_control {flag}: {status:?}");
+            }
+        };
+        callgrind("-z");
+        let queues = ["work".to_owned()];
+        let (mut held, mut seen, mut acked) = (Vec::new(), HashSet::new(), 0);
+        loop {
+            let leases: Vec<(&str, &str)> = held.iter().map(|(i, t): &(String, String)| (i.as_str(), t.as_str())).collect();
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            let claim = ClaimJobs {
+                queues: &queues,
+                worker: "bench",
+                lease_ms: None,
+                max_jobs: BATCH,
+                token_base: &token,
+                max_bytes: 4 << 20,
+                acks: &leases,
+            };
+            let batch = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
+            assert_eq!(batch.acked.len(), held.len());
+            assert!(batch.acked.iter().all(|a| matches!(a, Ok(LeaseCheck::Done(_)))), "{:?}", batch.acked);
+            acked += batch.acked.len();
+            held = batch.jobs.into_iter().map(|j| (j.id, j.lease_token)).collect();
+            for (id, _) in &held {
+                assert!(seen.insert(id.clone()), "{id} handed out twice");
+            }
+            if held.is_empty() {
+                assert!(!batch.more);
+                break;
+            }
+        }
+        callgrind("-d");
+        assert_eq!((seen.len(), acked), (JOBS, JOBS));
+        for job in jobs.iter().step_by(97) {
+            let read = store
+                .run("ns", &crate::store::ops::get_job::GetJob { id: &job.id })
+                .await
+                .unwrap_or_else(|e| panic!("get: {e}"))
+                .unwrap_or_else(|| panic!("{} is gone", job.id));
+            assert_eq!(read.state, crate::domain::JobState::Completed, "{}", job.id);
+        }
+    }
 }

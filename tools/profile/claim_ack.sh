@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Counts the instructions Redis spends per claimed and acked job: runs the library
+# test that drains 3,200 jobs with claims of 16 carrying the previous acks
+# (store::ops::claim_jobs::tests::a_drain_with_carried_acks_hands_out_and_acks_each_job_once)
+# against a redis-server under callgrind, which the test zeroes after the pre-fill
+# and dumps after the drain, then prints the total and the top functions.
+#
+# usage: tools/profile/claim_ack.sh [redis-server binary]
+# A redis-server built from source (make in the release tarball) names the Lua and
+# cmsgpack functions; a stripped one gives the totals only. Needs valgrind.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+redis_bin=${1:-redis-server}
+jobs=3200
+out=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
+  "$redis_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$out" \
+  > "$out/valgrind.log" 2>&1 &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  redis-cli -p "$port" ping >/dev/null 2>&1 && break
+  sleep 0.2
+done
+DUEQ_PROFILE_REDIS="redis://127.0.0.1:$port" cargo test --lib --quiet \
+  a_drain_with_carried_acks_hands_out_and_acks_each_job_once
+dump=$(ls "$out"/callgrind.out.* | head -1)
+total=$(callgrind_annotate --auto=no "$dump" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+echo "instructions in the drain: $total, per claimed and acked job: $((total / jobs))"
+# Inclusive costs of the parts docs/DESIGN.md names ("The worker fast path").
+callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$dump" | grep -E \
+  ':(luaRedisGenericCommand|mp_pack|mp_unpack_limit|luaS_newlstr|luaC_step|zaddGenericCommand) ' || true
+echo "callgrind output: $dump"

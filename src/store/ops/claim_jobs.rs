@@ -373,19 +373,25 @@ mod tests {
     }
 
     /// The consume loop a Work stream runs, as script calls: 3,200 jobs drained by
-    /// claims of 16 that each carry the previous claim's acks. Every job is handed
-    /// out once and acked once, and ends completed. `tools/profile/claim_ack.sh` runs
-    /// this loop against a redis-server under callgrind (docs/DESIGN.md, "The worker
-    /// fast path"): with DUEQ_PROFILE_REDIS set, the test uses that Redis and
-    /// brackets the drain with `callgrind_control -z` and `-d`, so the dump counts
-    /// the drain alone.
+    /// claims of 16 (or DUEQ_PROFILE_BATCH) that each carry the previous claim's
+    /// acks. Every job is handed out once and acked once, and ends completed.
+    /// `tools/profile/claim_ack.sh` runs this loop against a redis-server under
+    /// callgrind (docs/DESIGN.md, "The worker fast path"): with DUEQ_PROFILE_REDIS
+    /// set, the test uses that Redis and brackets the drain with
+    /// `callgrind_control -z` and `-d`, so the dump counts the drain alone.
     #[tokio::test]
     async fn a_drain_with_carried_acks_hands_out_and_acks_each_job_once() {
         use std::collections::HashSet;
 
         const JOBS: usize = 3_200;
-        const BATCH: u32 = 16;
         let profiled = std::env::var("DUEQ_PROFILE_REDIS").ok();
+        // Jobs per claim: 16 unless the profile asks for another (1 shows a call's
+        // fixed cost).
+        let per_claim: u32 = std::env::var("DUEQ_PROFILE_BATCH")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .filter(|b| (1..=100).contains(b))
+            .unwrap_or(16);
         // The Redis to drain: the profiled one, or a test Redis kept alive here.
         let (_own, store) = match &profiled {
             Some(url) => {
@@ -425,7 +431,7 @@ mod tests {
                 queues: &queues,
                 worker: "bench",
                 lease_ms: None,
-                max_jobs: BATCH,
+                max_jobs: per_claim,
                 token_base: &token,
                 max_bytes: 4 << 20,
                 acks: &leases,

@@ -115,8 +115,8 @@ local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_PX = 20, 21, 22, 23, 25
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
 -- msgpack values one after another. Unpacking those values (the record past its
 -- header) puts them on the Lua stack, and the table is built at its final size;
--- unpacking the array instead grows a fresh table one rehash at a time (callgrind:
--- about 2% of Redis's instructions per claimed and acked job, issue 15). Anything
+-- unpacking the array instead grows a fresh table one rehash at a time (issue 15;
+-- tools/profile/claim_ack.sh counts it). Anything
 -- else stored there (a record written as a map) is unpacked whole, as before. The
 -- count must match: a record with an item missing or bytes left over is corrupt.
 local ARRAY16 = 0xdc

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 redis_bin=${1:-redis-server}
 batch=${2:-16}
-jobs=3200
+jobs=3200 # the test's JOBS
 out=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \

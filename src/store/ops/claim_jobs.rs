@@ -119,10 +119,10 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
 mod tests {
     use super::ClaimJobs;
     use crate::{
-        domain::{JobSpec, LeaseCheck, RunAt},
+        domain::{JobSpec, JobState, LeaseCheck, RunAt},
         store::{
-            ops::{ack_jobs::AckJobs, enqueue_jobs, queue_stats::QueueStatsPage},
-            Store,
+            ops::{ack_jobs::AckJobs, enqueue_jobs, get_job::GetJob, queue_stats::QueueStatsPage},
+            keys, Store, StoreError,
         },
         testing::TestRedis,
     };
@@ -333,7 +333,7 @@ mod tests {
         let redis = TestRedis::start().await;
         let store = redis.store();
         let mut conn = redis.conn().await;
-        let keys = crate::store::keys::NamespaceKeys::new("dueq", "ns");
+        let keys = keys::NamespaceKeys::new("dueq", "ns");
         let jobs: Vec<JobSpec> = ["short", "long", "fine"]
             .iter()
             .map(|id| spec(id, "q", 0))
@@ -353,8 +353,8 @@ mod tests {
                 .unwrap_or_else(|e| panic!("set: {e}"));
         }
         for id in ["short", "long"] {
-            match store.run("ns", &crate::store::ops::get_job::GetJob { id }).await {
-                Err(crate::store::StoreError::Corrupt { what, detail }) => {
+            match store.run("ns", &GetJob { id }).await {
+                Err(StoreError::Corrupt { what, detail }) => {
                     assert!(what.contains(id), "{id}: {what}: {detail}")
                 }
                 other => panic!("{id}: {other:?}"),
@@ -365,7 +365,7 @@ mod tests {
         let claimed: Vec<&str> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
         assert_eq!(claimed, ["fine"]);
         let read = store
-            .run("ns", &crate::store::ops::get_job::GetJob { id: "fine" })
+            .run("ns", &GetJob { id: "fine" })
             .await
             .unwrap_or_else(|e| panic!("get: {e}"))
             .unwrap_or_else(|| panic!("fine is gone"));
@@ -453,11 +453,11 @@ mod tests {
         assert_eq!((seen.len(), acked), (JOBS, JOBS));
         for job in jobs.iter().step_by(97) {
             let read = store
-                .run("ns", &crate::store::ops::get_job::GetJob { id: &job.id })
+                .run("ns", &GetJob { id: &job.id })
                 .await
                 .unwrap_or_else(|e| panic!("get: {e}"))
                 .unwrap_or_else(|| panic!("{} is gone", job.id));
-            assert_eq!(read.state, crate::domain::JobState::Completed, "{}", job.id);
+            assert_eq!(read.state, JobState::Completed, "{}", job.id);
         }
     }
 }

@@ -40,6 +40,7 @@ mod metrics;
 mod migrate;
 mod monitor;
 mod namespaces;
+mod rpc;
 mod schedules;
 mod store;
 mod sync;

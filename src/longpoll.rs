@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     clock::Clock,
+    domain::Namespace,
     namespaces::Entry,
     store::{
         ops::{peek_due::PeekDue, peek_jobs::PeekJobs},
@@ -156,7 +157,7 @@ impl Wakers {
         slot.get_or_init(|| {
             let timer = Arc::new(Timer::new(work));
             tokio::spawn(self.clone().run_timer(
-                entry.name().to_owned(),
+                entry.name().clone(),
                 timer.clone(),
                 entry.retired().clone(),
             ));
@@ -209,7 +210,7 @@ impl Wakers {
 
     /// Asks Redis what is claimable and wakes that many waiters; returns the earliest
     /// future due time, if known.
-    async fn peek_and_wake(&self, namespace: &str, timer: &Timer) -> Option<i64> {
+    async fn peek_and_wake(&self, namespace: &Namespace, timer: &Timer) -> Option<i64> {
         let groups: Vec<Arc<Group>> = {
             let mut groups = lock(&timer.groups);
             // Forget groups nobody waits on or holds any more. A held group whose
@@ -276,7 +277,7 @@ impl Wakers {
 
     async fn run_timer(
         self: Arc<Self>,
-        namespace: String,
+        namespace: Namespace,
         timer: Arc<Timer>,
         stop: CancellationToken,
     ) {

@@ -66,7 +66,7 @@ impl Monitor {
                 );
             }
             let entries = self.namespaces.all();
-            let served: HashSet<&str> = entries.iter().map(|entry| entry.name()).collect();
+            let served: HashSet<&str> = entries.iter().map(|entry| entry.name().as_str()).collect();
             self.sequences
                 .retain(|name, _| served.contains(name.as_str()));
             for entry in entries {

@@ -21,14 +21,19 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::{domain::Finding, jobs::Lane, longpoll::Timer, sync::lock};
+use crate::{
+    domain::{Finding, Namespace},
+    jobs::Lane,
+    longpoll::Timer,
+    sync::lock,
+};
 
 /// How long an unused namespace's state is kept.
 pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(3600);
 
 /// The in-memory state of one namespace.
 pub(crate) struct Entry {
-    name: String,
+    name: Namespace,
     last_used: Mutex<Instant>,
     /// Cancelled when the entry is evicted (or the service stops): ends its timers.
     retired: CancellationToken,
@@ -46,7 +51,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &Namespace {
         &self.name
     }
 
@@ -76,7 +81,7 @@ impl Entry {
 
 /// The registry.
 pub(crate) struct Namespaces {
-    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    entries: Mutex<HashMap<Namespace, Arc<Entry>>>,
     shutdown: CancellationToken,
 }
 
@@ -88,16 +93,15 @@ impl Namespaces {
         })
     }
 
-    /// The entry of a (validated) namespace, created on first use; marks it used.
-    pub(crate) fn entry(&self, name: &str) -> Arc<Entry> {
+    /// The entry of a namespace, created on first use; marks it used.
+    pub(crate) fn entry(&self, name: &Namespace) -> Arc<Entry> {
         let mut entries = lock(&self.entries);
-        // Look up before inserting: the key is allocated only for a new entry.
         if let Some(entry) = entries.get(name) {
             *lock(&entry.last_used) = Instant::now();
             return entry.clone();
         }
         let entry = Arc::new(Entry {
-            name: name.to_owned(),
+            name: name.clone(),
             last_used: Mutex::new(Instant::now()),
             retired: self.shutdown.child_token(),
             schedule_timer: OnceLock::new(),
@@ -108,7 +112,7 @@ impl Namespaces {
             served_jobs: AtomicBool::new(false),
             registered: AtomicBool::new(false),
         });
-        entries.insert(name.to_owned(), entry.clone());
+        entries.insert(name.clone(), entry.clone());
         entry
     }
 
@@ -143,13 +147,17 @@ impl Namespaces {
 mod tests {
     use super::*;
 
+    fn ns(name: &str) -> Namespace {
+        Namespace::parse(name).expect("a namespace")
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_entry_goes_once_idle_and_unheld() {
         let namespaces = Namespaces::new(CancellationToken::new());
-        let quiet = namespaces.entry("quiet");
+        let quiet = namespaces.entry(&ns("quiet"));
         let retired = quiet.retired().clone();
-        let held = namespaces.entry("held");
-        let jobs = namespaces.entry("jobs");
+        let held = namespaces.entry(&ns("held"));
+        let jobs = namespaces.entry(&ns("jobs"));
         assert!(jobs.first_job_call());
         assert!(!jobs.first_job_call(), "only the first");
         drop((quiet, jobs));
@@ -167,7 +175,7 @@ mod tests {
         assert_eq!(namespaces.sweep(), 1);
         assert_eq!(namespaces.len(), 0);
         assert!(
-            namespaces.entry("jobs").first_job_call(),
+            namespaces.entry(&ns("jobs")).first_job_call(),
             "a fresh entry registers again"
         );
     }
@@ -175,9 +183,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_used_namespace_is_kept() {
         let namespaces = Namespaces::new(CancellationToken::new());
-        namespaces.entry("a");
+        namespaces.entry(&ns("a"));
         tokio::time::advance(IDLE_AFTER / 2).await;
-        namespaces.entry("a");
+        namespaces.entry(&ns("a"));
         tokio::time::advance(IDLE_AFTER / 2).await;
         assert_eq!(namespaces.sweep(), 0, "used within the idle time");
     }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::{
     context::Context,
+    domain::Namespace,
     domain::{
         limits::PageShape, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
         ScheduleStatus, TimingDef,
@@ -109,7 +110,7 @@ impl Schedules {
     /// Returns whether it was created.
     pub(crate) async fn upsert(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         mut def: ScheduleDef,
         timing: &Timing,
     ) -> Result<(bool, ScheduleRecord), Error> {
@@ -132,7 +133,11 @@ impl Schedules {
         Ok((created, record))
     }
 
-    pub(crate) async fn get(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
+    pub(crate) async fn get(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+    ) -> Result<ScheduleRecord, Error> {
         self.cx
             .store
             .run(namespace, &GetSchedule { id })
@@ -140,7 +145,7 @@ impl Schedules {
             .ok_or_else(|| Error::NotFound(Missing::Schedule(id.to_owned())))
     }
 
-    pub(crate) async fn delete(&self, namespace: &str, id: &str) -> Result<(), Error> {
+    pub(crate) async fn delete(&self, namespace: &Namespace, id: &str) -> Result<(), Error> {
         if self.cx.store.run(namespace, &DeleteSchedule { id }).await? {
             Ok(())
         } else {
@@ -150,7 +155,7 @@ impl Schedules {
 
     pub(crate) async fn pause(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         id: &str,
         note: &str,
     ) -> Result<ScheduleRecord, Error> {
@@ -162,7 +167,11 @@ impl Schedules {
     }
 
     /// Resumes with a next run computed from now; retries if the timing moved meanwhile.
-    pub(crate) async fn resume(&self, namespace: &str, id: &str) -> Result<ScheduleRecord, Error> {
+    pub(crate) async fn resume(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+    ) -> Result<ScheduleRecord, Error> {
         loop {
             let current = self.get(namespace, id).await?;
             if current.status != ScheduleStatus::Paused {
@@ -190,7 +199,7 @@ impl Schedules {
 
     pub(crate) async fn list(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         after: &str,
         page: PageShape,
         status: Option<ScheduleStatus>,
@@ -207,7 +216,7 @@ impl Schedules {
     /// those overdue by `overdue_by_ms`; the next run and id to continue after.
     pub(crate) async fn list_by_next_run(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         after: Option<(i64, &str)>,
         overdue_by_ms: Option<i64>,
         page: PageShape,
@@ -224,7 +233,7 @@ impl Schedules {
     /// time.
     pub(crate) async fn trigger(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         id: &str,
         ignore_overlap: bool,
     ) -> Result<(String, i64), Error> {
@@ -270,7 +279,7 @@ impl Schedules {
     /// moves between reading it and writing the slots.
     pub(crate) async fn backfill(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         id: &str,
         start_ms: i64,
         end_ms: i64,
@@ -328,7 +337,7 @@ impl Schedules {
     /// Acks a leased occurrence.
     pub(crate) async fn ack_occurrence(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         occurrence_id: &str,
         token: &str,
     ) -> Result<(), Error> {
@@ -361,7 +370,7 @@ impl Schedules {
     /// claim at-least-once.
     pub(crate) async fn claim(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         lease_ms: Option<i64>,
         wait: Duration,
         worker: &str,
@@ -394,7 +403,7 @@ impl Schedules {
     /// One claim attempt, without waiting.
     async fn claim_once(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         lease_ms: Option<i64>,
         worker: &str,
     ) -> Result<ClaimOutcome, Error> {
@@ -485,7 +494,7 @@ impl Schedules {
     /// block the index head; no hint then.
     async fn compute_hint(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         schedule: &ScheduleRecord,
         now_ms: i64,
     ) -> Result<Option<ClaimHint>, Error> {
@@ -530,7 +539,7 @@ impl Schedules {
 
     /// Precomputes the slot after a cron schedule's new next run, off the claim's path,
     /// so its next claim is one round trip. Losing this write costs one extra trip.
-    fn fill_follow(&self, namespace: &str, schedule: &ScheduleRecord) {
+    fn fill_follow(&self, namespace: &Namespace, schedule: &ScheduleRecord) {
         let missing = schedule.follow == Follow::Unknown
             && schedule.status == ScheduleStatus::Active
             && matches!(schedule.def.timing, TimingDef::Cron(_));
@@ -569,7 +578,8 @@ mod tests {
     #[tokio::test]
     async fn an_idle_schedule_long_poll_is_small() {
         let schedules = Schedules::new(offline_context());
-        let wait = schedules.claim("ns", None, Duration::from_secs(30), "w");
+        let namespace = crate::testing::namespace("ns");
+        let wait = schedules.claim(&namespace, None, Duration::from_secs(30), "w");
         let size = std::mem::size_of_val(&wait);
         assert!(size < 2048, "a schedule long-poll's future is {size} bytes");
     }

@@ -19,7 +19,10 @@ use crate::{
     context::Context,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{AuthLayer, MessageSizeLayer, MetricsLayer, ShedLayer, TimeoutLayer, TraceLayer},
+    layers::{
+        AuthLayer, ClassifyLayer, MessageSizeLayer, MetricsLayer, ShedLayer, TimeoutLayer,
+        TraceLayer,
+    },
     longpoll::Wakers,
     metrics::{self, Metrics},
     migrate::Migrator,
@@ -28,6 +31,7 @@ use crate::{
     proto::{
         self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
     },
+    rpc::Catalogue,
     schedules::Schedules,
     store::{keys::check_prefix, Store, StoreError},
     tls::{Tls, TlsFiles},
@@ -172,6 +176,7 @@ pub async fn run(
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let router = transport(&config)
+        .layer(ClassifyLayer::new(Catalogue::new(crate::api::rpcs())))
         .layer(TraceLayer)
         .layer(MetricsLayer::new(metrics.clone()))
         .layer(ShedLayer::new(

@@ -112,3 +112,8 @@ impl Drop for TestRedis {
         let _ = self.child.wait();
     }
 }
+
+/// `name` as a namespace, for tests that call a use case directly.
+pub(crate) fn namespace(name: &str) -> crate::domain::Namespace {
+    crate::domain::Namespace::parse(name).unwrap_or_else(|e| panic!("{name:?}: {e}"))
+}

@@ -7,9 +7,12 @@ use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Status};
 
-use super::{convert, rescue::migrate_command, validate, AdminApi, ApiError, Rescue};
+use super::{
+    authorize::MigrateTarget, convert, rescue::migrate_command, validate, AdminApi, ApiError,
+    Rescue,
+};
 use crate::{
-    domain::{NamespaceHealth, JOB_LAYOUT, SCHEDULE_SCHEMA},
+    domain::{Namespace, NamespaceHealth, JOB_LAYOUT, SCHEDULE_SCHEMA},
     migrate::{self, Options, Phase, Plan, Progress},
     proto,
 };
@@ -17,17 +20,19 @@ use crate::{
 /// Default source prefix of `@boringnode/queue`.
 const BORINGNODE_DEFAULT_PREFIX: &str = "boringnode::queue::";
 
-pub(super) type ProgressStream =
+pub(super) type MigrateStream =
     Pin<Box<dyn Stream<Item = Result<proto::MigrateProgress, Status>> + Send>>;
 
 /// Starts a Migrate and streams its progress; errors that stop it end the stream
 /// with their status (through the same rescue point as every RPC).
-pub(super) fn migrate(
-    api: &AdminApi,
+pub(super) async fn migrate(
+    api: &(impl AsRef<AdminApi> + Sync),
+    target: &MigrateTarget,
     request: Request<proto::MigrateRequest>,
-) -> Result<ProgressStream, ApiError> {
+) -> Result<MigrateStream, ApiError> {
+    let api = api.as_ref();
     let req = request.into_inner();
-    let (plan, options) = plan(&req)?;
+    let (plan, options) = plan(target.namespace.as_ref(), &req)?;
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(api.migrator.clone().execute(plan, options, tx));
     let rescue: Arc<Rescue> = api.rescue.clone();
@@ -39,16 +44,20 @@ pub(super) fn migrate(
 }
 
 pub(super) async fn status(
-    api: &AdminApi,
-    request: Request<proto::GetNamespaceStatusRequest>,
+    api: &(impl AsRef<AdminApi> + Sync),
+    namespace: &Namespace,
+    _: Request<proto::GetNamespaceStatusRequest>,
 ) -> Result<proto::NamespaceStatus, ApiError> {
-    let namespace = validate::namespace(&request.get_ref().namespace)?;
+    let api = api.as_ref();
     let health = api.migrator.status(namespace).await?;
     Ok(describe(namespace, &health, &api.address))
 }
 
 /// What to migrate, validated.
-fn plan(req: &proto::MigrateRequest) -> Result<(Plan, Options), ApiError> {
+fn plan(
+    namespace: Option<&Namespace>,
+    req: &proto::MigrateRequest,
+) -> Result<(Plan, Options), ApiError> {
     let batch = match req.batch_size {
         None => migrate::DEFAULT_BATCH,
         Some(n) if (1..=migrate::MAX_BATCH).contains(&n) => n,
@@ -75,19 +84,18 @@ fn plan(req: &proto::MigrateRequest) -> Result<(Plan, Options), ApiError> {
             "set either namespace or all_namespaces, not both",
         )),
         _ => {
-            if !req.namespace.is_empty() {
-                validate::namespace(&req.namespace)?;
-            }
             let plan = match source {
-                proto::MigrateSource::Unspecified | proto::MigrateSource::Dueq => dueq_plan(req)?,
-                proto::MigrateSource::BoringnodeQueue => import_plan(req)?,
+                proto::MigrateSource::Unspecified | proto::MigrateSource::Dueq => {
+                    dueq_plan(namespace, req)?
+                }
+                proto::MigrateSource::BoringnodeQueue => import_plan(namespace, req)?,
             };
             Ok((plan, options))
         }
     }
 }
 
-fn dueq_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
+fn dueq_plan(namespace: Option<&Namespace>, req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
     for (field, set) in [
         ("source_prefix", !req.source_prefix.is_empty()),
         ("delete_source", req.delete_source),
@@ -99,27 +107,29 @@ fn dueq_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
             ));
         }
     }
-    Ok(if req.all_namespaces {
-        Plan::All
-    } else {
-        Plan::Namespaces(vec![req.namespace.clone()])
+    Ok(match namespace {
+        Some(namespace) if !req.all_namespaces => Plan::Namespaces(vec![namespace.to_string()]),
+        _ => Plan::All,
     })
 }
 
-fn import_plan(req: &proto::MigrateRequest) -> Result<Plan, ApiError> {
-    if req.all_namespaces {
+fn import_plan(
+    namespace: Option<&Namespace>,
+    req: &proto::MigrateRequest,
+) -> Result<Plan, ApiError> {
+    let Some(namespace) = namespace.filter(|_| !req.all_namespaces) else {
         return Err(ApiError::invalid(
             "all_namespaces",
             "an import goes into one namespace: set namespace",
         ));
-    }
+    };
     let source_prefix = if req.source_prefix.is_empty() {
         BORINGNODE_DEFAULT_PREFIX.to_owned()
     } else {
         validate::max_len("source_prefix", &req.source_prefix, 256)?.to_owned()
     };
     Ok(Plan::Import {
-        namespace: req.namespace.clone(),
+        namespace: namespace.to_string(),
         source_prefix,
         delete_source: req.delete_source,
     })

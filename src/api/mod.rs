@@ -1,7 +1,8 @@
 //! The gRPC edge. Each handler validates its request, calls one use case and
-//! converts the answer (`schedules`, `jobs`, `admin`); `service` wires them into the
-//! tonic service traits, one line per RPC, through `rescue`, the one place an error
-//! becomes a status. Cross-cutting concerns (the per-RPC span) are tower layers
+//! converts the answer (`schedules`, `jobs`, `queues`, `admin`); `rpcs`, the one RPC
+//! table, wires them into the tonic service traits, one line per RPC, behind
+//! `authorize` (the namespace validated once, the caller's role checked) and through
+//! `rescue`, the one place an error becomes a status. Cross-cutting concerns (the per-RPC span) are tower layers
 //! (`crate::layers`), not lines in handlers.
 
 mod admin;
@@ -15,8 +16,8 @@ mod limits;
 mod queues;
 mod reply_budget;
 mod rescue;
+mod rpcs;
 mod schedules;
-mod service;
 mod validate;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 pub(crate) use error::ApiError;
 pub(crate) use limits::Limits;
 pub(crate) use rescue::Rescue;
+pub(crate) use rpcs::all as rpcs;
 
 use crate::{jobs::Jobs, migrate::Migrator, schedules::Schedules};
 
@@ -73,5 +75,18 @@ impl AdminApi {
             rescue,
             address,
         }
+    }
+}
+
+/// The operators' RPCs are served by both services through the same handlers.
+impl AsRef<AdminApi> for QueueApi {
+    fn as_ref(&self) -> &AdminApi {
+        &self.admin
+    }
+}
+
+impl AsRef<AdminApi> for AdminApi {
+    fn as_ref(&self) -> &AdminApi {
+        self
     }
 }

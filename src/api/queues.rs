@@ -4,11 +4,12 @@
 use tonic::Request;
 
 use super::{
+    authorize::AllNamespaces,
     convert::{duration, timestamp},
     validate as check, ApiError, QueueApi,
 };
 use crate::{
-    domain::{limits::is_namespace, QueueStats},
+    domain::{limits::is_namespace, Namespace, QueueStats},
     proto,
     store::ops::{purge_jobs, purge_jobs::PurgeState, retry_dead_jobs},
 };
@@ -36,6 +37,7 @@ fn queue(value: &str) -> Result<&str, ApiError> {
 
 pub(super) async fn list_namespaces(
     api: &QueueApi,
+    _: &AllNamespaces,
     request: Request<proto::ListNamespacesRequest>,
 ) -> Result<proto::ListNamespacesResponse, ApiError> {
     let req = request.into_inner();
@@ -56,10 +58,10 @@ pub(super) async fn list_namespaces(
 
 pub(super) async fn list_queues(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ListQueuesRequest>,
 ) -> Result<proto::ListQueuesResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
     if !req.page_token.is_empty() {
         check::id("page_token", &req.page_token)?;
@@ -98,10 +100,10 @@ fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
 
 pub(super) async fn pause(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::PauseQueueRequest>,
 ) -> Result<proto::PauseQueueResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let queue = queue(&req.queue)?;
     let changed = api.jobs.pause_queue(namespace, queue, true).await?;
     Ok(proto::PauseQueueResponse { changed })
@@ -109,10 +111,10 @@ pub(super) async fn pause(
 
 pub(super) async fn resume(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ResumeQueueRequest>,
 ) -> Result<proto::ResumeQueueResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let queue = queue(&req.queue)?;
     let changed = api.jobs.pause_queue(namespace, queue, false).await?;
     Ok(proto::ResumeQueueResponse { changed })
@@ -120,10 +122,10 @@ pub(super) async fn resume(
 
 pub(super) async fn retry_dead(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::RetryDeadJobsRequest>,
 ) -> Result<proto::RetryDeadJobsResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let queue = queue(&req.queue)?;
     let limit = limit(req.limit, retry_dead_jobs::MAX_BATCH)?;
     let (retried, more) = api.jobs.retry_dead(namespace, queue, limit).await?;
@@ -132,10 +134,10 @@ pub(super) async fn retry_dead(
 
 pub(super) async fn purge(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::PurgeJobsRequest>,
 ) -> Result<proto::PurgeJobsResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let queue = queue(&req.queue)?;
     let state = match proto::JobState::try_from(req.state) {
         Ok(proto::JobState::Pending) => PurgeState::Pending,

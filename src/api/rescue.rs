@@ -13,7 +13,11 @@ use tokio::time::Instant;
 use tonic::{Code, Response, Status};
 
 use super::ApiError;
-use crate::{domain::FailureKind, namespaces::Namespaces, sync::lock};
+use crate::{
+    domain::{FailureKind, Namespace},
+    namespaces::Namespaces,
+    sync::lock,
+};
 
 /// A namespace that needs Migrate is logged at most this often.
 const MIGRATE_NOTICE_EVERY: Duration = Duration::from_secs(60);
@@ -92,7 +96,11 @@ impl Rescue {
 
     /// Logs that a namespace is refused until it is migrated, at most once a minute.
     fn notice(&self, namespace: &str, message: &str) {
-        let entry = self.namespaces.entry(namespace);
+        // The store names the namespace it was called with: one already validated.
+        let Ok(namespace) = Namespace::parse(namespace) else {
+            return;
+        };
+        let entry = self.namespaces.entry(&namespace);
         let mut last = lock(&entry.migrate_notice);
         if last.is_none_or(|at| at.elapsed() >= MIGRATE_NOTICE_EVERY) {
             *last = Some(Instant::now());

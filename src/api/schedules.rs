@@ -6,7 +6,7 @@ use crate::schedules::{BadRange, MAX_BACKFILL_SLOTS};
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
+    domain::{limits::PageShape, Namespace, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
     proto,
     timing::{CatchUp, CatchUpRule, Timing, TimingSpec, MAX_CATCHUP_LIMIT},
 };
@@ -198,10 +198,10 @@ fn catchup_rule(s: &proto::Schedule) -> Result<CatchUpRule, ApiError> {
 
 pub(super) async fn upsert(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::UpsertScheduleRequest>,
 ) -> Result<proto::UpsertScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let schedule = req
         .schedule
         .ok_or_else(|| ApiError::invalid("schedule", "is required"))?;
@@ -217,10 +217,10 @@ pub(super) async fn upsert(
 
 pub(super) async fn get(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::GetScheduleRequest>,
 ) -> Result<proto::GetScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     let mut record = api.schedules.get(namespace, id).await?;
     let recent_runs = std::mem::take(&mut record.recent_runs)
@@ -235,10 +235,10 @@ pub(super) async fn get(
 
 pub(super) async fn list(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ListSchedulesRequest>,
 ) -> Result<proto::ListSchedulesResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let page = PageShape {
         size: validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?,
         full: full_view("view", req.view)?,
@@ -287,7 +287,7 @@ pub(super) async fn list(
 /// so only active schedules; the page token carries the last entry's next run and id.
 async fn list_by_next_run(
     api: &QueueApi,
-    namespace: &str,
+    namespace: &Namespace,
     token: &str,
     page: PageShape,
     status: Option<ScheduleStatus>,
@@ -352,10 +352,10 @@ fn full_view(field: &str, value: i32) -> Result<bool, ApiError> {
 
 pub(super) async fn delete(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::DeleteScheduleRequest>,
 ) -> Result<proto::DeleteScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     api.schedules.delete(namespace, id).await?;
     Ok(proto::DeleteScheduleResponse {})
@@ -363,10 +363,10 @@ pub(super) async fn delete(
 
 pub(super) async fn pause(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::PauseScheduleRequest>,
 ) -> Result<proto::PauseScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     let note = validate::max_len("note", &req.note, crate::schedules::MAX_PAUSE_NOTE_LEN)?;
     let record = api.schedules.pause(namespace, id, note).await?;
@@ -377,10 +377,10 @@ pub(super) async fn pause(
 
 pub(super) async fn resume(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ResumeScheduleRequest>,
 ) -> Result<proto::ResumeScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     let record = api.schedules.resume(namespace, id).await?;
     Ok(proto::ResumeScheduleResponse {
@@ -390,13 +390,13 @@ pub(super) async fn resume(
 
 pub(super) async fn claim(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ClaimDueScheduleRequest>,
 ) -> Result<proto::ClaimDueScheduleResponse, ApiError> {
     let wait = api
         .limits
         .wait(&request.get_ref().wait, request.metadata())?;
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     validate::max_len("worker_id", &req.worker_id, validate::MAX_ID_LEN)?;
     let lease_ms = req
         .lease
@@ -417,10 +417,10 @@ pub(super) async fn claim(
 
 pub(super) async fn ack_occurrence(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::AckOccurrenceRequest>,
 ) -> Result<proto::AckOccurrenceResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("occurrence_id", &req.occurrence_id)?;
     validate::id("lease_token", &req.lease_token)?;
     api.schedules
@@ -431,10 +431,10 @@ pub(super) async fn ack_occurrence(
 
 pub(super) async fn trigger(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::TriggerScheduleRequest>,
 ) -> Result<proto::TriggerScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     let (occurrence_id, due_ms) = api
         .schedules
@@ -448,10 +448,10 @@ pub(super) async fn trigger(
 
 pub(super) async fn backfill(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::BackfillScheduleRequest>,
 ) -> Result<proto::BackfillScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = validate::namespace(&req.namespace)?;
     let id = validate::id("id", &req.id)?;
     let (Some(start), Some(end)) = (&req.start_time, &req.end_time) else {
         let field = if req.start_time.is_none() {
@@ -492,6 +492,7 @@ pub(super) async fn backfill(
 
 pub(super) async fn preview(
     api: &QueueApi,
+    namespace: &Option<Namespace>,
     request: Request<proto::PreviewScheduleRequest>,
 ) -> Result<proto::PreviewScheduleResponse, ApiError> {
     let req = request.into_inner();
@@ -512,7 +513,10 @@ pub(super) async fn preview(
         .transpose()?;
     let (timing, default_from) = match req.target {
         Some(proto::preview_schedule_request::Target::Id(id)) => {
-            let namespace = validate::namespace(&req.namespace)?;
+            // The target has a namespace whenever the request names an id.
+            let Some(namespace) = namespace else {
+                return Err(ApiError::invalid("namespace", "must not be empty"));
+            };
             let id = validate::id("id", &id)?;
             let record = api.schedules.get(namespace, id).await?;
             let timing = record

@@ -6,28 +6,6 @@ use crate::domain::limits::{self, MAX_HEADERS, MAX_HEADER_KEY_LEN, MAX_HEADER_VA
 
 pub(super) use limits::{MAX_ID_LEN, MAX_NAME_LEN, MAX_RUN_LIMIT};
 
-/// A namespace (it becomes part of keys and the Cluster hash tag). Also names the
-/// namespace on the RPC's tracing span, so every log line of the call carries it.
-pub(super) fn namespace(value: &str) -> Result<&str, ApiError> {
-    if value.is_empty() {
-        return Err(ApiError::invalid("namespace", "must not be empty"));
-    }
-    if value.len() > limits::MAX_NAMESPACE_LEN {
-        return Err(ApiError::invalid(
-            "namespace",
-            format!("must be at most {} characters", limits::MAX_NAMESPACE_LEN),
-        ));
-    }
-    if !limits::is_namespace(value) {
-        return Err(ApiError::invalid(
-            "namespace",
-            format!("{value:?} may only contain A-Z a-z 0-9 _ - ."),
-        ));
-    }
-    tracing::Span::current().record("namespace", value);
-    Ok(value)
-}
-
 /// A record id: any UTF-8, 1-256 bytes.
 pub(super) fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, ApiError> {
     limits::check_id(value).map_err(|problem| ApiError::invalid(field, problem.to_string()))?;
@@ -160,16 +138,6 @@ pub(super) fn page_size(value: u32, default: u32, max: u32) -> Result<usize, Api
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn namespaces_that_would_break_keys_are_refused() {
-        for bad in ["", "a{b", "a}b", "a:b", "a b", "ü", &"x".repeat(65)] {
-            assert!(namespace(bad).is_err(), "{bad:?} accepted");
-        }
-        for good in ["a", "tenant-1", "prod.eu_west", &"x".repeat(64)] {
-            assert!(namespace(good).is_ok(), "{good:?} refused");
-        }
-    }
 
     #[test]
     fn negative_durations_are_refused() {

@@ -67,21 +67,16 @@ impl std::fmt::Display for Scope<'_> {
 }
 
 impl Principal {
-    /// Whether this principal may call `method` (the proto name, e.g. `Enqueue`) on
-    /// `scope`. Every namespace at once takes the pattern `*` and a role that allows
-    /// the method: admin for Migrate (no other role lists it), reader or more for
-    /// ListNamespaces.
-    pub(crate) fn allows(&self, method: &str, scope: Scope<'_>) -> bool {
-        match scope {
-            Scope::Namespace(namespace) => {
-                self.roles.iter().any(|role| role.allows(method))
-                    && self.namespaces.iter().any(|p| p.matches(namespace))
+    /// Whether this principal holds a role that includes `needed` (the role the RPC
+    /// table names for the call) on `scope`. Every namespace at once takes the
+    /// pattern `*`: admin for Migrate of every namespace or an import, reader or
+    /// more for ListNamespaces.
+    pub(crate) fn allows(&self, needed: Role, scope: Scope<'_>) -> bool {
+        self.roles.iter().any(|role| role.includes(needed))
+            && match scope {
+                Scope::Namespace(namespace) => self.namespaces.iter().any(|p| p.matches(namespace)),
+                Scope::Everything => self.namespaces.iter().any(Pattern::is_all),
             }
-            Scope::Everything => {
-                self.roles.iter().any(|role| role.allows(method))
-                    && self.namespaces.iter().any(Pattern::is_all)
-            }
-        }
     }
 }
 
@@ -165,22 +160,23 @@ mod tests {
     #[test]
     fn everything_takes_admin_on_star() {
         let ns = Scope::Everything;
-        assert!(principal(&[Role::Admin], &["*"]).allows("Migrate", ns));
-        assert!(!principal(&[Role::Admin], &["shop-*"]).allows("Migrate", ns));
-        assert!(!principal(&[Role::Producer, Role::Worker], &["*"]).allows("Migrate", ns));
+        // Migrate of every namespace needs admin on `*`.
+        assert!(principal(&[Role::Admin], &["*"]).allows(Role::Admin, ns));
+        assert!(!principal(&[Role::Admin], &["shop-*"]).allows(Role::Admin, ns));
+        assert!(!principal(&[Role::Producer, Role::Worker], &["*"]).allows(Role::Admin, ns));
         // Listing every namespace takes a reading role on `*`.
-        assert!(principal(&[Role::Reader], &["*"]).allows("ListNamespaces", ns));
-        assert!(!principal(&[Role::Reader], &["shop-*"]).allows("ListNamespaces", ns));
-        assert!(!principal(&[Role::Reader], &["*"]).allows("PurgeJobs", ns));
+        assert!(principal(&[Role::Reader], &["*"]).allows(Role::Reader, ns));
+        assert!(!principal(&[Role::Reader], &["shop-*"]).allows(Role::Reader, ns));
+        assert!(!principal(&[Role::Reader], &["*"]).allows(Role::Admin, ns));
     }
 
     #[test]
     fn roles_and_namespaces_both_apply() {
         let p = principal(&[Role::Worker], &["shop-*", "billing"]);
-        assert!(p.allows("ClaimJob", Scope::Namespace("shop-eu")));
-        assert!(p.allows("ClaimJob", Scope::Namespace("billing")));
-        assert!(!p.allows("ClaimJob", Scope::Namespace("billing-2")));
-        assert!(!p.allows("Enqueue", Scope::Namespace("shop-eu")));
+        assert!(p.allows(Role::Worker, Scope::Namespace("shop-eu")));
+        assert!(p.allows(Role::Worker, Scope::Namespace("billing")));
+        assert!(!p.allows(Role::Worker, Scope::Namespace("billing-2")));
+        assert!(!p.allows(Role::Producer, Scope::Namespace("shop-eu")));
     }
 
     #[test]

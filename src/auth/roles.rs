@@ -1,6 +1,7 @@
-//! The role table (README, Security): which RPCs each role may call. Names are the
-//! proto method names; an RPC not listed is admin-only, so an RPC added later is
-//! closed until it is placed here.
+//! The roles of `--auth-file`. Which role each RPC needs is a column of the one RPC
+//! table (`api::rpcs`); here is only how the roles nest: every role includes
+//! reader, and admin includes every role. An RPC cannot be left out of the roles:
+//! its table line must name the role it needs.
 
 use serde::Deserialize;
 
@@ -13,50 +14,38 @@ pub(crate) enum Role {
     Admin,
 }
 
-/// What every role may call: reading schedules, jobs and namespace status.
-pub(crate) const READS: &[&str] = &[
-    "GetSchedule",
-    "ListSchedules",
-    "GetJob",
-    "ListJobs",
-    "PreviewSchedule",
-    "GetNamespaceStatus",
-    "ListNamespaces",
-    "ListQueues",
-];
-
-pub(crate) const PRODUCER: &[&str] = &[
-    "Enqueue",
-    "EnqueueBatch",
-    "UpsertSchedule",
-    "PauseSchedule",
-    "ResumeSchedule",
-    "DeleteSchedule",
-    "TriggerSchedule",
-    "BackfillSchedule",
-    "CancelJob",
-    "PreviewSchedule",
-];
-
-pub(crate) const WORKER: &[&str] = &[
-    "ClaimJob",
-    "AckJob",
-    "AckJobs",
-    "Work",
-    "FailJob",
-    "ExtendLease",
-    "ClaimDueSchedule",
-    "AckOccurrence",
-];
-
 impl Role {
-    pub(crate) fn allows(self, method: &str) -> bool {
-        let listed = |list: &[&str]| list.contains(&method);
-        match self {
-            Role::Admin => true,
-            Role::Reader => listed(READS),
-            Role::Producer => listed(READS) || listed(PRODUCER),
-            Role::Worker => listed(READS) || listed(WORKER),
+    /// Whether holding `self` grants what `needed` grants.
+    pub(crate) fn includes(self, needed: Role) -> bool {
+        match (self, needed) {
+            (Role::Admin, _) | (_, Role::Reader) => true,
+            (held, needed) => held == needed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Role::{self, Admin, Producer, Reader, Worker};
+
+    #[test]
+    fn roles_nest_under_admin_over_reader() {
+        let all = [Producer, Worker, Reader, Admin];
+        for held in all {
+            assert!(held.includes(Reader), "{held:?} must read");
+            assert!(held.includes(held));
+            assert!(Admin.includes(held));
+        }
+        let excluded: [(Role, Role); 6] = [
+            (Reader, Producer),
+            (Reader, Worker),
+            (Reader, Admin),
+            (Producer, Worker),
+            (Worker, Producer),
+            (Producer, Admin),
+        ];
+        for (held, needed) in excluded {
+            assert!(!held.includes(needed), "{held:?} must not grant {needed:?}");
         }
     }
 }

@@ -3,6 +3,7 @@
 //! translate to and from these types.
 
 mod failure;
+mod health;
 mod job;
 mod lease;
 pub(crate) mod limits;
@@ -12,14 +13,15 @@ mod queue;
 mod schedule;
 
 pub(crate) use failure::FailureKind;
+pub(crate) use health::{
+    Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
+};
 pub(crate) use job::{
     Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
     JobErrorEntry, JobRecord, JobSpec, JobState, NewJob, RunAt, StateCheck,
 };
 pub(crate) use lease::{LeaseCheck, LeaseLoss};
-pub(crate) use namespace::{
-    Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
-};
+pub(crate) use namespace::Namespace;
 pub(crate) use occurrence::occurrence_id;
 pub(crate) use occurrence::{Occurrence, OccurrenceKind, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};

@@ -26,6 +26,7 @@ pub(crate) use work::{WorkInput, WorkOptions, WorkOutput};
 
 use crate::{
     context::Context,
+    domain::Namespace,
     domain::{
         limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState,
         LeaseCheck, NewJob, StateCheck,
@@ -131,7 +132,7 @@ impl Jobs {
         self
     }
 
-    fn entry(&self, namespace: &str) -> Arc<Entry> {
+    fn entry(&self, namespace: &Namespace) -> Arc<Entry> {
         self.cx.namespaces.entry(namespace)
     }
 
@@ -141,7 +142,7 @@ impl Jobs {
     /// latter adopts stores written before the due-set existed and makes again a
     /// registration lost with a reply; the visit drops the namespace if nothing is
     /// kept. (Only after success: a refused call writes nothing.)
-    async fn retain(&self, namespace: &str, asked: bool) {
+    async fn retain(&self, namespace: &Namespace, asked: bool) {
         let fresh = self.entry(namespace).first_job_call();
         if asked || fresh {
             register(&self.cx.store, namespace, self.cx.clock.now_ms()).await;
@@ -154,7 +155,7 @@ impl Jobs {
     /// ids reports them as duplicates.
     pub(crate) async fn enqueue(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<Result<Enqueued, Error>>, Error> {
         let entry = self.entry(namespace);
@@ -186,7 +187,7 @@ impl Jobs {
     /// `coalesce`).
     pub(crate) async fn enqueue_one(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         job: NewJob,
     ) -> Result<Enqueued, Error> {
         let entry = self.entry(namespace);
@@ -201,7 +202,7 @@ impl Jobs {
 
     /// Counts a job the enqueue created (a duplicate, replaced or extended job is not
     /// a new one).
-    fn count_enqueued(&self, namespace: &str, queue: &str, result: &Enqueued) {
+    fn count_enqueued(&self, namespace: &Namespace, queue: &str, result: &Enqueued) {
         if result.outcome == EnqueueOutcome::Created {
             self.cx.metrics.job_enqueued(namespace, queue);
         }
@@ -224,7 +225,7 @@ impl Jobs {
     /// `wait` for one.
     pub(crate) async fn claim(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         claim: &ClaimRequest<'_>,
     ) -> Result<Claimed, Error> {
         let entry = self.entry(namespace);
@@ -321,7 +322,7 @@ impl Jobs {
     /// Completes up to 100 jobs in one script call; an outcome per lease, in order.
     pub(crate) async fn ack_many(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         leases: &[Lease<'_>],
     ) -> Result<Vec<Result<(), Error>>, Error> {
         if leases.is_empty() {
@@ -336,7 +337,7 @@ impl Jobs {
     /// The outcome of each ack, counted in the metrics.
     fn acked(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         leases: &[Lease<'_>],
         outcomes: Vec<Acked>,
     ) -> Vec<Result<(), Error>> {
@@ -355,7 +356,7 @@ impl Jobs {
     /// attempt counted as a lease expiry counts it. Returns how many it released.
     pub(crate) async fn abandon(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         leases: &[Lease<'_>],
     ) -> Result<i64, Error> {
         if leases.is_empty() {
@@ -379,7 +380,7 @@ impl Jobs {
     /// still leased and released.
     pub(crate) async fn release(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         leases: &[(&str, &str)],
     ) -> Result<i64, Error> {
         if leases.is_empty() {
@@ -403,7 +404,12 @@ impl Jobs {
         Ok(released.count)
     }
 
-    pub(crate) async fn ack(&self, namespace: &str, id: &str, token: &str) -> Result<(), Error> {
+    pub(crate) async fn ack(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        token: &str,
+    ) -> Result<(), Error> {
         let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
         let (asked, queue) = lease_result(id, check)?;
         self.cx.metrics.job_completed(namespace, &queue);
@@ -413,7 +419,7 @@ impl Jobs {
 
     pub(crate) async fn fail(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         id: &str,
         token: &str,
         failure: &Failure,
@@ -439,7 +445,7 @@ impl Jobs {
     /// Returns the new lease deadline.
     pub(crate) async fn extend(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         id: &str,
         token: &str,
         lease_ms: i64,
@@ -452,7 +458,7 @@ impl Jobs {
         lease_result(id, self.cx.store.run(namespace, &extend).await?)
     }
 
-    pub(crate) async fn get(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
+    pub(crate) async fn get(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         self.cx
             .store
             .run(namespace, &GetJob { id })
@@ -462,7 +468,7 @@ impl Jobs {
 
     pub(crate) async fn list(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         queue: &str,
         after: Option<i64>,
         page: PageShape,
@@ -477,14 +483,14 @@ impl Jobs {
         Ok(self.cx.store.run(namespace, &list).await?)
     }
 
-    pub(crate) async fn cancel(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
+    pub(crate) async fn cancel(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         let (check, asked) = self.cx.store.run(namespace, &CancelJob { id }).await?;
         let record = state_result(id, check, JobAction::Cancel)?;
         self.retain(namespace, asked).await;
         Ok(record)
     }
 
-    pub(crate) async fn retry(&self, namespace: &str, id: &str) -> Result<JobRecord, Error> {
+    pub(crate) async fn retry(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         let check = self.cx.store.run(namespace, &RetryJob { id }).await?;
         let record = state_result(id, check, JobAction::Retry)?;
         let entry = self.entry(namespace);
@@ -499,7 +505,7 @@ impl Jobs {
 /// logged, not returned: the call that finished the job succeeded, and the next
 /// registration its finished set asks for (lib/job.lua `finish_entry`) or the
 /// namespace's next first use on a replica makes it again.
-async fn register(store: &Store, namespace: &str, now_ms: i64) {
+async fn register(store: &Store, namespace: &Namespace, now_ms: i64) {
     if let Err(error) = store.prune_soon(namespace, now_ms).await {
         tracing::warn!(%namespace, %error, "could not register finished jobs for pruning");
     }
@@ -527,7 +533,8 @@ mod tests {
             max_bytes: 1 << 20,
             acks: &[],
         };
-        let wait = jobs.claim("ns", &claim);
+        let namespace = crate::testing::namespace("ns");
+        let wait = jobs.claim(&namespace, &claim);
         let size = std::mem::size_of_val(&wait);
         assert!(size < 2048, "a job long-poll's future is {size} bytes");
     }

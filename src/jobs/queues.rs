@@ -3,6 +3,7 @@
 
 use super::Jobs;
 use crate::{
+    domain::Namespace,
     domain::{NamespacePage, QueuePage},
     error::Error,
     longpoll::Work,
@@ -31,7 +32,7 @@ impl Jobs {
     /// A page of a namespace's queues with their counts.
     pub(crate) async fn list_queues(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         after: &str,
         size: usize,
     ) -> Result<QueuePage, Error> {
@@ -42,7 +43,7 @@ impl Jobs {
     /// waiting long-polls are woken (its jobs may have been claimable all along).
     pub(crate) async fn pause_queue(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         queue: &str,
         paused: bool,
     ) -> Result<bool, Error> {
@@ -63,7 +64,7 @@ impl Jobs {
     /// Retries up to `limit` dead jobs of a queue; how many, and whether more remain.
     pub(crate) async fn retry_dead(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         queue: &str,
         limit: u32,
     ) -> Result<(u32, bool), Error> {
@@ -100,7 +101,7 @@ impl Jobs {
     /// may remain.
     pub(crate) async fn purge(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         queue: &str,
         state: PurgeState,
         limit: u32,

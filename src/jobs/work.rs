@@ -30,6 +30,7 @@ use tokio::{sync::mpsc, time::Instant};
 
 use super::{ClaimRequest, Jobs, Lease};
 use crate::{
+    domain::Namespace,
     domain::{Failed, Failure, JobRecord},
     error::Error,
     store::StoreError,
@@ -159,7 +160,7 @@ impl Jobs {
     /// side ends.
     pub(crate) async fn work(
         self: Arc<Self>,
-        namespace: String,
+        namespace: Namespace,
         options: WorkOptions,
         mut input: mpsc::Receiver<WorkInput>,
         output: mpsc::Sender<WorkOutput>,
@@ -287,7 +288,7 @@ impl Jobs {
     /// extension runs now. False when the reply could not be delivered.
     async fn take(
         &self,
-        namespace: &str,
+        namespace: &Namespace,
         hand: &mut Hand,
         message: WorkInput,
         output: &mpsc::Sender<WorkOutput>,
@@ -455,7 +456,7 @@ impl Jobs {
     }
 
     /// The stream is gone: its jobs go back to their queues now, attempt counted.
-    async fn release_hand(&self, namespace: &str, mut hand: Hand) {
+    async fn release_hand(&self, namespace: &Namespace, mut hand: Hand) {
         // Acks that arrived but were never applied: the worker finished those jobs,
         // so they are completed rather than handed out again.
         // An ack the store refused leaves its job held, to be released with the rest.

@@ -3,8 +3,8 @@
 //! `--auth-file`, or is answered UNAUTHENTICATED before any handler runs. The
 //! [`Caller`] goes into the request's extensions; authorisation needs the decoded
 //! request (the namespace is in the message), so the handler path does it
-//! (`api::authorize`). Health and reflection stay open: load balancers and grpcurl
-//! use them, and they reveal nothing of any tenant.
+//! (`api::authorize`). The RPCs the table marks open (health and reflection) stay
+//! open: load balancers and grpcurl use them, and they reveal nothing of any tenant.
 
 use std::{
     future::Future,
@@ -17,14 +17,10 @@ use tonic::{codegen::http, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::auth::{Caller, Principals};
-
-/// gRPC services any caller may use, auth file or not.
-const OPEN_SERVICES: &[&str] = &[
-    "/grpc.health.v1.Health/",
-    "/grpc.reflection.v1.ServerReflection/",
-    "/grpc.reflection.v1alpha.ServerReflection/",
-];
+use crate::{
+    auth::{Caller, Principals},
+    rpc::{self, Access},
+};
 
 #[derive(Debug, Clone)]
 pub(crate) struct AuthLayer {
@@ -85,12 +81,10 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let path = request.uri().path();
+        let open = rpc::of(request.extensions()).is_some_and(|rpc| rpc.access == Access::Open);
         let caller = match &self.principals {
             None => Some(Caller::Unrestricted),
-            Some(_) if OPEN_SERVICES.iter().any(|open| path.starts_with(open)) => {
-                Some(Caller::Unrestricted)
-            }
+            Some(_) if open => Some(Caller::Unrestricted),
             Some(principals) => principals
                 .authenticate(bearer(&request), &client_cert_names(&request))
                 .map(Caller::Principal),

@@ -4,58 +4,27 @@
 //! response body is watched for; a body dropped before them is `Canceled`), and
 //! `grpc_server_handling_seconds` from arrival to status. Long-polls and streams
 //! (`kind`) are counted but left out of the histogram, where their waits would
-//! drown the unary calls' times. Only the methods the server serves are labelled
-//! (`KNOWN`): a request for another path is not counted, so a caller cannot mint
-//! series.
+//! drown the unary calls' times. Only the RPCs of the table are labelled (the
+//! classify layer found one): a request for another path is not counted, so a
+//! caller cannot mint series.
 
 use std::{
-    collections::HashSet,
     future::Future,
     pin::Pin,
-    sync::{Arc, LazyLock},
+    sync::Arc,
     task::{ready, Context, Poll},
     time::Instant,
 };
 
 use http_body::{Body, Frame, SizeHint};
-use prost::Message;
 use tonic::codegen::http;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::kind::{call_kind, CallKind};
-use crate::metrics::{HandledLabels, Metrics, RpcLabels};
-
-/// Every `/service/Method` path the server answers: dueq's services and health from
-/// their descriptors, and the two reflection services.
-static KNOWN: LazyLock<HashSet<String>> = LazyLock::new(|| {
-    let mut paths: HashSet<String> = [
-        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    for encoded in [
-        crate::proto::FILE_DESCRIPTOR_SET,
-        tonic_health::pb::FILE_DESCRIPTOR_SET,
-    ] {
-        let Ok(set) = prost_types::FileDescriptorSet::decode(encoded) else {
-            continue;
-        };
-        for file in set.file {
-            let package = file.package.unwrap_or_default();
-            for service in file.service {
-                let name = service.name.unwrap_or_default();
-                for method in service.method {
-                    let method = method.name.unwrap_or_default();
-                    paths.insert(format!("/{package}.{name}/{method}"));
-                }
-            }
-        }
-    }
-    paths
-});
+use crate::{
+    metrics::{HandledLabels, Metrics, RpcLabels},
+    rpc,
+};
 
 #[derive(Debug, Clone)]
 pub(crate) struct MetricsLayer {
@@ -144,19 +113,6 @@ fn code_name(status: Option<&http::HeaderValue>) -> &'static str {
     }
 }
 
-/// `/dueq.v1.QueueService/Enqueue` -> (`dueq.v1.QueueService`, `Enqueue`), for a
-/// path the server serves.
-fn labels_of(path: &str) -> Option<RpcLabels> {
-    if !KNOWN.contains(path) {
-        return None;
-    }
-    let (service, method) = path.trim_start_matches('/').split_once('/')?;
-    Some(RpcLabels {
-        grpc_service: service.to_owned(),
-        grpc_method: method.to_owned(),
-    })
-}
-
 impl<S, B, R> Service<http::Request<B>> for Metered<S>
 where
     S: Service<http::Request<B>, Response = http::Response<R>>,
@@ -173,14 +129,17 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let path = request.uri().path();
-        let record = labels_of(path).map(|labels| {
+        let record = rpc::of(request.extensions()).map(|rpc| {
+            let labels = RpcLabels {
+                grpc_service: rpc.service.to_owned(),
+                grpc_method: rpc.method.to_owned(),
+            };
             self.metrics.rpc_started.get_or_create(&labels).inc();
             Record {
                 metrics: self.metrics.clone(),
                 labels,
                 started: Instant::now(),
-                timed: call_kind(path) == CallKind::Unary,
+                timed: !rpc.kind.is_long(),
             }
         });
         let call = self.inner.call(request);
@@ -260,17 +219,6 @@ impl<B: Body> Body for MeteredBody<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn labels_only_the_methods_served() {
-        let labels = labels_of("/dueq.v1.QueueService/Enqueue").expect("served");
-        assert_eq!(labels.grpc_service, "dueq.v1.QueueService");
-        assert_eq!(labels.grpc_method, "Enqueue");
-        assert!(labels_of("/grpc.health.v1.Health/Check").is_some());
-        assert!(labels_of("/dueq.v1.AdminService/Migrate").is_some());
-        assert!(labels_of("/dueq.v1.QueueService/NoSuchMethod").is_none());
-        assert!(labels_of("/random/path").is_none());
-    }
 
     #[test]
     fn names_status_codes_as_grpc_go_does() {

@@ -1,10 +1,12 @@
 //! Cross-cutting concerns, each a tower layer around every gRPC service (one concern
-//! per layer, in the spirit of linkerd2-proxy): the per-RPC tracing span, the caller's
+//! per layer, in the spirit of linkerd2-proxy): the classification of a request by
+//! the RPC table (outermost: every other layer reads what it found), the per-RPC
+//! tracing span, the caller's
 //! authentication, the wording of an over-sized request, load shedding beyond the
 //! in-flight caps, the unary timeout, and the RPC metrics here.
 
 mod auth;
-mod kind;
+mod classify;
 mod message_size;
 mod metrics;
 mod shed;
@@ -12,6 +14,7 @@ mod timeout;
 mod trace;
 
 pub(crate) use auth::AuthLayer;
+pub(crate) use classify::ClassifyLayer;
 pub(crate) use message_size::MessageSizeLayer;
 pub(crate) use metrics::MetricsLayer;
 pub(crate) use shed::ShedLayer;

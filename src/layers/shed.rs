@@ -19,7 +19,7 @@ use tonic::{codegen::http, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::kind::{call_kind, CallKind};
+use crate::rpc;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ShedLayer {
@@ -69,9 +69,10 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let (semaphore, flag) = match call_kind(request.uri().path()) {
-            CallKind::Unary => (&self.limits.unary, "--max-in-flight"),
-            CallKind::Long => (&self.limits.long, "--max-long-polls"),
+        let (semaphore, flag) = if rpc::kind_of(request.extensions()).is_long() {
+            (&self.limits.long, "--max-long-polls")
+        } else {
+            (&self.limits.unary, "--max-in-flight")
         };
         let Ok(permit) = semaphore.clone().try_acquire_owned() else {
             let status = Status::resource_exhausted(format!(

@@ -1,7 +1,7 @@
 //! A deadline on unary calls (`--request-timeout`): a call that has not been answered
 //! by then (a slow Redis, a client that never finishes sending its request body) is
 //! answered DEADLINE_EXCEEDED and its handler dropped. Long-polls and streams are
-//! exempt (see `kind`): a claim keeps its own deadline handling (`api::deadline`,
+//! exempt (their kind in the RPC table): a claim keeps its own deadline handling (`api::deadline`,
 //! bounded by `--max-wait`). tonic's `Server::timeout` would cut them too, and answers
 //! CANCELLED.
 
@@ -16,7 +16,7 @@ use tonic::{codegen::http, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::kind::{call_kind, CallKind};
+use crate::rpc;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TimeoutLayer {
@@ -56,9 +56,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let kind = call_kind(request.uri().path());
+        let long = rpc::kind_of(request.extensions()).is_long();
         let call = self.inner.call(request);
-        if kind == CallKind::Long {
+        if long {
             return Box::pin(call);
         }
         let timeout = self.timeout;

@@ -1,6 +1,6 @@
-//! One tracing span per RPC, named after the gRPC service and method, so every log
-//! line a call produces carries them; handlers add the namespace to it when they have
-//! validated one (`api::validate::namespace`). When the call ends, one debug event
+//! One tracing span per RPC, named after the gRPC service and method of its line in
+//! the RPC table, so every log line a call produces carries them; the namespace is
+//! added once it is validated (`api::authorize::namespace`). When the call ends, one debug event
 //! says how long it took and, for calls answered with an error status in the headers
 //! (tonic's trailers-only responses), which.
 
@@ -15,6 +15,8 @@ use tonic::codegen::http;
 use tower_layer::Layer;
 use tower_service::Service;
 use tracing::Instrument;
+
+use crate::rpc;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TraceLayer;
@@ -32,13 +34,6 @@ pub(crate) struct Trace<S> {
     inner: S,
 }
 
-/// `/dueq.v1.QueueService/Enqueue` -> (`dueq.v1.QueueService`, `Enqueue`).
-fn rpc_of(path: &str) -> (&str, &str) {
-    path.trim_start_matches('/')
-        .split_once('/')
-        .unwrap_or(("", path))
-}
-
 impl<S, B, R> Service<http::Request<B>> for Trace<S>
 where
     S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,
@@ -54,7 +49,10 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let (service, method) = rpc_of(request.uri().path());
+        let (service, method) = match rpc::of(request.extensions()) {
+            Some(rpc) => (rpc.service, rpc.method),
+            None => ("", request.uri().path()),
+        };
         let span = tracing::info_span!(
             "rpc",
             service = %service,
@@ -85,17 +83,5 @@ where
             }
             .instrument(span),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn names_the_service_and_method() {
-        assert_eq!(
-            super::rpc_of("/dueq.v1.QueueService/Enqueue"),
-            ("dueq.v1.QueueService", "Enqueue")
-        );
-        assert_eq!(super::rpc_of("/odd"), ("", "/odd"));
     }
 }

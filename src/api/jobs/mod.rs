@@ -10,7 +10,7 @@ use tonic::Request;
 
 use super::{convert::timestamp, reply_budget, validate as check, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, Failure},
+    domain::{limits::PageShape, Failure, Namespace},
     error::Error,
     jobs::{ClaimRequest, Lease},
     proto,
@@ -27,22 +27,22 @@ const MAX_PAGE_SIZE: u32 = 1000;
 
 pub(super) async fn enqueue(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::EnqueueRequest>,
 ) -> Result<proto::EnqueueResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?.to_owned();
     let job = validate::new_job(api, "", req)?;
-    let result = api.jobs.enqueue_one(&namespace, job).await?;
+    let result = api.jobs.enqueue_one(namespace, job).await?;
     tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
     Ok(convert::enqueued_to_proto(result))
 }
 
 pub(super) async fn enqueue_batch(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::EnqueueBatchRequest>,
 ) -> Result<proto::EnqueueBatchResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?.to_owned();
     let limit = api.limits.max_batch as usize;
     if req.jobs.len() > limit {
         return Err(ApiError::invalid(
@@ -56,7 +56,7 @@ pub(super) async fn enqueue_batch(
     let mut positions = Vec::with_capacity(req.jobs.len());
     for (i, item) in req.jobs.into_iter().enumerate() {
         let at = format!("jobs[{i}].");
-        let job = if !item.namespace.is_empty() && item.namespace != namespace {
+        let job = if !item.namespace.is_empty() && item.namespace != namespace.as_str() {
             Err(ApiError::invalid(
                 format!("{at}namespace"),
                 "must be empty or the batch's namespace",
@@ -72,7 +72,7 @@ pub(super) async fn enqueue_batch(
             Err(error) => results.push(item_error(api, i, error)),
         }
     }
-    let stored = api.jobs.enqueue(&namespace, jobs).await?;
+    let stored = api.jobs.enqueue(namespace, jobs).await?;
     results.extend(
         positions
             .into_iter()
@@ -107,13 +107,13 @@ fn item_error(api: &QueueApi, index: usize, error: ApiError) -> proto::EnqueueBa
 
 pub(super) async fn claim(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ClaimJobRequest>,
 ) -> Result<proto::ClaimJobResponse, ApiError> {
     let wait = api
         .limits
         .wait(&request.get_ref().wait, request.metadata())?;
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     check::max_len("worker_id", &req.worker_id, check::MAX_ID_LEN)?;
     let queues = claim_queues(&req.queues)?;
     let lease_ms = req
@@ -178,10 +178,10 @@ pub(super) async fn claim(
 
 pub(super) async fn ack(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::AckJobRequest>,
 ) -> Result<proto::AckJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let id = check::id("job_id", &req.job_id)?;
     check::id("lease_token", &req.lease_token)?;
     api.jobs.ack(namespace, id, &req.lease_token).await?;
@@ -190,10 +190,10 @@ pub(super) async fn ack(
 
 pub(super) async fn ack_jobs(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::AckJobsRequest>,
 ) -> Result<proto::AckJobsResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     if req.acks.is_empty() {
         return Err(ApiError::invalid("acks", "give at least one lease"));
     }
@@ -304,12 +304,12 @@ fn outcome_code<T>(api: &QueueApi, outcome: Result<T, ApiError>) -> (i32, String
 
 pub(super) async fn fail(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::FailJobRequest>,
 ) -> Result<proto::FailJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?.to_owned();
     let (id, token, failure) = failure_of(api, req)?;
-    let failed = api.jobs.fail(&namespace, &id, &token, &failure).await?;
+    let failed = api.jobs.fail(namespace, &id, &token, &failure).await?;
     Ok(failed_to_proto(failed))
 }
 
@@ -343,10 +343,10 @@ fn failed_to_proto(failed: crate::domain::Failed) -> proto::FailJobResponse {
 
 pub(super) async fn extend_lease(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ExtendLeaseRequest>,
 ) -> Result<proto::ExtendLeaseResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let lease_ms = extension_of(api, &req)?;
     let until = api
         .jobs
@@ -371,10 +371,10 @@ fn extension_of(api: &QueueApi, req: &proto::ExtendLeaseRequest) -> Result<i64, 
 
 pub(super) async fn get(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::GetJobRequest>,
 ) -> Result<proto::GetJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let id = check::id("job_id", &req.job_id)?;
     let record = api.jobs.get(namespace, id).await?;
     Ok(proto::GetJobResponse {
@@ -384,10 +384,10 @@ pub(super) async fn get(
 
 pub(super) async fn list(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::ListJobsRequest>,
 ) -> Result<proto::ListJobsResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let queue = check::id("queue", &req.queue)?;
     let page = PageShape {
         size: check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?,
@@ -412,10 +412,10 @@ pub(super) async fn list(
 
 pub(super) async fn cancel(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::CancelJobRequest>,
 ) -> Result<proto::CancelJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let id = check::id("job_id", &req.job_id)?;
     let record = api.jobs.cancel(namespace, id).await?;
     Ok(proto::CancelJobResponse {
@@ -425,10 +425,10 @@ pub(super) async fn cancel(
 
 pub(super) async fn retry(
     api: &QueueApi,
+    namespace: &Namespace,
     request: Request<proto::RetryJobRequest>,
 ) -> Result<proto::RetryJobResponse, ApiError> {
     let req = request.into_inner();
-    let namespace = check::namespace(&req.namespace)?;
     let id = check::id("job_id", &req.job_id)?;
     let record = api.jobs.retry(namespace, id).await?;
     Ok(proto::RetryJobResponse {

@@ -17,10 +17,11 @@ use super::{
     ApiError, QueueApi,
 };
 use crate::{
-    api::authorize::authorize_scope,
-    auth::Scope,
+    api::authorize::{self, authorize_scope, Reach},
+    domain::Namespace,
     jobs::{WorkInput, WorkOptions, WorkOutput},
     proto::{self, work_request::Request as In, work_response::Response as Out},
+    rpc::Rpc,
     sync::lock,
 };
 
@@ -40,6 +41,7 @@ const INPUT_BUFFER: usize = 256;
 /// (it must outlive the response when the worker goes away, to release the jobs).
 pub(in crate::api) async fn work(
     api: &QueueApi,
+    rpc: &'static Rpc,
     request: Request<Streaming<proto::WorkRequest>>,
 ) -> Result<WorkStream, ApiError> {
     let caller = request.extensions().clone();
@@ -67,10 +69,8 @@ pub(in crate::api) async fn work(
             ))
         }
     };
-    let namespace = check::namespace(&start.namespace)
-        .map_err(|e| prefixed(e, "start."))?
-        .to_owned();
-    authorize_scope(&caller, "Work", Scope::Namespace(&namespace))?;
+    let namespace = authorize::namespace("start.namespace", &start.namespace)?;
+    authorize_scope(&caller, rpc, namespace.scope())?;
     let options = options(api, &start)?;
     let (input, inputs) = mpsc::channel(INPUT_BUFFER);
     let (outputs, output) = mpsc::channel(options.capacity + INPUT_BUFFER);
@@ -134,7 +134,7 @@ fn prefixed(error: ApiError, prefix: &str) -> ApiError {
 /// sends something malformed; either way the input closes, and the loop releases.
 async fn read(
     api: QueueApi,
-    namespace: String,
+    namespace: Namespace,
     mut inbound: Streaming<proto::WorkRequest>,
     input: mpsc::Sender<WorkInput>,
     refusal: Arc<Mutex<Option<Status>>>,
@@ -164,9 +164,13 @@ async fn read(
 }
 
 /// One worker message as a loop input.
-fn parse(api: &QueueApi, namespace: &str, request: Option<In>) -> Result<WorkInput, ApiError> {
+fn parse(
+    api: &QueueApi,
+    namespace: &Namespace,
+    request: Option<In>,
+) -> Result<WorkInput, ApiError> {
     let same_namespace = |field: &str, ns: &str| {
-        if ns.is_empty() || ns == namespace {
+        if ns.is_empty() || ns == namespace.as_str() {
             Ok(())
         } else {
             Err(ApiError::invalid(

@@ -1,0 +1,268 @@
+//! The one RPC table: a line per RPC the server answers, with the role it needs, its
+//! call kind, whether allowed calls are audited, and (for dueq's own services) its
+//! request, response and handler. From it come the tonic service impls, the
+//! descriptors (`crate::rpc::Rpc`) the layers classify requests by (shedding,
+//! timeout, metrics, spans, authentication) and the role and audit checks
+//! (`super::authorize`).
+//!
+//! A new RPC is its proto, its Lua and operation, its use case and handler, and one
+//! line here. Leaving the line out does not compile: the tonic trait then lacks the
+//! method. `tests::the_table_is_the_served_api` holds the table to the proto's
+//! descriptors, so no served method is left unclassified.
+//!
+//! Unary and server-streaming handlers are called as `handler(api, target,
+//! request)`, after `authorize` has validated the request's target (its namespace)
+//! and checked the caller; the Work stream's namespace is in its first message, so
+//! its handler is given its descriptor and authorises itself.
+
+#![allow(non_upper_case_globals)]
+
+use tonic::{Request, Response, Status, Streaming};
+
+use super::{admin, authorize::authorize, jobs, queues, schedules, AdminApi, QueueApi};
+use crate::{
+    auth::Role::{Admin, Producer, Reader, Worker},
+    proto::{self, admin_service_server::AdminService, queue_service_server::QueueService},
+    rpc::{
+        Access::{self, Open},
+        CallKind::{LongPoll, Stream, Unary},
+        Rpc,
+    },
+};
+
+/// Whether allowed calls are logged on `dueq::audit`.
+const audited: bool = true;
+const quiet: bool = false;
+
+/// One descriptor.
+macro_rules! rpc {
+    ($service:literal, $name:ident, $access:expr, $kind:expr, $audit:expr) => {
+        Rpc {
+            service: $service,
+            method: stringify!($name),
+            path: concat!("/", $service, "/", stringify!($name)),
+            access: $access,
+            kind: $kind,
+            audited: $audit,
+        }
+    };
+}
+
+/// A tonic service impl from the table's lines, one method each: the lines are
+/// turned into methods first and the impl is written last, so `async_trait` sees
+/// every method.
+macro_rules! methods {
+    ($api:ty: $trait:ident [$($methods:tt)*]) => {
+        #[tonic::async_trait]
+        impl $trait for $api {
+            $($methods)*
+        }
+    };
+    // A unary call: authorised from its message, then handled.
+    (
+        $api:ty: $trait:ident [$($methods:tt)*]
+        $rpc:path, $method:ident ($req:ident -> $resp:ident) = $handler:path;
+        $($rest:tt)*
+    ) => {
+        methods!($api: $trait [$($methods)*
+            async fn $method(
+                &self,
+                request: Request<proto::$req>,
+            ) -> Result<Response<proto::$resp>, Status> {
+                let target =
+                    authorize(&request, &$rpc).map_err(|denied| self.rescue.status(denied))?;
+                self.rescue.respond($handler(self, &target, request).await)
+            }
+        ] $($rest)*);
+    };
+    // A server stream: authorised from its message, then handled.
+    (
+        $api:ty: $trait:ident [$($methods:tt)*]
+        $rpc:path, $method:ident ($req:ident -> stream $stream:ident) = $handler:path;
+        $($rest:tt)*
+    ) => {
+        methods!($api: $trait [$($methods)*
+            type $stream = admin::$stream;
+
+            async fn $method(
+                &self,
+                request: Request<proto::$req>,
+            ) -> Result<Response<Self::$stream>, Status> {
+                let target =
+                    authorize(&request, &$rpc).map_err(|denied| self.rescue.status(denied))?;
+                self.rescue.respond($handler(self, &target, request).await)
+            }
+        ] $($rest)*);
+    };
+    // A bidirectional stream: its handler authorises once it has the first message.
+    (
+        $api:ty: $trait:ident [$($methods:tt)*]
+        $rpc:path, $method:ident (stream $req:ident -> stream $stream:ident) = $handler:path;
+        $($rest:tt)*
+    ) => {
+        methods!($api: $trait [$($methods)*
+            type $stream = jobs::$stream;
+
+            async fn $method(
+                &self,
+                request: Request<Streaming<proto::$req>>,
+            ) -> Result<Response<Self::$stream>, Status> {
+                self.rescue.respond($handler(self, &$rpc, request).await)
+            }
+        ] $($rest)*);
+    };
+}
+
+/// A dueq service: its descriptors in module `$module`, and its tonic impl.
+macro_rules! service {
+    (
+        $service:literal, $module:ident, $api:ty: $trait:ident {
+            $([$role:ident $kind:ident $audit:ident] $name:ident: $method:ident $sig:tt = $handler:path;)*
+        }
+    ) => {
+        pub(crate) mod $module {
+            use super::*;
+
+            $(pub(crate) static $name: Rpc =
+                rpc!($service, $name, Access::Role($role), $kind, $audit);)*
+
+            pub(crate) static ALL: &[&Rpc] = &[$(&$name),*];
+        }
+
+        methods!($api: $trait [] $($module::$name, $method $sig = $handler;)*);
+    };
+}
+
+/// Services that are not dueq's own: open to every caller, served by tonic's crates.
+macro_rules! open {
+    ($service:literal, $module:ident { $([$kind:ident] $name:ident;)* }) => {
+        pub(crate) mod $module {
+            use super::*;
+
+            $(pub(crate) static $name: Rpc = rpc!($service, $name, Open, $kind, quiet);)*
+
+            pub(crate) static ALL: &[&Rpc] = &[$(&$name),*];
+        }
+    };
+}
+
+service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
+    // [role     kind     audit  ] RPC: method(request -> response) = handler;
+    [Producer Unary    quiet  ] UpsertSchedule: upsert_schedule(UpsertScheduleRequest -> UpsertScheduleResponse) = schedules::upsert;
+    [Reader   Unary    quiet  ] GetSchedule: get_schedule(GetScheduleRequest -> GetScheduleResponse) = schedules::get;
+    [Reader   Unary    quiet  ] ListSchedules: list_schedules(ListSchedulesRequest -> ListSchedulesResponse) = schedules::list;
+    [Producer Unary    audited] DeleteSchedule: delete_schedule(DeleteScheduleRequest -> DeleteScheduleResponse) = schedules::delete;
+    [Producer Unary    audited] PauseSchedule: pause_schedule(PauseScheduleRequest -> PauseScheduleResponse) = schedules::pause;
+    [Producer Unary    audited] ResumeSchedule: resume_schedule(ResumeScheduleRequest -> ResumeScheduleResponse) = schedules::resume;
+    [Worker   LongPoll quiet  ] ClaimDueSchedule: claim_due_schedule(ClaimDueScheduleRequest -> ClaimDueScheduleResponse) = schedules::claim;
+    [Worker   Unary    quiet  ] AckOccurrence: ack_occurrence(AckOccurrenceRequest -> AckOccurrenceResponse) = schedules::ack_occurrence;
+    [Reader   Unary    quiet  ] PreviewSchedule: preview_schedule(PreviewScheduleRequest -> PreviewScheduleResponse) = schedules::preview;
+    [Producer Unary    audited] TriggerSchedule: trigger_schedule(TriggerScheduleRequest -> TriggerScheduleResponse) = schedules::trigger;
+    [Producer Unary    audited] BackfillSchedule: backfill_schedule(BackfillScheduleRequest -> BackfillScheduleResponse) = schedules::backfill;
+    [Producer Unary    quiet  ] Enqueue: enqueue(EnqueueRequest -> EnqueueResponse) = jobs::enqueue;
+    [Producer Unary    quiet  ] EnqueueBatch: enqueue_batch(EnqueueBatchRequest -> EnqueueBatchResponse) = jobs::enqueue_batch;
+    [Worker   LongPoll quiet  ] ClaimJob: claim_job(ClaimJobRequest -> ClaimJobResponse) = jobs::claim;
+    [Worker   Unary    quiet  ] AckJob: ack_job(AckJobRequest -> AckJobResponse) = jobs::ack;
+    [Worker   Unary    quiet  ] AckJobs: ack_jobs(AckJobsRequest -> AckJobsResponse) = jobs::ack_jobs;
+    [Worker   Stream   quiet  ] Work: work(stream WorkRequest -> stream WorkStream) = jobs::work;
+    [Worker   Unary    quiet  ] FailJob: fail_job(FailJobRequest -> FailJobResponse) = jobs::fail;
+    [Worker   Unary    quiet  ] ExtendLease: extend_lease(ExtendLeaseRequest -> ExtendLeaseResponse) = jobs::extend_lease;
+    [Reader   Unary    quiet  ] GetJob: get_job(GetJobRequest -> GetJobResponse) = jobs::get;
+    [Reader   Unary    quiet  ] ListJobs: list_jobs(ListJobsRequest -> ListJobsResponse) = jobs::list;
+    [Producer Unary    audited] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
+    [Admin    Unary    audited] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
+    [Reader   Unary    quiet  ] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
+    [Reader   Unary    quiet  ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
+    [Admin    Unary    audited] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;
+    [Admin    Unary    audited] ResumeQueue: resume_queue(ResumeQueueRequest -> ResumeQueueResponse) = queues::resume;
+    [Admin    Unary    audited] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
+    [Admin    Unary    audited] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
+    [Admin    Stream   audited] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
+    [Reader   Unary    quiet  ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
+});
+
+// The deprecated operators' service: the same two RPCs as on QueueService.
+service!("dueq.v1.AdminService", admin_service, AdminApi: AdminService {
+    [Admin    Stream   audited] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
+    [Reader   Unary    quiet  ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
+});
+
+open!("grpc.health.v1.Health", health {
+    [Unary ] Check;
+    [Stream] Watch;
+});
+
+open!("grpc.reflection.v1.ServerReflection", reflection {
+    [Stream] ServerReflectionInfo;
+});
+
+open!("grpc.reflection.v1alpha.ServerReflection", reflection_v1alpha {
+    [Stream] ServerReflectionInfo;
+});
+
+/// Every line of the table.
+pub(crate) fn all() -> impl Iterator<Item = &'static Rpc> {
+    [
+        queue::ALL,
+        admin_service::ALL,
+        health::ALL,
+        reflection::ALL,
+        reflection_v1alpha::ALL,
+    ]
+    .into_iter()
+    .flatten()
+    .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use prost::Message;
+
+    /// Every method of the proto's services (dueq's, health, reflection) has exactly
+    /// one line, and every line is a method the proto declares.
+    #[test]
+    fn the_table_is_the_served_api() {
+        let mut declared = BTreeSet::new();
+        for encoded in [
+            crate::proto::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+        ] {
+            let set = prost_types::FileDescriptorSet::decode(encoded).expect("descriptor set");
+            for file in set.file {
+                let package = file.package.unwrap_or_default();
+                for service in file.service {
+                    let name = service.name.unwrap_or_default();
+                    for method in service.method {
+                        let method = method.name.unwrap_or_default();
+                        declared.insert(format!("/{package}.{name}/{method}"));
+                    }
+                }
+            }
+        }
+        declared.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo".into());
+        declared.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo".into());
+        let lines: Vec<&str> = super::all().map(|rpc| rpc.path).collect();
+        let table: BTreeSet<String> = lines.iter().map(|p| (*p).to_owned()).collect();
+        assert_eq!(lines.len(), table.len(), "a path is in the table twice");
+        assert_eq!(table, declared);
+    }
+
+    /// The operators' RPCs answer alike on both services.
+    #[test]
+    fn both_services_classify_the_operators_rpcs_alike() {
+        for (queue, admin) in [
+            (&super::queue::Migrate, &super::admin_service::Migrate),
+            (
+                &super::queue::GetNamespaceStatus,
+                &super::admin_service::GetNamespaceStatus,
+            ),
+        ] {
+            assert_eq!(
+                (queue.method, queue.access, queue.kind, queue.audited),
+                (admin.method, admin.access, admin.kind, admin.audited)
+            );
+        }
+    }
+}

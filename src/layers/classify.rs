@@ -1,0 +1,65 @@
+//! The outermost layer: looks the request's path up in the RPC table once and puts
+//! the `&'static Rpc` in its extensions, where every other layer and the handlers
+//! read it (`crate::rpc::of`). A path the server does not serve gets none: the
+//! layers treat it as an unknown unary call and tonic answers UNIMPLEMENTED.
+
+use std::{
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use tonic::codegen::http;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::rpc::Catalogue;
+
+#[derive(Debug, Clone)]
+pub(crate) struct ClassifyLayer {
+    catalogue: Arc<Catalogue>,
+}
+
+impl ClassifyLayer {
+    pub(crate) fn new(catalogue: Catalogue) -> Self {
+        ClassifyLayer {
+            catalogue: Arc::new(catalogue),
+        }
+    }
+}
+
+impl<S> Layer<S> for ClassifyLayer {
+    type Service = Classify<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Classify {
+            inner,
+            catalogue: self.catalogue.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Classify<S> {
+    inner: S,
+    catalogue: Arc<Catalogue>,
+}
+
+impl<S, B> Service<http::Request<B>> for Classify<S>
+where
+    S: Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        if let Some(rpc) = self.catalogue.find(request.uri().path()) {
+            request.extensions_mut().insert(rpc);
+        }
+        self.inner.call(request)
+    }
+}

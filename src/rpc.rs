@@ -1,0 +1,104 @@
+//! What the server knows about one RPC, as a value: its path, who may call it, how
+//! long it may last, whether an allowed call is audited. The values themselves are
+//! the one RPC table (`api::rpcs`), written once, one line per RPC; the outermost
+//! tower layer (`layers::ClassifyLayer`) looks a request's path up there once and
+//! puts the `&'static Rpc` in its extensions, where every later layer and the
+//! handlers read it instead of parsing the path again.
+
+use std::fmt;
+
+use tonic::codegen::http;
+
+use crate::auth::Role;
+
+/// One RPC the server answers.
+#[derive(Debug)]
+pub(crate) struct Rpc {
+    /// The gRPC service, with its package: `dueq.v1.QueueService`.
+    pub(crate) service: &'static str,
+    /// The proto method name: `Enqueue`. The name roles, audit lines, metrics and
+    /// spans use.
+    pub(crate) method: &'static str,
+    /// The HTTP/2 path: `/dueq.v1.QueueService/Enqueue`.
+    pub(crate) path: &'static str,
+    pub(crate) access: Access,
+    pub(crate) kind: CallKind,
+    /// Allowed calls are logged with their principal on `dueq::audit` (operator
+    /// actions that change or remove data).
+    pub(crate) audited: bool,
+}
+
+/// Who may call an RPC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Anyone, auth file or not: health and reflection, which reveal nothing of any
+    /// tenant and which load balancers and grpcurl use.
+    Open,
+    /// A principal holding this role or one that includes it (`Role::includes`) on
+    /// the namespace the request names.
+    Role(Role),
+}
+
+/// How long a call may legitimately last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    /// Answers as soon as Redis does: shares `--max-in-flight`, cut at
+    /// `--request-timeout`, timed in the latency histogram.
+    Unary,
+    /// A long-poll: waits up to `--max-wait` for work. Shares `--max-long-polls`.
+    LongPoll,
+    /// A stream that may run for long (Work, Migrate's progress, health Watch,
+    /// reflection). Shares `--max-long-polls` until its response starts.
+    Stream,
+}
+
+impl CallKind {
+    /// Whether the call may hold its slot for long (a long-poll or a stream): kept
+    /// out of the unary calls' concurrency limit, timeout and histogram.
+    pub(crate) fn is_long(self) -> bool {
+        !matches!(self, CallKind::Unary)
+    }
+}
+
+impl fmt::Display for Rpc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.method)
+    }
+}
+
+/// The table as the layers look it up: every RPC by path.
+#[derive(Debug)]
+pub(crate) struct Catalogue {
+    by_path: std::collections::HashMap<&'static str, &'static Rpc>,
+}
+
+impl Catalogue {
+    /// # Panics
+    /// When two lines of the table share a path: a table that cannot be looked up
+    /// unambiguously is a build defect, caught by the table's own test.
+    pub(crate) fn new(rpcs: impl IntoIterator<Item = &'static Rpc>) -> Self {
+        let mut by_path = std::collections::HashMap::new();
+        for rpc in rpcs {
+            let before = by_path.insert(rpc.path, rpc);
+            assert!(before.is_none(), "{} is in the RPC table twice", rpc.path);
+        }
+        Catalogue { by_path }
+    }
+
+    /// The RPC served at `path`; None for a path the server does not serve.
+    pub(crate) fn find(&self, path: &str) -> Option<&'static Rpc> {
+        self.by_path.get(path).copied()
+    }
+}
+
+/// The RPC the classify layer found for a request (`layers::ClassifyLayer`); None
+/// for a path the server does not serve.
+pub(crate) fn of(extensions: &http::Extensions) -> Option<&'static Rpc> {
+    extensions.get::<&'static Rpc>().copied()
+}
+
+/// The call kind of a request: an unknown path is answered at once (UNIMPLEMENTED),
+/// like a unary call.
+pub(crate) fn kind_of(extensions: &http::Extensions) -> CallKind {
+    of(extensions).map_or(CallKind::Unary, |rpc| rpc.kind)
+}

@@ -26,6 +26,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "doc_examples::every_grpcurl_example_runs_against_the_service, \
          dev::dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart",
     ),
+    (
+        "cli-taste",
+        "doc_examples::the_readme_cli_taste_is_run_with_the_cli_examples",
+    ),
     ("cli-examples", "cli::every_cli_doc_example_runs"),
     ("cli-dead-jobs-table", "cli::every_cli_doc_example_runs"),
     ("auth-file", "auth::the_security_doc_examples_run"),
@@ -51,11 +55,11 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// README.md and every `.md` under docs/, read once.
+/// README.md, CHANGELOG.md and every `.md` under docs/, read once.
 pub(crate) fn docs() -> &'static [Doc] {
     static DOCS: OnceLock<Vec<Doc>> = OnceLock::new();
     DOCS.get_or_init(|| {
-        let mut paths = vec![PathBuf::from("README.md")];
+        let mut paths = vec![PathBuf::from("README.md"), PathBuf::from("CHANGELOG.md")];
         let mut dirs = vec![PathBuf::from("docs")];
         while let Some(dir) = dirs.pop() {
             let entries = std::fs::read_dir(root().join(&dir))
@@ -213,7 +217,38 @@ fn every_marked_block_is_in_the_docs_once() {
     }
 }
 
-/// Pins: every relative link in README.md and docs/ points at a file
+/// Pins: the README stays an introduction; reference lives in docs/.
+#[test]
+fn the_readme_stays_short() {
+    let readme = &docs()
+        .iter()
+        .find(|d| d.path == "README.md")
+        .expect("README.md")
+        .text;
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 500,
+        "README.md has {lines} lines; move reference material to docs/"
+    );
+}
+
+/// Pins: the README's taste of the CLI runs: each of its commands is one of the
+/// examples `cli::every_cli_doc_example_runs` runs.
+#[test]
+fn the_readme_cli_taste_is_run_with_the_cli_examples() {
+    let taste = commands_between("cli-taste");
+    assert!(!taste.is_empty());
+    let examples = commands_between("cli-examples");
+    for command in &taste {
+        assert!(
+            examples.contains(command),
+            "the README's CLI command\n{command}is not among docs/cli.md's examples, so no \
+             test runs it"
+        );
+    }
+}
+
+/// Pins: every relative link in README.md, CHANGELOG.md and docs/ points at a file
 /// that exists, and an `#anchor` into a Markdown file at one of its headings.
 #[test]
 fn every_relative_link_in_the_docs_resolves() {

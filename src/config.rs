@@ -228,8 +228,8 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_TLS_CLIENT_CA", value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
 
-    /// Principals allowed to call, with their roles and namespaces (TOML; README,
-    /// Security). Without it every caller may do everything.
+    /// Principals allowed to call, with their roles and namespaces (TOML;
+    /// docs/security.md). Without it every caller may do everything.
     #[arg(long, env = "DUEQ_AUTH_FILE")]
     pub auth_file: Option<PathBuf>,
 

@@ -39,16 +39,16 @@ async fn check_redis_settings(store: &Store) {
         }
     }
     // Without the append-only file Redis persists only snapshots: a Redis killed or
-    // crashed comes back without what was acknowledged since the last one (README,
-    // Durability).
+    // crashed comes back without what was acknowledged since the last one
+    // (docs/operations.md, Durability).
     if let Ok(Some(appendonly)) = store.config_value("appendonly").await {
         if appendonly != "yes" {
             tracing::warn!(
                 appendonly = %appendonly,
                 "Redis has AOF off: if Redis is killed or crashes, the enqueues, acks and \
                  claims it acknowledged since its last RDB snapshot are lost, and jobs may \
-                 run twice; set appendonly yes (appendfsync everysec or always), see the \
-                 README's Durability section"
+                 run twice; set appendonly yes (appendfsync everysec or always), see \
+                 Durability in docs/operations.md"
             );
         }
     }

@@ -60,7 +60,7 @@ pub enum Output {
     /// Human-readable tables.
     Table,
     /// One JSON document on stdout, with snake_case fields that do not change between
-    /// releases (README, Operator CLI).
+    /// releases (docs/cli.md).
     Json,
 }
 

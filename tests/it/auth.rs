@@ -13,7 +13,7 @@ use dueq::proto::admin_service_client::AdminServiceClient;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{transport::Channel, Code, Request, Status};
 
-use crate::{common::*, readme_examples};
+use crate::{common::*, doc_examples};
 
 /// One principal per role, on `shop-*`; `root` is admin on `*`, `billing` a producer
 /// on exactly `billing`. Each one's token is `t-<name>`.
@@ -608,20 +608,19 @@ async fn every_namespace_rpcs_need_a_role_on_star() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
 async fn reflection_stays_open_with_auth_and_can_be_closed() {
-    if !readme_examples::grpcurl_available() {
-        return;
-    }
+    doc_examples::require_grpcurl();
     let redis = Redis::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let open = start(&redis, dir.path(), true).await;
-    let (ok, text) = readme_examples::run(
+    let (ok, text) = doc_examples::run(
         "grpcurl -plaintext localhost:50051 list",
         &open.addr.to_string(),
     );
     assert!(ok && text.contains("dueq.v1.QueueService"), "{text}");
     let closed = start(&redis, dir.path(), false).await;
-    let (ok, text) = readme_examples::run(
+    let (ok, text) = doc_examples::run(
         "grpcurl -plaintext localhost:50051 list",
         &closed.addr.to_string(),
     );
@@ -713,7 +712,7 @@ fn a_bad_auth_file_stops_startup_naming_the_principal_and_field() {
     }
 }
 
-/// `dueq serve` on a free loopback port, serving the README's example auth file with
+/// `dueq serve` on a free loopback port, serving the example auth file of docs/security.md with
 /// the `ops` principal's hash (from the environment) made from `ops-token`; its
 /// stdout lines come through the receiver.
 struct ReadmeService {
@@ -730,13 +729,9 @@ impl Drop for ReadmeService {
     }
 }
 
-/// The first TOML block of the README's Security section.
+/// The example auth file of docs/security.md (its block `auth-file`).
 fn readme_auth_file() -> &'static str {
-    let readme = readme_examples::README;
-    let security = &readme[readme.find("## Security").expect("Security section")..];
-    let start = security.find("```toml\n").expect("toml block") + "```toml\n".len();
-    let end = start + security[start..].find("```").expect("block end");
-    &security[start..end]
+    doc_examples::fenced("auth-file")
 }
 
 async fn start_readme_service(redis: &Redis) -> ReadmeService {
@@ -795,19 +790,17 @@ async fn start_readme_service(redis: &Redis) -> ReadmeService {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_readme_security_examples_run() {
-    if !readme_examples::grpcurl_available() {
-        return;
-    }
+#[ignore = "needs grpcurl"]
+async fn the_security_doc_examples_run() {
+    doc_examples::require_grpcurl();
     let redis = Redis::start().await;
     let service = start_readme_service(&redis).await;
-    let commands = readme_examples::commands_between("auth-examples");
+    let commands = doc_examples::commands_between("auth-examples");
     assert_eq!(commands.len(), 3, "{commands:?}");
     let mut outputs = Vec::new();
     for command in &commands {
-        let (ok, text) =
-            tokio::task::block_in_place(|| readme_examples::run(command, &service.addr));
-        assert!(ok, "README example failed:\n{command}\n{text}");
+        let (ok, text) = tokio::task::block_in_place(|| doc_examples::run(command, &service.addr));
+        assert!(ok, "docs/security.md example failed:\n{command}\n{text}");
         outputs.push(text);
     }
     assert!(outputs[0].contains("jobId"), "{}", outputs[0]);

@@ -750,7 +750,7 @@ async fn tls_client_certificate_and_token() {
     assert!(stdout(&out).contains("DUEQ_TOKEN") && !stdout(&out).contains(token));
 }
 
-/// The state of the README's grpcurl examples that its CLI examples read: in `shop`,
+/// The state of the README's grpcurl tour that docs/cli.md's examples read: in `shop`,
 /// queue `emails`, digest-alice dead ("mailbox full") and welcome-alice pending; in
 /// `billing`, the schedule nightly-invoices.
 async fn readme_state(client: &mut Client) {
@@ -793,16 +793,16 @@ async fn readme_state(client: &mut Client) {
     upsert(client, "billing", nightly).await;
 }
 
-/// Pins: every CLI example in the README runs, in order, against a live service
+/// Pins: every CLI example in docs/cli.md runs, in order, against a live service
 /// (the `dueq` on PATH is this build; DUEQ_ADDR points at the service), and prints
-/// what the README says it does.
+/// what docs/cli.md says it does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_readme_cli_example_runs() {
+async fn every_cli_doc_example_runs() {
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;
     readme_state(&mut client).await;
-    let commands = crate::readme_examples::commands_between("cli-examples");
+    let commands = crate::doc_examples::commands_between("cli-examples");
     assert_eq!(commands.len(), 17, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
@@ -828,25 +828,20 @@ async fn every_readme_cli_example_runs() {
         });
         assert!(
             out.status.success(),
-            "README example failed:\n{command}\n{}{}",
+            "docs/cli.md example failed:\n{command}\n{}{}",
             stdout(&out),
             stderr(&out)
         );
         outputs.push(stdout(&out));
     }
-    // The table the README shows is the one the first example prints.
+    // The table docs/cli.md shows is the one the first example prints.
     let dead = &outputs[0];
     assert!(
         dead.contains("digest-alice") && dead.contains("mailbox full"),
         "{dead}"
     );
     assert!(!dead.contains("welcome-alice"), "{dead}");
-    let shown = crate::readme_examples::README
-        .split("`dueq jobs -n shop emails --state dead` prints:")
-        .nth(1)
-        .and_then(|rest| rest.split("```text\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("the README shows the dead-jobs table");
+    let shown = crate::doc_examples::fenced("cli-dead-jobs-table");
     let columns = |text: &str| -> Vec<String> {
         text.lines()
             .find(|l| l.contains("digest-alice"))
@@ -861,7 +856,7 @@ async fn every_readme_cli_example_runs() {
     assert_eq!(
         columns(shown),
         columns(dead),
-        "README:\n{shown}\nprinted:\n{dead}"
+        "docs/cli.md:\n{shown}\nprinted:\n{dead}"
     );
 
     let job: Value = serde_json::from_str(&outputs[1]).expect("JSON");
@@ -966,12 +961,14 @@ async fn migrate_with_problems_exits_4() {
 /// scanned count), then clears it and prints the summary; off a terminal (every
 /// other test) nothing but the summary is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs script"]
 async fn migrate_draws_a_progress_bar_on_a_terminal() {
     let script_found = Command::new("script").arg("--version").output().is_ok();
-    if !script_found {
-        eprintln!("skipping: no `script` (util-linux) to make a pseudo-terminal");
-        return;
-    }
+    assert!(
+        script_found,
+        "`script` (util-linux) is not on PATH, and this test needs it to make a \
+         pseudo-terminal: install util-linux, or run without --include-ignored to skip it"
+    );
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;

@@ -403,15 +403,12 @@ fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).expect("ms")
 }
 
-/// Every metric the Grafana dashboard queries is one the README's metric table (the
+/// Every metric the Grafana dashboard queries is one the metric table of docs/operations.md (the
 /// contract the other tests here check the service against) lists.
 #[test]
 fn the_dashboard_queries_only_documented_metrics() {
-    let readme = crate::readme_examples::README;
-    let table = &readme[readme.find("## Observability").expect("Observability")..];
-    let documented: Vec<&str> = table
+    let documented: Vec<&str> = crate::doc_examples::between("metrics-table")
         .lines()
-        .take_while(|line| !line.starts_with("## Security"))
         .filter_map(|line| line.strip_prefix("| `"))
         .filter_map(|line| line.split('`').next())
         .collect();
@@ -433,7 +430,7 @@ fn the_dashboard_queries_only_documented_metrics() {
                     .unwrap_or(word);
                 assert!(
                     documented.contains(&family),
-                    "the dashboard queries {word}, which the README does not list"
+                    "the dashboard queries {word}, which docs/operations.md does not list"
                 );
                 queried += 1;
             }

@@ -30,7 +30,7 @@ DUEQ_PROFILE_REDIS="redis://127.0.0.1:$port" DUEQ_PROFILE_BATCH="$batch" cargo t
 dump=$(ls "$out"/callgrind.out.* | head -1)
 total=$(callgrind_annotate --auto=no "$dump" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
 echo "instructions in the drain: $total, per claimed and acked job: $((total / jobs)) ($batch per claim)"
-# Inclusive costs of the parts docs/DESIGN.md names ("The worker fast path").
+# Inclusive costs of the parts docs/performance.md names ("Where a job's Redis time goes").
 callgrind_annotate --auto=no --inclusive=yes --threshold=100 "$dump" | grep -E \
   ':(luaRedisGenericCommand|mp_pack|mp_unpack_limit|luaS_newlstr|luaC_step|zaddGenericCommand) ' || true
 echo "callgrind output: $dump"

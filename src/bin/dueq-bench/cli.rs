@@ -5,7 +5,7 @@ use std::{path::PathBuf, time::Duration};
 use clap::Parser;
 
 /// dueq-bench: measures throughput, latency, scaling, memory and migration of the
-/// dueq service on this machine (see README "Performance").
+/// dueq service on this machine (see docs/performance.md).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "dueq-bench", version, long_about = None)]
 pub(crate) struct BenchArgs {

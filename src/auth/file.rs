@@ -44,7 +44,8 @@ pub(super) fn load(path: &Path) -> Result<Principals, AuthFileError> {
     parse(&text, &|var| std::env::var(var).ok()).map_err(fail)
 }
 
-/// Where an entry's error is: `(field, reason)` to the message naming the entry.
+/// An entry's error message from `(field, reason)`: it names the entry (its name and
+/// place in the file) and the field.
 type At<'a> = &'a dyn Fn(&str, String) -> String;
 
 /// The principals of an auth file's text, every entry checked; `env` reads the

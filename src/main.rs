@@ -1,5 +1,9 @@
 //! The `dueq` binary.
 
+// The decisions clippy.toml keeps: short functions, the host clock only in the
+// library's clock, raw Redis commands only in its store, no blocking sleep.
+#![warn(clippy::too_many_lines, clippy::disallowed_methods)]
+
 use std::{future::Future, process::ExitCode};
 
 use clap::Parser;

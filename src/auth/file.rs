@@ -44,6 +44,12 @@ pub(super) fn load(path: &Path) -> Result<Principals, AuthFileError> {
     parse(&text, &|var| std::env::var(var).ok()).map_err(fail)
 }
 
+/// An entry's error message from `(field, reason)`: it names the entry (its name and
+/// place in the file) and the field.
+type At<'a> = &'a dyn Fn(&str, String) -> String;
+
+/// The principals of an auth file's text, every entry checked; `env` reads the
+/// variables `token_sha256_env` names.
 fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals, String> {
     let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
     if file.principal.is_empty() {
@@ -60,69 +66,9 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
                 index + 1
             )
         };
-        if entry.name.trim().is_empty() {
-            return Err(at("name", "must not be empty".into()));
-        }
-        if !names.insert(entry.name.clone()) {
-            return Err(at("name", "another principal has the same name".into()));
-        }
-        if entry.roles.is_empty() {
-            return Err(at(
-                "roles",
-                "list at least one of producer, worker, reader, admin".into(),
-            ));
-        }
-        if entry.namespaces.is_empty() || entry.namespaces.iter().any(|p| p.is_empty()) {
-            return Err(at(
-                "namespaces",
-                "list namespace names or patterns (shop-*, *), none empty".into(),
-            ));
-        }
-        let token = match (&entry.token_sha256, &entry.token_sha256_env) {
-            (Some(_), Some(_)) => {
-                return Err(at(
-                    "token_sha256_env",
-                    "set token_sha256 or token_sha256_env, not both".into(),
-                ))
-            }
-            (Some(hex), None) => Some(sha256_hex(hex).map_err(|r| at("token_sha256", r))?),
-            (None, Some(var)) => {
-                let hex = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                    at(
-                        "token_sha256_env",
-                        format!("environment variable {var} is not set"),
-                    )
-                })?;
-                Some(
-                    sha256_hex(hex.trim())
-                        .map_err(|r| at(&format!("token_sha256_env ({var})"), r))?,
-                )
-            }
-            (None, None) => None,
-        };
-        if token.is_none() && entry.client_cert_subject.is_none() {
-            return Err(at(
-                "token_sha256",
-                "a principal needs token_sha256 (or token_sha256_env) and/or client_cert_subject"
-                    .into(),
-            ));
-        }
-        if let Some(hash) = token {
-            if !hashes.insert(hash) {
-                return Err(at(
-                    "token_sha256",
-                    "another principal has the same token; each token must name one principal"
-                        .into(),
-                ));
-            }
-        }
-        if entry
-            .client_cert_subject
-            .as_ref()
-            .is_some_and(|s| s.is_empty())
-        {
-            return Err(at("client_cert_subject", "must not be empty".into()));
-        }
+        check_grants(&entry, &at, &mut names)?;
+        let token = token_hash(&entry, env, &at)?;
+        check_credentials(&entry, token, &at, &mut hashes)?;
         principals.push(Arc::new(Principal {
             namespaces: entry.namespaces.iter().map(|p| Pattern::new(p)).collect(),
             name: entry.name,
@@ -132,6 +78,91 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
         }));
     }
     Ok(Principals { principals })
+}
+
+/// Who the entry is and what it may do: a name no other entry has (`names` holds
+/// the earlier ones), at least one role, and namespace patterns, none empty.
+fn check_grants(entry: &Entry, at: At<'_>, names: &mut HashSet<String>) -> Result<(), String> {
+    if entry.name.trim().is_empty() {
+        return Err(at("name", "must not be empty".into()));
+    }
+    if !names.insert(entry.name.clone()) {
+        return Err(at("name", "another principal has the same name".into()));
+    }
+    if entry.roles.is_empty() {
+        return Err(at(
+            "roles",
+            "list at least one of producer, worker, reader, admin".into(),
+        ));
+    }
+    if entry.namespaces.is_empty() || entry.namespaces.iter().any(|p| p.is_empty()) {
+        return Err(at(
+            "namespaces",
+            "list namespace names or patterns (shop-*, *), none empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The entry's token hash, from `token_sha256` or from the environment variable
+/// `token_sha256_env` names (one or the other); None if it has neither.
+fn token_hash(
+    entry: &Entry,
+    env: &dyn Fn(&str) -> Option<String>,
+    at: At<'_>,
+) -> Result<Option<[u8; 32]>, String> {
+    match (&entry.token_sha256, &entry.token_sha256_env) {
+        (Some(_), Some(_)) => Err(at(
+            "token_sha256_env",
+            "set token_sha256 or token_sha256_env, not both".into(),
+        )),
+        (Some(hex), None) => Ok(Some(sha256_hex(hex).map_err(|r| at("token_sha256", r))?)),
+        (None, Some(var)) => {
+            let hex = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                at(
+                    "token_sha256_env",
+                    format!("environment variable {var} is not set"),
+                )
+            })?;
+            Ok(Some(sha256_hex(hex.trim()).map_err(|r| {
+                at(&format!("token_sha256_env ({var})"), r)
+            })?))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// How the entry proves who it is: a token (`token`, no other entry's: `hashes`
+/// holds the earlier ones) and/or a client certificate subject, not empty.
+fn check_credentials(
+    entry: &Entry,
+    token: Option<[u8; 32]>,
+    at: At<'_>,
+    hashes: &mut HashSet<[u8; 32]>,
+) -> Result<(), String> {
+    if token.is_none() && entry.client_cert_subject.is_none() {
+        return Err(at(
+            "token_sha256",
+            "a principal needs token_sha256 (or token_sha256_env) and/or client_cert_subject"
+                .into(),
+        ));
+    }
+    if let Some(hash) = token {
+        if !hashes.insert(hash) {
+            return Err(at(
+                "token_sha256",
+                "another principal has the same token; each token must name one principal".into(),
+            ));
+        }
+    }
+    if entry
+        .client_cert_subject
+        .as_ref()
+        .is_some_and(|s| s.is_empty())
+    {
+        return Err(at("client_cert_subject", "must not be empty".into()));
+    }
+    Ok(())
 }
 
 /// 64 lower-case hex digits; the token itself is never stored.

@@ -154,12 +154,15 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use deadpool_redis::redis;
+
     use crate::{
         domain::{Failure, JobSpec, RunAt},
         store::{
+            keys::NamespaceKeys,
             ops::{
                 ack_job::AckJob, cancel_job::CancelJob, claim_jobs, enqueue_jobs::EnqueueJobs,
-                fail_job::FailJob, retry_job::RetryJob,
+                fail_job::FailJob, migrate_counts::MigrateCounts, retry_job::RetryJob,
             },
             Store,
         },
@@ -196,6 +199,20 @@ mod tests {
         (q.pending, q.delayed, q.active, q.dead)
     }
 
+    async fn enqueue(store: &Store, jobs: &[JobSpec]) {
+        store
+            .run(
+                "ns",
+                &EnqueueJobs {
+                    namespace: "ns",
+                    jobs,
+                    max_jobs: 0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+    }
+
     async fn claim(store: &Store, queue: &str) -> (String, String) {
         let queues = [queue.to_owned()];
         let op = claim_jobs::ClaimJobs {
@@ -207,12 +224,52 @@ mod tests {
         (job.id.clone(), job.lease_token.clone())
     }
 
+    async fn ack(store: &Store, id: &str, token: &str) {
+        store
+            .run("ns", &AckJob { id, token })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    async fn fail(store: &Store, id: &str, token: &str, failure: &Failure) {
+        store
+            .run(
+                "ns",
+                &FailJob {
+                    id,
+                    token,
+                    failure,
+                    random: 0.0,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    async fn cancel(store: &Store, id: &str) {
+        store
+            .run("ns", &CancelJob { id })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
     /// Every transition keeps the counts exact: enqueue, claim, ack, fail to a retry
     /// and to dead, retry, cancel; queues page by name; the oldest pending job shows.
     #[tokio::test]
     async fn counts_follow_every_transition() {
         let redis = TestRedis::start().await;
         let store = redis.store();
+        enqueue_a_to_e(&store).await;
+        claim_and_ack_a(&store).await;
+        fail_b_to_a_retry_then_dead(&store).await;
+        lua_keys_are_the_ones_keys_rs_names(&redis).await;
+        retry_b_and_cancel_c_and_d(&store).await;
+        queues_page_by_name(&store).await;
+    }
+
+    /// a, b, c pending in q (b with two attempts), d delayed in q, e pending in r;
+    /// q's oldest pending job shows.
+    async fn enqueue_a_to_e(store: &Store) {
         let jobs = [
             spec("a", "q", RunAt::Now, 1),
             spec("b", "q", RunAt::Now, 2),
@@ -220,121 +277,79 @@ mod tests {
             spec("d", "q", RunAt::DelayMs(60_000), 1),
             spec("e", "r", RunAt::Now, 1),
         ];
-        store
-            .run(
-                "ns",
-                &EnqueueJobs {
-                    namespace: "ns",
-                    jobs: &jobs,
-                    max_jobs: 0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("enqueue: {e}"));
-        assert_eq!(counts(&store, "q").await, (3, 1, 0, 0));
+        enqueue(store, &jobs).await;
+        assert_eq!(counts(store, "q").await, (3, 1, 0, 0));
         let page = store
             .queue_stats("ns", "", 100)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let q = &page.queues[0];
         assert!(q.oldest_pending_ms.is_some_and(|at| at <= page.now_ms));
+    }
 
-        let (a, token) = claim(&store, "q").await;
+    /// a, claimed, is active; acked, it is counted nowhere.
+    async fn claim_and_ack_a(store: &Store) {
+        let (a, token) = claim(store, "q").await;
         assert_eq!(a, "a");
-        assert_eq!(counts(&store, "q").await, (2, 1, 1, 0));
-        store
-            .run(
-                "ns",
-                &AckJob {
-                    id: &a,
-                    token: &token,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(counts(&store, "q").await, (2, 1, 0, 0));
+        assert_eq!(counts(store, "q").await, (2, 1, 1, 0));
+        ack(store, &a, &token).await;
+        assert_eq!(counts(store, "q").await, (2, 1, 0, 0));
+    }
 
-        // b has two attempts: its failure retries it now (pending again).
+    /// b has two attempts: its first failure retries it now (pending again, at the
+    /// head), its second makes it dead.
+    async fn fail_b_to_a_retry_then_dead(store: &Store) {
         let now = Failure {
             error: "x".into(),
             retry_after_ms: Some(0),
             non_retryable: false,
         };
-        let (b, token) = claim(&store, "q").await;
-        store
-            .run(
-                "ns",
-                &FailJob {
-                    id: &b,
-                    token: &token,
-                    failure: &now,
-                    random: 0.0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            counts(&store, "q").await,
-            (2, 1, 0, 0),
-            "b is pending again"
-        );
-        let (b, token) = claim(&store, "q").await;
+        let (b, token) = claim(store, "q").await;
+        fail(store, &b, &token, &now).await;
+        assert_eq!(counts(store, "q").await, (2, 1, 0, 0), "b is pending again");
+        let (b, token) = claim(store, "q").await;
         assert_eq!(b, "b", "a retried job goes to the head");
-        store
-            .run(
-                "ns",
-                &FailJob {
-                    id: &b,
-                    token: &token,
-                    failure: &now,
-                    random: 0.0,
-                },
-            )
+        fail(store, &b, &token, &now).await;
+        assert_eq!(counts(store, "q").await, (1, 1, 0, 1), "b is dead");
+    }
+
+    /// The keys the Lua library composes are the ones keys.rs names: q's pending
+    /// count, its dead set holding b, and q in the queue registry.
+    async fn lua_keys_are_the_ones_keys_rs_names(redis: &TestRedis) {
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let mut conn = redis.conn().await;
+        let (pending, dead, listed): (i64, Option<i64>, Option<i64>) = redis::pipe()
+            .cmd("HGET")
+            .arg(keys.queue_state("q"))
+            .arg("pending")
+            .cmd("ZSCORE")
+            .arg(keys.queue_dead("q"))
+            .arg("b")
+            .cmd("ZSCORE")
+            .arg(keys.queue_registry())
+            .arg("q")
+            .query_async(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(counts(&store, "q").await, (1, 1, 0, 1), "b is dead");
-        // The keys the Lua library composes are the ones keys.rs names.
-        {
-            use crate::store::keys::NamespaceKeys;
-            use deadpool_redis::redis;
-            let keys = NamespaceKeys::new("dueq", "ns");
-            let mut conn = redis.conn().await;
-            let (pending, dead, listed): (i64, Option<i64>, Option<i64>) = redis::pipe()
-                .cmd("HGET")
-                .arg(keys.queue_state("q"))
-                .arg("pending")
-                .cmd("ZSCORE")
-                .arg(keys.queue_dead("q"))
-                .arg("b")
-                .cmd("ZSCORE")
-                .arg(keys.queue_registry())
-                .arg("q")
-                .query_async(&mut conn)
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((pending, dead.is_some(), listed), (1, true, Some(0)));
-        }
+        assert_eq!((pending, dead.is_some(), listed), (1, true, Some(0)));
+    }
 
+    /// Retried, the dead b is pending again; cancelled, the pending c and the
+    /// delayed d are counted nowhere; r is untouched.
+    async fn retry_b_and_cancel_c_and_d(store: &Store) {
         store
             .run("ns", &RetryJob { id: "b" })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            counts(&store, "q").await,
-            (2, 1, 0, 0),
-            "b is pending again"
-        );
-        store
-            .run("ns", &CancelJob { id: "c" })
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        store
-            .run("ns", &CancelJob { id: "d" })
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(counts(&store, "q").await, (1, 0, 0, 0));
-        assert_eq!(counts(&store, "r").await, (1, 0, 0, 0));
+        assert_eq!(counts(store, "q").await, (2, 1, 0, 0), "b is pending again");
+        cancel(store, "c").await;
+        cancel(store, "d").await;
+        assert_eq!(counts(store, "q").await, (1, 0, 0, 0));
+        assert_eq!(counts(store, "r").await, (1, 0, 0, 0));
+    }
 
+    /// Pages of one queue: q, then r, then no more.
+    async fn queues_page_by_name(store: &Store) {
         let first = store
             .queue_stats("ns", "", 1)
             .await
@@ -357,17 +372,7 @@ mod tests {
         let jobs: Vec<JobSpec> = (0..150)
             .map(|i| spec(&format!("j{i}"), &format!("q{i:03}"), RunAt::Now, 1))
             .collect();
-        store
-            .run(
-                "ns",
-                &EnqueueJobs {
-                    namespace: "ns",
-                    jobs: &jobs,
-                    max_jobs: 0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("enqueue: {e}"));
+        enqueue(&store, &jobs).await;
         let all = store
             .queue_stats("ns", "", 1000)
             .await
@@ -413,114 +418,33 @@ mod tests {
         assert_eq!(page.next_after, None);
     }
 
+    /// One batch of Migrate's recount, under the lock token `t`: of `queue`, or
+    /// `None` to record that every queue is counted.
+    fn recount_step(queue: Option<&'static str>) -> MigrateCounts<'static> {
+        MigrateCounts {
+            token: "t",
+            queue,
+            batch: 64,
+        }
+    }
+
     /// A namespace whose jobs predate the counts is recounted by Migrate's batches
     /// while jobs keep moving between them: a job is counted once, by the walk or
     /// by its transition, never both; new queues count from their first job.
     #[tokio::test]
     async fn the_recount_is_exact_while_jobs_move() {
-        use crate::store::{keys::NamespaceKeys, ops::migrate_counts::MigrateCounts};
-        use deadpool_redis::redis;
         let redis = TestRedis::start().await;
         let store = redis.store();
-        let mut conn = redis.conn().await;
-        let keys = NamespaceKeys::new("dueq", "ns");
-        let jobs: Vec<JobSpec> = (0..200)
-            .map(|i| spec(&format!("j{i:03}"), "q", RunAt::Now, 1))
-            .collect();
-        store
-            .run(
-                "ns",
-                &EnqueueJobs {
-                    namespace: "ns",
-                    jobs: &jobs,
-                    max_jobs: 0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("enqueue: {e}"));
-        // j000 dies (one attempt, failed).
-        let fatal = Failure {
-            error: "x".into(),
-            retry_after_ms: None,
-            non_retryable: true,
-        };
-        let (id, token) = claim(&store, "q").await;
-        store
-            .run(
-                "ns",
-                &FailJob {
-                    id: &id,
-                    token: &token,
-                    failure: &fatal,
-                    random: 0.0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        // As a store written before the counts: none of their keys, no meta flag.
-        let _: () = redis::pipe()
-            .cmd("HDEL")
-            .arg(keys.meta())
-            .arg("counts")
-            .ignore()
-            .cmd("DEL")
-            .arg(keys.queue_state("q"))
-            .arg(keys.queue_dead("q"))
-            .arg(keys.queue_registry())
-            .ignore()
-            .query_async(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let _: () = redis::cmd("SET")
-            .arg(keys.migrate_lock())
-            .arg("t")
-            .query_async(&mut conn)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let step = |queue: Option<&'static str>| MigrateCounts {
-            token: "t",
-            queue,
-            batch: 64,
-        };
+        enqueue_200_and_kill_j000(&store).await;
+        forget_the_counts_and_take_the_lock(&redis).await;
         // First batch: jobs 1..=63 visited.
         let first = store
-            .run("ns", &step(Some("q")))
+            .run("ns", &recount_step(Some("q")))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(first.map(|s| s.done), Some(false));
-        // Moves between batches: j001 (visited) and j150 (not yet) are claimed; j151
-        // is cancelled; a new queue gets a job.
-        let (a, _) = claim(&store, "q").await;
-        assert_eq!(a, "j001");
-        store
-            .run("ns", &CancelJob { id: "j151" })
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let more = [spec("n1", "fresh", RunAt::Now, 1)];
-        store
-            .run(
-                "ns",
-                &EnqueueJobs {
-                    namespace: "ns",
-                    jobs: &more,
-                    max_jobs: 0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        loop {
-            let s = store
-                .run("ns", &step(Some("q")))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
-            if s.unwrap_or_else(|| panic!("lock lost")).done {
-                break;
-            }
-        }
-        store
-            .run("ns", &step(None))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        move_jobs_between_batches(&store).await;
+        recount_the_rest(&store).await;
         // 200 - dead j000 - active j001 - cancelled j151 = 197 pending.
         assert_eq!(counts(&store, "q").await, (197, 0, 1, 1));
         assert_eq!(counts(&store, "fresh").await, (1, 0, 0, 0));
@@ -541,5 +465,72 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}")),
             None
         );
+    }
+
+    /// j000..j199 pending in q; then j000 dies (one attempt, failed).
+    async fn enqueue_200_and_kill_j000(store: &Store) {
+        let jobs: Vec<JobSpec> = (0..200)
+            .map(|i| spec(&format!("j{i:03}"), "q", RunAt::Now, 1))
+            .collect();
+        enqueue(store, &jobs).await;
+        let fatal = Failure {
+            error: "x".into(),
+            retry_after_ms: None,
+            non_retryable: true,
+        };
+        let (id, token) = claim(store, "q").await;
+        fail(store, &id, &token, &fatal).await;
+    }
+
+    /// Makes the namespace look written before the counts (none of their keys, no
+    /// meta flag), and takes the migrate lock with token `t` as Migrate would.
+    async fn forget_the_counts_and_take_the_lock(redis: &TestRedis) {
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let mut conn = redis.conn().await;
+        let _: () = redis::pipe()
+            .cmd("HDEL")
+            .arg(keys.meta())
+            .arg("counts")
+            .ignore()
+            .cmd("DEL")
+            .arg(keys.queue_state("q"))
+            .arg(keys.queue_dead("q"))
+            .arg(keys.queue_registry())
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _: () = redis::cmd("SET")
+            .arg(keys.migrate_lock())
+            .arg("t")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Moves between batches: j001 (already visited) is claimed; j151 (not yet) is
+    /// cancelled; a new queue gets a job.
+    async fn move_jobs_between_batches(store: &Store) {
+        let (a, _) = claim(store, "q").await;
+        assert_eq!(a, "j001");
+        cancel(store, "j151").await;
+        enqueue(store, &[spec("n1", "fresh", RunAt::Now, 1)]).await;
+    }
+
+    /// The batches of q to its end, then the step that records every queue counted.
+    async fn recount_the_rest(store: &Store) {
+        loop {
+            let s = store
+                .run("ns", &recount_step(Some("q")))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            if s.unwrap_or_else(|| panic!("lock lost")).done {
+                break;
+            }
+        }
+        store
+            .run("ns", &recount_step(None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -44,6 +44,14 @@ pub(crate) struct Plan {
     pub(crate) skipped_window: u64,
 }
 
+/// Where the window leaves a late claim's slots.
+enum Windowed {
+    /// The slots from `first` on are inside the window; `skipped` older ones are not.
+    From { first: i64, skipped: u64 },
+    /// No slot up to now is inside the window: all `skipped`, the next run is `next_ms`.
+    Past { next_ms: Option<i64>, skipped: u64 },
+}
+
 impl Timing {
     /// Claiming a schedule whose next run is slot `due_ms` at `now_ms` under `rule`.
     pub(crate) fn catch_up(&self, due_ms: i64, now_ms: i64, rule: CatchUpRule) -> Plan {
@@ -57,34 +65,61 @@ impl Timing {
             };
         }
         // 1. The window: slots before now - window are skipped.
-        let mut first = due_ms;
-        let mut skipped_window = 0;
-        if let Some(window) = rule.window_ms {
-            let from = now_ms.saturating_sub(window);
-            if due_ms < from {
-                let to_window = self.advance(due_ms, from - 1);
-                skipped_window = (to_window.skipped + 1).min(MAX_SKIP_COUNT);
-                match to_window.next_ms {
-                    Some(next) if next <= now_ms => first = next,
-                    next => {
-                        return Plan {
-                            hand_out: None,
-                            next_ms: next,
-                            skipped_catchup: 0,
-                            skipped_window,
-                        }
-                    }
+        let (first, skipped_window) = match self.window(due_ms, now_ms, rule.window_ms) {
+            Windowed::From { first, skipped } => (first, skipped),
+            Windowed::Past { next_ms, skipped } => {
+                return Plan {
+                    hand_out: None,
+                    next_ms,
+                    skipped_catchup: 0,
+                    skipped_window: skipped,
                 }
             }
-        }
+        };
         // 2. The policy, over the slots [first, now].
+        Plan {
+            skipped_window,
+            ..self.policy(first, now_ms, rule.policy)
+        }
+    }
+
+    /// Step 1 of a late claim (`due_ms <= now_ms`): the slots older than `window_ms`
+    /// before now are skipped.
+    fn window(&self, due_ms: i64, now_ms: i64, window_ms: Option<i64>) -> Windowed {
+        let Some(window) = window_ms else {
+            return Windowed::From {
+                first: due_ms,
+                skipped: 0,
+            };
+        };
+        let from = now_ms.saturating_sub(window);
+        if due_ms >= from {
+            return Windowed::From {
+                first: due_ms,
+                skipped: 0,
+            };
+        }
+        let to_window = self.advance(due_ms, from - 1);
+        let skipped = (to_window.skipped + 1).min(MAX_SKIP_COUNT);
+        match to_window.next_ms {
+            Some(next) if next <= now_ms => Windowed::From {
+                first: next,
+                skipped,
+            },
+            next_ms => Windowed::Past { next_ms, skipped },
+        }
+    }
+
+    /// Step 2 of a late claim: what `policy` does with the slots [`first`, `now_ms`]
+    /// (`skipped_window` left 0 for the caller to fill in).
+    fn policy(&self, first: i64, now_ms: i64, policy: CatchUp) -> Plan {
         let plan = |hand_out, next_ms, skipped_catchup| Plan {
             hand_out,
             next_ms,
             skipped_catchup,
-            skipped_window,
+            skipped_window: 0,
         };
-        match rule.policy {
+        match policy {
             CatchUp::One => {
                 let rest = self.advance(first, now_ms);
                 plan(Some(first), rest.next_ms, rest.skipped)
@@ -97,36 +132,42 @@ impl Timing {
                     plan(None, rest.next_ms, (rest.skipped + 1).min(MAX_SKIP_COUNT))
                 }
             }
-            CatchUp::All { limit } => {
-                // The last `limit` slots in [first, now], walking forward; the walk
-                // is bounded by MAX_SKIP_COUNT + limit slots.
-                let limit = limit.clamp(1, MAX_CATCHUP_LIMIT) as usize;
-                let mut kept: VecDeque<i64> = VecDeque::with_capacity(limit.min(64) + 1);
-                let mut dropped: u64 = 0;
-                let mut slot = Some(first);
-                let mut walked: u64 = 0;
-                while let Some(at) = slot.filter(|&at| at <= now_ms) {
-                    kept.push_back(at);
-                    if kept.len() > limit {
-                        kept.pop_front();
-                        dropped += 1;
-                    }
-                    walked += 1;
-                    slot = self.next_after(at);
-                    if walked >= MAX_SKIP_COUNT + limit as u64 {
-                        // Saturated: the slots left are handed out from here on,
-                        // limit-bounded again by the next plan.
-                        break;
-                    }
-                }
-                match kept.pop_front() {
-                    Some(hand_out) => {
-                        let next = kept.front().copied().or(slot);
-                        plan(Some(hand_out), next, dropped.min(MAX_SKIP_COUNT))
-                    }
-                    None => plan(None, slot, dropped.min(MAX_SKIP_COUNT)),
-                }
+            CatchUp::All { limit } => self.all_missed(first, now_ms, limit),
+        }
+    }
+
+    /// CATCHUP_POLICY_ALL over the slots [`first`, `now_ms`]: the oldest of the last
+    /// `limit` slots now, the next of them as the next run; the older ones skipped.
+    /// The walk is bounded by MAX_SKIP_COUNT + limit slots.
+    fn all_missed(&self, first: i64, now_ms: i64, limit: u32) -> Plan {
+        let limit = limit.clamp(1, MAX_CATCHUP_LIMIT) as usize;
+        let mut kept: VecDeque<i64> = VecDeque::with_capacity(limit.min(64) + 1);
+        let mut dropped: u64 = 0;
+        let mut slot = Some(first);
+        let mut walked: u64 = 0;
+        while let Some(at) = slot.filter(|&at| at <= now_ms) {
+            kept.push_back(at);
+            if kept.len() > limit {
+                kept.pop_front();
+                dropped += 1;
             }
+            walked += 1;
+            slot = self.next_after(at);
+            if walked >= MAX_SKIP_COUNT + limit as u64 {
+                // Saturated: the slots left are handed out from here on,
+                // limit-bounded again by the next plan.
+                break;
+            }
+        }
+        let (hand_out, next_ms) = match kept.pop_front() {
+            Some(hand_out) => (Some(hand_out), kept.front().copied().or(slot)),
+            None => (None, slot),
+        };
+        Plan {
+            hand_out,
+            next_ms,
+            skipped_catchup: dropped.min(MAX_SKIP_COUNT),
+            skipped_window: 0,
         }
     }
 }

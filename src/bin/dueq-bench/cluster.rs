@@ -301,6 +301,8 @@ impl LocalCluster {
     }
 
     /// Waits until the node on `port` answers `command` with what `ok` accepts.
+    // Asks a cluster node the bench started about its own state until it is ready.
+    #[allow(clippy::disallowed_methods)]
     async fn wait(&self, port: u16, ok: impl Fn(&str) -> bool, command: &str) -> Result<()> {
         let url = format!("redis://127.0.0.1:{port}");
         for _ in 0..1500 {

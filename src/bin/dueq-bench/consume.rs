@@ -540,84 +540,17 @@ struct Probe {
 }
 
 impl Probe {
+    /// Starts the waiting worker (of `kind`) and the prober that enqueues for it.
     async fn start(env: &Env, kind: Waiter) -> Result<Probe> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (tx, mut rx) = mpsc::unbounded_channel::<(String, Instant)>();
-        let mut worker = env.client().await?;
+        let (tx, rx) = mpsc::unbounded_channel::<(String, Instant)>();
+        let worker = env.client().await?;
         let waiter = match kind {
-            Waiter::ClaimJob => tokio::spawn(async move {
-                loop {
-                    let jobs = worker
-                        .claim_job(claim(PROBE_QUEUE, Some(Duration::from_secs(5))))
-                        .await?
-                        .into_inner()
-                        .jobs;
-                    let at = Instant::now();
-                    for j in jobs {
-                        let _ = tx.send((j.job_id.clone(), at));
-                        worker
-                            .ack_job(proto::AckJobRequest {
-                                namespace: NS.into(),
-                                job_id: j.job_id,
-                                lease_token: j.lease_token,
-                            })
-                            .await?;
-                    }
-                }
-            }),
-            Waiter::Work => tokio::spawn(async move {
-                let (acks, rx_acks) = mpsc::channel(16);
-                acks.send(work_start(PROBE_QUEUE, 1)).await?;
-                let mut replies = worker
-                    .work(ReceiverStream::new(rx_acks))
-                    .await?
-                    .into_inner();
-                while let Some(reply) = replies.message().await? {
-                    if let Some(WorkOut::Job(j)) = reply.response {
-                        let _ = tx.send((j.job_id.clone(), Instant::now()));
-                        acks.send(proto::WorkRequest {
-                            request: Some(WorkIn::Ack(ack_of(&j))),
-                        })
-                        .await?;
-                    }
-                }
-                Err("the probe's Work stream ended".into())
-            }),
+            Waiter::ClaimJob => tokio::spawn(wait_by_claims(worker, tx)),
+            Waiter::Work => tokio::spawn(wait_on_stream(worker, tx)),
         };
-        let mut enqueuer = env.client().await?;
-        let flag = stop.clone();
-        let prober = tokio::spawn(async move {
-            let mut delays = Vec::new();
-            let mut lost = 0u64;
-            while !flag.load(Ordering::Relaxed) {
-                let id = enqueuer
-                    .enqueue(job(PROBE_QUEUE))
-                    .await?
-                    .into_inner()
-                    .job_id;
-                let acked = Instant::now();
-                // The worker may receive the job before the ack reaches the prober:
-                // then the delay is 0.
-                let got = tokio::time::timeout(Duration::from_secs(5), async {
-                    while let Some((got, at)) = rx.recv().await {
-                        if got == id {
-                            return Some(at);
-                        }
-                    }
-                    None
-                })
-                .await;
-                match got {
-                    Ok(Some(at)) => {
-                        delays.push(at.saturating_duration_since(acked).as_nanos() as u64)
-                    }
-                    Ok(None) => return Err("the probe's worker stopped".into()),
-                    Err(_) => lost += 1,
-                }
-                tokio::time::sleep(PROBE_GAP).await;
-            }
-            Ok((delays, lost))
-        });
+        let enqueuer = env.client().await?;
+        let prober = tokio::spawn(enqueue_probes(enqueuer, rx, stop.clone()));
         Ok(Probe {
             stop,
             prober,
@@ -637,6 +570,92 @@ impl Probe {
     }
 }
 
+/// What the probe's worker tells the prober: a job's id and when it arrived.
+type Arrivals = mpsc::UnboundedSender<(String, Instant)>;
+
+/// The probe's worker as a [`Waiter::ClaimJob`]: long-polls PROBE_QUEUE (5 s) and
+/// acks each job it receives, reporting its arrival; runs until aborted or failed.
+async fn wait_by_claims(mut worker: Client, arrivals: Arrivals) -> Result<()> {
+    loop {
+        let jobs = worker
+            .claim_job(claim(PROBE_QUEUE, Some(Duration::from_secs(5))))
+            .await?
+            .into_inner()
+            .jobs;
+        let at = Instant::now();
+        for j in jobs {
+            let _ = arrivals.send((j.job_id.clone(), at));
+            worker
+                .ack_job(proto::AckJobRequest {
+                    namespace: NS.into(),
+                    job_id: j.job_id,
+                    lease_token: j.lease_token,
+                })
+                .await?;
+        }
+    }
+}
+
+/// The probe's worker as a [`Waiter::Work`]: a Work stream of capacity 1 on
+/// PROBE_QUEUE that acks each job on the stream, reporting its arrival; runs until
+/// aborted or failed (the stream ending is a failure).
+async fn wait_on_stream(mut worker: Client, arrivals: Arrivals) -> Result<()> {
+    let (acks, rx_acks) = mpsc::channel(16);
+    acks.send(work_start(PROBE_QUEUE, 1)).await?;
+    let mut replies = worker
+        .work(ReceiverStream::new(rx_acks))
+        .await?
+        .into_inner();
+    while let Some(reply) = replies.message().await? {
+        if let Some(WorkOut::Job(j)) = reply.response {
+            let _ = arrivals.send((j.job_id.clone(), Instant::now()));
+            acks.send(proto::WorkRequest {
+                request: Some(WorkIn::Ack(ack_of(&j))),
+            })
+            .await?;
+        }
+    }
+    Err("the probe's Work stream ended".into())
+}
+
+/// The prober: until `stop`, enqueues one job on PROBE_QUEUE every PROBE_GAP and
+/// waits (5 s at most) for the worker to report it; the delays from each Enqueue's
+/// answer to the job's arrival in ns, and the probes never received.
+async fn enqueue_probes(
+    mut enqueuer: Client,
+    mut arrivals: mpsc::UnboundedReceiver<(String, Instant)>,
+    stop: Arc<AtomicBool>,
+) -> Result<(Vec<u64>, u64)> {
+    let mut delays = Vec::new();
+    let mut lost = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let id = enqueuer
+            .enqueue(job(PROBE_QUEUE))
+            .await?
+            .into_inner()
+            .job_id;
+        let acked = Instant::now();
+        // The worker may receive the job before the ack reaches the prober:
+        // then the delay is 0.
+        let got = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some((got, at)) = arrivals.recv().await {
+                if got == id {
+                    return Some(at);
+                }
+            }
+            None
+        })
+        .await;
+        match got {
+            Ok(Some(at)) => delays.push(at.saturating_duration_since(acked).as_nanos() as u64),
+            Ok(None) => return Err("the probe's worker stopped".into()),
+            Err(_) => lost += 1,
+        }
+        tokio::time::sleep(PROBE_GAP).await;
+    }
+    Ok((delays, lost))
+}
+
 /// Calls per script phase.
 fn calls(plan: &Plan) -> u64 {
     if plan.smoke {
@@ -646,81 +665,109 @@ fn calls(plan: &Plan) -> u64 {
     }
 }
 
+/// A claimed job's id and lease token.
+type Lease = (String, String);
+
 /// Each job script on its own: N Enqueues, N claims, N lease extensions, then half
 /// acked and half failed, one caller, one kind at a time.
 async fn script_costs(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
     let n = calls(plan);
-    let mut c = env.client().await?;
-    let cc = c.clone();
+    let c = env.client().await?;
+    cost_enqueue(env, report, c.clone(), n).await?;
+    let mut leases = cost_claim(env, report, c, n).await?;
+    cost_extend(env, report, env.client().await?, leases.clone()).await?;
+    let to_fail = leases.split_off(leases.len() / 2);
+    cost_ack(env, report, env.client().await?, leases).await?;
+    cost_fail(env, report, env.client().await?, to_fail).await?;
+    report.note(
+        S,
+        format!(
+            "script rows: {n} calls of one kind at a time from one caller; Redis CPU per script call (used_cpu_sys+user delta / EVALSHA calls, so it includes command dispatch) and the EVALSHA time INFO commandstats counted"
+        ),
+    );
+    Ok(())
+}
+
+/// enqueue_jobs: `n` Enqueues of one job each into COST_QUEUE.
+async fn cost_enqueue(env: &Env, report: &mut Report, mut c: Client, n: u64) -> Result<()> {
+    let phase = async {
+        for _ in 0..n {
+            c.enqueue(job(COST_QUEUE)).await?;
+        }
+        Ok(())
+    };
     cost(
         env,
         report,
         "enqueue_jobs",
         "Enqueue, one job per call",
         n,
-        async {
-            let mut c = cc;
-            for _ in 0..n {
-                c.enqueue(job(COST_QUEUE)).await?;
-            }
-            Ok(())
-        },
+        phase,
     )
-    .await?;
+    .await
+}
+
+/// claim_jobs: `n` ClaimJobs of one job each from COST_QUEUE, no wait; the leases,
+/// which must be `n`.
+async fn cost_claim(env: &Env, report: &mut Report, mut c: Client, n: u64) -> Result<Vec<Lease>> {
     let mut leases = Vec::with_capacity(n as usize);
+    let phase = async {
+        for _ in 0..n {
+            let jobs = c
+                .claim_job(claim(COST_QUEUE, None))
+                .await?
+                .into_inner()
+                .jobs;
+            leases.extend(jobs.into_iter().map(|j| (j.job_id, j.lease_token)));
+        }
+        Ok(())
+    };
     cost(
         env,
         report,
         "claim_jobs",
         "ClaimJob max_jobs 1, no wait",
         n,
-        async {
-            for _ in 0..n {
-                let jobs = c
-                    .claim_job(claim(COST_QUEUE, None))
-                    .await?
-                    .into_inner()
-                    .jobs;
-                leases.extend(jobs.into_iter().map(|j| (j.job_id, j.lease_token)));
-            }
-            Ok(())
-        },
+        phase,
     )
     .await?;
     if leases.len() as u64 != n {
         return Err(format!("claimed {} of {n} jobs", leases.len()).into());
     }
-    let mut c = env.client().await?;
-    let ls = leases.clone();
-    cost(
-        env,
-        report,
-        "extend_lease",
-        "ExtendLease by 60s",
-        n,
-        async {
-            for (job_id, lease_token) in ls {
-                c.extend_lease(proto::ExtendLeaseRequest {
-                    namespace: NS.into(),
-                    job_id,
-                    lease_token,
-                    lease: Some(prost_types::Duration {
-                        seconds: 60,
-                        nanos: 0,
-                    }),
-                })
-                .await?;
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    let half = leases.split_off(leases.len() / 2);
-    let (to_ack, to_fail) = (leases, half);
-    let mut c = env.client().await?;
-    let k = to_ack.len() as u64;
-    cost(env, report, "ack_job", "AckJob", k, async {
-        for (job_id, lease_token) in to_ack {
+    Ok(leases)
+}
+
+/// extend_lease: one ExtendLease (by 60 s) per lease.
+async fn cost_extend(
+    env: &Env,
+    report: &mut Report,
+    mut c: Client,
+    leases: Vec<Lease>,
+) -> Result<()> {
+    let n = leases.len() as u64;
+    let phase = async {
+        for (job_id, lease_token) in leases {
+            c.extend_lease(proto::ExtendLeaseRequest {
+                namespace: NS.into(),
+                job_id,
+                lease_token,
+                lease: Some(prost_types::Duration {
+                    seconds: 60,
+                    nanos: 0,
+                }),
+            })
+            .await?;
+        }
+        Ok(())
+    };
+    cost(env, report, "extend_lease", "ExtendLease by 60s", n, phase).await
+}
+
+/// ack_job: one AckJob per lease.
+async fn cost_ack(env: &Env, report: &mut Report, mut c: Client, leases: Vec<Lease>) -> Result<()> {
+    let n = leases.len() as u64;
+    let phase = async {
+        for (job_id, lease_token) in leases {
             c.ack_job(proto::AckJobRequest {
                 namespace: NS.into(),
                 job_id,
@@ -729,42 +776,38 @@ async fn script_costs(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
             .await?;
         }
         Ok(())
-    })
-    .await?;
-    let mut c = env.client().await?;
-    let k = to_fail.len() as u64;
-    cost(
-        env,
-        report,
-        "fail_job",
-        "FailJob, retry after 1h (a delayed job)",
-        k,
-        async {
-            for (job_id, lease_token) in to_fail {
-                c.fail_job(proto::FailJobRequest {
-                    namespace: NS.into(),
-                    job_id,
-                    lease_token,
-                    error: "bench".into(),
-                    retry_after: Some(prost_types::Duration {
-                        seconds: 3600,
-                        nanos: 0,
-                    }),
-                    non_retryable: false,
-                })
-                .await?;
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    report.note(
-        S,
-        format!(
-            "script rows: {n} calls of one kind at a time from one caller; Redis CPU per script call (used_cpu_sys+user delta / EVALSHA calls, so it includes command dispatch) and the EVALSHA time INFO commandstats counted"
-        ),
-    );
-    Ok(())
+    };
+    cost(env, report, "ack_job", "AckJob", n, phase).await
+}
+
+/// fail_job: one FailJob per lease, retried after an hour (so each job becomes a
+/// delayed one).
+async fn cost_fail(
+    env: &Env,
+    report: &mut Report,
+    mut c: Client,
+    leases: Vec<Lease>,
+) -> Result<()> {
+    let n = leases.len() as u64;
+    let phase = async {
+        for (job_id, lease_token) in leases {
+            c.fail_job(proto::FailJobRequest {
+                namespace: NS.into(),
+                job_id,
+                lease_token,
+                error: "bench".into(),
+                retry_after: Some(prost_types::Duration {
+                    seconds: 3600,
+                    nanos: 0,
+                }),
+                non_retryable: false,
+            })
+            .await?;
+        }
+        Ok(())
+    };
+    let what = "FailJob, retry after 1h (a delayed job)";
+    cost(env, report, "fail_job", what, n, phase).await
 }
 
 /// One script's phase: `n` gRPC calls that each run `script` once.

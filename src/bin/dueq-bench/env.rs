@@ -82,6 +82,8 @@ impl Env {
         Ok(env)
     }
 
+    // PINGs the bench's own redis-server until it is up.
+    #[allow(clippy::disallowed_methods)]
     async fn wait_for_redis(&self) -> Result<()> {
         for _ in 0..250 {
             if let Ok(mut conn) = self.conn().await {
@@ -164,6 +166,8 @@ impl Env {
 
     /// Empties the bench's own Redis (a given Redis is left alone), so the next
     /// measurement grows the keyspace from nothing.
+    // FLUSHALL of the bench's own Redis between measurements.
+    #[allow(clippy::disallowed_methods)]
     pub(crate) async fn reset(&self) -> Result<()> {
         if !self.own_redis() {
             return Ok(());

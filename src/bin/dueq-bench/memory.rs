@@ -62,6 +62,8 @@ async fn used(conn: &mut MultiplexedConnection) -> Result<f64> {
 }
 
 /// `MEMORY USAGE` of one key (exact: every element sampled).
+// Measures what a key costs Redis (MEMORY USAGE).
+#[allow(clippy::disallowed_methods)]
 async fn usage(conn: &mut MultiplexedConnection, key: impl redis::ToRedisArgs) -> Result<f64> {
     let bytes: Option<u64> = redis::cmd("MEMORY")
         .arg("USAGE")
@@ -74,6 +76,8 @@ async fn usage(conn: &mut MultiplexedConnection, key: impl redis::ToRedisArgs) -
 }
 
 /// Mean `MEMORY USAGE` of up to 50 keys matching `pattern` (the records).
+// Samples records (SCAN) to measure what each costs Redis.
+#[allow(clippy::disallowed_methods)]
 async fn mean_record(conn: &mut MultiplexedConnection, pattern: &str) -> Result<f64> {
     let (_, keys): (u64, Vec<String>) = redis::cmd("SCAN")
         .arg(0)
@@ -97,6 +101,8 @@ async fn per_entry(conn: &mut MultiplexedConnection, key: &str, n: u64) -> Resul
 }
 
 /// Bytes per listed id of schema 3's listing: every leaf plus the boundaries.
+// Reads the listing's buckets to measure what each entry costs Redis.
+#[allow(clippy::disallowed_methods)]
 async fn listing_per_entry(conn: &mut MultiplexedConnection, n: u64) -> Result<f64> {
     let top = keys(NS).listing_top();
     let boundaries: Vec<Vec<u8>> = redis::cmd("ZRANGE")
@@ -150,6 +156,8 @@ async fn per_schedule(
 
 /// Redis bytes per job over `n` pending jobs with `payload` in `queue`, with MEMORY
 /// USAGE of the record, the ready-list entry and the listing-bucket entry.
+// Reads a job bucket to measure what each job costs Redis.
+#[allow(clippy::disallowed_methods)]
 async fn per_job(
     env: &Env,
     conn: &mut MultiplexedConnection,

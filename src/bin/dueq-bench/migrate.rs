@@ -71,6 +71,8 @@ async fn seed_pre_index(env: &Env, conn: &mut MultiplexedConnection, n: u64) -> 
 
 /// Logs every script over SLOWLOG_THRESHOLD_US from now on, from an empty SLOWLOG;
 /// returns the threshold it replaced.
+// SLOWLOG settings of the bench's Redis: the longest Migrate script is measured.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn start_slowlog(conn: &mut MultiplexedConnection) -> Result<Option<String>> {
     let previous: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
@@ -97,6 +99,8 @@ pub(crate) async fn start_slowlog(conn: &mut MultiplexedConnection) -> Result<Op
     Ok(previous.into_iter().nth(1))
 }
 
+// SLOWLOG of the bench's Redis: the longest Migrate script is measured.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn read_slowlog(conn: &mut MultiplexedConnection) -> Result<Vec<Value>> {
     Ok(redis::cmd("SLOWLOG")
         .arg("GET")
@@ -105,6 +109,8 @@ pub(crate) async fn read_slowlog(conn: &mut MultiplexedConnection) -> Result<Vec
         .await?)
 }
 
+// SLOWLOG settings of the bench's Redis, put back as they were.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn restore_slowlog(
     conn: &mut MultiplexedConnection,
     threshold: Option<String>,

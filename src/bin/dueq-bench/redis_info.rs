@@ -5,6 +5,8 @@ use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 use crate::Result;
 
 /// One INFO section (`memory`, `cpu`, `commandstats`, ...).
+// Redis's own view of itself (INFO) is what the bench measures with.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn info(conn: &mut MultiplexedConnection, section: &str) -> Result<String> {
     Ok(redis::cmd("INFO").arg(section).query_async(conn).await?)
 }
@@ -29,6 +31,8 @@ pub(crate) fn command_calls(commandstats: &str, keep: impl Fn(&str) -> bool) -> 
 }
 
 /// Redis's clock, in epoch ms.
+// Redis's own clock (TIME), to compare with what the service stored.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn redis_now(conn: &mut MultiplexedConnection) -> Result<i64> {
     let (s, us): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
     Ok(s * 1000 + us / 1000)

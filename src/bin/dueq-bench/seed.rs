@@ -52,6 +52,8 @@ pub(crate) struct Template {
 }
 
 /// Creates one schedule through gRPC in a scratch namespace and copies its record.
+// Copies a record the API wrote, to seed many like it straight into Redis.
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn template(env: &Env) -> Result<Template> {
     let mut client = env.client().await?;
     let ns = "benchtemplate";
@@ -80,6 +82,8 @@ pub(crate) enum Layout {
 
 /// Writes `n` schedules `s{i}` into `ns`, all due at `next_ms`, in pipelines (the
 /// records through `dueq::probe`, so each is byte for byte what the API writes).
+// Seeds schedules straight into Redis (keys and records from dueq::probe).
+#[allow(clippy::disallowed_methods)]
 pub(crate) async fn schedules(
     conn: &mut MultiplexedConnection,
     tpl: &Template,

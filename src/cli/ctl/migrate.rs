@@ -43,9 +43,11 @@ fn bar(namespace: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
+/// Runs Migrate, follows it, prints the summaries; fails with [`Failure::Problems`]
+/// when a namespace reported records it could not use.
 pub(crate) async fn run(args: MigrateArgs) -> Result<(), Failure> {
     let mut client = connect(&args.client, false).await?;
-    let mut stream = client
+    let stream = client
         .migrate(proto::MigrateRequest {
             namespace: args.namespace.clone().unwrap_or_default(),
             all_namespaces: args.all,
@@ -55,6 +57,28 @@ pub(crate) async fn run(args: MigrateArgs) -> Result<(), Failure> {
         })
         .await?
         .into_inner();
+    let summaries = follow(stream, args.no_progress).await?;
+    let problems: usize = summaries.iter().map(|s| s.problems.len()).sum();
+    emit(
+        args.client.output,
+        summaries_json(args.dry_run, &summaries),
+        || summaries_text(args.dry_run, &summaries),
+    );
+    if problems > 0 {
+        return Err(Failure::Problems(format!(
+            "{problems} record(s) could not be used and were left as they were (listed above)"
+        )));
+    }
+    Ok(())
+}
+
+/// Follows the Migrate stream to its end: one progress bar per namespace (hidden with
+/// `--no-progress`), cleared when its namespace is done; returns each namespace's
+/// summary (its MIGRATE_PHASE_DONE message), in the order they came.
+async fn follow(
+    mut stream: tonic::Streaming<proto::MigrateProgress>,
+    no_progress: bool,
+) -> Result<Vec<proto::MigrateProgress>, Failure> {
     let mut summaries: Vec<proto::MigrateProgress> = Vec::new();
     let mut current: Option<(String, ProgressBar)> = None;
     while let Some(progress) = stream.message().await? {
@@ -64,7 +88,7 @@ pub(crate) async fn run(args: MigrateArgs) -> Result<(), Failure> {
             }
             current = Some((
                 progress.namespace.clone(),
-                bar(&progress.namespace, args.no_progress),
+                bar(&progress.namespace, no_progress),
             ));
         }
         if let Some((_, bar)) = &current {
@@ -83,9 +107,14 @@ pub(crate) async fn run(args: MigrateArgs) -> Result<(), Failure> {
     if let Some((_, bar)) = current.take() {
         bar.finish_and_clear();
     }
-    let problems: usize = summaries.iter().map(|s| s.problems.len()).sum();
-    let doc = json!({
-        "dry_run": args.dry_run,
+    Ok(summaries)
+}
+
+/// The summaries as `--output json` prints them: every counter of every namespace,
+/// and the problems by id.
+fn summaries_json(dry_run: bool, summaries: &[proto::MigrateProgress]) -> serde_json::Value {
+    json!({
+        "dry_run": dry_run,
         "namespaces": summaries.iter().map(|s| json!({
             "namespace": s.namespace,
             "from_schema": s.from_schema,
@@ -107,56 +136,58 @@ pub(crate) async fn run(args: MigrateArgs) -> Result<(), Failure> {
                 "reason": p.reason,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-    });
-    emit(args.client.output, doc, || {
-        let mut table = render::table(&[
-            "NAMESPACE",
-            "SCHEMA",
-            "SCANNED",
-            "INDEXED",
-            "REPAIRED",
-            "REMOVED",
-            "IMPORTED",
-            "JOBS CONVERTED",
-            "PROBLEMS",
+    })
+}
+
+/// The summaries as a table, one row per namespace; then a dry run's notice and the
+/// table of problems, if any.
+fn summaries_text(dry_run: bool, summaries: &[proto::MigrateProgress]) -> String {
+    let mut table = render::table(&[
+        "NAMESPACE",
+        "SCHEMA",
+        "SCANNED",
+        "INDEXED",
+        "REPAIRED",
+        "REMOVED",
+        "IMPORTED",
+        "JOBS CONVERTED",
+        "PROBLEMS",
+    ]);
+    for s in summaries {
+        table.add_row(vec![
+            render::or_dash(&s.namespace),
+            format!("{} -> {}", s.from_schema, s.to_schema),
+            s.scanned.to_string(),
+            s.indexed.to_string(),
+            s.repaired.to_string(),
+            s.removed.to_string(),
+            s.imported.to_string(),
+            s.jobs_converted.to_string(),
+            s.problems.len().to_string(),
         ]);
-        for s in &summaries {
-            table.add_row(vec![
+    }
+    let mut text = table.to_string();
+    if dry_run {
+        text.push_str("\ndry run: nothing was written");
+    }
+    if summaries.iter().any(|s| !s.problems.is_empty()) {
+        text.push('\n');
+        text.push_str(&problems_table(summaries).to_string());
+    }
+    text
+}
+
+/// Every problem of every namespace, one row each.
+fn problems_table(summaries: &[proto::MigrateProgress]) -> comfy_table::Table {
+    let mut list = render::table(&["NAMESPACE", "ID", "PROBLEM"]);
+    for s in summaries {
+        for p in &s.problems {
+            list.add_row(vec![
                 render::or_dash(&s.namespace),
-                format!("{} -> {}", s.from_schema, s.to_schema),
-                s.scanned.to_string(),
-                s.indexed.to_string(),
-                s.repaired.to_string(),
-                s.removed.to_string(),
-                s.imported.to_string(),
-                s.jobs_converted.to_string(),
-                s.problems.len().to_string(),
+                p.id.clone(),
+                p.reason.clone(),
             ]);
         }
-        let mut text = table.to_string();
-        if args.dry_run {
-            text.push_str("\ndry run: nothing was written");
-        }
-        if problems > 0 {
-            let mut list = render::table(&["NAMESPACE", "ID", "PROBLEM"]);
-            for s in &summaries {
-                for p in &s.problems {
-                    list.add_row(vec![
-                        render::or_dash(&s.namespace),
-                        p.id.clone(),
-                        p.reason.clone(),
-                    ]);
-                }
-            }
-            text.push('\n');
-            text.push_str(&list.to_string());
-        }
-        text
-    });
-    if problems > 0 {
-        return Err(Failure::Problems(format!(
-            "{problems} record(s) could not be used and were left as they were (listed above)"
-        )));
     }
-    Ok(())
+    list
 }

@@ -160,6 +160,9 @@ impl DevRedis {
 
     /// Whether the redis-server on our port is our child (not another process that
     /// took the port) and has loaded its data.
+    // Supervises its redis-server child (PING, and INFO's process_id to know it is
+    // ours): the process, not the store's data.
+    #[allow(clippy::disallowed_methods)]
     async fn answers(&self) -> bool {
         let Ok(client) = redis::Client::open(self.url()) else {
             return false;
@@ -225,6 +228,9 @@ impl DevRedis {
         }
     }
 
+    // SHUTDOWN stops the redis-server child `dueq dev` started: the process, not the
+    // store's data.
+    #[allow(clippy::disallowed_methods)]
     async fn send_shutdown(&self) -> redis::RedisResult<()> {
         let client = redis::Client::open(self.url())?;
         let mut conn = client.get_multiplexed_async_connection().await?;

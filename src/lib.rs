@@ -32,9 +32,6 @@ pub mod probe;
 pub mod server;
 
 mod accept;
-// TEMPORARY: api::schedules::chrono_now_ms reads SystemTime::now; it should call
-// clock::local_ms (the one reader of the host clock). Drop this allow when it does.
-#[allow(clippy::disallowed_methods)]
 mod api;
 mod auth;
 mod clock;

@@ -400,6 +400,26 @@ impl Schedules {
         })
     }
 
+    /// Counts a handed-out occurrence: its lateness and the runs skipped before it.
+    /// The reply counts both reasons for skipping together; when it handed out the
+    /// slot of our plan (`planned`, the hint about this schedule), the plan says how
+    /// they split.
+    fn count_claim(
+        &self,
+        namespace: &Namespace,
+        planned: Option<&ClaimHint>,
+        now_ms: i64,
+        due_ms: i64,
+        skipped: u64,
+    ) {
+        let window = planned
+            .filter(|h| h.hand_out == Some(due_ms))
+            .map_or(0, |h| h.skipped_window.min(skipped));
+        let metrics = &self.cx.metrics;
+        metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
+        metrics.skipped(namespace, "window", window);
+    }
+
     /// One claim attempt, without waiting.
     async fn claim_once(
         &self,
@@ -436,15 +456,8 @@ impl Schedules {
                     kind,
                 } => {
                     self.fill_follow(namespace, &schedule);
-                    // The reply counts both reasons together; when it handed out our
-                    // plan's slot, the plan says how they split.
-                    let window = hint
-                        .as_ref()
-                        .filter(|h| h.id == schedule.def.id && h.hand_out == Some(due_ms))
-                        .map_or(0, |h| h.skipped_window.min(skipped));
-                    let metrics = &self.cx.metrics;
-                    metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
-                    metrics.skipped(namespace, "window", window);
+                    let planned = hint.as_ref().filter(|h| h.id == schedule.def.id);
+                    self.count_claim(namespace, planned, now_ms, due_ms, skipped);
                     let occurrence = Occurrence {
                         occurrence_id,
                         kind,

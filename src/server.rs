@@ -8,8 +8,12 @@ use std::{future::Future, sync::Arc, time::Duration};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{server::TcpIncoming, Server};
-use tonic_health::ServingStatus;
+use tonic_health::{
+    pb::health_server::{Health, HealthServer},
+    ServingStatus,
+};
 
+use crate::auth::Principals;
 use crate::{
     accept::BackoffIncoming,
     api::{AdminApi, Limits, QueueApi, Rescue},
@@ -67,21 +71,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
-    config.check_sizes().map_err(ServeError::Config)?;
-    let tls = TlsFiles::from_flags(
-        config.tls_cert.clone(),
-        config.tls_key.clone(),
-        config.tls_client_ca.clone(),
-    )
-    .and_then(|files| files.map(Tls::load).transpose())
-    .map_err(ServeError::Config)?;
-    let principals = crate::auth::principals_for(
-        config.auth_file.as_deref(),
-        config.allow_unauthenticated,
-        listener.local_addr()?,
-    )
-    .map_err(ServeError::Config)?;
+    let guard = Guard::check(&config, listener.local_addr()?)?;
     let metrics_listener = match &config.metrics_listen {
         Some(listen) => Some(metrics::bind(listen).await.map_err(ServeError::Config)?),
         None => None,
@@ -91,6 +81,76 @@ pub async fn run(
         config.overdue_after,
     );
     let cancel = CancellationToken::new();
+    let core = core(&config, &metrics, &cancel)?;
+    let address = advertised(listener.local_addr()?);
+    let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
+    let admin = Arc::new(AdminApi::new(
+        Arc::new(Migrator::new(
+            core.store.clone(),
+            core.clock.clone(),
+            config.migrate_lock_ttl,
+        )),
+        rescue.clone(),
+        address,
+    ));
+    let queue = queue_api(&core, &config, rescue, admin.clone());
+    spawn_background(&core, &config);
+    let health = start_health(&core, &config).await;
+    if let Some(listener) = metrics_listener {
+        serve_metrics(listener, &core)?;
+    }
+    if let Some(tls) = &guard.tls {
+        tls.reload_on_sighup(cancel.clone());
+    }
+    tracing::info!(
+        addr = %listener.local_addr()?,
+        tls = guard.tls.is_some(),
+        redis = %core.store.display_url(),
+        prefix = %config.key_prefix,
+        "dueq listening"
+    );
+    let services = Services { queue, admin };
+    serve(&config, listener, guard, services, health, &core, shutdown).await?;
+    tracing::info!("dueq stopped");
+    Ok(())
+}
+
+/// What the configuration must pass before anything starts: a safe key prefix, sizes
+/// that fit together, loadable TLS files, and an auth file (or a loopback address).
+struct Guard {
+    tls: Option<Arc<Tls>>,
+    principals: Option<Arc<Principals>>,
+}
+
+impl Guard {
+    fn check(config: &ServeConfig, addr: std::net::SocketAddr) -> Result<Guard, ServeError> {
+        check_prefix(&config.key_prefix).map_err(ServeError::Config)?;
+        config.check_sizes().map_err(ServeError::Config)?;
+        let tls = TlsFiles::from_flags(
+            config.tls_cert.clone(),
+            config.tls_key.clone(),
+            config.tls_client_ca.clone(),
+        )
+        .and_then(|files| files.map(Tls::load).transpose())
+        .map_err(ServeError::Config)?;
+        let principals = crate::auth::principals_for(
+            config.auth_file.as_deref(),
+            config.allow_unauthenticated,
+            addr,
+        )
+        .map_err(ServeError::Config)?;
+        Ok(Guard { tls, principals })
+    }
+}
+
+/// The shared core of the use cases: one store, the clock, the wake-ups, the
+/// namespace registry and the metrics. Does not connect yet: the service starts
+/// without Redis.
+fn core(
+    config: &ServeConfig,
+    metrics: &Arc<Metrics>,
+    cancel: &CancellationToken,
+) -> Result<Context, ServeError> {
     let topology = config.redis_topology().map_err(ServeError::Config)?;
     let store = Arc::new(
         Store::with_topology(
@@ -105,27 +165,18 @@ pub async fn run(
         .with_timings(metrics.redis_seconds()),
     );
     let clock = Arc::new(Clock::new());
-    let core = Context {
+    Ok(Context {
         wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
         namespaces: Namespaces::new(cancel.clone()),
         metrics: metrics.clone(),
         store,
         clock,
         shutdown: cancel.clone(),
-    };
-    let address = advertised(listener.local_addr()?);
-    let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
-    let admin = Arc::new(AdminApi::new(
-        Arc::new(Migrator::new(
-            core.store.clone(),
-            core.clock.clone(),
-            config.migrate_lock_ttl,
-        )),
-        rescue.clone(),
-        address,
-    ));
-    let queue = queue_api(&core, &config, rescue, admin.clone());
-    spawn_background(&core, &config);
+    })
+}
+
+/// The health service, NOT_SERVING until the Redis watch finds Redis answering.
+async fn start_health(core: &Context, config: &ServeConfig) -> HealthServer<impl Health> {
     let (reporter, health_service) = tonic_health::server::health_reporter();
     health::set_status(&reporter, ServingStatus::NotServing).await;
     tokio::spawn(health::watch_redis(
@@ -133,29 +184,46 @@ pub async fn run(
         core.clock.clone(),
         reporter,
         config.health_interval,
-        metrics.clone(),
-        cancel.clone(),
+        core.metrics.clone(),
+        core.shutdown.clone(),
     ));
-    if let Some(listener) = metrics_listener {
-        let sources = metrics::Sources {
-            store: core.store.clone(),
-            namespaces: core.namespaces.clone(),
-        };
-        tracing::info!(addr = %listener.local_addr()?, "serving metrics on /metrics");
-        tokio::spawn(metrics::serve(
-            listener,
-            metrics.clone(),
-            sources,
-            cancel.clone(),
-        ));
-    }
-    let addr = listener.local_addr()?;
-    if let Some(tls) = &tls {
-        tls.reload_on_sighup(cancel.clone());
-    }
-    tracing::info!(%addr, tls = tls.is_some(), redis = %core.store.display_url(), prefix = %config.key_prefix, "dueq listening");
+    health_service
+}
 
+/// The metrics endpoint, until shutdown.
+fn serve_metrics(listener: TcpListener, core: &Context) -> Result<(), ServeError> {
+    let sources = metrics::Sources {
+        store: core.store.clone(),
+        namespaces: core.namespaces.clone(),
+    };
+    tracing::info!(addr = %listener.local_addr()?, "serving metrics on /metrics");
+    tokio::spawn(metrics::serve(
+        listener,
+        core.metrics.clone(),
+        sources,
+        core.shutdown.clone(),
+    ));
+    Ok(())
+}
+
+/// dueq's gRPC services.
+struct Services {
+    queue: QueueApi,
+    admin: Arc<AdminApi>,
+}
+
+/// Serves the gRPC services behind the tower layers until shutdown, then drains.
+async fn serve(
+    config: &ServeConfig,
+    listener: TcpListener,
+    guard: Guard,
+    services: Services,
+    health: HealthServer<impl Health>,
+    core: &Context,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
     // On shutdown: wake every long-poll (they answer empty), then let tonic drain.
+    let cancel = core.shutdown.clone();
     let drain = cancel.clone();
     let signal = async move {
         shutdown.await;
@@ -175,43 +243,43 @@ pub async fn run(
         config.http2_header_timeout,
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
-    let router = transport(&config)
+    let router = transport(config)
         .layer(ClassifyLayer::new(Catalogue::new(crate::api::rpcs())))
         .layer(TraceLayer)
-        .layer(MetricsLayer::new(metrics.clone()))
+        .layer(MetricsLayer::new(core.metrics.clone()))
         .layer(ShedLayer::new(
             usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
             usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
         ))
-        .layer(AuthLayer { principals })
+        .layer(AuthLayer {
+            principals: guard.principals,
+        })
         .layer(TimeoutLayer {
             timeout: config.request_timeout,
         })
         .layer(MessageSizeLayer {
             limit: config.max_message_size,
         })
-        .add_service(health_service)
+        .add_service(health)
         .add_optional_service(config.reflection.then_some(reflection_v1))
         .add_optional_service(config.reflection.then_some(reflection_v1alpha))
         .add_service(
-            QueueServiceServer::new(queue)
+            QueueServiceServer::new(services.queue)
                 .max_decoding_message_size(config.max_message_size)
                 .max_encoding_message_size(config.max_message_size),
         )
-        .add_service(AdminServiceServer::from_arc(admin));
+        .add_service(AdminServiceServer::from_arc(services.admin));
     let grace = config.shutdown_grace;
-    match tls {
+    match guard.tls {
         None => {
             let server = router.serve_with_incoming_shutdown(incoming, signal);
-            drain_within(server, &cancel, grace).await?
+            drain_within(server, &cancel, grace).await
         }
         Some(tls) => {
             let server = router.serve_with_incoming_shutdown(tls.incoming(incoming), signal);
-            drain_within(server, &cancel, grace).await?
+            drain_within(server, &cancel, grace).await
         }
     }
-    tracing::info!("dueq stopped");
-    Ok(())
 }
 
 /// The HTTP/2 limits of every connection (`--max-concurrent-streams`, keepalive,

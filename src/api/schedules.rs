@@ -105,7 +105,9 @@ fn jitter(s: &proto::Schedule, timing: &Timing) -> Result<i64, ApiError> {
             let from = s
                 .start_time
                 .as_ref()
-                .map_or(Ok(chrono_now_ms()), |t| validate::timestamp_ms(field, t))?;
+                .map_or(Ok(crate::clock::local_ms()), |t| {
+                    validate::timestamp_ms(field, t)
+                })?;
             let mut gap = i64::MAX;
             let mut at = timing.first_at_or_after(from);
             for _ in 0..100 {
@@ -128,12 +130,6 @@ fn jitter(s: &proto::Schedule, timing: &Timing) -> Result<i64, ApiError> {
 }
 
 /// Now by this host's clock: only to pick where a cron's gaps are measured.
-fn chrono_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// `overlap_policy` of a proto schedule.
 fn overlap_policy(s: &proto::Schedule) -> Result<Overlap, ApiError> {
     match proto::OverlapPolicy::try_from(s.overlap_policy) {

@@ -25,14 +25,15 @@ use std::{
     time::Duration,
 };
 
-use futures_util::{stream::FuturesOrdered, StreamExt};
+use futures_util::{future::BoxFuture, stream::FuturesOrdered, StreamExt};
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{ClaimRequest, Jobs, Lease};
 use crate::{
-    domain::Namespace,
-    domain::{Failed, Failure, JobRecord},
+    domain::{Failed, Failure, JobRecord, Namespace},
     error::Error,
+    longpoll::Waiter,
+    namespaces::Entry,
     store::StoreError,
 };
 
@@ -155,6 +156,207 @@ impl Hand {
     }
 }
 
+/// A claim call in flight: its acks, the jobs it may claim, and what it returns.
+type Call = BoxFuture<'static, (Vec<(String, String)>, usize, Called)>;
+
+/// One stream's loop, in named steps: `admit` the worker's messages, `claim` (start
+/// calls while slots or acks wait), `next_event` (park like a long-poll when idle),
+/// `settle` a call's answer, and `wind_down` once the stream ends.
+struct WorkLoop {
+    jobs: Arc<Jobs>,
+    namespace: Namespace,
+    entry: Arc<Entry>,
+    options: Arc<WorkOptions>,
+    hand: Hand,
+    input: mpsc::Receiver<WorkInput>,
+    output: mpsc::Sender<WorkOutput>,
+    /// Answered in the order they were made.
+    calls: FuturesOrdered<Call>,
+    /// Whether a claim may find something: true at first, after a wake-up, and while
+    /// the last claim said more was left.
+    claimable: bool,
+    empty_retries: usize,
+    /// After a failed call (Redis down or full), no call until then.
+    backoff: Option<Instant>,
+}
+
+/// What woke the loop.
+enum Event {
+    Answered((Vec<(String, String)>, usize, Called)),
+    Message(Option<WorkInput>),
+    Woken(bool),
+    BackoffOver,
+    Shutdown,
+    Gone,
+}
+
+impl WorkLoop {
+    async fn run(&mut self, waiter: &Waiter) -> End {
+        loop {
+            // The worker's side closing ends the loop even while there is work to claim.
+            if !self.admit().await || self.output.is_closed() {
+                return End::Gone;
+            }
+            self.claim();
+            let step = match self.next_event(waiter).await {
+                Event::Answered(answered) => self.settle(answered).await,
+                Event::Message(Some(message)) => {
+                    self.take(message).await.then_some(()).ok_or(End::Gone)
+                }
+                Event::Message(None) | Event::Gone => Err(End::Gone),
+                Event::Woken(false) | Event::Shutdown => Err(End::Shutdown),
+                Event::Woken(true) => {
+                    self.claimable = true;
+                    Ok(())
+                }
+                Event::BackoffOver => {
+                    self.backoff = None;
+                    self.claimable = true;
+                    Ok(())
+                }
+            };
+            if let Err(end) = step {
+                return end;
+            }
+        }
+    }
+
+    /// Takes every message the worker sent meanwhile; false once its side is gone.
+    async fn admit(&mut self) -> bool {
+        loop {
+            match self.input.try_recv() {
+                Ok(message) => {
+                    if !self.take(message).await {
+                        return false;
+                    }
+                }
+                Err(mpsc::error::TryRecvError::Empty) => return true,
+                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+
+    async fn take(&mut self, message: WorkInput) -> bool {
+        self.jobs
+            .take(&self.namespace, &mut self.hand, message, &self.output)
+            .await
+    }
+
+    /// Starts claim calls (with the acks waiting) while slots are free or acks wait,
+    /// up to MAX_CALLS_IN_FLIGHT.
+    fn claim(&mut self) {
+        while self.backoff.is_none() && self.calls.len() < MAX_CALLS_IN_FLIGHT {
+            let hand = &mut self.hand;
+            let free = hand.free().min(MAX_PER_CALL);
+            let claiming = self.claimable && free > 0;
+            if !claiming && hand.acks.is_empty() {
+                break;
+            }
+            let take = hand.acks.len().min(MAX_PER_CALL);
+            let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
+            for (id, token) in &acks {
+                if hand.holds(id, token) {
+                    hand.acking.insert(token.clone());
+                }
+            }
+            let max_jobs = if claiming { free } else { 0 };
+            hand.reserved += max_jobs;
+            let (jobs, entry, options) =
+                (self.jobs.clone(), self.entry.clone(), self.options.clone());
+            self.calls.push_back(Box::pin(async move {
+                let called = jobs.call(&entry, &options, &acks, max_jobs).await;
+                (acks, max_jobs, called)
+            }));
+        }
+    }
+
+    /// Waits for a call's answer, a message, a wake-up (only when nothing is in
+    /// flight: the stream then waits like a long-poll), the end of a backoff, or the
+    /// end of the stream.
+    async fn next_event(&mut self, waiter: &Waiter) -> Event {
+        let idle = self.calls.is_empty() && self.backoff.is_none();
+        if idle {
+            self.empty_retries = 0;
+        }
+        let parkable = idle && self.hand.free() > 0;
+        let shutdown = &self.jobs.cx.shutdown;
+        let park = waiter.park(shutdown);
+        let pause = tokio::time::sleep_until(self.backoff.unwrap_or_else(Instant::now));
+        tokio::select! {
+            Some(answered) = self.calls.next() => Event::Answered(answered),
+            message = self.input.recv() => Event::Message(message),
+            woken = park, if parkable => Event::Woken(woken),
+            _ = pause, if self.backoff.is_some() => Event::BackoffOver,
+            _ = shutdown.cancelled() => Event::Shutdown,
+            _ = self.output.closed() => Event::Gone,
+        }
+    }
+
+    /// Settles a call's answer with the stream and decides whether to claim again.
+    async fn settle(
+        &mut self,
+        (acks, max_jobs, called): (Vec<(String, String)>, usize, Called),
+    ) -> Result<(), End> {
+        let finished = self
+            .jobs
+            .finish(
+                &self.entry,
+                &mut self.hand,
+                acks,
+                max_jobs,
+                called,
+                true,
+                &self.output,
+            )
+            .await;
+        match finished {
+            // An ack-only call says nothing of what is claimable.
+            Ok(_) if max_jobs == 0 => {}
+            Ok(Round { claimed, more }) => {
+                self.claimable = more;
+                if claimed == 0 && more {
+                    self.empty_retries += 1;
+                    self.claimable = self.empty_retries < MAX_EMPTY_RETRIES;
+                } else if claimed > 0 {
+                    self.empty_retries = 0;
+                }
+            }
+            Err(Delivery::Closed) => return Err(End::Gone),
+            Err(Delivery::Failed(error)) => {
+                tracing::debug!(namespace = %self.namespace, %error, "work stream claim failed; retrying");
+                self.backoff = Some(Instant::now() + RETRY_AFTER_ERROR);
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls already made still land: their acks are answered and the jobs they
+    /// claimed, never sent, go back to their queues. Then the worker hears of a
+    /// shutdown, or its jobs are released when it is gone.
+    async fn wind_down(mut self, end: End) {
+        while let Some((acks, max_jobs, called)) = self.calls.next().await {
+            let _ = self
+                .jobs
+                .finish(
+                    &self.entry,
+                    &mut self.hand,
+                    acks,
+                    max_jobs,
+                    called,
+                    false,
+                    &self.output,
+                )
+                .await;
+        }
+        match end {
+            End::Shutdown => {
+                let _ = self.output.send(WorkOutput::ShuttingDown).await;
+            }
+            End::Gone => self.jobs.release_hand(&self.namespace, self.hand).await,
+        }
+    }
+}
+
 impl Jobs {
     /// Runs one worker's stream until it ends; `input` is closed when the worker's
     /// side ends.
@@ -162,126 +364,34 @@ impl Jobs {
         self: Arc<Self>,
         namespace: Namespace,
         options: WorkOptions,
-        mut input: mpsc::Receiver<WorkInput>,
+        input: mpsc::Receiver<WorkInput>,
         output: mpsc::Sender<WorkOutput>,
     ) {
         let entry = self.entry(&namespace);
         let waiter = self.cx.wakers.job_waiter(&entry, &options.queues);
         let _waiting = self.cx.metrics.waiting("jobs");
-        let mut hand = Hand {
-            held: HashMap::new(),
-            acks: Vec::new(),
-            capacity: options.capacity,
-            acking: HashSet::new(),
-            reserved: 0,
+        let capacity = options.capacity;
+        let mut stream = WorkLoop {
+            jobs: self,
+            namespace,
+            entry,
+            options: Arc::new(options),
+            hand: Hand {
+                held: HashMap::new(),
+                acks: Vec::new(),
+                capacity,
+                acking: HashSet::new(),
+                reserved: 0,
+            },
+            input,
+            output,
+            calls: FuturesOrdered::new(),
+            claimable: true,
+            empty_retries: 0,
+            backoff: None,
         };
-        let mut calls = FuturesOrdered::new();
-        // Whether a claim may find something: true at first, after a wake-up, and
-        // while the last claim said more was left.
-        let mut claimable = true;
-        let mut empty_retries = 0;
-        // After a failed call (Redis down or full), no call until then.
-        let mut backoff: Option<Instant> = None;
-        let end = loop {
-            // Everything the worker sent meanwhile; its side closing ends the loop even
-            // while there is work to claim.
-            let gone = loop {
-                match input.try_recv() {
-                    Ok(message) => {
-                        if !self.take(&namespace, &mut hand, message, &output).await {
-                            break true;
-                        }
-                    }
-                    Err(mpsc::error::TryRecvError::Empty) => break false,
-                    Err(mpsc::error::TryRecvError::Disconnected) => break true,
-                }
-            };
-            if gone || output.is_closed() {
-                break End::Gone;
-            }
-            while backoff.is_none() && calls.len() < MAX_CALLS_IN_FLIGHT {
-                let free = hand.free().min(MAX_PER_CALL);
-                let claiming = claimable && free > 0;
-                if !claiming && hand.acks.is_empty() {
-                    break;
-                }
-                let take = hand.acks.len().min(MAX_PER_CALL);
-                let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
-                for (id, token) in &acks {
-                    if hand.holds(id, token) {
-                        hand.acking.insert(token.clone());
-                    }
-                }
-                let max_jobs = if claiming { free } else { 0 };
-                hand.reserved += max_jobs;
-                let (this, entry, options) = (&self, &entry, &options);
-                calls.push_back(async move {
-                    let called = this.call(entry, options, &acks, max_jobs).await;
-                    (acks, max_jobs, called)
-                });
-            }
-            // Nothing in flight and nothing to start: the stream waits like a long-poll.
-            let idle = calls.is_empty() && backoff.is_none();
-            if idle {
-                empty_retries = 0;
-            }
-            let park = waiter.park(&self.cx.shutdown);
-            let pause = tokio::time::sleep_until(backoff.unwrap_or_else(Instant::now));
-            tokio::select! {
-                Some((acks, max_jobs, called)) = calls.next() => {
-                    match self.finish(&entry, &mut hand, acks, max_jobs, called, true, &output).await {
-                        // An ack-only call says nothing of what is claimable.
-                        Ok(_) if max_jobs == 0 => {}
-                        Ok(Round { claimed, more }) => {
-                            claimable = more;
-                            if claimed == 0 && more {
-                                empty_retries += 1;
-                                claimable = empty_retries < MAX_EMPTY_RETRIES;
-                            } else if claimed > 0 {
-                                empty_retries = 0;
-                            }
-                        }
-                        Err(Delivery::Closed) => break End::Gone,
-                        Err(Delivery::Failed(error)) => {
-                            tracing::debug!(%namespace, %error, "work stream claim failed; retrying");
-                            backoff = Some(Instant::now() + RETRY_AFTER_ERROR);
-                        }
-                    }
-                }
-                message = input.recv() => match message {
-                    Some(message) => {
-                        if !self.take(&namespace, &mut hand, message, &output).await {
-                            break End::Gone;
-                        }
-                    }
-                    None => break End::Gone,
-                },
-                woken = park, if idle && hand.free() > 0 => {
-                    if !woken { break End::Shutdown; }
-                    claimable = true;
-                }
-                _ = pause, if backoff.is_some() => {
-                    backoff = None;
-                    claimable = true;
-                }
-                _ = self.cx.shutdown.cancelled() => break End::Shutdown,
-                _ = output.closed() => break End::Gone,
-            }
-        };
-        // Calls already made still land: their acks are answered and the jobs they
-        // claimed, never sent, go back to their queues.
-        while let Some((acks, max_jobs, called)) = calls.next().await {
-            let _ = self
-                .finish(&entry, &mut hand, acks, max_jobs, called, false, &output)
-                .await;
-        }
-        drop(calls);
-        match end {
-            End::Shutdown => {
-                let _ = output.send(WorkOutput::ShuttingDown).await;
-            }
-            End::Gone => self.release_hand(&namespace, hand).await,
-        }
+        let end = stream.run(&waiter).await;
+        stream.wind_down(end).await;
     }
 
     /// Handles one worker message: an ack waits for the next claim call; a fail or an
@@ -323,7 +433,7 @@ impl Jobs {
     /// ack-only call when 0). Touches nothing of the stream: `finish` does.
     async fn call(
         &self,
-        entry: &crate::namespaces::Entry,
+        entry: &Entry,
         options: &WorkOptions,
         acks: &[(String, String)],
         max_jobs: usize,
@@ -377,7 +487,7 @@ impl Jobs {
     #[allow(clippy::too_many_arguments)]
     async fn finish(
         &self,
-        entry: &crate::namespaces::Entry,
+        entry: &Entry,
         hand: &mut Hand,
         acks: Vec<(String, String)>,
         max_jobs: usize,

@@ -338,7 +338,7 @@ async fn schedules_json_and_schedule_pause_resume() {
     ));
     assert_eq!(
         shown["schedule"]["next_run_time"].as_str(),
-        crate::cli::rfc3339(&stored.next_run_time).as_deref()
+        rfc3339(&stored.next_run_time).as_deref()
     );
     assert_eq!(shown["schedule"]["payload_base64"], json!(""));
 }

@@ -4,7 +4,7 @@
 //! parallel threads of this one process without sharing anything.
 //!
 //! The areas (run one with `cargo test --test it <area>::`):
-//! - `common/`     the harness: redis-server, the service, clients, patience, tools
+//! - `common/`     the harness: redis-server, the service, clients, patience, programs
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
 //! - `queues/`     queue inspection and controls, per-namespace quotas
@@ -15,7 +15,12 @@
 //! - `tools/`      the binary and its commands (dev, health, the CLI), /metrics, the
 //!   monitor's logs, the bench's smoke run, the client examples
 //! - `readme_examples.rs`  the README's examples run as written
-
+//!
+//! Tests that need a program besides cargo and redis-server (grpcurl, node and npm,
+//! python3 with grpcio, `script`) are `#[ignore = "needs <program>"]`: a plain
+//! `cargo test` leaves them out and counts them as ignored; `cargo test --
+//! --include-ignored` (what CI runs) runs them, and a missing program fails the test
+//! with how to install it (`common::tools::require`). None passes without running.
 
 mod common;
 

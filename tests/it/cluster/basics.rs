@@ -103,10 +103,15 @@ async fn a_long_poll_is_woken_by_an_enqueue_through_the_other_instance() {
     let b = Service::start_with(cluster_config(&cluster)).await;
     let mut ca = a.client().await;
     let mut cb = b.client().await;
+    // The claim parks before the enqueue (an enqueue before it would be claimed at
+    // once, without a wake-up): on the master of namespace "ns"'s slot, its claim
+    // and its timer's peek have run.
+    let mut conn = cluster
+        .conn_to(cluster.master_of("dueq:{ns}:meta").await)
+        .await;
+    let before = script_calls(&mut conn).await;
     let waiter = tokio::spawn(async move { claim_job(&mut ca, &["q"], LONG_POLL_MS, None).await });
-    // Let the claim park before the enqueue (the test holds either way: an enqueue
-    // before the claim is claimed at once).
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    wait_parked(&mut conn, before, 1).await;
     let id = enqueue(&mut cb, job("q", "wake")).await.job_id;
     let claimed = within_patience("the long-poll", waiter)
         .await

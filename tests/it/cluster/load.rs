@@ -1,6 +1,6 @@
 //! The concurrency and crash tests of a single Redis, over a 3-master cluster.
 
-use crate::{common::*, concurrency, jobs_crash};
+use crate::{common::*, jobs::crash, schedules::concurrency};
 
 use super::basics::cluster_config;
 
@@ -23,5 +23,5 @@ async fn every_job_ends_completed_or_dead_exactly_once_on_a_cluster() {
     let conn = cluster
         .conn_to(cluster.master_of("dueq:{ns}:jdone").await)
         .await;
-    jobs_crash::crash_test(cluster_config(&cluster), conn, 3_000).await;
+    crash::crash_test(cluster_config(&cluster), conn, 3_000).await;
 }

@@ -12,6 +12,7 @@ mod redis_server;
 mod schedules;
 mod service;
 mod store;
+pub mod tools;
 
 pub use admin::*;
 pub use certs::*;

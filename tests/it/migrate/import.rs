@@ -9,27 +9,11 @@ use deadpool_redis::redis;
 use super::checks::*;
 use crate::common::*;
 
-fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// `Some(dir)` with the npm fixture installed, or None (skipped) when node/npm is
-/// unavailable and DUEQ_REQUIRE_NODE is unset.
-fn boringnode_fixture() -> Option<tempfile::TempDir> {
-    let required = std::env::var_os("DUEQ_REQUIRE_NODE").is_some();
-    let skip = |why: String| {
-        if required {
-            panic!("DUEQ_REQUIRE_NODE is set but {why}");
-        }
-        eprintln!("SKIPPED boringnode import test: {why} (set DUEQ_REQUIRE_NODE=1 to make this a failure)");
-    };
-    if !have("node") || !have("npm") {
-        skip("node or npm is not on PATH".into());
-        return None;
-    }
+/// A temporary folder with the npm fixture installed; panics if node or npm is
+/// missing or the install fails.
+fn boringnode_fixture() -> tempfile::TempDir {
+    tools::require("node");
+    tools::require("npm");
     let dir = tempfile::tempdir().expect("temp dir");
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boringnode");
@@ -53,26 +37,23 @@ fn boringnode_fixture() -> Option<tempfile::TempDir> {
         .current_dir(dir.path())
         .output()
         .expect("run npm");
-    if !out.status.success() {
-        skip(format!(
-            "npm install failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-        return None;
-    }
-    Some(dir)
+    assert!(
+        out.status.success(),
+        "npm install of the @boringnode/queue fixture failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
 }
 
 const BN: &str = "boringnode::queue::schedules::";
 
 #[tokio::test]
+#[ignore = "needs node"]
 async fn import_from_boringnode_queue() {
-    let Some(dir) = tokio::task::spawn_blocking(boringnode_fixture)
+    let dir = tokio::task::spawn_blocking(boringnode_fixture)
         .await
-        .expect("fixture")
-    else {
-        return;
-    };
+        .expect("fixture");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;

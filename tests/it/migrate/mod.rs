@@ -1,11 +1,12 @@
-//! Migrate (upgrade of older layouts, repair of a current one, import
-//! from @boringnode/queue) and GetNamespaceStatus, against a real redis-server and the
-//! real service over gRPC.
+//! Migrate (upgrade of older layouts, repair of a current one, the job phase's
+//! layout 1 to 2, import from @boringnode/queue) and GetNamespaceStatus, against a
+//! real redis-server and the real service over gRPC.
 
 mod checks;
 mod concurrency;
 mod fixtures;
 mod import;
+mod jobs;
 mod repair;
 mod services;
 mod upgrade;

@@ -226,7 +226,7 @@ async fn run_in(dir: &std::path::Path, command: &str, addr: SocketAddr) -> (bool
 #[tokio::test]
 #[ignore = "needs grpcurl"]
 async fn tls_doc_grpcurl_examples_run() {
-    crate::doc_examples::require_grpcurl();
+    tools::require("grpcurl");
     let commands = crate::doc_examples::commands_between("grpcurl-tls-examples");
     assert_eq!(commands.len(), 2, "{commands:?}");
     let redis = Redis::start().await;

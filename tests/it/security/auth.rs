@@ -610,7 +610,7 @@ async fn every_namespace_rpcs_need_a_role_on_star() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs grpcurl"]
 async fn reflection_stays_open_with_auth_and_can_be_closed() {
-    doc_examples::require_grpcurl();
+    tools::require("grpcurl");
     let redis = Redis::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let open = start(&redis, dir.path(), true).await;
@@ -792,7 +792,7 @@ async fn start_readme_service(redis: &Redis) -> ReadmeService {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs grpcurl"]
 async fn the_security_doc_examples_run() {
-    doc_examples::require_grpcurl();
+    tools::require("grpcurl");
     let redis = Redis::start().await;
     let service = start_readme_service(&redis).await;
     let commands = doc_examples::commands_between("auth-examples");

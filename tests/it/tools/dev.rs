@@ -17,7 +17,7 @@ use tonic_health::pb::{
 
 use crate::{
     common::*,
-    doc_examples::{grpcurl_commands, require_grpcurl, run},
+    doc_examples::{grpcurl_commands, run},
 };
 
 /// `dueq dev` as a child process with its stdout read line by line on a thread;
@@ -176,7 +176,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs grpcurl"]
 async fn dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart() {
-    require_grpcurl();
+    tools::require("grpcurl");
     let data = tempfile::tempdir().expect("temp dir");
     let dev = Dev::start(data.path()).await;
     // The command the banner suggests runs as printed.

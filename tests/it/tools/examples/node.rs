@@ -6,31 +6,15 @@ use tokio::process::Command;
 
 use super::*;
 
-fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs node"]
 async fn node_producer_worker_and_schedule_worker() {
-    if !have("node") || !have("npm") {
-        required("node", "DUEQ_REQUIRE_NODE", "node or npm is not on PATH");
-        return;
-    }
+    tools::require("node");
+    tools::require("npm");
     let dir = repo("examples/node");
     // .ci/run installs the locked packages; a developer's first run does it here.
     if !dir.join("node_modules").exists() {
-        let out = run("npm ci", Command::new("npm").arg("ci").current_dir(&dir)).await;
-        if !out.status.success() {
-            required(
-                "node",
-                "DUEQ_REQUIRE_NODE",
-                &format!("npm ci failed: {}", String::from_utf8_lossy(&out.stderr)),
-            );
-            return;
-        }
+        run_ok("npm ci", Command::new("npm").arg("ci").current_dir(&dir)).await;
     }
     // Generates the types from proto/ and type-checks the examples against them.
     run_ok(

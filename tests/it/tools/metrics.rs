@@ -357,13 +357,13 @@ async fn metrics_are_off_by_default() {
     // on the metrics address too.
     let redis = Redis::start().await;
     let listen = format!("127.0.0.1:{}", free_port());
-    let mut plain = crate::binary::Binary::spawn_with(&listen, &redis.url(), "info", &[]);
+    let mut plain = super::binary::Binary::spawn_with(&listen, &redis.url(), "info", &[]);
     plain.line_with(&["dueq listening"]).await;
     assert_eq!(listening_sockets(plain.pid()), 1);
     drop(plain);
     let metrics = format!("127.0.0.1:{}", free_port());
     let listen = format!("127.0.0.1:{}", free_port());
-    let mut on = crate::binary::Binary::spawn_with(
+    let mut on = super::binary::Binary::spawn_with(
         &listen,
         &redis.url(),
         "info",

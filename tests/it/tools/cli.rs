@@ -338,7 +338,7 @@ async fn schedules_json_and_schedule_pause_resume() {
     ));
     assert_eq!(
         shown["schedule"]["next_run_time"].as_str(),
-        crate::cli::rfc3339(&stored.next_run_time).as_deref()
+        rfc3339(&stored.next_run_time).as_deref()
     );
     assert_eq!(shown["schedule"]["payload_base64"], json!(""));
 }
@@ -963,12 +963,7 @@ async fn migrate_with_problems_exits_4() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs script"]
 async fn migrate_draws_a_progress_bar_on_a_terminal() {
-    let script_found = Command::new("script").arg("--version").output().is_ok();
-    assert!(
-        script_found,
-        "`script` (util-linux) is not on PATH, and this test needs it to make a \
-         pseudo-terminal: install util-linux, or run without --include-ignored to skip it"
-    );
+    tools::require("script");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;

@@ -302,7 +302,7 @@ async fn a_full_redis_is_logged_once_however_many_claims_it_refuses() {
         .expect("dueq binary answers");
     enqueue(&mut c, job("q", "j")).await;
     let mut conn = redis.conn().await;
-    crate::faults::full::fill_redis(&mut conn).await;
+    crate::edge::faults::full::fill_redis(&mut conn).await;
     for _ in 0..5 {
         let status = c
             .claim_job(claim_req(&["q"], 0, None))

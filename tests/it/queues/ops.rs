@@ -285,9 +285,13 @@ async fn a_paused_queue_is_skipped_and_its_waiters_are_not_woken_for_it() {
     let q = queue_info(&mut c, "q").await;
     assert!(q.paused, "a queue paused before its first job is listed");
 
+    // Each waiter below is parked (its claim found nothing) before the write that
+    // concerns it, so what it gets comes through the wake-up path.
+    let mut conn = redis.conn().await;
     let mut waiter = service.client().await;
+    let before = script_calls(&mut conn).await;
     let waiting = tokio::spawn(async move { claim_job(&mut waiter, &["q"], 1_500, None).await });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_parked(&mut conn, before, 1).await;
     let id = enqueue(&mut c, job("q", "held")).await.job_id;
     assert!(
         waiting.await.expect("join").is_none(),
@@ -298,18 +302,20 @@ async fn a_paused_queue_is_skipped_and_its_waiters_are_not_woken_for_it() {
 
     // Waiting on a paused and an unpaused queue: the unpaused one's job comes.
     let mut waiter = service.client().await;
+    let before = script_calls(&mut conn).await;
     let waiting =
         tokio::spawn(async move { claim_job(&mut waiter, &["q", "r"], LONG_POLL_MS, None).await });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_parked(&mut conn, before, 1).await;
     let other = enqueue(&mut c, job("r", "free")).await.job_id;
     let got = waiting.await.expect("join").expect("r's job");
     assert_eq!(got.job_id, other);
 
     // Resuming wakes a waiter on the queue, which gets the held job.
     let mut waiter = service.client().await;
+    let before = script_calls(&mut conn).await;
     let waiting =
         tokio::spawn(async move { claim_job(&mut waiter, &["q"], LONG_POLL_MS, None).await });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_parked(&mut conn, before, 1).await;
     assert!(pause(&mut c, "q", false).await);
     assert!(!pause(&mut c, "q", false).await, "resumed already");
     let got = waiting.await.expect("join").expect("the held job");

@@ -11,21 +11,6 @@ use tokio::{
 
 use super::*;
 
-fn python_available() -> bool {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import grpc, grpc_tools"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        required(
-            "python",
-            "DUEQ_REQUIRE_PYTHON",
-            "python3 with grpcio and grpcio-tools not found (python3 -m pip install grpcio grpcio-tools)",
-        );
-    }
-    ok
-}
-
 fn script(name: &str) -> Command {
     let mut command = Command::new("python3");
     command.arg(repo(&format!("examples/python/{name}.py")));
@@ -33,17 +18,16 @@ fn script(name: &str) -> Command {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs python grpcio"]
 async fn python_producer_worker_and_schedule_worker() {
-    if python_available() {
-        producer_worker_and_schedule_worker("python", &[], script).await;
-    }
+    tools::require("python grpcio");
+    producer_worker_and_schedule_worker("python", &[], script).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs python grpcio"]
 async fn python_worker_stops_cleanly_on_ctrl_c() {
-    if !python_available() {
-        return;
-    }
+    tools::require("python grpcio");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;

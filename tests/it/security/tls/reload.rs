@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use super::{check, health_over, pki, serving_channel, Ca, ServerFiles, SERVING};
-use crate::{binary::Binary, common::*};
+use crate::{common::*, tools::binary::Binary};
 
 /// Pins: after the certificate files are replaced and SIGHUP sent, a new connection
 /// is served the new certificate (a client trusting only the new CA connects, one

@@ -14,11 +14,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status, Streaming};
 
-use crate::{
-    common::*,
-    faults::full::fill_redis,
-    jobs_crash::{self, Rng, Seen},
-};
+use super::crash::{self, Rng, Seen};
+use crate::{common::*, edge::faults::full::fill_redis};
 use proto::{work_request::Request as In, work_response::Response as Out};
 
 /// A worker's end of a Work stream. Dropping it ends the stream, as a worker that
@@ -1146,7 +1143,7 @@ async fn every_job_ends_completed_or_dead_exactly_once_over_streams() {
     let a = Service::start(&redis.url()).await;
     let b = Service::start(&redis.url()).await;
     let clients = [a.client().await, b.client().await];
-    jobs_crash::enqueue_jobs(&mut clients[0].clone(), JOBS).await;
+    crash::enqueue_jobs(&mut clients[0].clone(), JOBS).await;
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = CancellationToken::new();
@@ -1156,7 +1153,7 @@ async fn every_job_ends_completed_or_dead_exactly_once_over_streams() {
             tokio::spawn(stream_worker(c, w, seen.clone(), stop.clone()))
         })
         .collect();
-    jobs_crash::wait_finished(&mut conn, JOBS).await;
+    crash::wait_finished(&mut conn, JOBS).await;
     stop.cancel();
     let mut unseen = 0;
     for w in workers {
@@ -1165,7 +1162,7 @@ async fn every_job_ends_completed_or_dead_exactly_once_over_streams() {
             .expect("worker");
     }
     let seen = std::mem::take(&mut *lock(&seen));
-    jobs_crash::check_outcome(&mut clients[1].clone(), seen, JOBS, unseen).await;
+    crash::check_outcome(&mut clients[1].clone(), seen, JOBS, unseen).await;
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -1184,7 +1181,7 @@ async fn stream_worker(
     let mut unseen = 0;
     while !stop.is_cancelled() {
         let capacity = 1 + (rng.next() % 4) as u32;
-        let mut start = start(&[jobs_crash::QUEUE], capacity);
+        let mut start = start(&[crash::QUEUE], capacity);
         start.worker_id = format!("w{w}");
         start.lease = Some(dur(300));
         let mut s = open(&mut c, start).await;

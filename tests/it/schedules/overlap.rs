@@ -145,10 +145,13 @@ async fn overlap_buffer_one_hands_out_the_held_slot_when_the_outstanding_one_is_
     let s = get(&mut c, "ns", "s").await;
     assert_eq!((ms(&s.buffered_time), s.skipped_overlap), (t2, 1));
 
+    // The waiter parks (its claim found the slot held) before the ack, so the held
+    // slot reaches it through the wake-up the ack causes.
     let mut waiting = service.client().await;
+    let before = script_calls(&mut conn).await;
     let waiter =
         tokio::spawn(async move { leased_claim(&mut waiting, "ns", LONG_POLL_MS, LEASE_MS).await });
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_parked(&mut conn, before, 1).await;
     ack_occurrence(&mut c, "ns", &first).await.expect("ack");
     let held = waiter
         .await

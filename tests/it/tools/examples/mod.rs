@@ -2,9 +2,9 @@
 //! producer, job worker and schedule worker run to completion against the real
 //! service, through code generated from proto/ by that language's tools.
 //!
-//! Python needs python3 with grpcio and grpcio-tools, Node needs node and npm.
-//! Without them those tests say so and pass, unless DUEQ_REQUIRE_PYTHON or
-//! DUEQ_REQUIRE_NODE is set (CI sets both).
+//! Python needs python3 with grpcio and grpcio-tools, Node needs node and npm: those
+//! tests are ignored unless asked for (`-- --include-ignored`), and then fail if
+//! what they need is missing (`common::tools`).
 
 mod node;
 mod python;
@@ -22,15 +22,6 @@ const BOUND: Duration = Duration::from_secs(120);
 
 pub(super) fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-/// Skips (None) or fails, as DUEQ_REQUIRE_<tool> says, when a tool is missing.
-pub(super) fn required(tool: &str, env: &str, why: &str) {
-    assert!(
-        std::env::var_os(env).is_none(),
-        "{env} is set but {tool} is unavailable: {why}"
-    );
-    eprintln!("skipping the {tool} examples: {why} (set {env}=1 to make this a failure)");
 }
 
 /// Runs `command` to its end; fails the test on a non-zero exit, with its output.

@@ -1,0 +1,10 @@
+//! Jobs: enqueue, claim, ack and fail through their lifecycle, dedup, retention,
+//! admin calls, validation, the Work stream, and crash safety under load.
+
+mod admin;
+pub(crate) mod crash;
+mod dedup;
+mod lifecycle;
+mod retention;
+mod validation;
+mod work_stream;

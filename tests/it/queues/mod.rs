@@ -1,0 +1,5 @@
+//! Queues and namespaces: inspection, pause/resume, bulk retries and purges, and the
+//! per-namespace quotas.
+
+mod ops;
+mod quotas;

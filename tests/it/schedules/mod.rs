@@ -1,0 +1,16 @@
+//! Schedules: the schedule API, claiming due occurrences (limits, repair, leases,
+//! long-polls, time zones), the overlap and catch-up policies, triggers, backfills,
+//! jitter, recent runs, and exactly-once hand-out across instances.
+
+mod api;
+mod backfill;
+mod claim;
+pub(crate) mod concurrency;
+mod dst;
+mod jitter;
+mod longpoll;
+mod occurrence_lease;
+mod overlap;
+mod policies;
+mod runs;
+mod trigger;

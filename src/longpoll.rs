@@ -22,8 +22,8 @@ use std::{
     collections::{BTreeSet, HashMap},
     future::Future,
     sync::{
-        atomic::{AtomicI64, AtomicUsize, Ordering},
-        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+        Arc,
     },
     time::Duration,
 };
@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     clock::Clock,
     domain::Namespace,
-    namespaces::Entry,
+    namespaces::{Entry, Group, Timer, Work},
     store::{
         ops::{peek_due::PeekDue, peek_jobs::PeekJobs},
         Store,
@@ -51,76 +51,11 @@ const MAX_PEEK_CALLS: usize = 4;
 /// before a long-poll parks instead of trying again at once.
 const MAX_EMPTY_RETRIES: usize = 8;
 
-/// What a timer watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Work {
-    Schedules,
-    Jobs,
-}
-
 /// Starts timers and hands out waiters.
 pub(crate) struct Wakers {
     store: Arc<Store>,
     clock: Arc<Clock>,
     recheck: Duration,
-}
-
-/// Waiters of one group: the same queue set (schedules have a single group).
-struct Group {
-    queues: Vec<String>,
-    waiting: AtomicUsize,
-    wake: Notify,
-}
-
-/// One namespace's timer for one kind of work.
-pub(crate) struct Timer {
-    work: Work,
-    /// Waiters of all groups.
-    waiting: AtomicUsize,
-    groups: Mutex<HashMap<Vec<String>, Arc<Group>>>,
-    /// Re-arms the timer: a new earliest due time, or the first waiter arrived.
-    poke: Notify,
-    /// Earliest due time known to this instance, epoch ms (i64::MAX: none known).
-    earliest_ms: AtomicI64,
-    /// The last queue a job tick peeked when it could not peek them all: the next
-    /// tick starts after it.
-    cursor: Mutex<Option<String>>,
-}
-
-impl Timer {
-    fn new(work: Work) -> Timer {
-        Timer {
-            work,
-            waiting: AtomicUsize::new(0),
-            groups: Mutex::new(HashMap::new()),
-            poke: Notify::new(),
-            earliest_ms: AtomicI64::new(i64::MAX),
-            cursor: Mutex::new(None),
-        }
-    }
-
-    /// Takes a due time seen on this instance; pokes the timer when it is earlier
-    /// than any it knew.
-    fn observe(&self, earliest: i64) {
-        if self.earliest_ms.fetch_min(earliest, Ordering::AcqRel) > earliest {
-            self.poke.notify_one();
-        }
-    }
-
-    /// Replaces what the timer knows with what `peek` (one tick's Redis peek) answers,
-    /// keeping any earlier due time observed while the peek was in flight.
-    ///
-    /// What was known is forgotten *before* the peek: it was reported after its write
-    /// reached Redis, so the peek sees it (or it has been claimed since and must not
-    /// keep waking the timer). The peek's answer is then merged with `fetch_min`, not
-    /// stored: an enqueue that lands after the peek read Redis reports its due time
-    /// here meanwhile, and a store would overwrite it, leaving its waiters asleep
-    /// until the re-check (a lost wake-up).
-    async fn relearn_earliest(&self, peek: impl Future<Output = Option<i64>>) {
-        self.earliest_ms.store(i64::MAX, Ordering::Release);
-        let later = peek.await.unwrap_or(i64::MAX);
-        self.earliest_ms.fetch_min(later, Ordering::AcqRel);
-    }
 }
 
 /// A handle to park on: one timer and one group of it. It holds the namespace's

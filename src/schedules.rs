@@ -16,8 +16,9 @@ use crate::{
         ScheduleStatus, TimingDef,
     },
     error::{Error, LostLease, Missing},
-    longpoll::{long_poll, Attempt, Work},
+    longpoll::{long_poll, Attempt},
     namespaces::Entry,
+    namespaces::Work,
     store::ops::{
         ack_occurrence::AckOccurrence,
         backfill_schedule::{BackfillSchedule, Backfilled, MAX_BACKFILL_WAITING},

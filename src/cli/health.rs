@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use dueq::config::HealthConfig;
 
-use super::ctl::connect::{address, secure};
+use super::ctl::connect::{address, secure, sources};
 use tonic::transport::Endpoint;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
@@ -52,20 +52,4 @@ async fn check(config: &HealthConfig) -> Result<(), String> {
     Err(format!(
         "{name} (its Redis does not answer, or it is shutting down)"
     ))
-}
-
-/// An error with its causes, on one line: tonic's top-level "transport error" alone
-/// does not say that the connection was refused. Causes that repeat their inner text
-/// are said once.
-pub(crate) fn sources(error: &dyn std::error::Error) -> String {
-    let mut parts = vec![error.to_string()];
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        let text = inner.to_string();
-        if parts.last() != Some(&text) {
-            parts.push(text);
-        }
-        cause = inner.source();
-    }
-    parts.join(": ")
 }

@@ -33,7 +33,7 @@ use tracing::Instrument;
 
 use crate::{
     domain::{Enqueued, JobSpec},
-    namespaces::Entry,
+    namespaces::{Entry, Lane, Reply},
     store::{ops::enqueue_jobs::EnqueueJobs, Store, StoreError},
     sync::lock,
 };
@@ -44,22 +44,6 @@ const MAX_IN_FLIGHT: usize = 2;
 /// Most jobs in one grouped call, so one call stays well under a millisecond of
 /// Redis time (the script costs a few microseconds per job).
 const MAX_JOBS_PER_CALL: usize = 64;
-
-type Reply = oneshot::Sender<Result<Enqueued, StoreError>>;
-
-/// One namespace's queue of single Enqueues waiting for a script call.
-#[derive(Default)]
-pub(crate) struct Lane {
-    waiting: Vec<(JobSpec, Reply)>,
-    flushing: usize,
-}
-
-impl Lane {
-    /// Nothing waits and nothing is in flight.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.waiting.is_empty() && self.flushing == 0
-    }
-}
 
 /// A lane's flush slot, given back when a flush task ends without releasing it
 /// itself (a panic, or the runtime shutting down), so later callers can still

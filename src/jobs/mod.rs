@@ -20,7 +20,6 @@ use std::{
 
 use tokio::time::Instant;
 
-pub(crate) use coalesce::Lane;
 pub(crate) use retention::{Pruner, Retention};
 pub(crate) use work::{WorkInput, WorkOptions, WorkOutput};
 
@@ -32,8 +31,9 @@ use crate::{
         LeaseCheck, NewJob, StateCheck,
     },
     error::{Error, JobAction, LostLease, Missing},
-    longpoll::{long_poll, Attempt, Work},
+    longpoll::{long_poll, Attempt},
     namespaces::Entry,
+    namespaces::Work,
     store::ops::{
         ack_job::AckJob,
         ack_jobs::{AckJobs, Acked},

@@ -6,7 +6,7 @@ use crate::{
     domain::Namespace,
     domain::{NamespacePage, QueuePage},
     error::Error,
-    longpoll::Work,
+    namespaces::Work,
     store::ops::{
         pause_queue::PauseQueue,
         purge_jobs::{PurgeJobs, PurgeState},

@@ -31,10 +31,19 @@ const BLOCKS: &[(&str, &str)] = &[
         "doc_examples::the_readme_cli_taste_is_run_with_the_cli_examples",
     ),
     ("cli-examples", "tools::cli::every_cli_doc_example_runs"),
-    ("cli-dead-jobs-table", "tools::cli::every_cli_doc_example_runs"),
+    (
+        "cli-dead-jobs-table",
+        "tools::cli::every_cli_doc_example_runs",
+    ),
     ("auth-file", "security::auth::the_security_doc_examples_run"),
-    ("auth-examples", "security::auth::the_security_doc_examples_run"),
-    ("grpcurl-tls-examples", "security::tls::tls_doc_grpcurl_examples_run"),
+    (
+        "auth-examples",
+        "security::auth::the_security_doc_examples_run",
+    ),
+    (
+        "grpcurl-tls-examples",
+        "security::tls::tls_doc_grpcurl_examples_run",
+    ),
     (
         "config-table",
         "doc_examples::help_documents_every_setting_with_its_env_var",

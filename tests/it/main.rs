@@ -25,11 +25,11 @@
 mod common;
 
 mod cluster;
+mod doc_examples;
 mod edge;
 mod jobs;
 mod migrate;
 mod queues;
-mod doc_examples;
 mod schedules;
 mod security;
 mod tools;

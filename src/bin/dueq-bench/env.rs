@@ -3,7 +3,7 @@
 //! the connections and clients every family uses.
 
 use std::{
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     path::{Path, PathBuf},
     time::Duration,
 };
@@ -23,8 +23,7 @@ use crate::{
     Result,
 };
 
-/// Key prefix of everything the bench writes through dueq.
-pub(crate) const PREFIX: &str = "dueqbench";
+pub(crate) use crate::local::{free_port, PREFIX};
 
 pub(crate) type Client = QueueServiceClient<Channel>;
 /// The client the migrate measurement calls Migrate on (QueueService serves it).
@@ -41,10 +40,6 @@ pub(crate) struct Env {
 }
 
 /// A port nobody listens on right now.
-pub(crate) fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 /// A direct connection with a long response timeout (the client's default, 500 ms,
 /// is shorter than a big seeding pipeline can take).
 async fn connect(url: &str) -> Result<MultiplexedConnection> {

@@ -27,6 +27,7 @@ mod env;
 mod grpc;
 mod idle_cost;
 mod load;
+mod local;
 mod longpoll;
 mod memory;
 mod metrics;

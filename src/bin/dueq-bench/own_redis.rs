@@ -4,7 +4,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::{binaries, env::free_port, Result};
+use crate::{binaries, local::free_port, Result};
 
 pub(crate) struct OwnRedis {
     child: Child,

@@ -8,7 +8,7 @@ use std::{
     process::{Child, Command, ExitStatus, Stdio},
 };
 
-use crate::{env::PREFIX, Result};
+use crate::{local::PREFIX, Result};
 
 pub(crate) struct Service {
     child: Child,

@@ -14,7 +14,6 @@ use tonic::{
 };
 
 use super::Failure;
-use crate::cli::health::sources;
 
 /// Room for the largest messages the service may send (a page of full jobs).
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;
@@ -114,4 +113,20 @@ pub(crate) async fn connect(args: &ClientArgs, per_call_timeout: bool) -> Result
     Ok(QueueServiceClient::with_interceptor(channel, Bearer(token))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE))
+}
+
+/// An error with its causes, on one line: tonic's top-level "transport error" alone
+/// does not say that the connection was refused. Causes that repeat their inner text
+/// are said once.
+pub(crate) fn sources(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let text = inner.to_string();
+        if parts.last() != Some(&text) {
+            parts.push(text);
+        }
+        cause = inner.source();
+    }
+    parts.join(": ")
 }

@@ -61,7 +61,7 @@ impl From<tonic::Status> for Failure {
             return Failure::Unreachable(format!(
                 "{}: {}",
                 code_name(status.code()),
-                super::health::sources(&status)
+                connect::sources(&status)
             ));
         }
         Failure::Status(status)

@@ -1,6 +1,8 @@
 //! The one registry of per-namespace in-memory state: the wake-up timers of both
-//! long-polls, the Enqueue grouping lane, the monitor's last finding, the
-//! needs-Migrate notice.
+//! long-polls (`timer`), the Enqueue grouping lane (`lane`), the monitor's last
+//! finding, the needs-Migrate notice. The registry owns these state types; the
+//! modules that act on them (`longpoll`, `jobs::coalesce`, `monitor`) import them
+//! from here, and this module imports none of its users.
 //!
 //! One eviction rule covers all of it: an entry goes once no call has used its
 //! namespace for [`IDLE_AFTER`] and nothing holds it (no long-poll waits on it, no
@@ -21,10 +23,14 @@ use std::{
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+mod lane;
+mod timer;
+
+pub(crate) use lane::{Lane, Reply};
+pub(crate) use timer::{Group, Timer, Work};
+
 use crate::{
     domain::{Finding, Namespace},
-    jobs::Lane,
-    longpoll::Timer,
     sync::lock,
 };
 

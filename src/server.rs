@@ -24,8 +24,7 @@ use crate::{
     health,
     jobs::{Jobs, Pruner, Retention},
     layers::{
-        AuthLayer, ClassifyLayer, MessageSizeLayer, MetricsLayer, ShedLayer, TimeoutLayer,
-        TraceLayer,
+        Around, Authenticate, ClassifyLayer, MessageSize, MetricsLayer, Shed, Timeout, TraceLayer,
     },
     longpoll::Wakers,
     metrics::{self, Metrics},
@@ -247,19 +246,19 @@ async fn serve(
         .layer(ClassifyLayer::new(Catalogue::new(crate::api::rpcs())))
         .layer(TraceLayer)
         .layer(MetricsLayer::new(core.metrics.clone()))
-        .layer(ShedLayer::new(
+        .layer(Around(Shed::new(
             usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
             usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
-        ))
-        .layer(AuthLayer {
+        )))
+        .layer(Around(Authenticate {
             principals: guard.principals,
-        })
-        .layer(TimeoutLayer {
+        }))
+        .layer(Around(Timeout {
             timeout: config.request_timeout,
-        })
-        .layer(MessageSizeLayer {
+        }))
+        .layer(Around(MessageSize {
             limit: config.max_message_size,
-        })
+        }))
         .add_service(health)
         .add_optional_service(config.reflection.then_some(reflection_v1))
         .add_optional_service(config.reflection.then_some(reflection_v1alpha))

@@ -6,43 +6,21 @@
 //! (`api::authorize`). The RPCs the table marks open (health and reflection) stay
 //! open: load balancers and grpcurl use them, and they reveal nothing of any tenant.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
 use tonic::{codegen::http, Status};
-use tower_layer::Layer;
 use tower_service::Service;
 
+use super::{Answer, Concern};
 use crate::{
     auth::{Caller, Principals},
     rpc::{self, Access},
 };
 
 #[derive(Debug, Clone)]
-pub(crate) struct AuthLayer {
+pub(crate) struct Authenticate {
     /// None: no `--auth-file`, every caller is unrestricted.
     pub(crate) principals: Option<Arc<Principals>>,
-}
-
-impl<S> Layer<S> for AuthLayer {
-    type Service = Auth<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Auth {
-            inner,
-            principals: self.principals.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Auth<S> {
-    inner: S,
-    principals: Option<Arc<Principals>>,
 }
 
 /// The names (DNS/URI/email SANs, then the CN) of the client's verified mTLS
@@ -66,21 +44,13 @@ fn bearer<B>(request: &http::Request<B>) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-impl<S, B, R> Service<http::Request<B>> for Auth<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-    S::Future: Send + 'static,
-    R: Default + Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+impl Concern for Authenticate {
+    fn call<S, B, R>(&self, inner: &mut S, mut request: http::Request<B>) -> Answer<R, S::Error>
+    where
+        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+        S::Future: Send + 'static,
+        R: Default + Send + 'static,
+    {
         let open = rpc::of(request.extensions()).is_some_and(|rpc| rpc.access == Access::Open);
         let caller = match &self.principals {
             None => Some(Caller::Unrestricted),
@@ -92,7 +62,7 @@ where
         match caller {
             Some(caller) => {
                 request.extensions_mut().insert(caller);
-                Box::pin(self.inner.call(request))
+                Box::pin(inner.call(request))
             }
             None => {
                 let status = Status::unauthenticated(

@@ -4,57 +4,28 @@
 //! which names neither the limit's flag nor what to do; no handler ever sees the
 //! request, so the status is rewritten here, on tonic's trailers-only answer.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    task::{Context, Poll},
-};
-
 use tonic::codegen::http::{self, HeaderValue};
-use tower_layer::Layer;
 use tower_service::Service;
+
+use super::{Answer, Concern};
 
 /// What tonic says when a request is over its decoding limit.
 const TONIC_TOO_LARGE: &str = "decoded message length too large";
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct MessageSizeLayer {
+pub(crate) struct MessageSize {
     /// `--max-message-size`, in bytes.
     pub(crate) limit: usize,
 }
 
-impl<S> Layer<S> for MessageSizeLayer {
-    type Service = MessageSize<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        MessageSize {
-            inner,
-            limit: self.limit,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct MessageSize<S> {
-    inner: S,
-    limit: usize,
-}
-
-impl<S, B, R> Service<http::Request<B>> for MessageSize<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-    S::Future: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let call = self.inner.call(request);
+impl Concern for MessageSize {
+    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
+    where
+        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+        S::Future: Send + 'static,
+        R: Default + Send + 'static,
+    {
+        let call = inner.call(request);
         let limit = self.limit;
         Box::pin(async move {
             let mut response = call.await?;

@@ -7,72 +7,42 @@
 //! workers cannot starve producers and a flood of quick calls cannot refuse the
 //! workers.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use tonic::{codegen::http, Status};
-use tower_layer::Layer;
 use tower_service::Service;
 
+use super::{Answer, Concern};
 use crate::rpc;
 
 #[derive(Debug, Clone)]
-pub(crate) struct ShedLayer {
+pub(crate) struct Shed {
     unary: Arc<Semaphore>,
     long: Arc<Semaphore>,
 }
 
-impl ShedLayer {
+impl Shed {
     /// `max_unary`: `--max-in-flight`; `max_long`: `--max-long-polls`.
     pub(crate) fn new(max_unary: usize, max_long: usize) -> Self {
-        ShedLayer {
+        Shed {
             unary: Arc::new(Semaphore::new(max_unary.min(Semaphore::MAX_PERMITS))),
             long: Arc::new(Semaphore::new(max_long.min(Semaphore::MAX_PERMITS))),
         }
     }
 }
 
-impl<S> Layer<S> for ShedLayer {
-    type Service = Shed<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Shed {
-            inner,
-            limits: self.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Shed<S> {
-    inner: S,
-    limits: ShedLayer,
-}
-
-impl<S, B, R> Service<http::Request<B>> for Shed<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-    S::Future: Send + 'static,
-    R: Default + Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+impl Concern for Shed {
+    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
+    where
+        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+        S::Future: Send + 'static,
+        R: Default + Send + 'static,
+    {
         let (semaphore, flag) = if rpc::kind_of(request.extensions()).is_long() {
-            (&self.limits.long, "--max-long-polls")
+            (&self.long, "--max-long-polls")
         } else {
-            (&self.limits.unary, "--max-in-flight")
+            (&self.unary, "--max-in-flight")
         };
         let Ok(permit) = semaphore.clone().try_acquire_owned() else {
             let status = Status::resource_exhausted(format!(
@@ -80,7 +50,7 @@ where
             ));
             return Box::pin(async move { Ok(status.into_http()) });
         };
-        let call = self.inner.call(request);
+        let call = inner.call(request);
         Box::pin(async move {
             let response = call.await;
             // Held until the handler has answered (a stream's body may outlive it;

@@ -5,59 +5,29 @@
 //! bounded by `--max-wait`). tonic's `Server::timeout` would cut them too, and answers
 //! CANCELLED.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::time::Duration;
 
 use tonic::{codegen::http, Status};
-use tower_layer::Layer;
 use tower_service::Service;
 
+use super::{Answer, Concern};
 use crate::rpc;
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TimeoutLayer {
+pub(crate) struct Timeout {
     /// `--request-timeout`.
     pub(crate) timeout: Duration,
 }
 
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = Timeout<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Timeout {
-            inner,
-            timeout: self.timeout,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Timeout<S> {
-    inner: S,
-    timeout: Duration,
-}
-
-impl<S, B, R> Service<http::Request<B>> for Timeout<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-    S::Future: Send + 'static,
-    R: Default + Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+impl Concern for Timeout {
+    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
+    where
+        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
+        S::Future: Send + 'static,
+        R: Default + Send + 'static,
+    {
         let long = rpc::kind_of(request.extensions()).is_long();
-        let call = self.inner.call(request);
+        let call = inner.call(request);
         if long {
             return Box::pin(call);
         }

@@ -16,7 +16,7 @@
 -- ARGV[15] number of acks A carried by this claim (issue 15), applied first
 -- ARGV[16..] the A acks (job id, lease token: 2A values), then the queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
---           record as stored (lib/job.lua job_save; src/store/records.rs packed_job
+--           record as stored (lib/job.lua job_save; src/store/packed_job.rs
 --           reads it), its payload when kept in its own key (else ''), then per
 --           queue in ARGV order: leases that expired here,
 --           then per ack in ARGV order: tag, detail }

@@ -36,7 +36,7 @@
 --   read only when meta lacks `jobs`, so the hot path pays nothing for it.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record) -> the packed record it stored (a claim replies with it:
---   src/store/records.rs packed_job reads these positions)
+--   src/store/packed_job.rs reads these positions)
 -- job_fields(K, id, record) -> flat field/value list, the shape src/store/records.rs
 --   decodes (a payload kept in its own key is read back here)
 -- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives

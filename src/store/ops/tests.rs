@@ -279,3 +279,44 @@ async fn a_guard_refusal_names_the_namespace_and_what_it_found() {
         }
     );
 }
+
+/// Every file a script's comments point at (`src/…`, `docs/…`, `tools/…`, `tests/…`,
+/// `proto/…`, and `lib/…` beside the scripts) exists: a comment that names a file
+/// that moved sends its reader nowhere.
+#[test]
+fn every_file_a_script_names_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lua = root.join("lua");
+    let mut missing = Vec::new();
+    for dir in [lua.clone(), lua.join("lib")] {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "lua") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+            for token in text.split(|c: char| !is_path_char(c)) {
+                let token = token.trim_end_matches('.');
+                let base = if token.starts_with("lib/") {
+                    &lua
+                } else if ["src/", "docs/", "tools/", "tests/", "proto/"]
+                    .iter()
+                    .any(|prefix| token.starts_with(prefix))
+                {
+                    root
+                } else {
+                    continue;
+                };
+                if token.contains('.') && !base.join(token).exists() {
+                    missing.push(format!("{}: {token}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files named but not there: {missing:#?}"
+    );
+}

@@ -10,9 +10,17 @@ pub(crate) struct AckJob<'a> {
     pub(crate) token: &'a str,
 }
 
+/// A job AckJob completed.
+#[derive(Debug)]
+pub(crate) struct AckedJob {
+    /// The namespace must be put in the prune due-set.
+    pub(crate) register: bool,
+    /// The job's queue.
+    pub(crate) queue: String,
+}
+
 impl Operation for AckJob<'_> {
-    /// Whether the namespace must be put in the prune due-set, and the job's queue.
-    type Output = LeaseCheck<(bool, String)>;
+    type Output = LeaseCheck<AckedJob>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -26,7 +34,10 @@ impl Operation for AckJob<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         lease_guarded(&mut reply, |reply| {
             reply.int()?; // Redis now
-            Ok((reply.flag()?, reply.text()?))
+            Ok(AckedJob {
+                register: reply.flag()?,
+                queue: reply.text()?,
+            })
         })
     }
 }

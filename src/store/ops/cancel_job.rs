@@ -9,9 +9,16 @@ pub(crate) struct CancelJob<'a> {
     pub(crate) id: &'a str,
 }
 
+/// What a state-guarded job script (cancel, retry) did.
+#[derive(Debug)]
+pub(crate) struct Guarded {
+    pub(crate) check: StateCheck,
+    /// The namespace must be put in the prune due-set (the job finished).
+    pub(crate) register: bool,
+}
+
 impl Operation for CancelJob<'_> {
-    /// The outcome, and whether the namespace must be put in the prune due-set.
-    type Output = (StateCheck, bool);
+    type Output = Guarded;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -33,7 +40,7 @@ pub(crate) fn state_guarded(
     reply: &mut Reply,
     id: &str,
     registers: bool,
-) -> Result<(StateCheck, bool), StoreError> {
+) -> Result<Guarded, StoreError> {
     let mut register = false;
     let check = match reply.text()?.as_str() {
         "ok" => {
@@ -55,7 +62,7 @@ pub(crate) fn state_guarded(
     if !reply.is_done() {
         return Err(StoreError::corrupt("job reply", "unexpected items left"));
     }
-    Ok((check, register))
+    Ok(Guarded { check, register })
 }
 
 #[cfg(test)]

@@ -13,10 +13,19 @@ pub(crate) struct FailJob<'a> {
     pub(crate) random: f64,
 }
 
+/// A failed attempt FailJob recorded.
+#[derive(Debug)]
+pub(crate) struct FailedJob {
+    /// What became of the job: retried later, or dead.
+    pub(crate) failed: Failed,
+    /// The namespace must be put in the prune due-set (the job went dead).
+    pub(crate) register: bool,
+    /// The job's queue.
+    pub(crate) queue: String,
+}
+
 impl Operation for FailJob<'_> {
-    /// The outcome, whether the namespace must be put in the prune due-set, and the
-    /// job's queue.
-    type Output = LeaseCheck<(Failed, bool, String)>;
+    type Output = LeaseCheck<FailedJob>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -39,7 +48,11 @@ impl Operation for FailJob<'_> {
                 state: reply.word(JobState::parse)?,
                 run_at_ms: reply.opt_int()?,
             };
-            Ok((failed, reply.flag()?, reply.text()?))
+            Ok(FailedJob {
+                failed,
+                register: reply.flag()?,
+                queue: reply.text()?,
+            })
         })
     }
 }

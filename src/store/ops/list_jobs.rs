@@ -24,9 +24,16 @@ impl ListJobs<'_> {
     }
 }
 
+/// One page of a queue's jobs.
+#[derive(Debug)]
+pub(crate) struct ListedJobs {
+    pub(crate) jobs: Vec<JobRecord>,
+    /// The job number to continue after, if more may follow.
+    pub(crate) next_after: Option<i64>,
+}
+
 impl Operation for ListJobs<'_> {
-    /// The page, and the job number to continue after (if more may follow).
-    type Output = (Vec<JobRecord>, Option<i64>);
+    type Output = ListedJobs;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -45,14 +52,14 @@ impl Operation for ListJobs<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        let next = reply.opt_int()?;
+        let next_after = reply.opt_int()?;
         let count = reply.count()?;
-        let mut page = Vec::new();
+        let mut jobs = Vec::new();
         for _ in 0..count {
-            page.push(records::job(&reply.counted_fields()?)?);
+            jobs.push(records::job(&reply.counted_fields()?)?);
         }
         reply.finish()?;
-        Ok((page, next))
+        Ok(ListedJobs { jobs, next_after })
     }
 }
 

@@ -25,9 +25,17 @@ pub(crate) fn follow_arg(call: &mut Call, follow: Follow) {
     };
 }
 
+/// What an upsert stored.
+#[derive(Debug)]
+pub(crate) struct Upserted {
+    /// The schedule is new.
+    pub(crate) created: bool,
+    /// The schedule as stored.
+    pub(crate) record: ScheduleRecord,
+}
+
 impl Operation for UpsertSchedule<'_> {
-    /// Whether it was created, and the stored schedule.
-    type Output = (bool, ScheduleRecord);
+    type Output = Upserted;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -68,7 +76,10 @@ impl Operation for UpsertSchedule<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let created = reply.flag()?;
         let fields = reply.rest_fields()?.named(format!("schedule {:?}", self.def.id));
-        Ok((created, records::schedule(&fields)?))
+        Ok(Upserted {
+            created,
+            record: records::schedule(&fields)?,
+        })
     }
 }
 

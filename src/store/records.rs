@@ -1,14 +1,13 @@
-//! Decoding the records the scripts return (schedules and jobs, as field/value
-//! pairs; see `sched_fields` in lua/lib/schedule.lua and `job_fields` in
-//! lua/lib/job.lua) into domain types. Strict: a field that is missing, unparsable or
+//! Decoding the records the scripts return as field/value pairs (schedules; see
+//! `sched_fields` in lua/lib/schedule.lua) into domain types. Strict: a field that is missing, unparsable or
 //! out of range makes the record corrupt, never a default.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::StoreError;
 use crate::domain::{
-    catchup_parse, Backoff, BackoffKind, Follow, JobErrorEntry, JobRecord, JobState, Overlap,
-    ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
+    catchup_parse, Follow, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts,
+    TimingDef,
 };
 use crate::timing::{CatchUp, CatchUpRule};
 
@@ -217,150 +216,4 @@ pub(crate) fn schedule(f: &Fields) -> Result<ScheduleRecord, StoreError> {
             String::new()
         },
     })
-}
-
-/// A job record (lua/lib/job.lua `job_fields`).
-pub(crate) fn job(f: &Fields) -> Result<JobRecord, StoreError> {
-    let jitter_text = f.text("backoff_jitter")?;
-    let jitter: f64 = jitter_text
-        .parse()
-        .ok()
-        .filter(|j| (0.0..=1.0).contains(j))
-        .ok_or_else(|| {
-            f.corrupt(format!(
-                "field backoff_jitter is not in 0..=1: {jitter_text:?}"
-            ))
-        })?;
-    Ok(JobRecord {
-        id: f.text("id")?,
-        queue: f.text("queue")?,
-        name: f.text("name")?,
-        payload: f.bytes("payload")?.to_vec(),
-        headers: f.headers("headers")?,
-        priority: f.int("priority")?,
-        state: f.word("state", JobState::parse)?,
-        attempts: f.int("attempts")?,
-        max_attempts: f.int("max_attempts")?,
-        backoff: Backoff {
-            kind: f.word("backoff", BackoffKind::parse)?,
-            base_ms: f.i64("backoff_base_ms")?,
-            cap_ms: f.i64("backoff_cap_ms")?,
-            jitter,
-        },
-        lease_ms: f.i64("lease_ms")?,
-        errors: error_history(&f.text("errors")?, |detail| {
-            f.corrupt(format!("field errors: {detail}"))
-        })?,
-        create_ms: f.i64("created_ms")?,
-        update_ms: f.opt_i64("updated_ms")?.unwrap_or(0),
-        run_at_ms: f.opt_i64("run_at_ms")?,
-        lease_until_ms: f.opt_i64("lease_until")?,
-        lease_token: f.text("token")?,
-        worker: f.text("worker")?,
-        finish_ms: f.opt_i64("finished_ms")?,
-        dedup_key: f.text("dedup_key")?,
-        seq: f.i64("seq")?,
-    })
-}
-
-/// The JSON error history ("[]" for none; cjson writes an empty table as `{}`): an
-/// array of `{attempt, message, at}` (lua/lib/job.lua push_error). `bad` names the
-/// record and field in the error.
-pub(super) fn error_history(
-    json: &str,
-    bad: impl Fn(&str) -> StoreError,
-) -> Result<Vec<JobErrorEntry>, StoreError> {
-    if json == "{}" {
-        return Ok(Vec::new());
-    }
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(&e.to_string()))?;
-    let entries = value.as_array().ok_or_else(|| bad("not an array"))?;
-    entries
-        .iter()
-        .map(|entry| {
-            let number = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
-            match (
-                number("attempt"),
-                entry.get("message").and_then(serde_json::Value::as_str),
-                number("at"),
-            ) {
-                (Some(attempt), Some(message), Some(at)) => Ok(JobErrorEntry {
-                    attempt: attempt as u32,
-                    message: message.to_owned(),
-                    at_ms: at as i64,
-                }),
-                _ => Err(bad("an entry lacks attempt, message or at")),
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job_fields(changes: &[(&str, &str)]) -> Fields {
-        let mut f = Fields::new("job j");
-        for (name, value) in [
-            ("id", "j"),
-            ("queue", "q"),
-            ("name", "n"),
-            ("payload", ""),
-            ("headers", ""),
-            ("priority", "0"),
-            ("seq", "1"),
-            ("state", "pending"),
-            ("attempts", "0"),
-            ("max_attempts", "3"),
-            ("backoff", "exp"),
-            ("backoff_base_ms", "1000"),
-            ("backoff_cap_ms", "3600000"),
-            ("backoff_jitter", "0"),
-            ("lease_ms", "30000"),
-            ("created_ms", "1"),
-            ("run_at_ms", "1"),
-            ("updated_ms", "1"),
-            ("token", ""),
-            ("lease_until", ""),
-            ("worker", ""),
-            ("finished_ms", ""),
-            ("errors", "[]"),
-            ("dedup_key", ""),
-        ] {
-            f.insert(name.into(), value.as_bytes().to_vec());
-        }
-        for (name, value) in changes {
-            f.insert((*name).into(), value.as_bytes().to_vec());
-        }
-        f
-    }
-
-    #[test]
-    fn a_sound_job_decodes() {
-        let job = job(&job_fields(&[])).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(job.backoff.kind, BackoffKind::Exponential);
-        assert!(job.errors.is_empty());
-    }
-
-    /// Corrupt data is reported as corrupt, not turned into a default.
-    #[test]
-    fn corrupt_job_fields_are_errors_not_defaults() {
-        for (name, value) in [
-            ("backoff", "linear"),
-            ("backoff_jitter", "lots"),
-            ("backoff_jitter", "1.5"),
-            ("priority", "4294967296"),
-            ("attempts", "-1"),
-            ("state", "sleeping"),
-            ("errors", "not json"),
-            ("headers", "[1]"),
-            ("created_ms", ""),
-        ] {
-            let error = job(&job_fields(&[(name, value)])).err();
-            assert!(
-                matches!(error, Some(StoreError::Corrupt { .. })),
-                "{name}={value:?} gave {error:?}"
-            );
-        }
-    }
 }

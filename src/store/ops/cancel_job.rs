@@ -1,7 +1,10 @@
 //! `lua/cancel_job.lua`: cancel a pending or delayed job.
 
 use super::{job_head, prelude::*};
-use crate::domain::{JobState, StateCheck};
+use crate::{
+    domain::{JobState, StateCheck},
+    store::packed_job::read_job,
+};
 
 script!("cancel_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
@@ -30,25 +33,21 @@ impl Operation for CancelJob<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        state_guarded(&mut reply, self.id, true)
+        state_guarded(&mut reply, true)
     }
 }
 
-/// The reply of a state-guarded job script: `"ok", fields...` (`"ok", register,
-/// fields...` when `registers`), `"missing"` or `"state", state`.
-pub(crate) fn state_guarded(
-    reply: &mut Reply,
-    id: &str,
-    registers: bool,
-) -> Result<Guarded, StoreError> {
+/// The reply of a state-guarded job script: `"ok", job` (`"ok", register, job` when
+/// `registers`; the job as lib/job.lua `push_job` sends it), `"missing"` or
+/// `"state", state`.
+pub(crate) fn state_guarded(reply: &mut Reply, registers: bool) -> Result<Guarded, StoreError> {
     let mut register = false;
     let check = match reply.text()?.as_str() {
         "ok" => {
             if registers {
                 register = reply.flag()?;
             }
-            let fields = reply.rest_fields()?.named(format!("job {id:?}"));
-            StateCheck::Done(Box::new(records::job(&fields)?))
+            StateCheck::Done(Box::new(read_job(reply)?))
         }
         "missing" => StateCheck::Missing,
         "state" => StateCheck::WrongState(reply.word(JobState::parse)?),

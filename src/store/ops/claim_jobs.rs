@@ -5,7 +5,7 @@ use super::{
     job_head,
     prelude::*,
 };
-use crate::{domain::JobRecord, store::packed_job::packed_job};
+use crate::{domain::JobRecord, store::packed_job::read_job};
 
 script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
 
@@ -77,10 +77,7 @@ impl Operation for ClaimJobs<'_> {
         let count = reply.count()?;
         let mut jobs = Vec::new();
         for _ in 0..count {
-            let id = reply.text()?;
-            let packed = reply.bytes()?;
-            let payload = reply.bytes()?;
-            jobs.push(packed_job(id, &packed, payload)?);
+            jobs.push(read_job(&mut reply)?);
         }
         let expired = self
             .queues

@@ -1,7 +1,10 @@
 //! `lua/list_jobs.lua`: one page of a queue's jobs in enqueue order.
 
 use super::{job_prefixes, prelude::*};
-use crate::domain::{limits::PageShape, JobRecord, JobState};
+use crate::{
+    domain::{limits::PageShape, JobRecord, JobState},
+    store::packed_job::read_job,
+};
 
 script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(15));
 
@@ -56,7 +59,7 @@ impl Operation for ListJobs<'_> {
         let count = reply.count()?;
         let mut jobs = Vec::new();
         for _ in 0..count {
-            jobs.push(records::job(&reply.counted_fields()?)?);
+            jobs.push(read_job(&mut reply)?);
         }
         reply.finish()?;
         Ok(ListedJobs { jobs, next_after })

@@ -22,7 +22,7 @@ impl Operation for RetryJob<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        Ok(state_guarded(&mut reply, self.id, false)?.check)
+        Ok(state_guarded(&mut reply, false)?.check)
     }
 }
 

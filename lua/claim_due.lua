@@ -28,8 +28,10 @@
 --   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
 --     occurrence id, kind ("scheduled" | "triggered" | "backfill"), fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
---        a lease). With a lease, an occurrence whose lease expired is re-handed first:
---        same shape, attempt + 1, the schedule fields as they were at its first claim.
+--        a lease; fields: lib/schedule.lua sched_reply, marker first). With a lease, an
+--        occurrence whose lease expired is re-handed first: same shape, attempt + 1,
+--        the schedule fields as its copy kept them at its first claim (sched_fields,
+--        no marker: the copy is as whichever build claimed it wrote it).
 --   { "compute", now, overlap, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
 --        now must be computed by the caller (time zones live in Rust), or a schedule
 --        behind under its catch-up policy; nothing changed except repairs (and the
@@ -320,7 +322,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
     redis.call('ZADD', leases_key, deadline, occ)
   end
   local out = { 'claimed', now, overlap_skips, due_ms, skipped, earliest(), lease_token,
-    deadline, attempt, occ, kind }
+    deadline, attempt, occ, kind, SCHED_MARKER, DUEQ_SCHEMA }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
 end

@@ -8,7 +8,7 @@
 -- KEYS[5] its recent runs <prefix>:{<ns>}:rr:<id> (lib/schedule.lua runs_push)
 -- ARGV[3] id
 -- Returns {} when missing, else { n, n recent run entries (newest first), the
---   schedule's fields... }.
+--   schedule's fields (lib/schedule.lua sched_reply)... }.
 --
 -- Read-only. Invariant 5 (docs/DESIGN.md): refused in a namespace that needs Migrate, rather than
 -- answering NOT_FOUND for a record kept in an older layout.

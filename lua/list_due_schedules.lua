@@ -14,7 +14,8 @@
 -- ARGV[9] reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
 -- Returns: { next run of the last entry examined ("" = done), its id, n,
---            then for each schedule: field count, fields... }
+--            then for each schedule: field count, fields (lib/schedule.lua
+--            sched_reply)... }
 --
 -- Read-only. Invariant 1: the index only says which ids might be due; each entry is
 -- re-validated against its record (its derived score, sched_due_at, equal to the
@@ -63,9 +64,9 @@ for i = 1, #entries, 2 do
     if is_error(r) then return r end
     if r ~= nil and sched_due_at(r) == score then
       if not full then r.payload, r.headers = '', '' end
-      local fields = sched_fields(id, r)
+      local fields = sched_reply(id, r)
       bytes = bytes + REPLY_FIXED
-      for j = 2, #fields, 2 do bytes = bytes + #fields[j] end
+      for j = 4, #fields, 2 do bytes = bytes + #fields[j] end -- past the marker
       if n > 0 and bytes > max_bytes then
         break -- this schedule opens the next page
       end

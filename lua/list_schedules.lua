@@ -10,7 +10,8 @@
 -- ARGV[7] "1" = the full view (payload and headers); "" = basic (both left empty)
 -- ARGV[8] reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
--- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
+-- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields
+--          (lib/schedule.lua sched_reply)... }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[6] ids per call, never a scan of the namespace.
 -- Ids whose record vanished are dropped from the listing (repair). Invariant 5: refused
@@ -37,9 +38,9 @@ for i = 1, #ids do
     listing_remove(L, id)
   elseif filter == '' or r.status == filter then
     if not full then r.payload, r.headers = '', '' end
-    local fields = sched_fields(id, r)
+    local fields = sched_reply(id, r)
     bytes = bytes + REPLY_FIXED
-    for j = 2, #fields, 2 do bytes = bytes + #fields[j] end
+    for j = 4, #fields, 2 do bytes = bytes + #fields[j] end -- past the marker
     if n > 0 and bytes > max_bytes then
       cut = true -- this schedule opens the next page
       break

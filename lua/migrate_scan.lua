@@ -15,7 +15,7 @@
 --           ("" none), state ("rev|status|next_ms|runs", see migrate_state; "" for an
 --           import source), field count, fields... }. Fields: an import source's hash
 --           as it is; a dueq record's (a schema-3 record unpacked, a schema 1 or 2
---           hash read through sched_from_flat) as sched_fields writes them, none when
+--           hash read through sched_from_flat) as sched_reply writes them, none when
 --           it does not unpack (Rust reports it).
 --
 -- Read-only. Invariant 3 (docs/DESIGN.md): one SSCAN/ZSCAN step or one listing page, bounded by the
@@ -61,12 +61,12 @@ for i = 1, #items, step do
       end
       local r = sched_from_flat(fields)
       state = migrate_state(r)
-      fields = sched_fields(own_id, r)
+      fields = sched_reply(own_id, r)
     elseif kind == 'string' then
       local r = sched_load(key)
       if not is_error(r) then
         state = migrate_state(r)
-        fields = sched_fields(id, r)
+        fields = sched_reply(id, r)
       end
     end
   else

@@ -8,7 +8,8 @@
 -- ARGV[3] id   ARGV[4] rev the caller computed from
 -- ARGV[5] next run ms computed from now ("" = never)   ARGV[6] follow ms ("" | "end")
 -- Returns: {} when missing; { "moved" } when rev changed since the caller read it (the
--- caller re-reads and retries); else { "ok", fields... }.
+-- caller re-reads and retries); else { "ok", fields (lib/schedule.lua
+-- sched_reply)... }.
 --
 -- Invariant 2 (docs/DESIGN.md): optimistic compare-and-set on rev, so a next run computed from a stale
 -- timing is never written. Invariant 1: status and index change together.

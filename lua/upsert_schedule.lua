@@ -29,8 +29,9 @@
 --   buffered slot are kept (a buffered slot is handed out when released, whatever the
 --   policy is by then).
 -- ARGV[25] jitter ms (0 none): a policy; the index entry moves with it.
--- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
---   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
+-- Returns: { created (0|1), fields of the stored schedule (lib/schedule.lua
+--   sched_reply)... }; a create beyond ARGV[18] is refused with DUEQ_QUOTA
+--   "schedules <limit>" and writes nothing.
 --
 -- Invariant 1 (docs/DESIGN.md: canonical record, derived index): the status/next run written to the
 -- record and the due index entry are written together, here. The caller's next run

@@ -183,7 +183,8 @@ fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
     };
     let occurrence_id = reply.text()?;
     let kind = reply.word(OccurrenceKind::parse)?;
-    let schedule = records::schedule(&reply.rest_fields()?)?;
+    // A re-handed occurrence's copy of its schedule comes without the marker.
+    let schedule = records::claimed_schedule(&reply.rest_fields()?)?;
     Ok(ClaimReply::Claimed {
         occurrence_id,
         kind,
@@ -319,5 +320,68 @@ mod tests {
         };
         let next = schedule.next_run_ms.unwrap_or_default();
         assert_eq!(next % 3_600_000, 1_800_000, "next from the new timing (minute 30)");
+    }
+
+    /// A leased occurrence keeps a copy of its schedule's fields, without the version
+    /// marker a reply puts before a loaded record; a copy written by a build from
+    /// before issue 17 lacks the policy fields. Re-handed, it reads as the previous
+    /// version: the same schedule, its policies at their defaults.
+    #[tokio::test]
+    async fn a_re_handed_copy_without_policy_fields_reads_with_their_defaults() {
+        use crate::store::{keys::NamespaceKeys, records::field};
+        use deadpool_redis::redis;
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let now = crate::clock::Clock::new().now_ms();
+        let def = ScheduleDef {
+            timing: TimingDef::EveryMs(3_600_000),
+            timezone: "UTC".into(),
+            ..cron("")
+        };
+        let due = NextRun {
+            next_ms: Some(now - 1_000),
+            follow: Follow::Unknown,
+        };
+        let upsert = UpsertSchedule {
+            def: &def,
+            next: due,
+            max_schedules: 0,
+        };
+        store.run("ns", &upsert).await.unwrap_or_else(|e| panic!("{e}"));
+        let claim = |token, ms| ClaimDue {
+            namespace: "ns",
+            hint: None,
+            lease: Some((token, ms)),
+            worker: "w",
+        };
+        let first = store.run("ns", &claim("t1", 1)).await.map(|a| a.reply);
+        let Ok(ClaimReply::Claimed {
+            schedule: claimed,
+            occurrence_id,
+            ..
+        }) = first
+        else {
+            panic!("the due schedule is claimed: {first:?}")
+        };
+        let key = NamespaceKeys::new("dueq", "ns").occurrence_prefix() + &occurrence_id;
+        let added = field::ALL.iter().skip_while(|name| **name != field::CATCHUP);
+        let mut hdel = redis::cmd("HDEL");
+        hdel.arg(&key);
+        for name in added {
+            hdel.arg(format!("s.{name}"));
+        }
+        let mut conn = redis.conn().await;
+        let removed: usize = hdel.query_async(&mut conn).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(removed, 14, "the copy held every policy field");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let again = store.run("ns", &claim("t2", 30_000)).await.map(|a| a.reply);
+        let Ok(ClaimReply::Claimed {
+            schedule, lease, ..
+        }) = again
+        else {
+            panic!("the expired occurrence is re-handed: {again:?}")
+        };
+        assert_eq!(lease.map(|l| l.attempt), Some(2));
+        assert_eq!(schedule, claimed);
     }
 }

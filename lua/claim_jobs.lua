@@ -3,18 +3,19 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9]  lease token base (random, minted by the caller; token = base .. "." .. i)
--- ARGV[10]  lease ms for these claims ("" = each job's own default lease)
--- ARGV[11]  max jobs to claim
--- ARGV[12] worker id
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] token_base: lease token base (random, minted by the caller; token = base .. "." .. i)
+-- ARGV[10] lease_ms: lease ms for these claims ("" = each job's own default lease)
+-- ARGV[11] max_jobs: most jobs to claim
+-- ARGV[12] worker: worker id
 -- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
--- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
+-- ARGV[14] max_bytes: reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua packed_bytes) over it
--- ARGV[15] number of acks A carried by this claim (issue 15), applied first
--- ARGV[16..] the A acks (job id, lease token: 2A values), then the queue names
+-- ARGV[15] ack_count: number of acks A carried by this claim (issue 15), applied first
+-- ARGV[16..] acks, queues: the A acks (job id, lease token: 2A values), then the
+--            queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
 --           record as stored, its payload when kept in its own key (else '')
 --           (lib/job.lua push_job; src/store/packed_job.rs reads them), then per

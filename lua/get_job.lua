@@ -3,9 +3,9 @@
 --
 -- KEYS[1] namespace meta   <prefix>:{<ns>}:meta
 -- KEYS[2] the job record   <prefix>:{<ns>}:j:<id>
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: the job id
 -- Returns {} when there is no such job, else { id, its packed record as stored, its
 --   payload when kept in its own key (else '') } (lib/job.lua push_job).
 --

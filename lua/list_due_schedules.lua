@@ -5,13 +5,16 @@
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
 -- KEYS[4] due index <prefix>:{<ns>}:due
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix (unused)
--- ARGV[3] next run (ms) of the last schedule of the previous page ("" = from the start)
--- ARGV[4] its id
--- ARGV[5] overdue by ms: only next runs at or before Redis TIME minus this ("" = all)
--- ARGV[6] page size   ARGV[7] most index entries to examine in this call
--- ARGV[8] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[9] reply byte budget: the page ends before the schedule that would take its
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix (unused)
+-- ARGV[3] after_ms: next run (ms) of the last schedule of the previous page ("" = from
+--         the start)
+-- ARGV[4] after_id: its id
+-- ARGV[5] overdue_by_ms: only next runs at or before Redis TIME minus this ("" = all)
+-- ARGV[6] page_size: page size   ARGV[7] budget: most index entries to examine in
+--         this call
+-- ARGV[8] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[9] max_bytes: reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
 -- Returns: { next run of the last entry examined ("" = done), its id, n,
 --            then for each schedule: field count, fields (lib/schedule.lua

@@ -3,13 +3,14 @@
 --
 -- KEYS[1] namespace meta (its `n:<queue>` is the queue's last job number)
 --         <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] queue   ARGV[10] exclusive lower bound job number ("" = from the start)
--- ARGV[11] page size   ARGV[12] state filter ("" = any)
--- ARGV[13] most jobs to examine in this call (bounds the work when filtering)
--- ARGV[14] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[15] reply byte budget: the page ends before the job that would take its jobs'
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: the queue   ARGV[10] after: exclusive lower bound job number ("" =
+--         from the start)
+-- ARGV[11] page_size: page size   ARGV[12] state: state filter ("" = any)
+-- ARGV[13] budget: most jobs to examine in this call (bounds the work when filtering)
+-- ARGV[14] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[15] max_bytes: reply byte budget: the page ends before the job that would take its jobs'
 --          bytes (lib/job.lua packed_bytes) over it (a page holds at least one job)
 -- Returns { next_after ("" = done), n, then per job: id, packed record, payload
 --           (lib/job.lua push_job; a basic page's records repacked without payload

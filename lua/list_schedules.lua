@@ -3,12 +3,13 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
--- ARGV[3] exclusive lower bound id ("" = from the start)
--- ARGV[4] page size   ARGV[5] status filter ("" = any)
--- ARGV[6] most ids to examine in this call (bounds the work when filtering)
--- ARGV[7] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[8] reply byte budget: the page ends before the schedule that would take its
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[3] after: exclusive lower bound id ("" = from the start)
+-- ARGV[4] page_size: page size   ARGV[5] status: status filter ("" = any)
+-- ARGV[6] budget: most ids to examine in this call (bounds the work when filtering)
+-- ARGV[7] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[8] max_bytes: reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
 -- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields
 --          (lib/schedule.lua sched_reply)... }

@@ -7,10 +7,11 @@
 -- KEYS[2..] the due index <prefix>:{<ns>}:due, when reading a namespace (an import
 --         source has none: no scores, and its hashes are another queue's, read as
 --         they are)
--- ARGV[1] record key prefix: <prefix>:{<ns>}:s: (or the import source's)
--- ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk: ("" unless walking "tree")
--- ARGV[3] "set" | "zset" | "tree"   ARGV[4] cursor ("0" to start; for "tree", then
---         ">" and the last id read)   ARGV[5] batch size (SCAN COUNT, or ids read)
+-- ARGV[1] record_prefix: record key prefix: <prefix>:{<ns>}:s: (or the import source's)
+-- ARGV[2] leaf_prefix: listing leaf prefix <prefix>:{<ns>}:lk: ("" unless walking "tree")
+-- ARGV[3] walk: "set" | "zset" | "tree"   ARGV[4] cursor: "0" to start (for "tree",
+--         then ">" and the last id read)   ARGV[5] batch: batch size (SCAN COUNT, or
+--         ids read)
 -- Returns { next cursor ("0" = done), n, then per record: id, key type, due-index score
 --           ("" none), state ("rev|status|next_ms|runs", see migrate_state; "" for an
 --           import source), field count, fields... }. Fields: an import source's hash

@@ -3,9 +3,10 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] id   ARGV[4] the pause note ("" none), shown until resumed
+-- ARGV[3] id: the schedule id   ARGV[4] note: the pause note ("" none), shown until resumed
 -- Returns: {} when the schedule does not exist, else the fields of the paused schedule
 -- (lib/schedule.lua sched_reply).
 --

@@ -28,7 +28,7 @@ impl Operation for AckJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id).arg(self.token);
+        call.arg("id", self.id).arg("token", self.token);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -29,7 +29,7 @@ impl Operation for CancelJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id);
+        call.arg("id", self.id);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

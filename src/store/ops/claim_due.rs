@@ -10,6 +10,16 @@ script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
 
+/// ARGV[4..9], the hint's first values (all "" without a hint).
+const HINT: [&str; 6] = [
+    "hint_id",
+    "hint_rev",
+    "hint_expected_next_ms",
+    "hint_next_ms",
+    "hint_follow",
+    "hint_skipped",
+];
+
 pub(crate) struct ClaimDue<'a> {
     /// The namespace, for the occurrence id the script computes.
     pub(crate) namespace: &'a str,
@@ -82,35 +92,38 @@ impl Operation for ClaimDue<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.occurrence_leases())
-            .arg(CLAIM_CANDIDATES);
+            .arg("candidates", CLAIM_CANDIDATES);
         match self.hint {
             Some(h) => {
-                call.arg(&h.id)
-                    .arg(h.revision)
-                    .arg(h.expected_next_ms)
-                    .opt(h.next.next_ms);
-                follow_arg(call, h.next.follow);
-                call.arg(h.skipped);
+                call.arg("hint_id", &h.id)
+                    .arg("hint_rev", h.revision)
+                    .arg("hint_expected_next_ms", h.expected_next_ms)
+                    .opt("hint_next_ms", h.next.next_ms);
+                follow_arg(call, "hint_follow", h.next.follow);
+                call.arg("hint_skipped", h.skipped);
             }
             None => {
-                for _ in 0..6 {
-                    call.arg("");
+                for name in HINT {
+                    call.arg(name, "");
                 }
             }
         }
         match self.lease {
-            Some((token, ms)) => call.arg(ms).arg(token),
-            None => call.arg("").arg(""),
+            Some((token, ms)) => call.arg("lease_ms", ms).arg("token", token),
+            None => call.arg("lease_ms", "").arg("token", ""),
         };
-        call.arg(self.namespace).arg(keys.occurrence_prefix());
+        call.arg("namespace", self.namespace)
+            .arg("occurrence_prefix", keys.occurrence_prefix());
         match self.hint {
-            Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
-            None => call.arg("").arg(""),
+            Some(h) => call
+                .opt("hint_hand_out", h.hand_out)
+                .arg("hint_skipped_window", h.skipped_window),
+            None => call.arg("hint_hand_out", "").arg("hint_skipped_window", ""),
         };
-        call.arg(ACKED_OCCURRENCE_TTL_MS)
-            .arg(keys.backfill_prefix())
-            .arg(keys.runs_prefix())
-            .arg(self.worker);
+        call.arg("finished_ttl_ms", ACKED_OCCURRENCE_TTL_MS)
+            .arg("backfill_prefix", keys.backfill_prefix())
+            .arg("runs_prefix", keys.runs_prefix())
+            .arg("worker", self.worker);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -54,18 +54,18 @@ impl Operation for ClaimJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.token_base)
-            .opt(self.lease_ms)
-            .arg(self.max_jobs)
-            .arg(self.worker)
-            .arg(CLAIM_BUDGET)
-            .arg(self.max_bytes)
-            .arg(self.acks.len());
+        call.arg("token_base", self.token_base)
+            .opt("lease_ms", self.lease_ms)
+            .arg("max_jobs", self.max_jobs)
+            .arg("worker", self.worker)
+            .arg("budget", CLAIM_BUDGET)
+            .arg("max_bytes", self.max_bytes)
+            .arg("ack_count", self.acks.len());
         for (id, token) in self.acks {
-            call.arg(*id).arg(*token);
+            call.arg("acks", *id).arg("acks", *token);
         }
         for queue in self.queues {
-            call.arg(queue);
+            call.arg("queues", queue);
         }
     }
 

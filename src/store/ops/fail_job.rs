@@ -33,12 +33,12 @@ impl Operation for FailJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id)
-            .arg(self.token)
-            .arg(&self.failure.error)
-            .opt(self.failure.retry_after_ms)
-            .flag(self.failure.non_retryable)
-            .arg(self.random.to_string());
+        call.arg("id", self.id)
+            .arg("token", self.token)
+            .arg("error", &self.failure.error)
+            .opt("retry_after_ms", self.failure.retry_after_ms)
+            .flag("non_retryable", self.failure.non_retryable)
+            .arg("random", self.random.to_string());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

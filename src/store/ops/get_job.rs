@@ -19,7 +19,7 @@ impl Operation for GetJob<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta()).key(keys.job(self.id));
         job_prefixes(keys, call);
-        call.arg(self.id);
+        call.arg("id", self.id);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

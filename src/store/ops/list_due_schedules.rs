@@ -40,16 +40,16 @@ impl Operation for ListDueSchedules<'_> {
         schedule_head(keys, call);
         call.key(keys.due());
         match self.after {
-            Some((ms, id)) => call.arg(ms).arg(id),
-            None => call.arg("").arg(""),
+            Some((ms, id)) => call.arg("after_ms", ms).arg("after_id", id),
+            None => call.arg("after_ms", "").arg("after_id", ""),
         };
-        call.opt(self.overdue_by_ms)
-            .arg(self.page.size)
+        call.opt("overdue_by_ms", self.overdue_by_ms)
+            .arg("page_size", self.page.size)
             // Stale entries are rare (claims repair them): a page examines at most
             // twice its size.
-            .arg((self.page.size * 2).min(2000))
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+            .arg("budget", (self.page.size * 2).min(2000))
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -45,13 +45,13 @@ impl Operation for ListJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta());
         job_prefixes(keys, call);
-        call.arg(self.queue)
-            .opt(self.after)
-            .arg(self.page.size)
-            .arg(self.state.map(JobState::as_str).unwrap_or(""))
-            .arg(self.budget())
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+        call.arg("queue", self.queue)
+            .opt("after", self.after)
+            .arg("page_size", self.page.size)
+            .arg("state", self.state.map(JobState::as_str).unwrap_or(""))
+            .arg("budget", self.budget())
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

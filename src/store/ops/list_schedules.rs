@@ -40,12 +40,12 @@ impl Operation for ListSchedules<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.arg(self.after)
-            .arg(self.page.size)
-            .arg(self.status.map(ScheduleStatus::as_str).unwrap_or(""))
-            .arg(self.budget())
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+        call.arg("after", self.after)
+            .arg("page_size", self.page.size)
+            .arg("status", self.status.map(ScheduleStatus::as_str).unwrap_or(""))
+            .arg("budget", self.budget())
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

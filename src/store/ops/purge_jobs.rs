@@ -49,9 +49,9 @@ impl Operation for PurgeJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.queue)
-            .arg(self.state.as_str())
-            .arg(self.limit.clamp(1, MAX_BATCH));
+        call.arg("queue", self.queue)
+            .arg("state", self.state.as_str())
+            .arg("limit", self.limit.clamp(1, MAX_BATCH));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

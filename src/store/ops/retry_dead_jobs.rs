@@ -30,7 +30,8 @@ impl Operation for RetryDeadJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.queue).arg(self.limit.clamp(1, MAX_BATCH));
+        call.arg("queue", self.queue)
+            .arg("limit", self.limit.clamp(1, MAX_BATCH));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -3,9 +3,9 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id   ARGV[10] lease token
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: the job id   ARGV[10] token: its lease token
 -- Returns { "ok", now, register (1: put the namespace in the prune due-set), the
 --           job's queue (for the metrics) }
 --       | { "missing" } | { "stale", state } | { "expired" }

@@ -4,10 +4,10 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9..] job id, lease token: groups of 2 (at most 1,000 groups; the service
---           bounds it)
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9..] lease{id, token}: job id, lease token: groups of 2 (at most 1,000 groups;
+--           the service bounds it)
 -- Returns { now, register (1: put the namespace in the prune due-set), then per ack
 --           in ARGV order: tag, detail } (tag, detail as claim_jobs.lua's acks)
 --

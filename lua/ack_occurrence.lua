@@ -3,11 +3,12 @@
 --
 -- KEYS[1] occurrence leases (zset occurrence id -> lease deadline ms)  <prefix>:{<ns>}:oleases
 -- KEYS[2] namespace meta <prefix>:{<ns>}:meta   KEYS[3] due index <prefix>:{<ns>}:due
--- ARGV[1] occurrence record prefix <prefix>:{<ns>}:o:
--- ARGV[2] occurrence id   ARGV[3] lease token
--- ARGV[4] how long an acked record is kept (ms), so a repeated ack is told "acked"
--- ARGV[5] schedule record prefix <prefix>:{<ns>}:s:
--- ARGV[6] recent runs prefix <prefix>:{<ns>}:rr: (its entry becomes "acked")
+-- ARGV[1] occurrence_prefix: occurrence record prefix <prefix>:{<ns>}:o:
+-- ARGV[2] occurrence_id: occurrence id   ARGV[3] token: lease token
+-- ARGV[4] acked_ttl_ms: how long an acked record is kept (ms), so a repeated ack is
+--   told "acked"
+-- ARGV[5] schedule_prefix: schedule record prefix <prefix>:{<ns>}:s:
+-- ARGV[6] runs_prefix: recent runs prefix <prefix>:{<ns>}:rr: (its entry becomes "acked")
 -- Returns { "ok", released (1 when a buffered slot of the schedule became due, 0) }
 --   | { "missing" } | { "stale", state } | { "expired" }
 --

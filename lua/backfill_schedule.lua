@@ -3,11 +3,13 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
 -- KEYS[6] the schedule's backfill set (zset slot ms -> slot ms) <prefix>:{<ns>}:bf:<id>
--- ARGV[3] id   ARGV[4] the revision the slots were computed from   ARGV[5] most slots
---   that may wait in the set   ARGV[6..] the slots, epoch ms (at most 1,000, oldest first)
+-- ARGV[3] id: the schedule id   ARGV[4] rev: the revision the slots were computed from
+-- ARGV[5] max_waiting: most slots that may wait in the set
+-- ARGV[6..] slots: the slots, epoch ms (at most 1,000, oldest first)
 -- Returns { "ok", added (slots not already waiting), waiting } | { "missing" }
 --   | { "paused" } | { "completed" } | { "moved" } (the timing changed: recompute)
 --   | { "full", waiting }

@@ -3,11 +3,11 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id
--- Returns { "ok", register (1: put the namespace in the prune due-set), fields... }
---       | { "missing" } | { "state", state }
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: the job id
+-- Returns { "ok", register (1: put the namespace in the prune due-set), id, packed
+--         record, payload (lib/job.lua push_job) } | { "missing" } | { "state", state }
 --
 -- Invariant 1 (docs/DESIGN.md): the job leaves its delayed set and enters the finished set in the
 -- same script that marks it cancelled. A pending job's ready-list entry stays and is
@@ -32,7 +32,7 @@ else
   return { 'state', r.state }
 end
 r.state, r.finished, r.updated = 'cancelled', now, now
-job_save(key, r)
+local packed = job_save(key, r)
 local out = { 'ok', finish_entry(KEYS[1], id, now) }
-for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
+push_job(out, K, id, packed, r.px)
 return out

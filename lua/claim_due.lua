@@ -3,33 +3,37 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index (zset id -> next run ms) <prefix>:{<ns>}:due
 -- KEYS[5] occurrence leases (zset occurrence id -> lease deadline ms) <prefix>:{<ns>}:oleases
--- ARGV[3] how many due candidates to examine at most (bounds the work per call)
--- ARGV[4..9] optional hint for a schedule the caller was asked to compute (a cron's
---   next slot, or any schedule's catch-up plan):
---   id, rev, expected next ms, new next ms ("" = none), new follow ms ("" | "end"),
---   slots skipped for catch-up. Empty ARGV[4] = no hint.
--- ARGV[14] the hint's slot to hand out ("" = none: the plan only skips; the claim then
---   goes on to the other candidates)   ARGV[15] the hint's slots skipped for the
---   catch-up window
--- ARGV[10] lease ms for the claimed occurrence ("" = no lease: at-most-once)
--- ARGV[11] lease token (minted by the caller)
--- ARGV[12] the namespace (for the occurrence id)
--- ARGV[13] occurrence lease record prefix <prefix>:{<ns>}:o:
--- ARGV[16] how long a finished occurrence record is kept (ms): one whose lease expired
---   for the last time (max_attempts) is kept like an acked one
--- ARGV[17] backfill set prefix <prefix>:{<ns>}:bf: (a schedule id is appended)
--- ARGV[18] recent runs prefix <prefix>:{<ns>}:rr: (a schedule id is appended)
--- ARGV[19] the claiming worker's id (recorded in the recent runs)
+-- ARGV[3] candidates: how many due candidates to examine at most (bounds the work per call)
+-- ARGV[4..9] hint_id, hint_rev, hint_expected_next_ms, hint_next_ms, hint_follow,
+--   hint_skipped: optional hint for a schedule the caller was asked to compute (a
+--   cron's next slot, or any schedule's catch-up plan): id, rev, expected next ms, new
+--   next ms ("" = none), new follow ms ("" | "end"), slots skipped for catch-up.
+--   Empty ARGV[4] = no hint.
+-- ARGV[10] lease_ms: lease ms for the claimed occurrence ("" = no lease: at-most-once)
+-- ARGV[11] token: lease token (minted by the caller)
+-- ARGV[12] namespace: the namespace (for the occurrence id)
+-- ARGV[13] occurrence_prefix: occurrence lease record prefix <prefix>:{<ns>}:o:
+-- ARGV[14] hint_hand_out: the hint's slot to hand out ("" = none: the plan only skips;
+--   the claim then goes on to the other candidates)
+-- ARGV[15] hint_skipped_window: the hint's slots skipped for the catch-up window
+-- ARGV[16] finished_ttl_ms: how long a finished occurrence record is kept (ms): one
+--   whose lease expired for the last time (max_attempts) is kept like an acked one
+-- ARGV[17] backfill_prefix: backfill set prefix <prefix>:{<ns>}:bf: (a schedule id is appended)
+-- ARGV[18] runs_prefix: recent runs prefix <prefix>:{<ns>}:rr: (a schedule id is appended)
+-- ARGV[19] worker: the claiming worker's id (recorded in the recent runs)
 -- Returns one of (overlap = slots this call skipped under OVERLAP_POLICY_SKIP or with
 -- a full buffer, for the metric):
 --   { "claimed", now, overlap, due_ms, skipped, earliest, token, lease_until, attempt,
 --     occurrence id, kind ("scheduled" | "triggered" | "backfill"), fields... }
 --        the claimed schedule after the claim (token, lease_until, attempt are "" without
---        a lease). With a lease, an occurrence whose lease expired is re-handed first:
---        same shape, attempt + 1, the schedule fields as they were at its first claim.
+--        a lease; fields: lib/schedule.lua sched_reply, marker first). With a lease, an
+--        occurrence whose lease expired is re-handed first: same shape, attempt + 1,
+--        the schedule fields as its copy kept them at its first claim (sched_fields,
+--        no marker: the copy is as whichever build claimed it wrote it).
 --   { "compute", now, overlap, earliest, id, rev, next_ms, fields... }  a cron schedule whose next slot after
 --        now must be computed by the caller (time zones live in Rust), or a schedule
 --        behind under its catch-up policy; nothing changed except repairs (and the
@@ -320,7 +324,7 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
     redis.call('ZADD', leases_key, deadline, occ)
   end
   local out = { 'claimed', now, overlap_skips, due_ms, skipped, earliest(), lease_token,
-    deadline, attempt, occ, kind }
+    deadline, attempt, occ, kind, SCHED_MARKER, DUEQ_SCHEMA }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
 end

@@ -3,21 +3,22 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9]  lease token base (random, minted by the caller; token = base .. "." .. i)
--- ARGV[10]  lease ms for these claims ("" = each job's own default lease)
--- ARGV[11]  max jobs to claim
--- ARGV[12] worker id
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] token_base: lease token base (random, minted by the caller; token = base .. "." .. i)
+-- ARGV[10] lease_ms: lease ms for these claims ("" = each job's own default lease)
+-- ARGV[11] max_jobs: most jobs to claim
+-- ARGV[12] worker: worker id
 -- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
--- ARGV[14] reply byte budget: no job is leased past the first whose reply would take
---          the jobs' bytes (lib/job.lua job_bytes) over it
--- ARGV[15] number of acks A carried by this claim (issue 15), applied first
--- ARGV[16..] the A acks (job id, lease token: 2A values), then the queue names
+-- ARGV[14] max_bytes: reply byte budget: no job is leased past the first whose reply would take
+--          the jobs' bytes (lib/job.lua packed_bytes) over it
+-- ARGV[15] ack_count: number of acks A carried by this claim (issue 15), applied first
+-- ARGV[16..] acks, queues: the A acks (job id, lease token: 2A values), then the
+--            queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
---           record as stored (lib/job.lua job_save; src/store/records.rs packed_job
---           reads it), its payload when kept in its own key (else ''), then per
+--           record as stored, its payload when kept in its own key (else '')
+--           (lib/job.lua push_job; src/store/packed_job.rs reads them), then per
 --           queue in ARGV order: leases that expired here,
 --           then per ack in ARGV order: tag, detail }
 --   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
@@ -245,7 +246,7 @@ while claimed < max_jobs and skips < budget do
   end
   if best == nil then break end
   local id, p, q = best.id, best.p, best.queue
-  bytes = bytes + packed_bytes(K, id, p) + #worker
+  bytes = bytes + packed_bytes(K, id, p, true, false) + #worker
   if claimed > 0 and bytes > max_bytes then break end
   best.id, best.p, best.next = nil, nil, best.next + 1
   -- The claim's change, on the array: active, leased to this worker and token.
@@ -271,8 +272,7 @@ while claimed < max_jobs and skips < budget do
     count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
   end
   claimed = claimed + 1
-  out[#out + 1], out[#out + 2] = id, packed
-  out[#out + 1] = p[P_PX] == 1 and (redis.call('GET', K.payload .. id) or '') or ''
+  push_job(out, K, id, packed, p[P_PX])
 end
 
 for _, q in ipairs(queues) do

@@ -3,11 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
 -- KEYS[6] its backfill set <prefix>:{<ns>}:bf:<id> (BackfillSchedule)
 -- KEYS[7] its recent runs <prefix>:{<ns>}:rr:<id>
--- ARGV[3] id
+-- ARGV[3] id: the schedule id
 -- Returns 1 if the schedule existed, else 0.
 --
 -- Invariant 1 (docs/DESIGN.md): the record, its backfill set and both derived entries go together; a claim that still

@@ -3,15 +3,15 @@
 --
 -- KEYS[1] namespace meta (hash: schema, jobs, n:<queue>, stored)   <prefix>:{<ns>}:meta
 -- KEYS[2] finished jobs (zset id -> finish ms)                     <prefix>:{<ns>}:jdone
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] schema version   ARGV[10] number of jobs n
--- ARGV[11] most unfinished jobs the namespace may hold (0: no limit)
--- ARGV[12..] 17 values per job:
---   id, queue, name, payload, headers (JSON), priority,
---   when ("" now | "at" | "delay"), when value (ms), max_attempts,
---   backoff kind ("fixed" | "exp"), backoff base ms, backoff cap ms, jitter (0..1),
---   lease ms, dedup key ("" none), dedup ttl ms, dedup mode ("skip"|"replace"|"extend")
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] schema: schema version   ARGV[10] count: number of jobs n
+-- ARGV[11] max_jobs: most unfinished jobs the namespace may hold (0: no limit)
+-- ARGV[12..] job{id, queue, name, payload, headers, priority, when, when_ms,
+--   max_attempts, backoff, base_ms, cap_ms, jitter, lease_ms, dedup_key, dedup_ttl_ms,
+--   dedup_mode}: 17 values per job: headers a JSON object, when "" (now) | "at" |
+--   "delay" and when_ms its value, backoff "fixed" | "exp", jitter in 0..1, dedup_key
+--   "" for none, dedup_mode "skip" | "replace" | "extend"
 -- Returns one triple per job, in order: { outcome, job id, state }
 --   outcome: "created" | "duplicate" | "replaced" | "extended"
 --            | "quota" (not written: the namespace holds ARGV[11] unfinished jobs;

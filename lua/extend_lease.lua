@@ -4,9 +4,9 @@
 --
 -- KEYS[1] finished jobs (unused; every lease-guarded script gets the same keys)
 -- KEYS[2] namespace meta   <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id   ARGV[10] lease token   ARGV[11] lease ms
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: job id   ARGV[10] token: lease token   ARGV[11] lease_ms: lease ms
 -- Returns { "ok", new deadline } | { "missing" } | { "stale", state } | { "expired" }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):

@@ -4,12 +4,12 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id   ARGV[10] lease token   ARGV[11] error text
--- ARGV[12] retry after ms ("" = use the job's backoff)
--- ARGV[13] "1" = non-retryable
--- ARGV[14] a uniform random number in [0, 1) from the caller, for jitter
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: job id   ARGV[10] token: lease token   ARGV[11] error: error text
+-- ARGV[12] retry_after_ms: retry after ms ("" = use the job's backoff)
+-- ARGV[13] non_retryable: "1" = non-retryable
+-- ARGV[14] random: a uniform random number in [0, 1) from the caller, for jitter
 -- Returns { "ok", now, new state, run_at ms ("" when dead),
 --           register (1: put the namespace in the prune due-set), the job's queue }
 --       | { "missing" } | { "stale", state } | { "expired" }

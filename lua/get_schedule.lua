@@ -3,12 +3,13 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] the schedule record <prefix>:{<ns>}:s:<id>
 -- KEYS[5] its recent runs <prefix>:{<ns>}:rr:<id> (lib/schedule.lua runs_push)
--- ARGV[3] id
+-- ARGV[3] id: the schedule id
 -- Returns {} when missing, else { n, n recent run entries (newest first), the
---   schedule's fields... }.
+--   schedule's fields (lib/schedule.lua sched_reply)... }.
 --
 -- Read-only. Invariant 5 (docs/DESIGN.md): refused in a namespace that needs Migrate, rather than
 -- answering NOT_FOUND for a record kept in an older layout.

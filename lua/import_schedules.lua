@@ -3,12 +3,14 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
--- ARGV[3] lock token   ARGV[4] schema version (written to a new namespace's meta)
--- ARGV[5..] groups of 16, one per schedule, already validated and converted in Rust:
---   id, kind, cron, every_ms, tz, start_ms, end_ms, limit, job_name, payload,
---   headers, status, runs, last_ms, next_ms, created_ms
+-- ARGV[3] token: lock token   ARGV[4] schema: schema version (written to a new
+--   namespace's meta)
+-- ARGV[5..] schedule{id, kind, cron, every_ms, tz, start_ms, end_ms, limit, job_name,
+--   payload, headers, status, runs, last_ms, next_ms, created_ms}: groups of 16, one
+--   per schedule, already validated and converted in Rust
 -- Returns { "ok", imported, already present, indexed } | { "lost" }.
 --
 -- Idempotent: a schedule whose id the namespace already holds is left alone, so

@@ -5,16 +5,20 @@
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
 -- KEYS[4] due index <prefix>:{<ns>}:due
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix (unused)
--- ARGV[3] next run (ms) of the last schedule of the previous page ("" = from the start)
--- ARGV[4] its id
--- ARGV[5] overdue by ms: only next runs at or before Redis TIME minus this ("" = all)
--- ARGV[6] page size   ARGV[7] most index entries to examine in this call
--- ARGV[8] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[9] reply byte budget: the page ends before the schedule that would take its
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix (unused)
+-- ARGV[3] after_ms: next run (ms) of the last schedule of the previous page ("" = from
+--         the start)
+-- ARGV[4] after_id: its id
+-- ARGV[5] overdue_by_ms: only next runs at or before Redis TIME minus this ("" = all)
+-- ARGV[6] page_size: page size   ARGV[7] budget: most index entries to examine in
+--         this call
+-- ARGV[8] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[9] max_bytes: reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
 -- Returns: { next run of the last entry examined ("" = done), its id, n,
---            then for each schedule: field count, fields... }
+--            then for each schedule: field count, fields (lib/schedule.lua
+--            sched_reply)... }
 --
 -- Read-only. Invariant 1: the index only says which ids might be due; each entry is
 -- re-validated against its record (its derived score, sched_due_at, equal to the
@@ -63,9 +67,9 @@ for i = 1, #entries, 2 do
     if is_error(r) then return r end
     if r ~= nil and sched_due_at(r) == score then
       if not full then r.payload, r.headers = '', '' end
-      local fields = sched_fields(id, r)
+      local fields = sched_reply(id, r)
       bytes = bytes + REPLY_FIXED
-      for j = 2, #fields, 2 do bytes = bytes + #fields[j] end
+      for j = 4, #fields, 2 do bytes = bytes + #fields[j] end -- past the marker
       if n > 0 and bytes > max_bytes then
         break -- this schedule opens the next page
       end

@@ -3,15 +3,18 @@
 --
 -- KEYS[1] namespace meta (its `n:<queue>` is the queue's last job number)
 --         <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] queue   ARGV[10] exclusive lower bound job number ("" = from the start)
--- ARGV[11] page size   ARGV[12] state filter ("" = any)
--- ARGV[13] most jobs to examine in this call (bounds the work when filtering)
--- ARGV[14] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[15] reply byte budget: the page ends before the job that would take its jobs'
---          bytes (lib/job.lua job_bytes) over it (a page holds at least one job)
--- Returns { next_after ("" = done), n, then per job: field count, fields... }
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: the queue   ARGV[10] after: exclusive lower bound job number ("" =
+--         from the start)
+-- ARGV[11] page_size: page size   ARGV[12] state: state filter ("" = any)
+-- ARGV[13] budget: most jobs to examine in this call (bounds the work when filtering)
+-- ARGV[14] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[15] max_bytes: reply byte budget: the page ends before the job that would take its jobs'
+--          bytes (lib/job.lua packed_bytes) over it (a page holds at least one job)
+-- Returns { next_after ("" = done), n, then per job: id, packed record, payload
+--           (lib/job.lua push_job; a basic page's records repacked without payload
+--           and headers) }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[13] jobs and MAX_BUCKETS listing buckets per call
 -- (buckets emptied by pruning cost one HGETALL each), never a scan of the queue; a
@@ -45,17 +48,20 @@ while cursor < last and count < page and examined < budget and buckets < MAX_BUC
   table.sort(entries, function(a, b) return a[1] < b[1] end)
   local cut = false
   for _, e in ipairs(entries) do
-    local r = job_load(K.job .. e[2])
-    if r == nil or (not is_error(r) and (r.n ~= e[1] or r.queue ~= queue)) then
+    local p, packed = packed_load(K.job .. e[2])
+    if p == nil or (not is_error(p) and (p[P_N] ~= e[1] or p[P_QUEUE] ~= queue)) then
       redis.call('HDEL', bkey, e[3])
-    elseif not is_error(r) and (filter == '' or r.state == filter) then
-      bytes = bytes + job_bytes(K, e[2], r, full, true)
+    elseif not is_error(p) and (filter == '' or STATE_NAME[p[P_STATE]] == filter) then
+      bytes = bytes + packed_bytes(K, e[2], p, full, true)
       if count > 0 and bytes > max_bytes then
         cut, filled = true, true -- this job opens the next page
         break
       end
-      if not full then r.payload, r.px, r.headers = '', '', '' end
-      push_record(out, K, e[2], r)
+      if not full then
+        p[P_PAYLOAD], p[P_HEADERS], p[P_PX] = '', '', ''
+        packed = packed_of(p)
+      end
+      push_job(out, K, e[2], packed, p[P_PX])
       count = count + 1
     end
     examined = examined + 1

@@ -3,14 +3,16 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
--- ARGV[3] exclusive lower bound id ("" = from the start)
--- ARGV[4] page size   ARGV[5] status filter ("" = any)
--- ARGV[6] most ids to examine in this call (bounds the work when filtering)
--- ARGV[7] "1" = the full view (payload and headers); "" = basic (both left empty)
--- ARGV[8] reply byte budget: the page ends before the schedule that would take its
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[3] after: exclusive lower bound id ("" = from the start)
+-- ARGV[4] page_size: page size   ARGV[5] status: status filter ("" = any)
+-- ARGV[6] budget: most ids to examine in this call (bounds the work when filtering)
+-- ARGV[7] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[8] max_bytes: reply byte budget: the page ends before the schedule that would take its
 --         schedules' bytes over it (a page holds at least one schedule)
--- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields... }
+-- Returns: { next_after_id ("" = done), n, then for each schedule: field count, fields
+--          (lib/schedule.lua sched_reply)... }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[6] ids per call, never a scan of the namespace.
 -- Ids whose record vanished are dropped from the listing (repair). Invariant 5: refused
@@ -37,9 +39,9 @@ for i = 1, #ids do
     listing_remove(L, id)
   elseif filter == '' or r.status == filter then
     if not full then r.payload, r.headers = '', '' end
-    local fields = sched_fields(id, r)
+    local fields = sched_reply(id, r)
     bytes = bytes + REPLY_FIXED
-    for j = 2, #fields, 2 do bytes = bytes + #fields[j] end
+    for j = 4, #fields, 2 do bytes = bytes + #fields[j] end -- past the marker
     if n > 0 and bytes > max_bytes then
       cut = true -- this schedule opens the next page
       break

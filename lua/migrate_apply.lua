@@ -3,11 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
--- ARGV[3] lock token
--- ARGV[4..] groups of 4: id, state read by migrate_scan ("rev|status|next_ms|runs"),
---   action, ms
+-- ARGV[3] token: lock token
+-- ARGV[4..] decision{id, state, action, ms}: groups of 4: id, state read by
+--   migrate_scan ("rev|status|next_ms|runs"), action, ms
 --   action "index"    : active with next run = ms: listed, indexed at the score the record
 --                       derives (sched_due_at: jitter, trigger, buffer, backfill), else ms
 --   action "schedule" : active, next run was missing or unusable: next_ms := ms

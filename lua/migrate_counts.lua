@@ -6,9 +6,10 @@
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
 -- KEYS[3] lock                                    <prefix>:{<ns>}:migrate_lock
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] lock token   ARGV[10] queue name ("" = finish)   ARGV[11] most jobs per call
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] token: lock token   ARGV[10] queue: queue name ("" = finish)
+-- ARGV[11] batch: most jobs per call
 -- Returns { "ok", done (1 when the queue, or the namespace, is counted), jobs visited }
 --       | { "lost" } (the Migrate lock is not ours: nothing written)
 --

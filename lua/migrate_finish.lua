@@ -4,8 +4,8 @@
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 -- <prefix>:{<ns>}:ids   KEYS[3] due index <prefix>:{<ns>}:due
 -- KEYS[4] lock <prefix>:{<ns>}:migrate_lock
--- ARGV[1] lock token   ARGV[2] schema version to record
--- ARGV[3] the listing's size to record as meta `listed` ("" keeps it): sent when meta
+-- ARGV[1] token: lock token   ARGV[2] schema: schema version to record
+-- ARGV[3] listed: the listing's size to record as meta `listed` ("" keeps it): sent when meta
 --         was lost, counted by the walk of the listing just done
 -- Returns { "ok", entries in the due index } | { "lost" }.
 --

@@ -3,10 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
--- ARGV[3] lock token ("" with dry run)   ARGV[4] cursor   ARGV[5] batch size
--- ARGV[6] "1" = dry run (count only)
+-- ARGV[3] token: lock token ("" with dry run)   ARGV[4] cursor: cursor
+-- ARGV[5] batch: batch size
+-- ARGV[6] dry_run: "1" = dry run (count only)
 -- Returns { "ok", next cursor ("0" = done), scanned, removed, repaired } | { "lost" }.
 -- A dry run counts only entries whose record is gone: the rest would already have been
 -- fixed by the record pass that precedes this walk, and counting them again would

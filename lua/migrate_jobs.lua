@@ -5,10 +5,11 @@
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] lock <prefix>:{<ns>}:migrate_lock
 -- KEYS[3..] (mode "ready") a layout-1 ready set <prefix>:{<ns>}:qr:<queue>;
 --         (mode "drop") the layout-1 keys to unlink (listing sets, emptied ready sets)
--- ARGV[1] lock token   ARGV[2] "1" = dry run (write nothing)   ARGV[3] mode
--- ARGV[4..11] job key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[12..] mode "ready": one value, the most members to take (not used by dry runs,
+-- ARGV[1] token: lock token   ARGV[2] dry_run: "1" = dry run (write nothing)
+-- ARGV[3] mode: the step (below)
+-- ARGV[4..11] job_prefixes: job key prefixes (lib/job.lua job_keys): job, payload,
+--            ready, priorities, delayed, leased, listing, dedup
+-- ARGV[12..] take, ids: mode "ready": one value, the most members to take (not used by dry runs,
 --          which count in mode "records"); modes "records" and "recount": the job
 --          ids; other modes: none
 -- Modes:

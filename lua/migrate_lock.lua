@@ -2,7 +2,8 @@
 -- migrate_lock: the lease that keeps two Migrates off one namespace.
 --
 -- KEYS[1] lock <prefix>:{<ns>}:migrate_lock (string: holder token, with a TTL)
--- ARGV[1] "acquire" | "renew" | "release"   ARGV[2] token   ARGV[3] ttl ms
+-- ARGV[1] op: "acquire" | "renew" | "release"   ARGV[2] token: the lock's token
+-- ARGV[3] ttl_ms: ttl ms
 -- Returns { "ok" } | { "held", remaining ttl ms } (acquire) | { "lost" } (renew/release
 -- of a lock that is no longer ours).
 --

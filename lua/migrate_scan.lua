@@ -7,15 +7,16 @@
 -- KEYS[2..] the due index <prefix>:{<ns>}:due, when reading a namespace (an import
 --         source has none: no scores, and its hashes are another queue's, read as
 --         they are)
--- ARGV[1] record key prefix: <prefix>:{<ns>}:s: (or the import source's)
--- ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk: ("" unless walking "tree")
--- ARGV[3] "set" | "zset" | "tree"   ARGV[4] cursor ("0" to start; for "tree", then
---         ">" and the last id read)   ARGV[5] batch size (SCAN COUNT, or ids read)
+-- ARGV[1] record_prefix: record key prefix: <prefix>:{<ns>}:s: (or the import source's)
+-- ARGV[2] leaf_prefix: listing leaf prefix <prefix>:{<ns>}:lk: ("" unless walking "tree")
+-- ARGV[3] walk: "set" | "zset" | "tree"   ARGV[4] cursor: "0" to start (for "tree",
+--         then ">" and the last id read)   ARGV[5] batch: batch size (SCAN COUNT, or
+--         ids read)
 -- Returns { next cursor ("0" = done), n, then per record: id, key type, due-index score
 --           ("" none), state ("rev|status|next_ms|runs", see migrate_state; "" for an
 --           import source), field count, fields... }. Fields: an import source's hash
 --           as it is; a dueq record's (a schema-3 record unpacked, a schema 1 or 2
---           hash read through sched_from_flat) as sched_fields writes them, none when
+--           hash read through sched_from_flat) as sched_reply writes them, none when
 --           it does not unpack (Rust reports it).
 --
 -- Read-only. Invariant 3 (docs/DESIGN.md): one SSCAN/ZSCAN step or one listing page, bounded by the
@@ -61,12 +62,12 @@ for i = 1, #items, step do
       end
       local r = sched_from_flat(fields)
       state = migrate_state(r)
-      fields = sched_fields(own_id, r)
+      fields = sched_reply(own_id, r)
     elseif kind == 'string' then
       local r = sched_load(key)
       if not is_error(r) then
         state = migrate_state(r)
-        fields = sched_fields(id, r)
+        fields = sched_reply(id, r)
       end
     end
   else

@@ -3,9 +3,9 @@
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] queue   ARGV[10] "1" pause | "0" resume
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: the queue   ARGV[10] paused: "1" pause | "0" resume
 -- Returns 1 when the flag changed, 0 when it already was so.
 --
 -- The flag is the queue state's `paused` field (lib/job.lua queue_state), which

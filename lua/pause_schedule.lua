@@ -3,10 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] id   ARGV[4] the pause note ("" none), shown until resumed
--- Returns: {} when the schedule does not exist, else the fields of the paused schedule.
+-- ARGV[3] id: the schedule id   ARGV[4] note: the pause note ("" none), shown until resumed
+-- Returns: {} when the schedule does not exist, else the fields of the paused schedule
+-- (lib/schedule.lua sched_reply).
 --
 -- Invariant 1 (docs/DESIGN.md): the status change and the removal from the due index happen together,
 -- so a paused schedule can never be claimed. Pausing twice is a no-op, except that a
@@ -38,4 +40,4 @@ elseif ARGV[4] ~= '' and ARGV[4] ~= r.pause_note then
   sched_save(KEYS[5], r)
 end
 redis.call('ZREM', KEYS[4], ARGV[3])
-return sched_fields(ARGV[3], r)
+return sched_reply(ARGV[3], r)

@@ -3,9 +3,9 @@
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)
 -- KEYS[2] namespace meta   <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9..] queue names
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9..] queues: queue names
 -- Returns { now ms, earliest future delayed run or lease deadline ("" none),
 --           then per queue: about how many jobs are claimable now (ready-list
 --           lengths of its best 16 priorities + due delayed + expired leases) }

@@ -5,9 +5,10 @@
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta (`stored` loses the counted records deleted, see
 --         enqueue_jobs.lua)                   <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] retention age ms   ARGV[10] retention count   ARGV[11] batch size
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] max_age_ms: retention age ms   ARGV[10] keep: retention count
+-- ARGV[11] batch: batch size
 -- Returns { deleted, more (1 if another call would delete more), finished jobs kept,
 --           next ms: when the oldest kept job passes the retention age ("" none kept) }
 -- The caller keeps the namespace in the prune due-set (outside this slot, so written

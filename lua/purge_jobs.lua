@@ -3,10 +3,10 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] queue   ARGV[10] state: "pending" | "delayed" | "dead"
--- ARGV[11] most jobs to delete (the caller bounds it: at most 500)
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: the queue   ARGV[10] state: "pending" | "delayed" | "dead"
+-- ARGV[11] limit: most jobs to delete (the caller bounds it: at most 500)
 -- Returns { purged, more (1 if jobs in that state may remain in the queue) }
 --
 -- The state's own index is the work list: the delayed set, the queue's dead set, or

@@ -3,10 +3,10 @@
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)
 -- KEYS[2] namespace meta   <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] list queues after this name ("" = from the first)
--- ARGV[10] most queues in the page
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] after: list queues after this name ("" = from the first)
+-- ARGV[10] limit: most queues in the page
 -- Returns { now ms, more (1 if queues after this page), n, then per queue 8 values:
 --           name, pending, delayed, active, dead, paused (0/1),
 --           oldest pending run_at ms ("" none found), counted (0/1) }

@@ -4,11 +4,11 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
 -- ARGV[9] mode: 'unsent' (the claim's reply could not carry them) or 'abandoned'
 --         (the stream that held them broke)
--- ARGV[10..] job id, lease token: groups of 2
+-- ARGV[10..] lease{id, token}: job id, lease token: groups of 2
 -- Returns { released, register (1: put the namespace in the prune due-set) }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):

@@ -3,12 +3,15 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] id   ARGV[4] rev the caller computed from
--- ARGV[5] next run ms computed from now ("" = never)   ARGV[6] follow ms ("" | "end")
+-- ARGV[3] id: the schedule id   ARGV[4] rev: the revision the caller computed from
+-- ARGV[5] next_ms: next run ms computed from now ("" = never)
+-- ARGV[6] follow: follow ms ("" | "end")
 -- Returns: {} when missing; { "moved" } when rev changed since the caller read it (the
--- caller re-reads and retries); else { "ok", fields... }.
+-- caller re-reads and retries); else { "ok", fields (lib/schedule.lua
+-- sched_reply)... }.
 --
 -- Invariant 2 (docs/DESIGN.md): optimistic compare-and-set on rev, so a next run computed from a stale
 -- timing is never written. Invariant 1: status and index change together.

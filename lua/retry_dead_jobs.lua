@@ -3,9 +3,9 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] queue   ARGV[10] most jobs to retry (the caller bounds it: at most 500)
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: the queue   ARGV[10] limit: most jobs to retry (the caller bounds it: at most 500)
 -- Returns { retried, more (1 if dead jobs remain in the queue) }
 --
 -- Each job as retry_job does it: attempts reset, error history kept, out of the

@@ -3,10 +3,11 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- ARGV[1..8] key prefixes (lib/job.lua job_keys): job, payload, ready, priorities,
---            delayed, leased, listing, dedup
--- ARGV[9] job id
--- Returns { "ok", fields... } | { "missing" } | { "state", state }
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] id: the job id
+-- Returns { "ok", id, packed record, payload (lib/job.lua push_job) } | { "missing" }
+--       | { "state", state }
 --
 -- Invariant 1 (docs/DESIGN.md): the job leaves the finished set (so retention no longer prunes it) and
 -- enters the head of its ready list in the same script that marks it pending. Its
@@ -25,10 +26,10 @@ if r.state ~= 'dead' then return { 'state', r.state } end
 redis.call('ZREM', KEYS[1], id)
 r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
 r.finished, r.run_at, r.updated = '', now, now
-job_save(key, r)
+local packed = job_save(key, r)
 ready_push(K, r.queue, r.priority, r.n, true)
 dead_remove(KEYS[2], id, r)
 count_pending(KEYS[2], r, 1)
 local out = { 'ok' }
-for _, v in ipairs(job_fields(K, id, r)) do out[#out + 1] = v end
+push_job(out, K, id, packed, r.px)
 return out

@@ -3,7 +3,7 @@
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids   KEYS[3] due index <prefix>:{<ns>}:due
--- ARGV[1] overdue after, in ms (--overdue-after)
+-- ARGV[1] overdue_ms: overdue after, in ms (--overdue-after)
 -- Returns { schedules stored, active schedules (the due index's size), active
 --           schedules due before Redis now - ARGV[1] }.
 --   stored: meta `listed` (schema 3's listing keeps it), else the size of an older

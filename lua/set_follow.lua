@@ -3,10 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] rev the caller computed from   ARGV[4] next_ms it computed from
--- ARGV[5] follow ms, or "end" when no slot follows
+-- ARGV[3] rev: the revision the caller computed from   ARGV[4] next_ms: the next run
+--         it computed from
+-- ARGV[5] follow: follow ms, or "end" when no slot follows
 -- Returns 1 if written, 0 if the schedule moved meanwhile (nothing written).
 --
 -- Invariant 2 (docs/DESIGN.md: compare-and-set): follow_ms is only a shortcut for claim_due; it is

@@ -3,10 +3,12 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] the schedule record <prefix>:{<ns>}:s:<id>
--- ARGV[3] id   ARGV[4] "1" to ignore the overlap policy   ARGV[5] the namespace (for the
---   occurrence id)   ARGV[6] occurrence record prefix <prefix>:{<ns>}:o:
+-- ARGV[3] id: the schedule id   ARGV[4] ignore_overlap: "1" to ignore the overlap policy
+-- ARGV[5] namespace: the namespace (for the occurrence id)
+-- ARGV[6] occurrence_prefix: occurrence record prefix <prefix>:{<ns>}:o:
 -- Returns { "ok", occurrence id, due ms } | { "missing" } | { "paused" } | { "completed" }
 --   | { "pending", occurrence id } (one triggered occurrence already waits for a claim)
 --   | { "overlap", outstanding occurrence id } (SKIP or BUFFER_ONE, not ignored)

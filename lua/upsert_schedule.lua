@@ -3,34 +3,38 @@
 --
 -- KEYS[1] namespace meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids (the guard reads it)   KEYS[3] the listing's top <prefix>:{<ns>}:lt
--- ARGV[1] schedule record prefix <prefix>:{<ns>}:s:   ARGV[2] listing leaf prefix <prefix>:{<ns>}:lk:
+-- ARGV[1] schedule_prefix: the record prefix <prefix>:{<ns>}:s:
+-- ARGV[2] leaf_prefix: the listing leaf prefix <prefix>:{<ns>}:lk:
 -- KEYS[4] due index (zset id -> next run ms) <prefix>:{<ns>}:due
 -- KEYS[5] the schedule record (packed, lib/schedule.lua) <prefix>:{<ns>}:s:<id>
--- ARGV[3]  id
+-- ARGV[3]  id: the schedule id
 -- ARGV[4]  kind: "cron" | "every"
--- ARGV[5]  cron expression ("" for every)
--- ARGV[6]  every in ms ("" for cron)
--- ARGV[7]  timezone
--- ARGV[8]  start ms ("" none)      ARGV[9] end ms ("" none)
--- ARGV[10] run limit (0 = none)
--- ARGV[11] job name                ARGV[12] payload (bytes)
--- ARGV[13] headers (JSON object)
--- ARGV[14] "1" to create paused
--- ARGV[15] next run ms computed by the caller from the new timing ("" = never)
--- ARGV[16] follow ms: the cron slot after ARGV[15] ("" unknown, "end" none)
--- ARGV[17] schema version of this layout (written to a new namespace's meta)
--- ARGV[18] most schedules the namespace may hold (0 = no limit)
--- ARGV[19] catch-up policy: "one" | "skip" | "all"   ARGV[20] catch-up limit (0 none)
--- ARGV[21] catch-up window ms ("" none). Policies are not timing: they never bump rev
+-- ARGV[5]  cron: cron expression ("" for every)
+-- ARGV[6]  every_ms: every in ms ("" for cron)
+-- ARGV[7]  tz: timezone
+-- ARGV[8]  start_ms: start ms ("" none)   ARGV[9] end_ms: end ms ("" none)
+-- ARGV[10] limit: run limit (0 = none)
+-- ARGV[11] job_name: job name   ARGV[12] payload: payload (bytes)
+-- ARGV[13] headers: headers (JSON object)
+-- ARGV[14] paused: "1" to create paused
+-- ARGV[15] next_ms: next run ms computed by the caller from the new timing ("" = never)
+-- ARGV[16] follow: follow ms, the cron slot after ARGV[15] ("" unknown, "end" none)
+-- ARGV[17] schema: schema version of this layout (written to a new namespace's meta)
+-- ARGV[18] max_schedules: most schedules the namespace may hold (0 = no limit)
+-- ARGV[19] catchup: catch-up policy "one" | "skip" | "all"
+-- ARGV[20] catchup_limit: catch-up limit (0 none)
+-- ARGV[21] window_ms: catch-up window ms ("" none). Policies are not timing: they never bump rev
 --   and never move the next run; the skip counters are kept.
--- ARGV[22] every's offset ms ("" none): timing, like the fields before ARGV[11]
--- ARGV[23] overlap policy: "allow_all" | "skip" | "buffer_one"   ARGV[24] max attempts
+-- ARGV[22] offset_ms: every's offset ms ("" none): timing, like the fields before ARGV[11]
+-- ARGV[23] overlap: overlap policy "allow_all" | "skip" | "buffer_one"
+-- ARGV[24] max_attempts: max attempts
 --   of a leased occurrence (0 unlimited). Policies: the outstanding occurrence and a
 --   buffered slot are kept (a buffered slot is handed out when released, whatever the
 --   policy is by then).
--- ARGV[25] jitter ms (0 none): a policy; the index entry moves with it.
--- Returns: { created (0|1), fields of the stored schedule... }; a create beyond
---   ARGV[18] is refused with DUEQ_QUOTA "schedules <limit>" and writes nothing.
+-- ARGV[25] jitter_ms: jitter ms (0 none): a policy; the index entry moves with it.
+-- Returns: { created (0|1), fields of the stored schedule (lib/schedule.lua
+--   sched_reply)... }; a create beyond ARGV[18] is refused with DUEQ_QUOTA
+--   "schedules <limit>" and writes nothing.
 --
 -- Invariant 1 (docs/DESIGN.md: canonical record, derived index): the status/next run written to the
 -- record and the due index entry are written together, here. The caller's next run

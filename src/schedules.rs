@@ -126,12 +126,12 @@ impl Schedules {
             next,
             max_schedules: self.max_schedules,
         };
-        let (created, record) = self.cx.store.run(namespace, &upsert).await?;
+        let upserted = self.cx.store.run(namespace, &upsert).await?;
         self.cx.register(&entry).await;
         self.cx
             .wakers
-            .observe(&entry, Work::Schedules, record.next_run_ms);
-        Ok((created, record))
+            .observe(&entry, Work::Schedules, upserted.record.next_run_ms);
+        Ok((upserted.created, upserted.record))
     }
 
     pub(crate) async fn get(
@@ -210,7 +210,8 @@ impl Schedules {
             page,
             status,
         };
-        Ok(self.cx.store.run(namespace, &list).await?)
+        let page = self.cx.store.run(namespace, &list).await?;
+        Ok((page.schedules, page.next_after))
     }
 
     /// A page of active schedules by next run (from the due index), optionally only
@@ -227,7 +228,9 @@ impl Schedules {
             overdue_by_ms,
             page,
         };
-        Ok(self.cx.store.run(namespace, &list).await?)
+        let page = self.cx.store.run(namespace, &list).await?;
+        let next_after = page.next_after.map(|after| (after.next_run_ms, after.id));
+        Ok((page.schedules, next_after))
     }
 
     /// TriggerSchedule: an occurrence now, handed out by the next claim; its id and due

@@ -35,15 +35,16 @@
 --   (invariant 1: no script re-creates metadata over existing data). The marker is
 --   read only when meta lacks `jobs`, so the hot path pays nothing for it.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
--- job_save(key, record) -> the packed record it stored (a claim replies with it:
---   src/store/records.rs packed_job reads these positions)
--- job_fields(K, id, record) -> flat field/value list, the shape src/store/records.rs
---   decodes (a payload kept in its own key is read back here)
+-- job_save(key, record) -> the packed record it stored
+-- push_job(out, K, id, packed, px): appends a job to a reply the one way every job
+--   script replies with one: its id, its packed record (as stored, or packed_of an
+--   array), and its payload when kept in its own key (px = 1; else ''). Rust decodes
+--   only that (src/store/packed_job.rs reads the positions P_* below).
 -- set_payload / payload_of / drop_payload: a payload over INLINE_PAYLOAD bytes lives
 --   in K.payload .. id instead of the record
 -- listing_ids(K, queue, ns) -> the ids of many job numbers, a bucket at a time, and
 --   the numbers
--- job_bytes(K, id, r, full, errors) -> about how many bytes the record takes in a reply
+-- packed_bytes(K, id, p, full, errors) -> about how many bytes the record takes in a reply
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
 --   or { "expired" } (invariant 4: the lease is the only authority); the rule itself
@@ -104,12 +105,17 @@ local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cance
 
 -- The packed array itself, for the transitions every job takes (claim, ack; issue
 -- 15), which change a few positions and skip job_load/job_save's named table:
--- packed_load(key) -> array | nil (missing) | error reply, as job_load checks it;
+-- packed_load(key) -> array | nil (missing) | error reply, as job_load checks it; and
+--   the stored bytes;
 -- packed_put(p, pos, v) sets a position, filling the empty ones before it;
--- packed_save(key, p) -> the packed record it stored, trimmed as job_save trims.
+-- packed_of(p) -> the array packed, its empty positions past REQUIRED trimmed;
+-- packed_save(key, p) -> the packed record it stored (packed_of), as job_save stores.
+-- Every position is named here as src/store/packed_job.rs `pos` names it (a library
+-- test holds the two equal); job_load and job_save spell the numbers out (above).
 local P_QUEUE, P_NAME, P_PAYLOAD, P_PRIORITY, P_GSEQ, P_N, P_STATE = 1, 2, 3, 4, 5, 6, 7
-local P_ATTEMPTS, P_LEASE_MS, P_CREATED, P_UPDATED, P_WORKER, P_TOKEN = 8, 14, 15, 17, 18, 19
-local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_PX = 20, 21, 22, 23, 25
+local P_ATTEMPTS, P_MAX_ATTEMPTS, P_BACKOFF, P_BASE, P_CAP, P_JITTER = 8, 9, 10, 11, 12, 13
+local P_LEASE_MS, P_CREATED, P_RUN_AT, P_UPDATED, P_WORKER, P_TOKEN = 14, 15, 16, 17, 18, 19
+local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_ERRORS, P_PX = 20, 21, 22, 23, 24, 25
 
 -- A record is a msgpack array of REQUIRED..FIELDS items, so it always opens with the
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
@@ -144,7 +150,7 @@ local function packed_load(key)
       or (count and #p ~= count) or STATE_NAME[p[7]] == nil then
     return redis.error_reply('DUEQ_CORRUPT ' .. key)
   end
-  return p
+  return p, raw
 end
 
 local function packed_put(p, pos, v)
@@ -152,13 +158,17 @@ local function packed_put(p, pos, v)
   p[pos] = v
 end
 
-local function packed_save(key, p)
+local function packed_of(p)
   local last = FIELDS
   while last > REQUIRED and (p[last] == '' or p[last] == nil) do
     p[last] = nil
     last = last - 1
   end
-  local packed = cmsgpack.pack(p)
+  return cmsgpack.pack(p)
+end
+
+local function packed_save(key, p)
+  local packed = packed_of(p)
   redis.call('SET', key, packed)
   return packed
 end
@@ -217,17 +227,9 @@ local function drop_payload(K, id, r)
   if r.px == 1 then redis.call('DEL', K.payload .. id) end
 end
 
-local function job_fields(K, id, r)
-  local errors = r.errors
-  if errors == '' then errors = '[]' end
-  return { 'id', id, 'queue', r.queue, 'name', r.name, 'payload', payload_of(K, id, r),
-    'headers', r.headers, 'priority', r.priority, 'seq', r.n, 'state', r.state,
-    'attempts', r.attempts, 'max_attempts', r.max_attempts,
-    'backoff', r.backoff == 'f' and 'fixed' or 'exp', 'backoff_base_ms', r.base,
-    'backoff_cap_ms', r.cap, 'backoff_jitter', r.jitter, 'lease_ms', r.lease_ms,
-    'created_ms', r.created, 'run_at_ms', r.run_at, 'updated_ms', r.updated,
-    'token', r.token, 'lease_until', r.lease_until, 'worker', r.worker,
-    'finished_ms', r.finished, 'errors', errors, 'dedup_key', r.dedup }
+local function push_job(out, K, id, packed, px)
+  out[#out + 1], out[#out + 2] = id, packed
+  out[#out + 1] = px == 1 and (redis.call('GET', K.payload .. id) or '') or ''
 end
 
 -- Bytes a record's fields take in a reply, read without loading a separate payload
@@ -244,25 +246,14 @@ local function payload_bytes(K, id, px, payload)
   return #payload
 end
 
-local function job_bytes(K, id, r, full, errors)
-  local n = REPLY_FIXED + #id + #r.queue + #r.name + #r.dedup + #r.worker + #r.token
-  if errors then n = n + #r.errors end
-  if full then n = n + #r.headers + payload_bytes(K, id, r.px, r.payload) end
+local function packed_bytes(K, id, p, full, errors)
+  local n = REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
+    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '')
+  if errors then n = n + #(p[P_ERRORS] or '') end
+  if full then
+    n = n + #(p[P_HEADERS] or '') + payload_bytes(K, id, p[P_PX], p[P_PAYLOAD])
+  end
   return n
-end
-
--- job_bytes(K, id, r, true, false) on a packed array (a claim's count).
-local function packed_bytes(K, id, p)
-  return REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
-    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '') + #(p[P_HEADERS] or '')
-    + payload_bytes(K, id, p[P_PX], p[P_PAYLOAD])
-end
-
--- Appends a reply's record: field count, then the fields.
-local function push_record(out, K, id, r)
-  local fields = job_fields(K, id, r)
-  out[#out + 1] = #fields
-  for i = 1, #fields do out[#out + 1] = fields[i] end
 end
 
 local function job_keys(argv, first)

@@ -1,5 +1,5 @@
 -- rules: schedule rules that Rust implements too. They live here once, and a library
--- test (src/store/rules_pin.rs) runs them through a real Redis against the Rust
+-- test (src/store/pins.rs) runs them through a real Redis against the Rust
 -- functions over thousands of generated inputs, failing on any difference.
 --
 -- every_advance(due, every, now, end_ms) -> next slot after now (nil past end_ms or

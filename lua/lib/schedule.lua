@@ -35,12 +35,16 @@
 --   true when the record is still a hash
 -- sched_from_flat(HGETALL of such a hash) -> record table
 -- sched_save(key, record)
--- sched_fields(id, record) -> flat field/value list (all values text), the shape
---   src/store/records.rs decodes
+-- sched_fields(id, record) -> flat field/value list (all values text): what a leased
+--   occurrence keeps as its copy of the schedule (claim_due.lua), unmarked
+-- sched_reply(id, record) -> the same after the version marker (SCHED_MARKER,
+--   DUEQ_SCHEMA): how every reply carries a record it loaded, the shape
+--   src/store/records/schedule.rs decodes (it reads the marker first; a record
+--   without one is an occurrence's copy, of whichever build wrote it)
 -- sched_new_timing(r, kind, cron, every, tz, start, end, limit) -> whether those
 --   timing fields differ from the record's (what decides fire times)
 -- sched_indexed(r) -> whether the record belongs in the due index
--- push_fields(out, id, r): appends sched_fields to a reply
+-- push_fields(out, id, r): appends sched_reply to a reply
 -- listing_of / listing_add / listing_remove / listing_page: the id listing, below
 --
 -- Record tables use schema 2's field names: kind, cron, every_ms, tz, start_ms, end_ms,
@@ -211,7 +215,17 @@ local function sched_fields(id, r)
     'jitter_ms', int_text(r.jitter_ms or 0) }
 end
 
+local SCHED_MARKER = 'schema'
+
+local function sched_reply(id, r)
+  local out = { SCHED_MARKER, DUEQ_SCHEMA }
+  local fields = sched_fields(id, r)
+  for i = 1, #fields do out[i + 2] = fields[i] end
+  return out
+end
+
 local function push_fields(out, id, r)
+  out[#out + 1], out[#out + 2] = SCHED_MARKER, DUEQ_SCHEMA
   local fields = sched_fields(id, r)
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out

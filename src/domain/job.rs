@@ -51,14 +51,6 @@ impl BackoffKind {
             BackoffKind::Exponential => "exp",
         }
     }
-
-    pub(crate) fn parse(text: &str) -> Option<Self> {
-        match text {
-            "fixed" => Some(BackoffKind::Fixed),
-            "exp" => Some(BackoffKind::Exponential),
-            _ => None,
-        }
-    }
 }
 
 /// The wait before a retry: fixed `base_ms`, or `base_ms * 2^(attempt-1)` up to

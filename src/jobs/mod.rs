@@ -41,7 +41,7 @@ use crate::{
         claim_jobs::ClaimJobs,
         enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease,
-        fail_job::FailJob,
+        fail_job::{FailJob, FailedJob},
         get_job::GetJob,
         list_jobs::ListJobs,
         release_jobs::{Release, ReleaseJobs},
@@ -411,9 +411,9 @@ impl Jobs {
         token: &str,
     ) -> Result<(), Error> {
         let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
-        let (asked, queue) = lease_result(id, check)?;
-        self.cx.metrics.job_completed(namespace, &queue);
-        self.retain(namespace, asked).await;
+        let acked = lease_result(id, check)?;
+        self.cx.metrics.job_completed(namespace, &acked.queue);
+        self.retain(namespace, acked.register).await;
         Ok(())
     }
 
@@ -430,7 +430,11 @@ impl Jobs {
             failure,
             random: random_unit(),
         };
-        let (failed, asked, queue) = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
+        let FailedJob {
+            failed,
+            register: asked,
+            queue,
+        } = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
         self.cx
             .metrics
             .job_failed(namespace, &queue, failed.state == JobState::Dead);
@@ -480,13 +484,14 @@ impl Jobs {
             page,
             state,
         };
-        Ok(self.cx.store.run(namespace, &list).await?)
+        let page = self.cx.store.run(namespace, &list).await?;
+        Ok((page.jobs, page.next_after))
     }
 
     pub(crate) async fn cancel(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
-        let (check, asked) = self.cx.store.run(namespace, &CancelJob { id }).await?;
-        let record = state_result(id, check, JobAction::Cancel)?;
-        self.retain(namespace, asked).await;
+        let cancelled = self.cx.store.run(namespace, &CancelJob { id }).await?;
+        let record = state_result(id, cancelled.check, JobAction::Cancel)?;
+        self.retain(namespace, cancelled.register).await;
         Ok(record)
     }
 

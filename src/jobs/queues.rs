@@ -72,7 +72,7 @@ impl Jobs {
         let (mut retried, mut left) = (0, limit);
         let more = loop {
             let batch = left.min(BULK_PER_SCRIPT);
-            let (done, more) = self
+            let batch_done = self
                 .cx
                 .store
                 .run(
@@ -83,10 +83,10 @@ impl Jobs {
                     },
                 )
                 .await?;
-            retried += done;
+            retried += batch_done.retried;
             left -= batch;
-            if !more || left == 0 {
-                break more;
+            if !batch_done.more || left == 0 {
+                break batch_done.more;
             }
         };
         if retried > 0 {
@@ -114,11 +114,11 @@ impl Jobs {
                 state,
                 limit: batch,
             };
-            let (done, more) = self.cx.store.run(namespace, &op).await?;
-            purged += done;
+            let batch_done = self.cx.store.run(namespace, &op).await?;
+            purged += batch_done.purged;
             left -= batch;
-            if !more || left == 0 {
-                return Ok((purged, more));
+            if !batch_done.more || left == 0 {
+                return Ok((purged, batch_done.more));
             }
         }
     }

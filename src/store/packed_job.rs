@@ -1,20 +1,78 @@
 //! A job record as the scripts store it (lua/lib/job.lua, layout 2: a msgpack array
-//! whose positions `job.lua` lists), decoded straight into a [`JobRecord`]. A claim
-//! replies with the stored bytes (issue 15): the hot path neither spells out some 30
-//! reply fields per job in Lua nor parses them by name here. `job_fields`, which
-//! every other read uses, stays the reference: a library test holds the two decodings
-//! of the same job equal.
+//! whose positions job.lua names `P_*` and [`pos`] names here), decoded straight into
+//! a [`JobRecord`]. This is the only decoder of a job record: every script that
+//! replies with a job (claim, get, list, cancel, retry) sends its stored bytes the
+//! same way (lib/job.lua `push_job`, read by [`read_job`]), so no two decodings of
+//! one record can drift apart, and neither Lua spells out some 30 fields per job nor
+//! Rust parses them by name (issue 15).
+//!
+//! Versions: a job record carries no marker of its own; the namespace's job layout
+//! (meta `jobs`, [`JOB_LAYOUT`]) is its marker, and every job script checks it
+//! (lib/job.lua `jobs_guard`) before it reads a record, so a reply holds layout-2
+//! records only. Layout 1 is never decoded here: Migrate converts it in Lua
+//! (migrate_jobs.lua). Positions past [`REQUIRED`] left off the end read as empty:
+//! that is layout 2's own rule (job.lua trims them), not an older version.
 
 use std::collections::BTreeMap;
 
 use rmpv::Value;
 
-use super::{records::error_history, StoreError};
-use crate::domain::{Backoff, BackoffKind, JobRecord, JobState};
+use super::{reply::Reply, StoreError};
+use crate::domain::{Backoff, BackoffKind, JobErrorEntry, JobRecord, JobState, JOB_LAYOUT};
 
-/// Positions (1-based, as in job.lua) that must be present; later ones are left off
-/// while empty.
-const REQUIRED: usize = 17;
+// The layout this decoder reads. A new layout needs a decoder of its own beside this
+// one (or a Migrate step that rewrites every record first), not a silent reinterpretation.
+const _: () = assert!(JOB_LAYOUT == 2, "the packed job decoder reads layout 2");
+
+/// Declares the positions as constants and, for the test that holds them to job.lua's
+/// `P_*`, as a table by name.
+macro_rules! positions {
+    ($($(#[$attr:meta])* $name:ident = $n:literal,)*) => {
+        $($(#[$attr])* pub(super) const $name: usize = $n;)*
+        /// Every position with its name, in order.
+        #[cfg(test)]
+        pub(super) const ALL: &[(&str, usize)] = &[$((stringify!($name), $n)),*];
+    };
+}
+
+/// Positions of the packed array, 1-based as in Lua (lib/job.lua `P_<NAME>`; never
+/// reorder: stored records depend on them).
+pub(crate) mod pos {
+    positions! {
+        QUEUE = 1,
+        NAME = 2,
+        PAYLOAD = 3,
+        PRIORITY = 4,
+        #[allow(dead_code, reason = "the claim order, which only Lua reads")]
+        GSEQ = 5,
+        N = 6,
+        STATE = 7,
+        ATTEMPTS = 8,
+        MAX_ATTEMPTS = 9,
+        BACKOFF = 10,
+        BASE = 11,
+        CAP = 12,
+        JITTER = 13,
+        LEASE_MS = 14,
+        CREATED = 15,
+        RUN_AT = 16,
+        UPDATED = 17,
+        WORKER = 18,
+        TOKEN = 19,
+        FINISHED = 20,
+        LEASE_UNTIL = 21,
+        HEADERS = 22,
+        DEDUP = 23,
+        ERRORS = 24,
+        PX = 25,
+    }
+}
+
+/// Positions every record holds (job.lua `REQUIRED`); later ones are left off while
+/// empty.
+const REQUIRED: usize = pos::UPDATED;
+/// Positions a record may hold (job.lua `FIELDS`).
+const FIELDS: usize = pos::PX;
 /// State codes by position in job.lua's `STATE_NAME`.
 const STATES: [JobState; 6] = [
     JobState::Pending,
@@ -25,13 +83,23 @@ const STATES: [JobState; 6] = [
     JobState::Cancelled,
 ];
 
+/// One job of a reply (lib/job.lua `push_job`): its id, its packed record, and its
+/// payload when kept in a key of its own (else "").
+pub(crate) fn read_job(reply: &mut Reply) -> Result<JobRecord, StoreError> {
+    let id = reply.text()?;
+    let packed = reply.bytes()?;
+    let payload = reply.bytes()?;
+    packed_job(id, &packed, payload)
+}
+
 /// Job `id`'s record from its stored bytes; `payload` is the payload kept in a key
-/// of its own (position 25 `px` = 1), else unused.
+/// of its own (position [`pos::PX`] = 1), else unused.
 pub(crate) fn packed_job(
     id: String,
     packed: &[u8],
     payload: Vec<u8>,
 ) -> Result<JobRecord, StoreError> {
+    use pos::*;
     let value = rmpv::decode::read_value(&mut &packed[..])
         .map_err(|e| StoreError::corrupt(format!("job {id}"), format!("not msgpack: {e}")))?;
     let Value::Array(items) = value else {
@@ -41,58 +109,41 @@ pub(crate) fn packed_job(
         items: &items,
         id: &id,
     };
-    if items.len() < REQUIRED || items.len() > 25 {
+    if items.len() < REQUIRED || items.len() > FIELDS {
         return Err(p.corrupt(0, format!("{} positions", items.len())));
     }
-    let created = p.int(15)?;
-    let state = usize::try_from(p.int(7)?)
-        .ok()
-        .and_then(|code| code.checked_sub(1))
-        .and_then(|i| STATES.get(i).copied())
-        .ok_or_else(|| p.corrupt(7, "not a state code"))?;
-    let headers = match p.text(22)?.as_str() {
-        "" => BTreeMap::new(),
-        json => serde_json::from_str(json).map_err(|e| p.corrupt(22, e.to_string()))?,
-    };
-    let errors = match p.text(24)?.as_str() {
-        "" => Vec::new(),
-        json => error_history(json, |detail| p.corrupt(24, detail))?,
-    };
-    let payload = if p.opt_int(25)? == Some(1) {
+    let created = p.int(CREATED)?;
+    let payload = if p.opt_int(PX)? == Some(1) {
         payload
     } else {
-        p.bytes(3)?
+        p.bytes(PAYLOAD)?
     };
     Ok(JobRecord {
-        queue: p.text(1)?,
-        name: p.text(2)?,
+        queue: p.text(QUEUE)?,
+        name: p.text(NAME)?,
         payload,
-        headers,
-        priority: p.fit(4)?,
-        state,
-        attempts: p.fit(8)?,
-        max_attempts: p.fit(9)?,
+        headers: p.headers(HEADERS)?,
+        priority: p.fit(PRIORITY)?,
+        state: p.state(STATE)?,
+        attempts: p.fit(ATTEMPTS)?,
+        max_attempts: p.fit(MAX_ATTEMPTS)?,
         backoff: Backoff {
-            kind: if p.int(10)? == 1 {
-                BackoffKind::Fixed
-            } else {
-                BackoffKind::Exponential
-            },
-            base_ms: secs_in(p.int(11)?),
-            cap_ms: secs_in(p.int(12)?),
-            jitter: p.jitter(13)?,
+            kind: p.backoff_kind(BACKOFF)?,
+            base_ms: secs_in(p.int(BASE)?),
+            cap_ms: secs_in(p.int(CAP)?),
+            jitter: p.jitter(JITTER)?,
         },
-        lease_ms: secs_in(p.int(14)?),
-        errors,
+        lease_ms: secs_in(p.int(LEASE_MS)?),
+        errors: p.errors(ERRORS)?,
         create_ms: created,
-        update_ms: p.after(17, created)?.unwrap_or(0),
-        run_at_ms: p.after(16, created)?,
-        lease_until_ms: p.after(21, created)?,
-        lease_token: p.text(19)?,
-        worker: p.text(18)?,
-        finish_ms: p.after(20, created)?,
-        dedup_key: p.text(23)?,
-        seq: p.int(6)?,
+        update_ms: p.after(UPDATED, created)?.unwrap_or(0),
+        run_at_ms: p.after(RUN_AT, created)?,
+        lease_until_ms: p.after(LEASE_UNTIL, created)?,
+        lease_token: p.text(TOKEN)?,
+        worker: p.text(WORKER)?,
+        finish_ms: p.after(FINISHED, created)?,
+        dedup_key: p.text(DEDUP)?,
+        seq: p.int(N)?,
         id,
     })
 }
@@ -176,6 +227,24 @@ impl Positions<'_> {
         String::from_utf8(self.bytes(position)?).map_err(|_| self.corrupt(position, "not UTF-8"))
     }
 
+    /// A state code (job.lua `STATE_CODE`).
+    fn state(&self, position: usize) -> Result<JobState, StoreError> {
+        usize::try_from(self.int(position)?)
+            .ok()
+            .and_then(|code| code.checked_sub(1))
+            .and_then(|i| STATES.get(i).copied())
+            .ok_or_else(|| self.corrupt(position, "not a state code"))
+    }
+
+    /// job.lua keeps the backoff kind as 1 (fixed) or 0 (exponential).
+    fn backoff_kind(&self, position: usize) -> Result<BackoffKind, StoreError> {
+        match self.int(position)? {
+            0 => Ok(BackoffKind::Exponential),
+            1 => Ok(BackoffKind::Fixed),
+            n => Err(self.corrupt(position, format!("not a backoff kind: {n}"))),
+        }
+    }
+
     /// job.lua keeps the jitter in thousandths when that is exact, else as text.
     fn jitter(&self, position: usize) -> Result<f64, StoreError> {
         let jitter = match self.at(position) {
@@ -189,171 +258,51 @@ impl Positions<'_> {
             .filter(|j| (0.0..=1.0).contains(j))
             .ok_or_else(|| self.corrupt(position, "backoff jitter is not in 0..=1"))
     }
+
+    /// A JSON object of strings ("" for none).
+    fn headers(&self, position: usize) -> Result<BTreeMap<String, String>, StoreError> {
+        match self.text(position)?.as_str() {
+            "" => Ok(BTreeMap::new()),
+            json => serde_json::from_str(json).map_err(|e| self.corrupt(position, e)),
+        }
+    }
+
+    /// The error history ("" for none; lib/job.lua `push_error`).
+    fn errors(&self, position: usize) -> Result<Vec<JobErrorEntry>, StoreError> {
+        match self.text(position)?.as_str() {
+            "" => Ok(Vec::new()),
+            json => error_history(json).map_err(|detail| self.corrupt(position, detail)),
+        }
+    }
+}
+
+/// The JSON error history (cjson writes an empty table as `{}`): an array of
+/// `{attempt, message, at}` (lib/job.lua `push_error`).
+fn error_history(json: &str) -> Result<Vec<JobErrorEntry>, String> {
+    if json == "{}" {
+        return Ok(Vec::new());
+    }
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let entries = value.as_array().ok_or("not an array")?;
+    entries
+        .iter()
+        .map(|entry| {
+            let number = |key: &str| entry.get(key).and_then(serde_json::Value::as_f64);
+            match (
+                number("attempt"),
+                entry.get("message").and_then(serde_json::Value::as_str),
+                number("at"),
+            ) {
+                (Some(attempt), Some(message), Some(at)) => Ok(JobErrorEntry {
+                    attempt: attempt as u32,
+                    message: message.to_owned(),
+                    at_ms: at as i64,
+                }),
+                _ => Err("an entry lacks attempt, message or at".to_owned()),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::packed_job;
-    use crate::{
-        domain::{Backoff, BackoffKind, Dedup, DedupMode, Failure, JobSpec, JobState, RunAt},
-        store::{
-            ops::{
-                claim_jobs::ClaimJobs, enqueue_jobs::EnqueueJobs, fail_job::FailJob,
-                get_job::GetJob,
-            },
-            StoreError,
-        },
-        testing::TestRedis,
-    };
-
-    fn spec(id: &str) -> JobSpec {
-        JobSpec {
-            id: id.into(),
-            queue: "q".into(),
-            name: "n".into(),
-            payload: b"{}".to_vec(),
-            headers: BTreeMap::new(),
-            priority: 0,
-            run_at: RunAt::Now,
-            max_attempts: 3,
-            backoff: Backoff {
-                kind: BackoffKind::Exponential,
-                base_ms: 1_000,
-                cap_ms: 60_000,
-                jitter: 0.0,
-            },
-            lease_ms: 30_000,
-            dedup: None,
-        }
-    }
-
-    /// Every kind of value a record holds, claimed (the packed reply) and read back by
-    /// GetJob (`job_fields`, the reference): the two decodings agree field for field.
-    #[tokio::test]
-    async fn a_claimed_job_decodes_as_get_job_reads_it() {
-        let redis = TestRedis::start().await;
-        let store = redis.store();
-        let mut headers = BTreeMap::new();
-        headers.insert("trace".to_owned(), "t-1 \u{e9}".to_owned());
-        let specs = vec![
-            spec("plain"),
-            JobSpec {
-                payload: vec![0, 159, 146, 150, 255],
-                headers,
-                priority: -7,
-                max_attempts: 9,
-                backoff: Backoff {
-                    kind: BackoffKind::Fixed,
-                    base_ms: 1_500,
-                    cap_ms: 1_500,
-                    jitter: 0.3333,
-                },
-                lease_ms: 12_345,
-                dedup: Some(Dedup {
-                    key: "d-1".into(),
-                    ttl_ms: 60_000,
-                    mode: DedupMode::Skip,
-                }),
-                ..spec("binary, headers, fixed backoff, dedup")
-            },
-            JobSpec {
-                payload: vec![b'x'; 5_000],
-                backoff: Backoff {
-                    jitter: 0.25,
-                    ..spec("").backoff
-                },
-                ..spec("payload in its own key")
-            },
-        ];
-        let enqueued = store
-            .run(
-                "ns",
-                &EnqueueJobs {
-                    namespace: "ns",
-                    jobs: &specs,
-                    max_jobs: 0,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("enqueue: {e}"));
-        assert!(enqueued.iter().all(Result::is_ok), "{enqueued:?}");
-        let queues = ["q".to_owned()];
-        let claim = |token_base: &'static str| ClaimJobs {
-            queues: &queues,
-            worker: "worker-1",
-            lease_ms: None,
-            max_jobs: 10,
-            token_base,
-            max_bytes: 1 << 20,
-            acks: &[],
-        };
-        // One job fails first and is claimed again: its error history and attempts.
-        let first = store
-            .run("ns", &claim("a"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(first.jobs.len(), 3);
-        let failure = Failure {
-            error: "boom \"quoted\"".into(),
-            retry_after_ms: Some(0),
-            non_retryable: false,
-        };
-        let plain = &first.jobs[0];
-        store
-            .run(
-                "ns",
-                &FailJob {
-                    id: &plain.id,
-                    token: &plain.lease_token,
-                    failure: &failure,
-                    random: 0.5,
-                },
-            )
-            .await
-            .unwrap_or_else(|e| panic!("fail: {e}"));
-        let again = store
-            .run("ns", &claim("b"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(again.jobs.len(), 1, "the failed job is claimable again");
-        assert_eq!(again.jobs[0].errors.len(), 1);
-        for claimed in first.jobs[1..].iter().chain(&again.jobs) {
-            let read = store
-                .run("ns", &GetJob { id: &claimed.id })
-                .await
-                .unwrap_or_else(|e| panic!("get: {e}"))
-                .unwrap_or_else(|| panic!("job {} is gone", claimed.id));
-            assert_eq!(claimed, &read);
-            assert_eq!(read.state, JobState::Active);
-        }
-    }
-
-    #[test]
-    fn bytes_that_are_not_a_record_are_corrupt_naming_the_job() {
-        let not_msgpack = packed_job("j".into(), &[0xc1], Vec::new());
-        let a_map = packed_job("j".into(), &[0x80], Vec::new());
-        let short = packed_job("j".into(), &[0x91, 0x01], Vec::new());
-        let mut bad_state = vec![0xdc, 0x00, 17];
-        for position in 1..=17u8 {
-            match position {
-                1..=3 => bad_state.extend([0xa1, b'x']),
-                7 => bad_state.push(9),
-                _ => bad_state.push(1),
-            }
-        }
-        let bad_state = packed_job("j".into(), &bad_state, Vec::new());
-        for (case, result) in [
-            ("not msgpack", not_msgpack),
-            ("a map", a_map),
-            ("one position", short),
-            ("state code 9", bad_state),
-        ] {
-            match result {
-                Err(StoreError::Corrupt { what, .. }) => assert_eq!(what, "job j", "{case}"),
-                other => panic!("{case}: {other:?}"),
-            }
-        }
-    }
-}
+mod tests;

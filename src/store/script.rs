@@ -4,7 +4,9 @@
 //! payload is copied once, into the command), and a typed decode of its reply through
 //! the [`Reply`] cursor. The script registry (`ops::SCRIPTS`) is derived from the
 //! operations, and a library test walks every operation: its script loads in a real
-//! Redis, and the KEYS and ARGV it sends match what the script's header declares.
+//! Redis, the KEYS and ARGV it sends match the counts the script's header declares,
+//! and the name each ARGV value is pushed with ([`Call::arg`]) is the header's name
+//! for its position (`ARGV[i] name: ...`), in the header's order.
 
 use std::sync::OnceLock;
 
@@ -140,11 +142,16 @@ macro_rules! script {
 }
 pub(crate) use script;
 
-/// The KEYS and ARGV of one script call.
+/// The KEYS and ARGV of one script call. Every ARGV value is pushed with its name,
+/// the one the script's header gives it (`ARGV[i] name: ...`): a library test holds
+/// the names an operation pushes, in order, to the names its script declares.
 #[derive(Default)]
 pub(crate) struct Call {
     keys: Vec<Vec<u8>>,
     args: Vec<Vec<u8>>,
+    /// The name of each ARGV value (kept for that test only).
+    #[cfg(test)]
+    names: Vec<&'static str>,
 }
 
 impl Call {
@@ -153,21 +160,26 @@ impl Call {
         self
     }
 
-    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+    /// ARGV value(s) `name` (a value such as a list may push several).
+    pub(crate) fn arg(&mut self, name: &'static str, arg: impl ToRedisArgs) -> &mut Self {
         arg.write_redis_args(&mut self.args);
+        #[cfg(test)]
+        self.names.resize(self.args.len(), name);
+        #[cfg(not(test))]
+        let _ = name;
         self
     }
 
     /// An optional number: "" when unset (how the scripts read "none").
-    pub(crate) fn opt(&mut self, value: Option<i64>) -> &mut Self {
+    pub(crate) fn opt(&mut self, name: &'static str, value: Option<i64>) -> &mut Self {
         match value {
-            Some(v) => self.arg(v),
-            None => self.arg(""),
+            Some(v) => self.arg(name, v),
+            None => self.arg(name, ""),
         }
     }
 
-    pub(crate) fn flag(&mut self, value: bool) -> &mut Self {
-        self.arg(if value { "1" } else { "0" })
+    pub(crate) fn flag(&mut self, name: &'static str, value: bool) -> &mut Self {
+        self.arg(name, if value { "1" } else { "0" })
     }
 
     /// The first key, by which a cluster routes the call.
@@ -178,6 +190,12 @@ impl Call {
     /// How many KEYS and ARGV the call has.
     pub(crate) fn counts(&self) -> (usize, usize) {
         (self.keys.len(), self.args.len())
+    }
+
+    /// The name of each ARGV value, in order.
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> &[&'static str] {
+        &self.names
     }
 
     /// `EVALSHA sha numkeys keys... args...`.

@@ -10,9 +10,17 @@ pub(crate) struct AckJob<'a> {
     pub(crate) token: &'a str,
 }
 
+/// A job AckJob completed.
+#[derive(Debug)]
+pub(crate) struct AckedJob {
+    /// The namespace must be put in the prune due-set.
+    pub(crate) register: bool,
+    /// The job's queue.
+    pub(crate) queue: String,
+}
+
 impl Operation for AckJob<'_> {
-    /// Whether the namespace must be put in the prune due-set, and the job's queue.
-    type Output = LeaseCheck<(bool, String)>;
+    type Output = LeaseCheck<AckedJob>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -20,13 +28,16 @@ impl Operation for AckJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id).arg(self.token);
+        call.arg("id", self.id).arg("token", self.token);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         lease_guarded(&mut reply, |reply| {
             reply.int()?; // Redis now
-            Ok((reply.flag()?, reply.text()?))
+            Ok(AckedJob {
+                register: reply.flag()?,
+                queue: reply.text()?,
+            })
         })
     }
 }

@@ -33,7 +33,7 @@ impl Operation for AckJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
         for (id, token) in self.leases {
-            call.arg(*id).arg(*token);
+            call.arg("id", *id).arg("token", *token);
         }
     }
 

@@ -25,12 +25,12 @@ impl Operation for AckOccurrence<'_> {
         call.key(keys.occurrence_leases())
             .key(keys.meta())
             .key(keys.due())
-            .arg(keys.occurrence_prefix())
-            .arg(self.occurrence_id)
-            .arg(self.token)
-            .arg(ACKED_OCCURRENCE_TTL_MS)
-            .arg(keys.schedule_prefix())
-            .arg(keys.runs_prefix());
+            .arg("occurrence_prefix", keys.occurrence_prefix())
+            .arg("occurrence_id", self.occurrence_id)
+            .arg("token", self.token)
+            .arg("acked_ttl_ms", ACKED_OCCURRENCE_TTL_MS)
+            .arg("schedule_prefix", keys.schedule_prefix())
+            .arg("runs_prefix", keys.runs_prefix());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

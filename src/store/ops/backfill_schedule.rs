@@ -40,11 +40,11 @@ impl Operation for BackfillSchedule<'_> {
         call.key(keys.due())
             .key(keys.schedule(self.id))
             .key(keys.backfill(self.id))
-            .arg(self.id)
-            .arg(self.revision)
-            .arg(MAX_BACKFILL_WAITING);
+            .arg("id", self.id)
+            .arg("rev", self.revision)
+            .arg("max_waiting", MAX_BACKFILL_WAITING);
         for slot in self.slots {
-            call.arg(*slot);
+            call.arg("slots", *slot);
         }
     }
 

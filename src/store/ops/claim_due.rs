@@ -10,6 +10,16 @@ script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
 
+/// ARGV[4..9], the hint's first values (all "" without a hint).
+const HINT: [&str; 6] = [
+    "hint_id",
+    "hint_rev",
+    "hint_expected_next_ms",
+    "hint_next_ms",
+    "hint_follow",
+    "hint_skipped",
+];
+
 pub(crate) struct ClaimDue<'a> {
     /// The namespace, for the occurrence id the script computes.
     pub(crate) namespace: &'a str,
@@ -82,35 +92,38 @@ impl Operation for ClaimDue<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.occurrence_leases())
-            .arg(CLAIM_CANDIDATES);
+            .arg("candidates", CLAIM_CANDIDATES);
         match self.hint {
             Some(h) => {
-                call.arg(&h.id)
-                    .arg(h.revision)
-                    .arg(h.expected_next_ms)
-                    .opt(h.next.next_ms);
-                follow_arg(call, h.next.follow);
-                call.arg(h.skipped);
+                call.arg("hint_id", &h.id)
+                    .arg("hint_rev", h.revision)
+                    .arg("hint_expected_next_ms", h.expected_next_ms)
+                    .opt("hint_next_ms", h.next.next_ms);
+                follow_arg(call, "hint_follow", h.next.follow);
+                call.arg("hint_skipped", h.skipped);
             }
             None => {
-                for _ in 0..6 {
-                    call.arg("");
+                for name in HINT {
+                    call.arg(name, "");
                 }
             }
         }
         match self.lease {
-            Some((token, ms)) => call.arg(ms).arg(token),
-            None => call.arg("").arg(""),
+            Some((token, ms)) => call.arg("lease_ms", ms).arg("token", token),
+            None => call.arg("lease_ms", "").arg("token", ""),
         };
-        call.arg(self.namespace).arg(keys.occurrence_prefix());
+        call.arg("namespace", self.namespace)
+            .arg("occurrence_prefix", keys.occurrence_prefix());
         match self.hint {
-            Some(h) => call.opt(h.hand_out).arg(h.skipped_window),
-            None => call.arg("").arg(""),
+            Some(h) => call
+                .opt("hint_hand_out", h.hand_out)
+                .arg("hint_skipped_window", h.skipped_window),
+            None => call.arg("hint_hand_out", "").arg("hint_skipped_window", ""),
         };
-        call.arg(ACKED_OCCURRENCE_TTL_MS)
-            .arg(keys.backfill_prefix())
-            .arg(keys.runs_prefix())
-            .arg(self.worker);
+        call.arg("finished_ttl_ms", ACKED_OCCURRENCE_TTL_MS)
+            .arg("backfill_prefix", keys.backfill_prefix())
+            .arg("runs_prefix", keys.runs_prefix())
+            .arg("worker", self.worker);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -183,7 +196,8 @@ fn claimed(now_ms: i64, mut reply: Reply) -> Result<ClaimReply, StoreError> {
     };
     let occurrence_id = reply.text()?;
     let kind = reply.word(OccurrenceKind::parse)?;
-    let schedule = records::schedule(&reply.rest_fields()?)?;
+    // A re-handed occurrence's copy of its schedule comes without the marker.
+    let schedule = records::claimed_schedule(&reply.rest_fields()?)?;
     Ok(ClaimReply::Claimed {
         occurrence_id,
         kind,
@@ -319,5 +333,68 @@ mod tests {
         };
         let next = schedule.next_run_ms.unwrap_or_default();
         assert_eq!(next % 3_600_000, 1_800_000, "next from the new timing (minute 30)");
+    }
+
+    /// A leased occurrence keeps a copy of its schedule's fields, without the version
+    /// marker a reply puts before a loaded record; a copy written by a build from
+    /// before issue 17 lacks the policy fields. Re-handed, it reads as the previous
+    /// version: the same schedule, its policies at their defaults.
+    #[tokio::test]
+    async fn a_re_handed_copy_without_policy_fields_reads_with_their_defaults() {
+        use crate::store::{keys::NamespaceKeys, records::field};
+        use deadpool_redis::redis;
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let now = crate::clock::Clock::new().now_ms();
+        let def = ScheduleDef {
+            timing: TimingDef::EveryMs(3_600_000),
+            timezone: "UTC".into(),
+            ..cron("")
+        };
+        let due = NextRun {
+            next_ms: Some(now - 1_000),
+            follow: Follow::Unknown,
+        };
+        let upsert = UpsertSchedule {
+            def: &def,
+            next: due,
+            max_schedules: 0,
+        };
+        store.run("ns", &upsert).await.unwrap_or_else(|e| panic!("{e}"));
+        let claim = |token, ms| ClaimDue {
+            namespace: "ns",
+            hint: None,
+            lease: Some((token, ms)),
+            worker: "w",
+        };
+        let first = store.run("ns", &claim("t1", 1)).await.map(|a| a.reply);
+        let Ok(ClaimReply::Claimed {
+            schedule: claimed,
+            occurrence_id,
+            ..
+        }) = first
+        else {
+            panic!("the due schedule is claimed: {first:?}")
+        };
+        let key = NamespaceKeys::new("dueq", "ns").occurrence_prefix() + &occurrence_id;
+        let added = field::ALL.iter().skip_while(|name| **name != field::CATCHUP);
+        let mut hdel = redis::cmd("HDEL");
+        hdel.arg(&key);
+        for name in added {
+            hdel.arg(format!("s.{name}"));
+        }
+        let mut conn = redis.conn().await;
+        let removed: usize = hdel.query_async(&mut conn).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(removed, 14, "the copy held every policy field");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let again = store.run("ns", &claim("t2", 30_000)).await.map(|a| a.reply);
+        let Ok(ClaimReply::Claimed {
+            schedule, lease, ..
+        }) = again
+        else {
+            panic!("the expired occurrence is re-handed: {again:?}")
+        };
+        assert_eq!(lease.map(|l| l.attempt), Some(2));
+        assert_eq!(schedule, claimed);
     }
 }

@@ -5,7 +5,7 @@ use super::{
     job_head,
     prelude::*,
 };
-use crate::{domain::JobRecord, store::packed_job::packed_job};
+use crate::{domain::JobRecord, store::packed_job::read_job};
 
 script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
 
@@ -54,18 +54,18 @@ impl Operation for ClaimJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.token_base)
-            .opt(self.lease_ms)
-            .arg(self.max_jobs)
-            .arg(self.worker)
-            .arg(CLAIM_BUDGET)
-            .arg(self.max_bytes)
-            .arg(self.acks.len());
+        call.arg("token_base", self.token_base)
+            .opt("lease_ms", self.lease_ms)
+            .arg("max_jobs", self.max_jobs)
+            .arg("worker", self.worker)
+            .arg("budget", CLAIM_BUDGET)
+            .arg("max_bytes", self.max_bytes)
+            .arg("ack_count", self.acks.len());
         for (id, token) in self.acks {
-            call.arg(*id).arg(*token);
+            call.arg("acks", *id).arg("acks", *token);
         }
         for queue in self.queues {
-            call.arg(queue);
+            call.arg("queues", queue);
         }
     }
 
@@ -77,10 +77,7 @@ impl Operation for ClaimJobs<'_> {
         let count = reply.count()?;
         let mut jobs = Vec::new();
         for _ in 0..count {
-            let id = reply.text()?;
-            let packed = reply.bytes()?;
-            let payload = reply.bytes()?;
-            jobs.push(packed_job(id, &packed, payload)?);
+            jobs.push(read_job(&mut reply)?);
         }
         let expired = self
             .queues

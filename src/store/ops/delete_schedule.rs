@@ -22,7 +22,7 @@ impl Operation for DeleteSchedule<'_> {
             .key(keys.schedule(self.id))
             .key(keys.backfill(self.id))
             .key(keys.runs(self.id))
-            .arg(self.id);
+            .arg("id", self.id);
     }
 
     fn decode(&self, reply: Reply) -> Result<Self::Output, StoreError> {

@@ -34,9 +34,9 @@ impl Operation for EnqueueJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta()).key(keys.jobs_done());
         job_prefixes(keys, call);
-        call.arg(SCHEDULE_SCHEMA)
-            .arg(self.jobs.len())
-            .arg(self.max_jobs);
+        call.arg("schema", SCHEDULE_SCHEMA)
+            .arg("count", self.jobs.len())
+            .arg("max_jobs", self.max_jobs);
         for spec in self.jobs {
             encode_job(call, spec);
         }
@@ -71,27 +71,33 @@ impl Operation for EnqueueJobs<'_> {
 
 /// The 17 values of one job, in the order `spec(i)` in the script reads them.
 fn encode_job(call: &mut Call, spec: &JobSpec) {
-    call.arg(&spec.id)
-        .arg(&spec.queue)
-        .arg(&spec.name)
-        .arg(spec.payload.as_slice())
-        .arg(records::headers_json(&spec.headers))
-        .arg(spec.priority);
+    call.arg("id", &spec.id)
+        .arg("queue", &spec.queue)
+        .arg("name", &spec.name)
+        .arg("payload", spec.payload.as_slice())
+        .arg("headers", records::headers_json(&spec.headers))
+        .arg("priority", spec.priority);
     match spec.run_at {
-        RunAt::Now => call.arg("").arg(""),
-        RunAt::AtMs(ms) => call.arg("at").arg(ms),
-        RunAt::DelayMs(ms) => call.arg("delay").arg(ms),
+        RunAt::Now => call.arg("when", "").arg("when_ms", ""),
+        RunAt::AtMs(ms) => call.arg("when", "at").arg("when_ms", ms),
+        RunAt::DelayMs(ms) => call.arg("when", "delay").arg("when_ms", ms),
     };
     let backoff = &spec.backoff;
-    call.arg(spec.max_attempts)
-        .arg(backoff.kind.as_str())
-        .arg(backoff.base_ms)
-        .arg(backoff.cap_ms)
-        .arg(backoff.jitter.to_string())
-        .arg(spec.lease_ms);
+    call.arg("max_attempts", spec.max_attempts)
+        .arg("backoff", backoff.kind.as_str())
+        .arg("base_ms", backoff.base_ms)
+        .arg("cap_ms", backoff.cap_ms)
+        .arg("jitter", backoff.jitter.to_string())
+        .arg("lease_ms", spec.lease_ms);
     match &spec.dedup {
-        Some(d) => call.arg(&d.key).arg(d.ttl_ms).arg(d.mode.as_str()),
-        None => call.arg("").arg("").arg(""),
+        Some(d) => call
+            .arg("dedup_key", &d.key)
+            .arg("dedup_ttl_ms", d.ttl_ms)
+            .arg("dedup_mode", d.mode.as_str()),
+        None => call
+            .arg("dedup_key", "")
+            .arg("dedup_ttl_ms", "")
+            .arg("dedup_mode", ""),
     };
 }
 

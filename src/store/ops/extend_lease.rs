@@ -22,7 +22,9 @@ impl Operation for ExtendLease<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id).arg(self.token).arg(self.lease_ms);
+        call.arg("id", self.id)
+            .arg("token", self.token)
+            .arg("lease_ms", self.lease_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

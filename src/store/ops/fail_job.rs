@@ -13,10 +13,19 @@ pub(crate) struct FailJob<'a> {
     pub(crate) random: f64,
 }
 
+/// A failed attempt FailJob recorded.
+#[derive(Debug)]
+pub(crate) struct FailedJob {
+    /// What became of the job: retried later, or dead.
+    pub(crate) failed: Failed,
+    /// The namespace must be put in the prune due-set (the job went dead).
+    pub(crate) register: bool,
+    /// The job's queue.
+    pub(crate) queue: String,
+}
+
 impl Operation for FailJob<'_> {
-    /// The outcome, whether the namespace must be put in the prune due-set, and the
-    /// job's queue.
-    type Output = LeaseCheck<(Failed, bool, String)>;
+    type Output = LeaseCheck<FailedJob>;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -24,12 +33,12 @@ impl Operation for FailJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id)
-            .arg(self.token)
-            .arg(&self.failure.error)
-            .opt(self.failure.retry_after_ms)
-            .flag(self.failure.non_retryable)
-            .arg(self.random.to_string());
+        call.arg("id", self.id)
+            .arg("token", self.token)
+            .arg("error", &self.failure.error)
+            .opt("retry_after_ms", self.failure.retry_after_ms)
+            .flag("non_retryable", self.failure.non_retryable)
+            .arg("random", self.random.to_string());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -39,7 +48,11 @@ impl Operation for FailJob<'_> {
                 state: reply.word(JobState::parse)?,
                 run_at_ms: reply.opt_int()?,
             };
-            Ok((failed, reply.flag()?, reply.text()?))
+            Ok(FailedJob {
+                failed,
+                register: reply.flag()?,
+                queue: reply.text()?,
+            })
         })
     }
 }

@@ -1,7 +1,7 @@
 //! `lua/get_job.lua`: one job's record.
 
 use super::{job_prefixes, prelude::*};
-use crate::domain::JobRecord;
+use crate::{domain::JobRecord, store::packed_job::read_job};
 
 script!("get_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
@@ -19,15 +19,16 @@ impl Operation for GetJob<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta()).key(keys.job(self.id));
         job_prefixes(keys, call);
-        call.arg(self.id);
+        call.arg("id", self.id);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         if reply.is_done() {
             return Ok(None);
         }
-        let fields = reply.rest_fields()?.named(format!("job {:?}", self.id));
-        records::job(&fields).map(Some)
+        let job = read_job(&mut reply)?;
+        reply.finish()?;
+        Ok(Some(job))
     }
 }
 

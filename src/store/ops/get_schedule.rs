@@ -20,7 +20,7 @@ impl Operation for GetSchedule<'_> {
         schedule_head(keys, call);
         call.key(keys.schedule(self.id))
             .key(keys.runs(self.id))
-            .arg(self.id);
+            .arg("id", self.id);
     }
 
     /// The schedule with its recent runs.

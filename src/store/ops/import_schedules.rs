@@ -2,7 +2,8 @@
 //! queue's layout, each whole, none twice.
 
 use super::{prelude::*, schedule_head, under_lock};
-use crate::domain::{ScheduleRecord, TimingDef, SCHEDULE_SCHEMA};
+use super::upsert_schedule::timing_args;
+use crate::domain::{ScheduleRecord, SCHEDULE_SCHEMA};
 
 script!(
     "import_schedules",
@@ -39,8 +40,8 @@ impl Operation for ImportSchedules<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.migrate_lock())
-            .arg(self.token)
-            .arg(SCHEDULE_SCHEMA);
+            .arg("token", self.token)
+            .arg("schema", SCHEDULE_SCHEMA);
         for record in self.records {
             encode_record(call, record);
         }
@@ -65,29 +66,63 @@ impl Operation for ImportSchedules<'_> {
 /// status, runs, last_ms, next_ms, created_ms (an imported record carries no follow
 /// slot: its first claim computes one).
 fn encode_record(call: &mut Call, r: &ScheduleRecord) {
-    call.arg(&r.def.id);
-    match &r.def.timing {
-        TimingDef::Cron(expr) => call.arg("cron").arg(expr).arg(""),
-        TimingDef::EveryMs(ms) => call.arg("every").arg("").arg(*ms),
-    };
-    call.arg(&r.def.timezone)
-        .opt(r.def.start_ms)
-        .opt(r.def.end_ms)
-        .arg(r.def.run_limit)
-        .arg(&r.def.job_name)
-        .arg(r.def.payload.as_slice())
-        .arg(records::headers_json(&r.def.headers))
-        .arg(r.status.as_str())
-        .arg(r.run_count)
-        .opt(r.last_run_ms)
-        .opt(r.next_run_ms)
-        .arg(r.create_ms);
+    call.arg("id", &r.def.id);
+    timing_args(call, &r.def.timing);
+    call.arg("tz", &r.def.timezone)
+        .opt("start_ms", r.def.start_ms)
+        .opt("end_ms", r.def.end_ms)
+        .arg("limit", r.def.run_limit)
+        .arg("job_name", &r.def.job_name)
+        .arg("payload", r.def.payload.as_slice())
+        .arg("headers", records::headers_json(&r.def.headers))
+        .arg("status", r.status.as_str())
+        .arg("runs", r.run_count)
+        .opt("last_ms", r.last_run_ms)
+        .opt("next_ms", r.next_run_ms)
+        .arg("created_ms", r.create_ms);
 }
 
 #[cfg(test)]
 pub(super) fn sample() -> ImportSchedules<'static> {
+    use crate::domain::{Follow, ScheduleDef, ScheduleStatus, TimingDef};
+    use std::sync::LazyLock;
+    static RECORDS: LazyLock<Vec<ScheduleRecord>> = LazyLock::new(|| {
+        vec![ScheduleRecord {
+            def: ScheduleDef {
+                id: "s".into(),
+                timing: TimingDef::EveryMs(60_000),
+                timezone: "UTC".into(),
+                start_ms: None,
+                end_ms: None,
+                run_limit: 0,
+                job_name: "j".into(),
+                payload: Vec::new(),
+                headers: Default::default(),
+                paused: false,
+                catchup: Default::default(),
+                offset_ms: None,
+                overlap: Default::default(),
+                max_attempts: 0,
+                jitter_ms: 0,
+            },
+            status: ScheduleStatus::Active,
+            run_count: 0,
+            last_run_ms: None,
+            next_run_ms: Some(60_000),
+            create_ms: 1,
+            update_ms: 1,
+            revision: 1,
+            follow: Follow::Unknown,
+            skipped: Default::default(),
+            pause_note: String::new(),
+            buffered_ms: None,
+            trigger_ms: None,
+            backfill_ms: None,
+            recent_runs: Vec::new(),
+        }]
+    });
     ImportSchedules {
         token: "t",
-        records: &[],
+        records: &RECORDS,
     }
 }

@@ -14,9 +14,23 @@ pub(crate) struct ListDueSchedules<'a> {
     pub(crate) page: PageShape,
 }
 
+/// One page of schedules by next run.
+#[derive(Debug)]
+pub(crate) struct ListedDue {
+    pub(crate) schedules: Vec<ScheduleRecord>,
+    /// Where to continue, if more may follow.
+    pub(crate) next_after: Option<DueAfter>,
+}
+
+/// The last entry of a page of the due index: its next run and its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DueAfter {
+    pub(crate) next_run_ms: i64,
+    pub(crate) id: String,
+}
+
 impl Operation for ListDueSchedules<'_> {
-    /// The page, and the next run and id to continue after (if more may follow).
-    type Output = (Vec<ScheduleRecord>, Option<(i64, String)>);
+    type Output = ListedDue;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -26,28 +40,31 @@ impl Operation for ListDueSchedules<'_> {
         schedule_head(keys, call);
         call.key(keys.due());
         match self.after {
-            Some((ms, id)) => call.arg(ms).arg(id),
-            None => call.arg("").arg(""),
+            Some((ms, id)) => call.arg("after_ms", ms).arg("after_id", id),
+            None => call.arg("after_ms", "").arg("after_id", ""),
         };
-        call.opt(self.overdue_by_ms)
-            .arg(self.page.size)
+        call.opt("overdue_by_ms", self.overdue_by_ms)
+            .arg("page_size", self.page.size)
             // Stale entries are rare (claims repair them): a page examines at most
             // twice its size.
-            .arg((self.page.size * 2).min(2000))
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+            .arg("budget", (self.page.size * 2).min(2000))
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let score = reply.opt_int()?;
         let id = reply.text()?;
         let count = reply.count()?;
-        let mut page = Vec::new();
+        let mut schedules = Vec::new();
         for _ in 0..count {
-            page.push(records::schedule(&reply.counted_fields()?)?);
+            schedules.push(records::schedule(&reply.counted_fields()?)?);
         }
         reply.finish()?;
-        Ok((page, score.map(|ms| (ms, id))))
+        Ok(ListedDue {
+            schedules,
+            next_after: score.map(|next_run_ms| DueAfter { next_run_ms, id }),
+        })
     }
 }
 

@@ -1,7 +1,10 @@
 //! `lua/list_jobs.lua`: one page of a queue's jobs in enqueue order.
 
 use super::{job_prefixes, prelude::*};
-use crate::domain::{limits::PageShape, JobRecord, JobState};
+use crate::{
+    domain::{limits::PageShape, JobRecord, JobState},
+    store::packed_job::read_job,
+};
 
 script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(15));
 
@@ -24,9 +27,16 @@ impl ListJobs<'_> {
     }
 }
 
+/// One page of a queue's jobs.
+#[derive(Debug)]
+pub(crate) struct ListedJobs {
+    pub(crate) jobs: Vec<JobRecord>,
+    /// The job number to continue after, if more may follow.
+    pub(crate) next_after: Option<i64>,
+}
+
 impl Operation for ListJobs<'_> {
-    /// The page, and the job number to continue after (if more may follow).
-    type Output = (Vec<JobRecord>, Option<i64>);
+    type Output = ListedJobs;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -35,24 +45,24 @@ impl Operation for ListJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta());
         job_prefixes(keys, call);
-        call.arg(self.queue)
-            .opt(self.after)
-            .arg(self.page.size)
-            .arg(self.state.map(JobState::as_str).unwrap_or(""))
-            .arg(self.budget())
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+        call.arg("queue", self.queue)
+            .opt("after", self.after)
+            .arg("page_size", self.page.size)
+            .arg("state", self.state.map(JobState::as_str).unwrap_or(""))
+            .arg("budget", self.budget())
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        let next = reply.opt_int()?;
+        let next_after = reply.opt_int()?;
         let count = reply.count()?;
-        let mut page = Vec::new();
+        let mut jobs = Vec::new();
         for _ in 0..count {
-            page.push(records::job(&reply.counted_fields()?)?);
+            jobs.push(read_job(&mut reply)?);
         }
         reply.finish()?;
-        Ok((page, next))
+        Ok(ListedJobs { jobs, next_after })
     }
 }
 

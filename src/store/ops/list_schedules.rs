@@ -23,9 +23,16 @@ impl ListSchedules<'_> {
     }
 }
 
+/// One page of a namespace's schedules in id order.
+#[derive(Debug)]
+pub(crate) struct ListedSchedules {
+    pub(crate) schedules: Vec<ScheduleRecord>,
+    /// The id to continue after, if more may follow.
+    pub(crate) next_after: Option<String>,
+}
+
 impl Operation for ListSchedules<'_> {
-    /// The page, and the id to continue after (if more may follow).
-    type Output = (Vec<ScheduleRecord>, Option<String>);
+    type Output = ListedSchedules;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -33,23 +40,26 @@ impl Operation for ListSchedules<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.arg(self.after)
-            .arg(self.page.size)
-            .arg(self.status.map(ScheduleStatus::as_str).unwrap_or(""))
-            .arg(self.budget())
-            .arg(if self.page.full { "1" } else { "" })
-            .arg(self.page.max_bytes);
+        call.arg("after", self.after)
+            .arg("page_size", self.page.size)
+            .arg("status", self.status.map(ScheduleStatus::as_str).unwrap_or(""))
+            .arg("budget", self.budget())
+            .arg("full", if self.page.full { "1" } else { "" })
+            .arg("max_bytes", self.page.max_bytes);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        let next = Some(reply.text()?).filter(|t| !t.is_empty());
+        let next_after = Some(reply.text()?).filter(|t| !t.is_empty());
         let count = reply.count()?;
-        let mut page = Vec::new();
+        let mut schedules = Vec::new();
         for _ in 0..count {
-            page.push(records::schedule(&reply.counted_fields()?)?);
+            schedules.push(records::schedule(&reply.counted_fields()?)?);
         }
         reply.finish()?;
-        Ok((page, next))
+        Ok(ListedSchedules {
+            schedules,
+            next_after,
+        })
     }
 }
 

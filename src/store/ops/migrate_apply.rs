@@ -74,14 +74,14 @@ impl Operation for MigrateApply<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.migrate_lock())
-            .arg(self.token);
+            .arg("token", self.token);
         for d in self.decisions {
-            call.arg(&d.id).arg(d.version.as_str());
+            call.arg("id", &d.id).arg("state", d.version.as_str());
             match d.action {
-                Action::Index(ms) => call.arg("index").arg(ms),
-                Action::Schedule(ms) => call.arg("schedule").arg(ms),
-                Action::Complete => call.arg("complete").arg(""),
-                Action::Unindex => call.arg("unindex").arg(""),
+                Action::Index(ms) => call.arg("action", "index").arg("ms", ms),
+                Action::Schedule(ms) => call.arg("action", "schedule").arg("ms", ms),
+                Action::Complete => call.arg("action", "complete").arg("ms", ""),
+                Action::Unindex => call.arg("action", "unindex").arg("ms", ""),
             };
         }
     }

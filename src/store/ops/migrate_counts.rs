@@ -31,9 +31,9 @@ impl Operation for MigrateCounts<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
         call.key(keys.migrate_lock())
-            .arg(self.token)
-            .arg(self.queue.unwrap_or(""))
-            .arg(self.batch.max(1));
+            .arg("token", self.token)
+            .arg("queue", self.queue.unwrap_or(""))
+            .arg("batch", self.batch.max(1));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -25,9 +25,12 @@ impl Operation for MigrateFinish<'_> {
             .key(keys.ids())
             .key(keys.due())
             .key(keys.migrate_lock())
-            .arg(self.token)
-            .arg(SCHEDULE_SCHEMA)
-            .opt(self.listed.map(|n| i64::try_from(n).unwrap_or(i64::MAX)));
+            .arg("token", self.token)
+            .arg("schema", SCHEDULE_SCHEMA)
+            .opt(
+                "listed",
+                self.listed.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+            );
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -33,10 +33,10 @@ impl Operation for MigrateIndex<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.migrate_lock())
-            .arg(self.token)
-            .arg(self.cursor.as_str())
-            .arg(self.batch)
-            .flag(self.dry_run);
+            .arg("token", self.token)
+            .arg("cursor", self.cursor.as_str())
+            .arg("batch", self.batch)
+            .flag("dry_run", self.dry_run);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -58,17 +58,17 @@ impl Operation for MigrateJobs<'_> {
         };
         call.key(keys.meta())
             .key(keys.migrate_lock())
-            .arg(self.token)
-            .flag(self.dry_run)
-            .arg(mode);
+            .arg("token", self.token)
+            .flag("dry_run", self.dry_run)
+            .arg("mode", mode);
         super::job_prefixes(keys, call);
         match &self.step {
             JobStep::Ready { set } => {
-                call.key(*set).arg(JOBS_PER_CALL);
+                call.key(*set).arg("take", JOBS_PER_CALL);
             }
             JobStep::Records(ids) | JobStep::Recount(ids) => {
                 for id in *ids {
-                    call.arg(id);
+                    call.arg("ids", id);
                 }
             }
             JobStep::Drop(found) => {

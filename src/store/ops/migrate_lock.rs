@@ -42,9 +42,9 @@ impl Operation for MigrateLock<'_> {
             LockOp::Release => "release",
         };
         call.key(keys.migrate_lock())
-            .arg(op)
-            .arg(self.token)
-            .arg(self.ttl_ms);
+            .arg("op", op)
+            .arg("token", self.token)
+            .arg("ttl_ms", self.ttl_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -121,12 +121,14 @@ impl Operation for MigrateScan<'_> {
                 };
                 call.key(listing)
                     .key(keys.due())
-                    .arg(keys.schedule_prefix())
-                    .arg(keys.listing_leaf_prefix());
+                    .arg("record_prefix", keys.schedule_prefix())
+                    .arg("leaf_prefix", keys.listing_leaf_prefix());
                 *walk
             }
             ScanSource::Import(source) => {
-                call.key(&source.index).arg(&source.record_prefix).arg("");
+                call.key(&source.index)
+                    .arg("record_prefix", &source.record_prefix)
+                    .arg("leaf_prefix", "");
                 Walk::Set
             }
         };
@@ -135,7 +137,9 @@ impl Operation for MigrateScan<'_> {
             Walk::SortedSet => "zset",
             Walk::Tree => "tree",
         };
-        call.arg(walk).arg(self.cursor.as_str()).arg(self.batch);
+        call.arg("walk", walk)
+            .arg("cursor", self.cursor.as_str())
+            .arg("batch", self.batch);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

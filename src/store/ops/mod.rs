@@ -84,14 +84,14 @@ fn schedule_head(keys: &NamespaceKeys, call: &mut Call) {
     call.key(keys.meta())
         .key(keys.ids())
         .key(keys.listing_top())
-        .arg(keys.schedule_prefix())
-        .arg(keys.listing_leaf_prefix());
+        .arg("schedule_prefix", keys.schedule_prefix())
+        .arg("leaf_prefix", keys.listing_leaf_prefix());
 }
 
 /// The eight key prefixes every job script takes first (lua/lib/job.lua `job_keys`).
 fn job_prefixes(keys: &NamespaceKeys, call: &mut Call) {
     for prefix in keys.job_prefixes().0 {
-        call.arg(prefix);
+        call.arg("job_prefixes", prefix);
     }
 }
 

@@ -20,7 +20,7 @@ impl Operation for PauseQueue<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.queue).flag(self.paused);
+        call.arg("queue", self.queue).flag("paused", self.paused);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -23,8 +23,8 @@ impl Operation for PauseSchedule<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.schedule(self.id))
-            .arg(self.id)
-            .arg(self.note);
+            .arg("id", self.id)
+            .arg("note", self.note);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

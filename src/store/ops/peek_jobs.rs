@@ -26,7 +26,7 @@ impl Operation for PeekJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
         for queue in self.queues {
-            call.arg(queue);
+            call.arg("queues", queue);
         }
     }
 

@@ -28,7 +28,9 @@ impl Operation for PruneJobs {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.max_age_ms).arg(self.keep).arg(self.batch);
+        call.arg("max_age_ms", self.max_age_ms)
+            .arg("keep", self.keep)
+            .arg("batch", self.batch);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -32,9 +32,16 @@ pub(crate) struct PurgeJobs<'a> {
     pub(crate) limit: u32,
 }
 
+/// What one purge call deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PurgedBatch {
+    pub(crate) purged: u32,
+    /// Jobs in that state may remain.
+    pub(crate) more: bool,
+}
+
 impl Operation for PurgeJobs<'_> {
-    /// How many were deleted, and whether jobs in that state may remain.
-    type Output = (u32, bool);
+    type Output = PurgedBatch;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -42,16 +49,16 @@ impl Operation for PurgeJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.queue)
-            .arg(self.state.as_str())
-            .arg(self.limit.clamp(1, MAX_BATCH));
+        call.arg("queue", self.queue)
+            .arg("state", self.state.as_str())
+            .arg("limit", self.limit.clamp(1, MAX_BATCH));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let purged = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
         let more = reply.flag()?;
         reply.finish()?;
-        Ok((purged, more))
+        Ok(PurgedBatch { purged, more })
     }
 }
 

@@ -25,7 +25,8 @@ impl Operation for QueueStatsPage<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.after).arg(self.limit.clamp(1, MAX_PAGE));
+        call.arg("after", self.after)
+            .arg("limit", self.limit.clamp(1, MAX_PAGE));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

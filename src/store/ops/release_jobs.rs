@@ -38,12 +38,15 @@ impl Operation for ReleaseJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(match self.why {
+        call.arg(
+            "mode",
+            match self.why {
             Release::Unsent => "unsent",
             Release::Abandoned => "abandoned",
-        });
+            },
+        );
         for (id, token) in self.leases {
-            call.arg(*id).arg(*token);
+            call.arg("id", *id).arg("token", *token);
         }
     }
 

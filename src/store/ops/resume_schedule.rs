@@ -31,10 +31,10 @@ impl Operation for ResumeSchedule<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.schedule(self.id))
-            .arg(self.id)
-            .arg(self.revision)
-            .opt(self.next.next_ms);
-        follow_arg(call, self.next.follow);
+            .arg("id", self.id)
+            .arg("rev", self.revision)
+            .opt("next_ms", self.next.next_ms);
+        follow_arg(call, "follow", self.next.follow);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -13,9 +13,16 @@ pub(crate) struct RetryDeadJobs<'a> {
     pub(crate) limit: u32,
 }
 
+/// What one retry call revived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RetriedBatch {
+    pub(crate) retried: u32,
+    /// Dead jobs remain.
+    pub(crate) more: bool,
+}
+
 impl Operation for RetryDeadJobs<'_> {
-    /// How many were retried, and whether dead jobs remain.
-    type Output = (u32, bool);
+    type Output = RetriedBatch;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -23,14 +30,15 @@ impl Operation for RetryDeadJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.queue).arg(self.limit.clamp(1, MAX_BATCH));
+        call.arg("queue", self.queue)
+            .arg("limit", self.limit.clamp(1, MAX_BATCH));
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let retried = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
         let more = reply.flag()?;
         reply.finish()?;
-        Ok((retried, more))
+        Ok(RetriedBatch { retried, more })
     }
 }
 

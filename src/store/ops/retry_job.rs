@@ -18,11 +18,11 @@ impl Operation for RetryJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg(self.id);
+        call.arg("id", self.id);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        Ok(state_guarded(&mut reply, self.id, false)?.0)
+        Ok(state_guarded(&mut reply, false)?.check)
     }
 }
 

@@ -31,7 +31,7 @@ impl Operation for ScheduleGauges {
         call.key(keys.meta())
             .key(keys.ids())
             .key(keys.due())
-            .arg(overdue_ms);
+            .arg("overdue_ms", overdue_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

@@ -24,9 +24,9 @@ impl Operation for SetFollow<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
         call.key(keys.schedule(self.id))
-            .arg(self.revision)
-            .arg(self.next_ms);
-        follow_arg(call, self.follow);
+            .arg("rev", self.revision)
+            .arg("next_ms", self.next_ms);
+        follow_arg(call, "follow", self.follow);
     }
 
     fn decode(&self, reply: Reply) -> Result<Self::Output, StoreError> {

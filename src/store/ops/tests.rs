@@ -1,6 +1,7 @@
 //! Walks every operation against its script: the script loads in a real Redis, the
-//! KEYS and ARGV its header declares are the arity the operation declares, and a
-//! sample call sends what that arity admits.
+//! KEYS and ARGV its header declares are the arity the operation declares, a sample
+//! call sends what that arity admits, and names its ARGV as the header does, in the
+//! header's order.
 
 use deadpool_redis::redis;
 
@@ -18,6 +19,8 @@ pub(crate) struct Sample {
     script: &'static ScriptDef,
     keys: usize,
     args: usize,
+    /// The name of each ARGV value, in the order the operation pushed them.
+    names: Vec<&'static str>,
 }
 
 impl Sample {
@@ -29,7 +32,142 @@ impl Sample {
             script: op.script(),
             keys,
             args,
+            names: call.names().to_vec(),
         }
+    }
+}
+
+/// One ARGV entry a header declares: `ARGV[i] name:`, `ARGV[i..j] name:` (every
+/// value of the range so named) or `ARGV[i..j] a, b, ...:` (one name each),
+/// `ARGV[i..] a, b:` (the open tail: runs named a, then b, each possibly empty) or
+/// `ARGV[i..] name{a, b, ...}:` (the tail in groups whose values are named a, b, ...).
+/// Any other mention of `ARGV[...]` is prose.
+#[derive(Debug)]
+struct Entry {
+    from: usize,
+    /// `None` for the open tail.
+    to: Option<usize>,
+    names: Vec<String>,
+    /// A group's value names.
+    members: Vec<String>,
+}
+
+/// `a, b, c` at the start of `text`, then what follows.
+fn name_list(text: &str) -> (Vec<String>, &str) {
+    let is_name = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    let mut names = Vec::new();
+    let mut rest = text;
+    loop {
+        let end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        if end == 0 {
+            return (names, rest);
+        }
+        names.push(rest[..end].to_owned());
+        rest = &rest[end..];
+        match rest.strip_prefix(", ") {
+            Some(more) if more.starts_with(is_name) => rest = more,
+            _ => return (names, rest),
+        }
+    }
+}
+
+/// The ARGV entries a header declares, by first position.
+fn argv_entries(header: &str) -> Vec<Entry> {
+    let text: String = header
+        .lines()
+        .map(|line| line.trim_start_matches('-').trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut entries = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("ARGV[") {
+        rest = &rest[at + "ARGV[".len()..];
+        let Some(end) = rest.find(']') else { break };
+        let (spec, after) = (&rest[..end], &rest[end + 1..]);
+        let Some(after) = after.strip_prefix(' ') else {
+            continue;
+        };
+        let (names, after) = name_list(after.trim_start());
+        let (members, after) = match after.strip_prefix('{') {
+            Some(inside) => {
+                let (members, close) = name_list(inside);
+                (members, close.strip_prefix('}').unwrap_or(""))
+            }
+            None => (Vec::new(), after),
+        };
+        if names.is_empty() || !after.starts_with(':') {
+            continue; // prose
+        }
+        let (from, to) = match spec.split_once("..") {
+            None => (spec.parse().ok(), spec.parse().ok()),
+            Some((from, "")) => (from.parse().ok(), None),
+            Some((from, to)) => (from.parse().ok(), to.parse().ok()),
+        };
+        let Some(from) = from else { continue };
+        entries.push(Entry {
+            from,
+            to,
+            names,
+            members,
+        });
+    }
+    entries.sort_by_key(|entry| entry.from);
+    entries
+}
+
+/// Whether `names` (what an operation pushed) is what the header's `entries` declare.
+fn names_match(entries: &[Entry], names: &[&str]) -> Result<(), String> {
+    let mut at = 1;
+    for entry in entries {
+        if entry.from != at {
+            return Err(format!("ARGV[{}] is not declared (next: {entry:?})", at));
+        }
+        let Some(to) = entry.to else {
+            return tail_matches(entry, names.get(at - 1..).unwrap_or_default());
+        };
+        let count = to + 1 - entry.from;
+        let expected: Vec<&str> = match entry.names.len() {
+            1 => vec![entry.names[0].as_str(); count],
+            n if n == count => entry.names.iter().map(String::as_str).collect(),
+            n => {
+                return Err(format!(
+                    "ARGV[{}..{to}]: {n} names for {count} values",
+                    entry.from
+                ))
+            }
+        };
+        let sent = names.get(at - 1..to).unwrap_or_default();
+        if sent != expected {
+            return Err(format!(
+                "ARGV[{}..{to}]: sent {sent:?}, declared {expected:?}",
+                at
+            ));
+        }
+        at = to + 1;
+    }
+    match names.get(at - 1..) {
+        Some([]) | None => Ok(()),
+        Some(more) => Err(format!("ARGV[{at}..] sent {more:?}, declared none")),
+    }
+}
+
+/// The open tail: groups of the members, or runs of the names in their order.
+fn tail_matches(entry: &Entry, sent: &[&str]) -> Result<(), String> {
+    let ok = if entry.members.is_empty() {
+        let rank = |name: &&str| entry.names.iter().position(|n| n == name);
+        let ranks: Option<Vec<usize>> = sent.iter().map(rank).collect();
+        ranks.is_some_and(|ranks| ranks.is_sorted())
+    } else {
+        sent.chunks(entry.members.len())
+            .all(|group| group == entry.members.as_slice())
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "ARGV[{}..]: sent {sent:?}, declared {entry:?}",
+            entry.from
+        ))
     }
 }
 
@@ -111,6 +249,9 @@ fn every_operation_sends_what_its_script_header_declares() {
             sample.keys,
             sample.args
         );
+        if let Err(why) = names_match(&argv_entries(&header), &sample.names) {
+            panic!("{}: ARGV names: {why}", def.name);
+        }
     }
 }
 
@@ -198,6 +339,28 @@ async fn every_script_loads() {
 }
 
 #[test]
+fn argv_names_are_read_as_declared() {
+    let h = "-- ARGV[1..2] pre: two   ARGV[3] id: the id, at most ARGV[3] long\n\
+             -- ARGV[4..5] a, b: one each\n-- ARGV[6..] queues, ids: then";
+    let entries = argv_entries(h);
+    assert_eq!(entries.len(), 4, "{entries:?}");
+    assert!(names_match(&entries, &["pre", "pre", "id", "a", "b", "queues", "ids"]).is_ok());
+    assert!(names_match(&entries, &["pre", "pre", "id", "a", "b"]).is_ok());
+    assert!(names_match(&entries, &["pre", "pre", "id", "b", "a"]).is_err());
+    assert!(names_match(&entries, &["pre", "pre", "id", "a", "b", "ids", "queues"]).is_err());
+    assert!(names_match(&entries, &["pre", "id", "pre", "a", "b"]).is_err());
+    let h = "-- ARGV[1] t: x\n-- ARGV[2..] lease{id,\n--   token}: groups of 2";
+    let entries = argv_entries(h);
+    assert!(names_match(&entries, &["t", "id", "token", "id", "token"]).is_ok());
+    assert!(names_match(&entries, &["t", "token", "id"]).is_err());
+    let h = "-- ARGV[1] a: x\n-- ARGV[3] c: z";
+    assert!(
+        names_match(&argv_entries(h), &["a", "b", "c"]).is_err(),
+        "a gap"
+    );
+}
+
+#[test]
 fn headers_are_read_as_declared() {
     let h = "-- x: y\n-- KEYS[1] a   KEYS[2] b\n-- ARGV[1..8] p\n-- ARGV[9] q   ARGV[10..] queues";
     assert_eq!(declared(h, "KEYS"), Arity::Exactly(2));
@@ -277,5 +440,46 @@ async fn a_guard_refusal_names_the_namespace_and_what_it_found() {
             layout: Layout::Jobs,
             found: Found::Version(1)
         }
+    );
+}
+
+/// Every file a script's comments point at (`src/…`, `docs/…`, `tools/…`, `tests/…`,
+/// `proto/…`, and `lib/…` beside the scripts) exists: a comment that names a file
+/// that moved sends its reader nowhere.
+#[test]
+fn every_file_a_script_names_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lua = root.join("lua");
+    let mut missing = Vec::new();
+    for dir in [lua.clone(), lua.join("lib")] {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "lua") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
+            for token in text.split(|c: char| !is_path_char(c)) {
+                let token = token.trim_end_matches('.');
+                let base = if token.starts_with("lib/") {
+                    &lua
+                } else if ["src/", "docs/", "tools/", "tests/", "proto/"]
+                    .iter()
+                    .any(|prefix| token.starts_with(prefix))
+                {
+                    root
+                } else {
+                    continue;
+                };
+                if token.contains('.') && !base.join(token).exists() {
+                    missing.push(format!("{}: {token}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files named but not there: {missing:#?}"
     );
 }

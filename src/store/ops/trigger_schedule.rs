@@ -36,10 +36,10 @@ impl Operation for TriggerSchedule<'_> {
         schedule_head(keys, call);
         call.key(keys.due())
             .key(keys.schedule(self.id))
-            .arg(self.id)
-            .flag(self.ignore_overlap)
-            .arg(self.namespace)
-            .arg(keys.occurrence_prefix());
+            .arg("id", self.id)
+            .flag("ignore_overlap", self.ignore_overlap)
+            .arg("namespace", self.namespace)
+            .arg("occurrence_prefix", keys.occurrence_prefix());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

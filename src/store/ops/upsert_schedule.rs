@@ -16,18 +16,35 @@ pub(crate) struct UpsertSchedule<'a> {
     pub(crate) max_schedules: u64,
 }
 
-/// Follow as the scripts read it: ms, "end", or "" (unknown).
-pub(crate) fn follow_arg(call: &mut Call, follow: Follow) {
+/// Follow as the scripts read it: ms, "end", or "" (unknown); ARGV `name`.
+pub(crate) fn follow_arg(call: &mut Call, name: &'static str, follow: Follow) {
     match follow {
-        Follow::At(ms) => call.arg(ms),
-        Follow::End => call.arg("end"),
-        Follow::Unknown => call.arg(""),
+        Follow::At(ms) => call.arg(name, ms),
+        Follow::End => call.arg(name, "end"),
+        Follow::Unknown => call.arg(name, ""),
     };
 }
 
+/// A timing as the scripts read it: kind, cron expression, every ms (the one the kind
+/// does not use "").
+pub(crate) fn timing_args(call: &mut Call, timing: &TimingDef) {
+    match timing {
+        TimingDef::Cron(expr) => call.arg("kind", "cron").arg("cron", expr).arg("every_ms", ""),
+        TimingDef::EveryMs(ms) => call.arg("kind", "every").arg("cron", "").arg("every_ms", *ms),
+    };
+}
+
+/// What an upsert stored.
+#[derive(Debug)]
+pub(crate) struct Upserted {
+    /// The schedule is new.
+    pub(crate) created: bool,
+    /// The schedule as stored.
+    pub(crate) record: ScheduleRecord,
+}
+
 impl Operation for UpsertSchedule<'_> {
-    /// Whether it was created, and the stored schedule.
-    type Output = (bool, ScheduleRecord);
+    type Output = Upserted;
 
     fn script(&self) -> &'static ScriptDef {
         &SCRIPT
@@ -36,39 +53,42 @@ impl Operation for UpsertSchedule<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let def = self.def;
         schedule_head(keys, call);
-        call.key(keys.due()).key(keys.schedule(&def.id)).arg(&def.id);
-        match &def.timing {
-            TimingDef::Cron(expr) => call.arg("cron").arg(expr).arg(""),
-            TimingDef::EveryMs(ms) => call.arg("every").arg("").arg(*ms),
-        };
-        call.arg(&def.timezone)
-            .opt(def.start_ms)
-            .opt(def.end_ms)
-            .arg(def.run_limit)
-            .arg(&def.job_name)
-            .arg(def.payload.as_slice())
-            .arg(records::headers_json(&def.headers))
-            .flag(def.paused)
-            .opt(self.next.next_ms);
-        follow_arg(call, self.next.follow);
-        call.arg(SCHEDULE_SCHEMA).arg(self.max_schedules);
+        call.key(keys.due())
+            .key(keys.schedule(&def.id))
+            .arg("id", &def.id);
+        timing_args(call, &def.timing);
+        call.arg("tz", &def.timezone)
+            .opt("start_ms", def.start_ms)
+            .opt("end_ms", def.end_ms)
+            .arg("limit", def.run_limit)
+            .arg("job_name", &def.job_name)
+            .arg("payload", def.payload.as_slice())
+            .arg("headers", records::headers_json(&def.headers))
+            .flag("paused", def.paused)
+            .opt("next_ms", self.next.next_ms);
+        follow_arg(call, "follow", self.next.follow);
+        call.arg("schema", SCHEDULE_SCHEMA)
+            .arg("max_schedules", self.max_schedules);
         let limit = match def.catchup.policy {
             CatchUp::All { limit } => limit,
             CatchUp::One | CatchUp::Skip => 0,
         };
-        call.arg(catchup_word(def.catchup.policy))
-            .arg(limit)
-            .opt(def.catchup.window_ms)
-            .opt(def.offset_ms)
-            .arg(def.overlap.as_str())
-            .arg(def.max_attempts)
-            .arg(def.jitter_ms);
+        call.arg("catchup", catchup_word(def.catchup.policy))
+            .arg("catchup_limit", limit)
+            .opt("window_ms", def.catchup.window_ms)
+            .opt("offset_ms", def.offset_ms)
+            .arg("overlap", def.overlap.as_str())
+            .arg("max_attempts", def.max_attempts)
+            .arg("jitter_ms", def.jitter_ms);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let created = reply.flag()?;
         let fields = reply.rest_fields()?.named(format!("schedule {:?}", self.def.id));
-        Ok((created, records::schedule(&fields)?))
+        Ok(Upserted {
+            created,
+            record: records::schedule(&fields)?,
+        })
     }
 }
 

@@ -37,6 +37,7 @@ mod clock;
 mod connections;
 mod context;
 mod domain;
+mod effects;
 mod error;
 mod health;
 mod jobs;

@@ -15,6 +15,7 @@ use crate::{
         limits::PageShape, Follow, LeaseCheck, NextRun, Occurrence, ScheduleDef, ScheduleRecord,
         ScheduleStatus, TimingDef,
     },
+    effects::{Effects, HandedOut, Ready},
     error::{Error, LostLease, Missing},
     longpoll::{long_poll, Attempt},
     namespaces::Entry,
@@ -22,7 +23,7 @@ use crate::{
     store::ops::{
         ack_occurrence::AckOccurrence,
         backfill_schedule::{BackfillSchedule, Backfilled, MAX_BACKFILL_WAITING},
-        claim_due::{ClaimDue, ClaimHint, ClaimReply},
+        claim_due::{ClaimAnswer, ClaimDue, ClaimHint, ClaimReply},
         delete_schedule::DeleteSchedule,
         get_schedule::GetSchedule,
         list_due_schedules::ListDueSchedules,
@@ -127,10 +128,9 @@ impl Schedules {
             max_schedules: self.max_schedules,
         };
         let upserted = self.cx.store.run(namespace, &upsert).await?;
-        self.cx.register(&entry).await;
-        self.cx
-            .wakers
-            .observe(&entry, Work::Schedules, upserted.record.next_run_ms);
+        let next = Ready::At(upserted.record.next_run_ms);
+        let effects = Effects::ready(Work::Schedules, next).stored();
+        self.cx.apply(&entry, effects).await;
         Ok((upserted.created, upserted.record))
     }
 
@@ -189,9 +189,8 @@ impl Schedules {
                 Resumed::Moved => continue,
                 Resumed::Done(record) => {
                     let entry = self.cx.namespaces.entry(namespace);
-                    self.cx
-                        .wakers
-                        .observe(&entry, Work::Schedules, record.next_run_ms);
+                    let effects = Effects::ready(Work::Schedules, Ready::At(record.next_run_ms));
+                    self.cx.apply(&entry, effects).await;
                     return Ok(*record);
                 }
             }
@@ -256,10 +255,8 @@ impl Schedules {
                 due_ms,
             } => {
                 let entry = self.cx.namespaces.entry(namespace);
-                self.cx.register(&entry).await;
-                self.cx
-                    .wakers
-                    .observe(&entry, Work::Schedules, Some(due_ms));
+                let effects = Effects::ready(Work::Schedules, Ready::At(Some(due_ms))).stored();
+                self.cx.apply(&entry, effects).await;
                 Ok((occurrence_id, due_ms))
             }
             Triggered::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
@@ -316,9 +313,8 @@ impl Schedules {
                 Backfilled::Done { added, waiting } => {
                     let entry = self.cx.namespaces.entry(namespace);
                     if added > 0 {
-                        self.cx
-                            .wakers
-                            .observe(&entry, Work::Schedules, slots.first().copied());
+                        let first = Ready::At(slots.first().copied());
+                        self.cx.apply(&entry, Effects::ready(Work::Schedules, first)).await;
                     }
                     Ok(Ok((slots.len(), added, waiting)))
                 }
@@ -332,7 +328,8 @@ impl Schedules {
                         .into(),
                 )),
                 Backfilled::Full(waiting) => Err(refused(format!(
-                    "has {waiting} backfilled slots waiting; at most {MAX_BACKFILL_WAITING}                      may wait: let workers claim them first"
+                    "has {waiting} backfilled slots waiting; at most {MAX_BACKFILL_WAITING} may wait: let \
+                     workers claim them first"
                 ))),
             };
         }
@@ -355,8 +352,8 @@ impl Schedules {
                     // A buffered slot (BUFFER_ONE) is due now: wake a waiter here;
                     // other instances find it at their timer's re-check.
                     let entry = self.cx.namespaces.entry(namespace);
-                    let now = self.cx.clock.now_ms();
-                    self.cx.wakers.observe(&entry, Work::Schedules, Some(now));
+                    let effects = Effects::ready(Work::Schedules, Ready::Now);
+                    self.cx.apply(&entry, effects).await;
                 }
                 Ok(())
             }
@@ -394,43 +391,23 @@ impl Schedules {
         lease_ms: Option<i64>,
         worker: &str,
     ) -> Result<Attempt<Occurrence>, Error> {
-        let outcome = self.claim_once(entry.name(), lease_ms, worker).await?;
-        self.cx
-            .wakers
-            .observe(entry, Work::Schedules, outcome.earliest_ms);
+        let outcome = self.claim_once(entry, lease_ms, worker).await?;
+        let effects = Effects::ready(Work::Schedules, Ready::At(outcome.earliest_ms));
+        self.cx.apply(entry, effects).await;
         Ok(Attempt {
             more: outcome.more_due(),
             found: outcome.occurrence,
         })
     }
 
-    /// Counts a handed-out occurrence: its lateness and the runs skipped before it.
-    /// The reply counts both reasons for skipping together; when it handed out the
-    /// slot of our plan (`planned`, the hint about this schedule), the plan says how
-    /// they split.
-    fn count_claim(
-        &self,
-        namespace: &Namespace,
-        planned: Option<&ClaimHint>,
-        now_ms: i64,
-        due_ms: i64,
-        skipped: u64,
-    ) {
-        let window = planned
-            .filter(|h| h.hand_out == Some(due_ms))
-            .map_or(0, |h| h.skipped_window.min(skipped));
-        let metrics = &self.cx.metrics;
-        metrics.occurrence(namespace, now_ms - due_ms, skipped - window);
-        metrics.skipped(namespace, "window", window);
-    }
-
     /// One claim attempt, without waiting.
     async fn claim_once(
         &self,
-        namespace: &Namespace,
+        entry: &Entry,
         lease_ms: Option<i64>,
         worker: &str,
     ) -> Result<ClaimOutcome, Error> {
+        let namespace = entry.name();
         let mut hint: Option<ClaimHint> = None;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let mut lost = 0;
@@ -446,8 +423,8 @@ impl Schedules {
             };
             let answer = self.cx.store.run(namespace, &claim).await?;
             self.cx
-                .metrics
-                .skipped(namespace, "overlap", answer.overlap_skips);
+                .apply(entry, claim_effects(hint.as_ref(), &answer))
+                .await;
             match answer.reply {
                 ClaimReply::Claimed {
                     now_ms,
@@ -460,8 +437,6 @@ impl Schedules {
                     kind,
                 } => {
                     self.fill_follow(namespace, &schedule);
-                    let planned = hint.as_ref().filter(|h| h.id == schedule.def.id);
-                    self.count_claim(namespace, planned, now_ms, due_ms, skipped);
                     let occurrence = Occurrence {
                         occurrence_id,
                         kind,
@@ -579,6 +554,41 @@ impl Schedules {
                 tracing::debug!(%namespace, schedule_id = %id, %error, "could not record follow slot");
             }
         });
+    }
+}
+
+/// What a claim call did: the runs its overlap policy skipped, and the occurrence it
+/// handed out.
+fn claim_effects(hint: Option<&ClaimHint>, answer: &ClaimAnswer) -> Effects<'static> {
+    let mut effects = Effects {
+        overlap_skips: answer.overlap_skips,
+        ..Effects::default()
+    };
+    if let ClaimReply::Claimed {
+        now_ms,
+        due_ms,
+        skipped,
+        schedule,
+        ..
+    } = &answer.reply
+    {
+        let planned = hint.filter(|h| h.id == schedule.def.id);
+        effects.occurrence = Some(handed_out(planned, *now_ms, *due_ms, *skipped));
+    }
+    effects
+}
+
+/// A handed-out occurrence's lateness and the runs skipped before it. The reply counts
+/// both reasons for skipping together; when it handed out the slot of our plan
+/// (`planned`, the hint about this schedule), the plan says how they split.
+fn handed_out(planned: Option<&ClaimHint>, now_ms: i64, due_ms: i64, skipped: u64) -> HandedOut {
+    let window = planned
+        .filter(|h| h.hand_out == Some(due_ms))
+        .map_or(0, |h| h.skipped_window.min(skipped));
+    HandedOut {
+        late_ms: now_ms - due_ms,
+        skipped_policy: skipped - window,
+        skipped_window: window,
     }
 }
 

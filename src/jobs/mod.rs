@@ -30,6 +30,7 @@ use crate::{
         limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState,
         LeaseCheck, NewJob, StateCheck,
     },
+    effects::{Effects, Ready},
     error::{Error, JobAction, LostLease, Missing},
     longpoll::{long_poll, Attempt},
     namespaces::Entry,
@@ -47,7 +48,7 @@ use crate::{
         release_jobs::{Release, ReleaseJobs},
         retry_job::RetryJob,
     },
-    store::{Store, StoreError},
+    store::StoreError,
     sync::lock,
 };
 
@@ -136,19 +137,6 @@ impl Jobs {
         self.cx.namespaces.entry(namespace)
     }
 
-    /// After a claim or a finishing call succeeded: puts the namespace in the prune
-    /// due-set, due now (the pruner's visit schedules the real time), when its script
-    /// asked, or when this is the first such call its registry entry serves. The
-    /// latter adopts stores written before the due-set existed and makes again a
-    /// registration lost with a reply; the visit drops the namespace if nothing is
-    /// kept. (Only after success: a refused call writes nothing.)
-    async fn retain(&self, namespace: &Namespace, asked: bool) {
-        let fresh = self.entry(namespace).first_job_call();
-        if asked || fresh {
-            register(&self.cx.store, namespace, self.cx.clock.now_ms()).await;
-        }
-    }
-
     /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
     /// in input order, a job refused by the quota as its own error. A failure of a
     /// call stops the rest: the chunks before it are stored, and a retry with the same
@@ -171,13 +159,14 @@ impl Jobs {
                 max_jobs: self.max_jobs,
             };
             let stored = self.cx.store.run(namespace, &op).await?;
-            for (spec, result) in jobs.iter().zip(&stored) {
-                if let Ok(result) = result {
-                    self.count_enqueued(namespace, &spec.queue, result);
-                }
-            }
-            self.observe_enqueued(&entry, stored.iter().flatten());
-            self.cx.register(&entry).await;
+            let created = jobs
+                .iter()
+                .zip(&stored)
+                .filter_map(|(spec, result)| match result {
+                    Ok(result) => Some((spec.queue.as_str(), result)),
+                    Err(_) => None,
+                });
+            self.cx.apply(&entry, enqueued(created)).await;
             results.extend(stored.into_iter().map(|r| r.map_err(Error::from)));
         }
         Ok(results)
@@ -194,31 +183,10 @@ impl Jobs {
         let spec = job.into_spec(self.max_lease_ms);
         let queue = spec.queue.clone();
         let result = coalesce::enqueue(&self.cx.store, &entry, spec, self.max_jobs).await?;
-        self.count_enqueued(namespace, &queue, &result);
-        self.cx.register(&entry).await;
-        self.observe_enqueued(&entry, [&result]);
+        self.cx
+            .apply(&entry, enqueued([(queue.as_str(), &result)]))
+            .await;
         Ok(result)
-    }
-
-    /// Counts a job the enqueue created (a duplicate, replaced or extended job is not
-    /// a new one).
-    fn count_enqueued(&self, namespace: &Namespace, queue: &str, result: &Enqueued) {
-        if result.outcome == EnqueueOutcome::Created {
-            self.cx.metrics.job_enqueued(namespace, queue);
-        }
-    }
-
-    /// Tells this instance's job timer that work became claimable.
-    fn observe_enqueued<'a>(&self, entry: &Entry, results: impl IntoIterator<Item = &'a Enqueued>) {
-        let claimable = results.into_iter().any(|e| {
-            e.outcome == EnqueueOutcome::Created
-                && matches!(e.state, JobState::Pending | JobState::Delayed)
-        });
-        if claimable {
-            self.cx
-                .wakers
-                .observe(entry, Work::Jobs, Some(self.cx.clock.now_ms()));
-        }
     }
 
     /// Completes the claim's acks, then claims up to `max_jobs` jobs, waiting up to
@@ -297,21 +265,25 @@ impl Jobs {
             acks,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
-        for (queue, expired) in claim.queues.iter().zip(&batch.expired) {
-            self.cx
-                .metrics
-                .leases_expired(entry.name(), queue, *expired);
-        }
-        for job in &batch.jobs {
-            // The claim stamped the job's update time with Redis's now.
-            let wait_ms = job.update_ms - job.run_at_ms.unwrap_or(job.update_ms);
-            self.cx
-                .metrics
-                .job_claimed(entry.name(), &job.queue, wait_ms);
-        }
-        let acked = self.acked(entry.name(), acks, batch.acked);
-        self.retain(entry.name(), batch.register).await;
-        self.cx.wakers.observe(entry, Work::Jobs, batch.next_ms);
+        let mut effects =
+            Effects::finished(batch.register).and_ready(Work::Jobs, Ready::At(batch.next_ms));
+        effects.expired = claim
+            .queues
+            .iter()
+            .map(String::as_str)
+            .zip(batch.expired.iter().copied())
+            .collect();
+        // The claim stamped each job's update time with Redis's now.
+        effects.claimed = batch
+            .jobs
+            .iter()
+            .map(|job| {
+                let waited_ms = job.update_ms - job.run_at_ms.unwrap_or(job.update_ms);
+                (job.queue.as_str(), waited_ms)
+            })
+            .collect();
+        let acked = acked(acks, batch.acked, &mut effects);
+        self.cx.apply(entry, effects).await;
         let attempt = Attempt {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
@@ -329,27 +301,10 @@ impl Jobs {
             return Ok(Vec::new());
         }
         let batch = self.cx.store.run(namespace, &AckJobs { leases }).await?;
-        let acked = self.acked(namespace, leases, batch.acked);
-        self.retain(namespace, batch.register).await;
+        let mut effects = Effects::finished(batch.register);
+        let acked = acked(leases, batch.acked, &mut effects);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(acked)
-    }
-
-    /// The outcome of each ack, counted in the metrics.
-    fn acked(
-        &self,
-        namespace: &Namespace,
-        leases: &[Lease<'_>],
-        outcomes: Vec<Acked>,
-    ) -> Vec<Result<(), Error>> {
-        leases
-            .iter()
-            .zip(outcomes)
-            .map(|((id, _), outcome)| {
-                let queue = lease_result(id, outcome?)?;
-                self.cx.metrics.job_completed(namespace, &queue);
-                Ok(())
-            })
-            .collect()
     }
 
     /// Makes the jobs a broken worker stream held claimable again at once, each
@@ -367,11 +322,8 @@ impl Jobs {
             leases,
         };
         let released = self.cx.store.run(namespace, &op).await?;
-        self.retain(namespace, released.register).await;
-        let entry = self.entry(namespace);
-        self.cx
-            .wakers
-            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        let effects = Effects::finished(released.register).and_ready(Work::Jobs, Ready::Now);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(released.count)
     }
 
@@ -397,10 +349,8 @@ impl Jobs {
                 },
             )
             .await?;
-        let entry = self.cx.namespaces.entry(namespace);
-        self.cx
-            .wakers
-            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        let effects = Effects::ready(Work::Jobs, Ready::Now);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(released.count)
     }
 
@@ -412,8 +362,9 @@ impl Jobs {
     ) -> Result<(), Error> {
         let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
         let acked = lease_result(id, check)?;
-        self.cx.metrics.job_completed(namespace, &acked.queue);
-        self.retain(namespace, acked.register).await;
+        let mut effects = Effects::finished(acked.register);
+        effects.completed.push(acked.queue);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(())
     }
 
@@ -435,14 +386,13 @@ impl Jobs {
             register: asked,
             queue,
         } = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
-        self.cx
-            .metrics
-            .job_failed(namespace, &queue, failed.state == JobState::Dead);
-        self.retain(namespace, asked).await;
-        if failed.state != JobState::Dead {
-            let entry = self.cx.namespaces.entry(namespace);
-            self.cx.wakers.observe(&entry, Work::Jobs, failed.run_at_ms);
+        let dead = failed.state == JobState::Dead;
+        let mut effects = Effects::finished(asked);
+        effects.failed = Some((queue, dead));
+        if !dead {
+            effects.ready = Some((Work::Jobs, Ready::At(failed.run_at_ms)));
         }
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(failed)
     }
 
@@ -491,29 +441,53 @@ impl Jobs {
     pub(crate) async fn cancel(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         let cancelled = self.cx.store.run(namespace, &CancelJob { id }).await?;
         let record = state_result(id, cancelled.check, JobAction::Cancel)?;
-        self.retain(namespace, cancelled.register).await;
+        let effects = Effects::finished(cancelled.register);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(record)
     }
 
     pub(crate) async fn retry(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         let check = self.cx.store.run(namespace, &RetryJob { id }).await?;
         let record = state_result(id, check, JobAction::Retry)?;
-        let entry = self.entry(namespace);
-        self.cx
-            .wakers
-            .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+        let effects = Effects::ready(Work::Jobs, Ready::Now);
+        self.cx.apply(&self.entry(namespace), effects).await;
         Ok(record)
     }
 }
 
-/// Puts `namespace` in the prune due-set, due at `now_ms` (or sooner). A failure is
-/// logged, not returned: the call that finished the job succeeded, and the next
-/// registration its finished set asks for (lib/job.lua `finish_entry`) or the
-/// namespace's next first use on a replica makes it again.
-async fn register(store: &Store, namespace: &Namespace, now_ms: i64) {
-    if let Err(error) = store.prune_soon(namespace, now_ms).await {
-        tracing::warn!(%namespace, %error, "could not register finished jobs for pruning");
+/// What an enqueue did: the jobs it created, by queue (a duplicate, replaced or
+/// extended job is not new); the namespace stored something; work became claimable
+/// when a created job is pending or delayed.
+fn enqueued<'a>(results: impl IntoIterator<Item = (&'a str, &'a Enqueued)>) -> Effects<'a> {
+    let mut effects = Effects::default().stored();
+    for (queue, result) in results {
+        if result.outcome != EnqueueOutcome::Created {
+            continue;
+        }
+        effects.created.push(queue);
+        if matches!(result.state, JobState::Pending | JobState::Delayed) {
+            effects.ready = Some((Work::Jobs, Ready::Now));
+        }
     }
+    effects
+}
+
+/// The outcome of each ack, in order; the queues of the jobs it completed go to
+/// `effects`.
+fn acked(
+    leases: &[Lease<'_>],
+    outcomes: Vec<Acked>,
+    effects: &mut Effects<'_>,
+) -> Vec<Result<(), Error>> {
+    leases
+        .iter()
+        .zip(outcomes)
+        .map(|((id, _), outcome)| {
+            let queue = lease_result(id, outcome?)?;
+            effects.completed.push(queue);
+            Ok(())
+        })
+        .collect()
 }
 
 #[cfg(test)]

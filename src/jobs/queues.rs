@@ -5,6 +5,7 @@ use super::Jobs;
 use crate::{
     domain::Namespace,
     domain::{NamespacePage, QueuePage},
+    effects::{Effects, Ready},
     error::Error,
     namespaces::Work,
     store::ops::{
@@ -54,9 +55,8 @@ impl Jobs {
             .run(namespace, &PauseQueue { queue, paused })
             .await?;
         if changed && !paused {
-            self.cx
-                .wakers
-                .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+            let effects = Effects::ready(Work::Jobs, Ready::Now);
+            self.cx.apply(&entry, effects).await;
         }
         Ok(changed)
     }
@@ -90,9 +90,8 @@ impl Jobs {
             }
         };
         if retried > 0 {
-            self.cx
-                .wakers
-                .observe(&entry, Work::Jobs, Some(self.cx.clock.now_ms()));
+            let effects = Effects::ready(Work::Jobs, Ready::Now);
+            self.cx.apply(&entry, effects).await;
         }
         Ok((retried, more))
     }

@@ -29,7 +29,7 @@ async fn a_leased_occurrence_is_acked_once() {
     assert!(ms(&o.lease_deadline) > ms(&o.claim_time));
     // The record the script wrote is keyed by the very id the worker got (the Lua
     // UUIDv5 agrees with the Rust one).
-    let exists: i64 = redis::cmd("EXISTS")
+    let exists: i64 = cmd("EXISTS")
         .arg(format!("dueq:{{ns}}:o:{}", o.occurrence_id))
         .query_async(&mut conn)
         .await
@@ -99,7 +99,7 @@ async fn without_a_lease_an_occurrence_is_at_most_once() {
     assert!(o.lease_token.is_empty());
     assert!(o.lease_deadline.is_none());
     assert_eq!(o.attempt, 1);
-    let leases: i64 = redis::cmd("ZCARD")
+    let leases: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:oleases")
         .query_async(&mut conn)
         .await

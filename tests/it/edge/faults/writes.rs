@@ -3,16 +3,12 @@
 
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use super::*;
 
 async fn set_maxmemory(conn: &mut MultiplexedConnection, bytes: u64) {
-    let _: () = query(
-        conn,
-        redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes),
-    )
-    .await;
+    let _: () = query(conn, cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes)).await;
 }
 
 /// Concurrent single Enqueues share script calls; when Redis dies every caller in a
@@ -127,7 +123,7 @@ async fn a_job_whose_caller_gave_up_before_it_was_sent_is_not_enqueued() {
     let mut conn = redis.conn().await;
     enqueue(&mut c.clone(), job("q", "warm")).await;
 
-    let _: () = redis::cmd("CLIENT")
+    let _: () = cmd("CLIENT")
         .arg("PAUSE")
         .arg(3_000)
         .arg("ALL")

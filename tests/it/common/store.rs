@@ -20,6 +20,15 @@ pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
     s * 1000 + us / 1000
 }
 
+/// Waits until Redis's clock is past `ms` (epoch ms): for a test that lets real time
+/// run out (a lease, a TTL), on the clock dueq goes by.
+pub async fn wait_redis_past(conn: &mut MultiplexedConnection, ms: i64) {
+    let patience = Patience::new(format!("Redis's clock to pass {ms}"));
+    while redis_now(conn).await <= ms {
+        patience.wait().await;
+    }
+}
+
 /// Every key with its DUMP (type, encoding and contents, byte for byte), to prove a
 /// call wrote nothing.
 pub type Snapshot = BTreeMap<String, Vec<u8>>;

@@ -148,7 +148,10 @@ async fn extend_restarts_the_ttl_and_an_expired_key_allows_a_new_job() {
     assert!(ttl > 50_000, "extended to 60 s: {ttl}");
 
     let short = enqueue(&mut c, dedup("q", "short", proto::DedupMode::Skip, 200)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    let patience = Patience::new("the 200 ms dedup key to expire");
+    while exists(&mut conn, "dueq:{ns}:dd:short").await {
+        patience.wait().await;
+    }
     let after = enqueue(&mut c, dedup("q", "short", proto::DedupMode::Skip, 200)).await;
     assert_eq!(after.outcome, proto::EnqueueOutcome::Created as i32);
     assert_ne!(after.job_id, short.job_id);

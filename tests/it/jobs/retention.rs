@@ -117,10 +117,13 @@ async fn only_the_newest_finished_jobs_beyond_the_count_are_kept() {
     config.job_prune_interval = Duration::from_millis(100);
     let service = Service::start_with(config).await;
     let mut c = service.client().await;
+    let mut conn = redis.conn().await;
     let mut ids = Vec::new();
     for _ in 0..6 {
         ids.push(finish_one(&mut c, "q").await);
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The next one finishes on a later ms of Redis's clock.
+        let finished = redis_now(&mut conn).await;
+        wait_redis_past(&mut conn, finished).await;
     }
     let patience = Patience::new("the oldest three to be pruned");
     for id in &ids[..3] {

@@ -1242,7 +1242,7 @@ async fn stream_worker(
                 }
                 _ => {
                     // Extend past the first deadline, then ack.
-                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    crash::work_for(150).await;
                     s.extend(&job.job_id, &job.lease_token, 400).await;
                     let extended = s.answer(&job, &seen, &mut local).await;
                     match code(about(&extended).1) {
@@ -1250,7 +1250,7 @@ async fn stream_worker(
                         Code::Aborted => continue,
                         other => panic!("w{w} extend: {other:?} {extended:?}"),
                     }
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    crash::work_for(200).await;
                     s.ack(&job).await;
                     let result = s.answer(&job, &seen, &mut local).await;
                     match code(about(&result).1) {

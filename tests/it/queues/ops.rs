@@ -708,7 +708,7 @@ async fn list_schedules_by_next_run_and_overdue() {
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
-    let now = chrono_now_ms();
+    let now = redis_now(&mut conn).await;
     // Due times: three overdue by an hour (two tied), one by a second, two in the
     // future; one paused.
     let plan: &[(&str, i64)] = &[
@@ -809,11 +809,4 @@ async fn list_schedules_by_next_run_and_overdue() {
         .await
         .expect_err("negative");
     assert!(refused.message().contains("overdue_by"), "{refused:?}");
-}
-
-fn chrono_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

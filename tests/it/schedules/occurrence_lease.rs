@@ -2,8 +2,6 @@
 //! unacked occurrence is re-handed with attempt + 1) while the schedule still
 //! advances exactly once; without a lease it stays at-most-once.
 
-use std::time::Duration;
-
 use deadpool_redis::redis;
 use tonic::Code;
 
@@ -83,7 +81,10 @@ async fn an_unacked_occurrence_is_re_handed_after_its_lease_with_attempt_plus_on
     ack_occurrence(&mut c, "ns", &second)
         .await
         .expect("current holder acks");
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // Once a lease as short as the first (300 ms) taken now has run out, the acked
+    // occurrence is still not handed out.
+    let acked_at = redis_now(&mut conn).await;
+    wait_redis_past(&mut conn, acked_at + 350).await;
     assert!(leased_claim(&mut c, "ns", 0, 5_000).await.is_none());
 }
 

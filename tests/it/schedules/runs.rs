@@ -64,7 +64,7 @@ async fn get_schedule_shows_the_last_10_runs_with_their_outcomes() {
         claim_as(&mut c, "w2", None).await.is_none(),
         "skipped for overlap"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    wait_redis_past(&mut conn, ms(&first.lease_deadline)).await;
     assert!(
         claim_as(&mut c, "w2", None).await.is_none(),
         "finishes slot 1's lease"

@@ -1315,10 +1315,7 @@ async fn schedules_overdue_and_by_next_run() {
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;
     let mut conn = redis.conn().await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis() as i64;
+    let now = redis_now(&mut conn).await;
     for (id, due) in [
         ("late-hour", now - 3_600_000),
         ("late-2h", now - 7_200_000),

@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 // The decisions clippy.toml lists: the host clock only in `clock`, raw Redis commands
-// only in `store`, no blocking sleep.
+// only in `store`, no blocking sleep, no fixed sleep but one that waits out real time.
 #![warn(clippy::disallowed_methods)]
 // Not yet `#![warn(clippy::too_many_lines)]` (clippy.toml: 80 lines), as in the
 // binaries: server::run, jobs::work::work, store::records::schedule and a test in

@@ -64,7 +64,10 @@ impl<S> BackoffIncoming<S> {
             self.last_warning = Some(Instant::now());
             self.failures = 0;
         }
-        self.pause = Some(Box::pin(sleep(self.next_pause)));
+        // Backoff: real time for file descriptors or memory to come free.
+        #[allow(clippy::disallowed_methods)]
+        let pause = Box::pin(sleep(self.next_pause));
+        self.pause = Some(pause);
         self.next_pause = (self.next_pause * 2).min(MAX_PAUSE);
     }
 }

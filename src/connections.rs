@@ -89,10 +89,13 @@ where
             match ready!(Pin::new(&mut this.inner).poll_next(cx)) {
                 Some(Ok(io)) => match this.permits.clone().try_acquire_owned() {
                     Ok(permit) => {
+                        // The preface deadline: real time a client has to send it.
+                        #[allow(clippy::disallowed_methods)]
+                        let preface = Box::pin(sleep(this.preface_timeout));
                         return Poll::Ready(Some(Ok(Limited {
                             io,
                             _permit: permit,
-                            preface: Some(Box::pin(sleep(this.preface_timeout))),
+                            preface: Some(preface),
                             read: 0,
                         })));
                     }
@@ -239,6 +242,8 @@ mod tests {
 
         let error = silent.read(&mut buf).await.expect_err("timed out");
         assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        // Past the preface timeout (on the paused clock: at once).
+        #[allow(clippy::disallowed_methods)]
         tokio::time::sleep(Duration::from_secs(10)).await;
         talker_peer.write_all(b"x").await.expect("write");
         assert_eq!(

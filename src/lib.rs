@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 // The decisions clippy.toml lists: the host clock only in `clock`, raw Redis commands
-// only in `store`, no blocking sleep.
+// only in `store`, no blocking sleep, no fixed sleep but one that waits out real time.
 #![warn(clippy::disallowed_methods)]
 // No function over 80 lines (clippy.toml's threshold).
 #![warn(clippy::too_many_lines)]

@@ -1,7 +1,7 @@
 //! The `dueq` binary.
 
 // The decisions clippy.toml keeps: short functions, the host clock only in the
-// library's clock, raw Redis commands only in its store, no blocking sleep.
+// library's clock, raw Redis commands only in its store, no blocking or fixed sleep.
 #![warn(clippy::too_many_lines, clippy::disallowed_methods)]
 
 use std::{future::Future, process::ExitCode};

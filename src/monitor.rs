@@ -53,8 +53,11 @@ impl Monitor {
 
     pub(crate) async fn run(mut self, interval: Duration, cancel: CancellationToken) {
         loop {
+            // The monitor's interval: real time between two looks.
+            #[allow(clippy::disallowed_methods)]
+            let tick = tokio::time::sleep(interval);
             tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
+                _ = tick => {}
                 _ = cancel.cancelled() => return,
             }
             let evicted = self.namespaces.sweep();

@@ -370,6 +370,8 @@ async fn drain_within(
         result = &mut server => result?,
         _ = async {
             cancel.cancelled().await;
+            // The drain grace: real time in-flight calls get to finish.
+            #[allow(clippy::disallowed_methods)]
             tokio::time::sleep(grace).await;
         } => {
             tracing::warn!(?grace, "in-flight calls did not finish in time; exiting");

@@ -23,7 +23,8 @@ pub(crate) struct TestRedis {
 }
 
 impl TestRedis {
-    // PINGs the redis-server it just started, before any Store is made over it.
+    // PINGs the redis-server it just started, before any Store is made over it, and
+    // pauses between the PINGs until it answers.
     #[allow(clippy::disallowed_methods)]
     pub(crate) async fn start() -> TestRedis {
         let port = TcpListener::bind("127.0.0.1:0")

@@ -140,8 +140,11 @@ impl Pruner {
     /// only share the work.
     pub(crate) async fn run(self, shutdown: CancellationToken) {
         loop {
+            // The pruning interval: real time between visits of the due-set.
+            #[allow(clippy::disallowed_methods)]
+            let tick = tokio::time::sleep(self.retention.interval);
             tokio::select! {
-                _ = tokio::time::sleep(self.retention.interval) => {}
+                _ = tick => {}
                 _ = shutdown.cancelled() => return,
             }
             if let Err(error) = self.tick().await {

@@ -36,6 +36,8 @@ pub(crate) async fn serve(
                 Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::debug!(%error, "metrics: accept failed");
+                    // Backoff: real time for file descriptors to come free.
+                    #[allow(clippy::disallowed_methods)]
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }

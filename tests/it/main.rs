@@ -22,6 +22,12 @@
 //! --include-ignored` (what CI runs) runs them, and a missing program fails the test
 //! with how to install it (`common::tools::require`). None passes without running.
 
+// The decisions clippy.toml lists hold here too: no fixed sleeps (wait on an
+// observable fact, common/patience.rs), the host clock not read behind the service's
+// back. Raw Redis commands, which the tests use for inspection and fault injection,
+// go through common::cmd and common::pipe.
+#![warn(clippy::disallowed_methods)]
+
 mod common;
 
 mod cluster;

@@ -218,7 +218,7 @@ async fn wait_serving(service: &mut Service, addr: SocketAddr) -> Result<()> {
         if let Some(status) = service.exited() {
             return Err(format!("dueq serve on the cluster (pid {pid}) exited: {status}").into());
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        crate::local::pause(Duration::from_millis(20)).await;
     }
     Err(format!("dueq serve on the cluster (pid {pid}) never became SERVING: {last}").into())
 }
@@ -319,7 +319,7 @@ impl LocalCluster {
                     return Ok(());
                 }
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            crate::local::pause(Duration::from_millis(20)).await;
         }
         Err(format!("cluster node {port} never answered {command} as expected").into())
     }

@@ -441,8 +441,11 @@ async fn fast_phase(plan: &Plan, callers: Vec<Client>) -> Result<Stats> {
     }
     let timer = done.clone();
     let capped = tokio::spawn(async move {
+        // The phase's cap: real time it may run.
+        #[allow(clippy::disallowed_methods)]
+        let cap = tokio::time::sleep(cap);
         tokio::select! {
-            _ = tokio::time::sleep(cap) => timer.cancel(),
+            _ = cap => timer.cancel(),
             _ = timer.cancelled() => {}
         }
     });
@@ -651,6 +654,8 @@ async fn enqueue_probes(
             Ok(None) => return Err("the probe's worker stopped".into()),
             Err(_) => lost += 1,
         }
+        // The probe rate: one probe per PROBE_GAP of real time.
+        #[allow(clippy::disallowed_methods)]
         tokio::time::sleep(PROBE_GAP).await;
     }
     Ok((delays, lost))

@@ -88,7 +88,7 @@ impl Env {
                     return Ok(());
                 }
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            crate::local::pause(Duration::from_millis(20)).await;
         }
         Err(format!("redis at {} never answered PING", self.redis_url).into())
     }
@@ -107,7 +107,7 @@ impl Env {
                     format!("dueq serve (pid {pid}) exited before serving: {status}").into(),
                 );
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            crate::local::pause(Duration::from_millis(20)).await;
         }
         Err(format!("dueq serve (pid {pid}) never became SERVING").into())
     }
@@ -181,7 +181,7 @@ impl Env {
             if info_field(&memory, "lazyfree_pending_objects").is_none_or(|v| v == "0") {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            crate::local::pause(Duration::from_millis(50)).await;
         }
         Ok(())
     }

@@ -49,13 +49,17 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
     } else {
         Duration::from_secs(3)
     };
-    // Let the service settle (namespace timer armed), then the baseline.
+    // Let the service settle (namespace timer armed), then the baseline: real time
+    // for the idle service to go quiet.
+    #[allow(clippy::disallowed_methods)]
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pid = env.service_pid();
     let before = idle(&mut conn, pid, window).await?;
 
     let waiters = Waiters::start(env, plan.waiters as usize).await?;
-    // Every waiter has its request parked before the idle window starts.
+    // Every waiter has its request parked before the idle window starts: real time for
+    // them to park (one late makes the reading a little high, not wrong).
+    #[allow(clippy::disallowed_methods)]
     tokio::time::sleep(Duration::from_millis(500 + plan.waiters / 10)).await;
     let with = idle(&mut conn, pid, window).await?;
 
@@ -93,6 +97,8 @@ async fn commands(conn: &mut MultiplexedConnection) -> Result<u64> {
 /// window.
 async fn idle(conn: &mut MultiplexedConnection, pid: u32, window: Duration) -> Result<Idle> {
     let (c0, cpu0) = (commands(conn).await?, process_cpu_s(Some(pid)).await);
+    // The measurement window: the rates are counted over real time.
+    #[allow(clippy::disallowed_methods)]
     tokio::time::sleep(window).await;
     let (c1, cpu1) = (commands(conn).await?, process_cpu_s(Some(pid)).await);
     let secs = window.as_secs_f64();
@@ -157,7 +163,7 @@ impl Waiters {
     async fn stop_after(self, claims: usize, budget: Duration) -> Vec<Delay> {
         let give_up = tokio::time::Instant::now() + budget;
         while self.delays.lock().await.len() < claims && tokio::time::Instant::now() < give_up {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            crate::local::pause(Duration::from_millis(20)).await;
         }
         self.cancel.cancel();
         for task in self.tasks {

@@ -13,7 +13,8 @@
 
 // The decisions clippy.toml keeps: short functions, the host clock read only where a
 // measurement needs it, raw Redis commands only where the bench seeds or inspects
-// Redis itself, no blocking sleep.
+// Redis itself, no blocking sleep, a fixed one only where it waits out real time (a
+// measurement window, a polling pause: local::pause).
 #![warn(clippy::too_many_lines, clippy::disallowed_methods)]
 
 mod binaries;

@@ -51,7 +51,7 @@ async fn used_now(conn: &mut MultiplexedConnection) -> Result<f64> {
 async fn used(conn: &mut MultiplexedConnection) -> Result<f64> {
     let mut last = used_now(conn).await?;
     for _ in 0..20 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        crate::local::pause(std::time::Duration::from_millis(100)).await;
         let now = used_now(conn).await?;
         if now == last {
             break;

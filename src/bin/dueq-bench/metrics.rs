@@ -204,7 +204,7 @@ async fn serving(
                 return Ok(QueueServiceClient::new(channel));
             }
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        crate::local::pause(Duration::from_millis(20)).await;
     }
     Err("the metrics service did not become SERVING".into())
 }

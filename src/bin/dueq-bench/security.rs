@@ -226,7 +226,7 @@ async fn wait_serving(service: &mut Service, addr: SocketAddr, ca: &Certificate)
         if let Some(status) = service.exited() {
             return Err(format!("dueq serve with TLS (pid {pid}) exited: {status}").into());
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        crate::local::pause(Duration::from_millis(20)).await;
     }
     Err(format!("dueq serve with TLS (pid {pid}) never became SERVING: {last}").into())
 }

@@ -151,8 +151,11 @@ impl DevRedis {
             if tokio::time::Instant::now() >= give_up {
                 return Err(StartError::Silent { log });
             }
+            // Polls PING until START_PATIENCE (or the child's exit, which wakes it).
+            #[allow(clippy::disallowed_methods)]
+            let pause = tokio::time::sleep(Duration::from_millis(50));
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = pause => {}
                 _ = exited.changed() => {}
             }
         }

@@ -80,7 +80,7 @@ async fn writes_succeed_when_a_replica_acknowledges() {
     let mut conn = replica.conn().await;
     let patience = Patience::new("the replica to sync");
     loop {
-        let info: String = deadpool_redis::redis::cmd("INFO")
+        let info: String = cmd("INFO")
             .arg("replication")
             .query_async(&mut conn)
             .await

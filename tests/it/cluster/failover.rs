@@ -167,7 +167,7 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                                 acked_after.fetch_add(1, Ordering::Relaxed);
                             }
                         }
-                        Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                        Err(_) => back_off().await,
                     }
                 }
             })
@@ -186,7 +186,7 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                     let jobs = match c.claim_job(req).await {
                         Ok(r) => r.into_inner().jobs,
                         Err(_) => {
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            back_off().await;
                             continue;
                         }
                     };
@@ -284,6 +284,14 @@ struct Counts {
     stuck: usize,
     dead: usize,
     recovery_ms: u64,
+}
+
+/// A pause before a producer or worker retries a call the failover refused: real
+/// time for the new master to take over (the load runs until stopped, not until a
+/// fact holds).
+#[allow(clippy::disallowed_methods)]
+async fn back_off() {
+    tokio::time::sleep(Duration::from_millis(20)).await;
 }
 
 fn assert_recovered(counts: &Counts) {

@@ -1,9 +1,7 @@
 //! The harness itself: a cluster whose slots are served by three masters, each with a
 //! replica in sync, and a sentinel setup whose sentinels all know the master.
 
-use deadpool_redis::redis;
-
-use crate::common::{Cluster, Sentinels};
+use crate::common::{cmd, Cluster, Sentinels};
 
 #[tokio::test]
 async fn a_cluster_has_three_masters_each_with_a_replica() {
@@ -12,7 +10,7 @@ async fn a_cluster_has_three_masters_each_with_a_replica() {
     assert_eq!(masters.len(), 3, "{masters:?}");
     for port in masters {
         let mut conn = cluster.conn_to(port).await;
-        let info: String = redis::cmd("INFO")
+        let info: String = cmd("INFO")
             .arg("replication")
             .query_async(&mut conn)
             .await

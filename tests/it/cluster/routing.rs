@@ -1,14 +1,14 @@
 //! Routing on a cluster: a namespace's slot moved to another master (MOVED is
 //! followed), and scripts flushed from a node (NOSCRIPT reloads them there).
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use crate::common::*;
 
 use super::basics::cluster_config;
 
 async fn myid(conn: &mut MultiplexedConnection) -> String {
-    redis::cmd("CLUSTER")
+    cmd("CLUSTER")
         .arg("MYID")
         .query_async(conn)
         .await
@@ -27,7 +27,7 @@ async fn move_slot(cluster: &Cluster, key: &str) -> u16 {
         .expect("another master");
     let mut src = cluster.conn_to(from).await;
     let mut dst = cluster.conn_to(to).await;
-    let slot: u16 = redis::cmd("CLUSTER")
+    let slot: u16 = cmd("CLUSTER")
         .arg("KEYSLOT")
         .arg(key)
         .query_async(&mut src)
@@ -35,7 +35,7 @@ async fn move_slot(cluster: &Cluster, key: &str) -> u16 {
         .expect("KEYSLOT");
     let (src_id, dst_id) = (myid(&mut src).await, myid(&mut dst).await);
     let setslot = |state: &str, id: &str| {
-        redis::cmd("CLUSTER")
+        cmd("CLUSTER")
             .arg("SETSLOT")
             .arg(slot)
             .arg(state)
@@ -51,7 +51,7 @@ async fn move_slot(cluster: &Cluster, key: &str) -> u16 {
         .await
         .expect("MIGRATING");
     loop {
-        let keys: Vec<String> = redis::cmd("CLUSTER")
+        let keys: Vec<String> = cmd("CLUSTER")
             .arg("GETKEYSINSLOT")
             .arg(slot)
             .arg(100)
@@ -61,7 +61,7 @@ async fn move_slot(cluster: &Cluster, key: &str) -> u16 {
         if keys.is_empty() {
             break;
         }
-        let _: () = redis::cmd("MIGRATE")
+        let _: () = cmd("MIGRATE")
             .arg("127.0.0.1")
             .arg(to)
             .arg("")
@@ -115,7 +115,7 @@ async fn a_node_without_the_scripts_gets_them_again() {
     enqueue(&mut c, job("q", "a")).await;
     for node in &cluster.nodes {
         let mut conn = node.conn().await;
-        let _: () = redis::cmd("SCRIPT")
+        let _: () = cmd("SCRIPT")
             .arg("FLUSH")
             .query_async(&mut conn)
             .await
@@ -126,7 +126,7 @@ async fn a_node_without_the_scripts_gets_them_again() {
     let mut conn = cluster
         .conn_to(cluster.master_of("dueq:{ns}:meta").await)
         .await;
-    let cached: u64 = redis::cmd("INFO")
+    let cached: u64 = cmd("INFO")
         .arg("memory")
         .query_async::<String>(&mut conn)
         .await

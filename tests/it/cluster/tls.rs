@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use deadpool_redis::redis;
 use dueq::config::ServeConfig;
 use tonic::{Code, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -147,7 +146,7 @@ async fn an_acl_user_in_the_seed_urls_works_on_every_node_of_a_tls_cluster() {
     let certs = Certs::generate();
     let cluster = Cluster::start_tls(&certs, Some(DEFAULT)).await;
     for node in &cluster.nodes {
-        let _: () = redis::cmd("ACL")
+        let _: () = cmd("ACL")
             .arg(
                 &[
                     "SETUSER",
@@ -212,7 +211,7 @@ async fn tls_sentinels_and_master_serve_with_the_ca_and_not_without() {
 
     let service = Service::start_with(trusting(sentinel_config(&setup.url()), &certs)).await;
     serve_jobs_and_schedules(&service).await;
-    let keys: Vec<String> = redis::cmd("KEYS")
+    let keys: Vec<String> = cmd("KEYS")
         .arg("*")
         .query_async(&mut setup.master.conn().await)
         .await

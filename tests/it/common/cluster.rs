@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, process::Command};
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use super::{certs::Certs, patience::Patience, redis_server::Redis};
+use super::{certs::Certs, patience::Patience, raw::cmd, redis_server::Redis};
 
 /// How long a cluster node may be unreachable before its replica takes over.
 const NODE_TIMEOUT_MS: u32 = 1500;
@@ -151,25 +151,18 @@ impl Cluster {
             let Ok(mut conn) = node_conn(node).await else {
                 return false;
             };
-            let info: String = match redis::cmd("CLUSTER")
-                .arg("INFO")
-                .query_async(&mut conn)
-                .await
-            {
+            let info: String = match cmd("CLUSTER").arg("INFO").query_async(&mut conn).await {
                 Ok(info) => info,
                 Err(_) => return false,
             };
             if !info.contains("cluster_state:ok") {
                 return false;
             }
-            let replication: String = match redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut conn)
-                .await
-            {
-                Ok(info) => info,
-                Err(_) => return false,
-            };
+            let replication: String =
+                match cmd("INFO").arg("replication").query_async(&mut conn).await {
+                    Ok(info) => info,
+                    Err(_) => return false,
+                };
             if replication.contains("role:slave") && !replication.contains("master_link_status:up")
             {
                 return false;
@@ -217,7 +210,7 @@ impl Cluster {
         let mut out = BTreeMap::new();
         for port in self.master_ports().await {
             let mut conn = self.conn_to(port).await;
-            let keys: Vec<String> = redis::cmd("KEYS")
+            let keys: Vec<String> = cmd("KEYS")
                 .arg("*")
                 .query_async(&mut conn)
                 .await
@@ -247,13 +240,13 @@ impl Cluster {
     pub async fn try_master_of(&self, key: &str) -> Option<u16> {
         let node = self.nodes.iter().find(|n| n.is_running()).expect("a node");
         let mut conn = node.conn().await;
-        let slot: u16 = redis::cmd("CLUSTER")
+        let slot: u16 = cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(key)
             .query_async(&mut conn)
             .await
             .expect("CLUSTER KEYSLOT");
-        let nodes: String = redis::cmd("CLUSTER")
+        let nodes: String = cmd("CLUSTER")
             .arg("NODES")
             .query_async(&mut conn)
             .await
@@ -298,7 +291,7 @@ fn port_of(address: &str) -> u16 {
 
 /// The ports of the masters that serve slots and are not failed, sorted.
 async fn masters_of(conn: &mut MultiplexedConnection) -> redis::RedisResult<Vec<u16>> {
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
+    let nodes: String = cmd("CLUSTER").arg("NODES").query_async(conn).await?;
     let mut ports: Vec<u16> = nodes
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -418,7 +411,7 @@ impl Sentinels {
                     ok = false;
                     break;
                 };
-                let fields: redis::RedisResult<Vec<String>> = redis::cmd("SENTINEL")
+                let fields: redis::RedisResult<Vec<String>> = cmd("SENTINEL")
                     .arg("MASTER")
                     .arg(SENTINEL_MASTER)
                     .query_async(&mut conn)
@@ -452,10 +445,8 @@ impl Sentinels {
                     .try_conn_within(std::time::Duration::from_secs(2))
                     .await
                 {
-                    let info: redis::RedisResult<String> = redis::cmd("INFO")
-                        .arg("replication")
-                        .query_async(&mut conn)
-                        .await;
+                    let info: redis::RedisResult<String> =
+                        cmd("INFO").arg("replication").query_async(&mut conn).await;
                     if info.is_ok_and(|info| info.contains("master_link_status:up")) {
                         return;
                     }
@@ -471,7 +462,7 @@ impl Sentinels {
         let mut agreed = None;
         for sentinel in &self.sentinels {
             let mut conn = node_conn(sentinel).await.ok()?;
-            let (_, port): (String, u16) = redis::cmd("SENTINEL")
+            let (_, port): (String, u16) = cmd("SENTINEL")
                 .arg("GET-MASTER-ADDR-BY-NAME")
                 .arg(SENTINEL_MASTER)
                 .query_async(&mut conn)
@@ -488,7 +479,7 @@ impl Sentinels {
     /// The port of the master the sentinels name now.
     pub async fn master_port(&self) -> u16 {
         let mut conn = self.sentinels[0].conn().await;
-        let (_, port): (String, u16) = redis::cmd("SENTINEL")
+        let (_, port): (String, u16) = cmd("SENTINEL")
             .arg("GET-MASTER-ADDR-BY-NAME")
             .arg(SENTINEL_MASTER)
             .query_async(&mut conn)

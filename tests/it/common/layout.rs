@@ -5,8 +5,10 @@
 
 use std::collections::HashMap;
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 use dueq::probe::{self, Keys};
+
+use super::raw::{cmd, pipe};
 
 pub use dueq::probe::RecordOp;
 
@@ -21,7 +23,7 @@ pub async fn force_due(conn: &mut MultiplexedConnection, ns: &str, id: &str, nex
 
 /// The leaf boundaries of schema 3's schedule listing, in order.
 async fn listing_boundaries(conn: &mut MultiplexedConnection, ns: &str) -> Vec<String> {
-    redis::cmd("ZRANGE")
+    cmd("ZRANGE")
         .arg(format!("dueq:{{{ns}}}:lt"))
         .arg(0)
         .arg(-1)
@@ -37,7 +39,7 @@ pub async fn listed_schedule_ids(conn: &mut MultiplexedConnection, ns: &str) -> 
     let boundaries = listing_boundaries(conn, ns).await;
     let mut out: Vec<String> = Vec::new();
     for (i, b) in boundaries.iter().enumerate() {
-        let ids: Vec<String> = redis::cmd("ZRANGE")
+        let ids: Vec<String> = cmd("ZRANGE")
             .arg(format!("dueq:{{{ns}}}:lk:{b}"))
             .arg(0)
             .arg(-1)
@@ -68,7 +70,7 @@ pub async fn to_schema_2(conn: &mut MultiplexedConnection, ns: &str) {
     let ids = listed_schedule_ids(conn, ns).await;
     schedule_layout(conn, ns, RecordOp::ToHash, &ids).await;
     let boundaries = listing_boundaries(conn, ns).await;
-    let mut pipe = redis::pipe();
+    let mut pipe = pipe();
     pipe.cmd("DEL").arg(format!("dueq:{{{ns}}}:lt")).ignore();
     for b in &boundaries {
         pipe.cmd("DEL")
@@ -117,7 +119,7 @@ pub async fn listed_job_ids(
     ns: &str,
     queue: &str,
 ) -> Vec<String> {
-    let last: Option<i64> = redis::cmd("HGET")
+    let last: Option<i64> = cmd("HGET")
         .arg(format!("dueq:{{{ns}}}:meta"))
         .arg(format!("n:{queue}"))
         .query_async(conn)
@@ -125,7 +127,7 @@ pub async fn listed_job_ids(
         .expect("HGET");
     let mut ids = Vec::new();
     for bucket in 0..=last.unwrap_or(0) / 64 {
-        let entries: Vec<(i64, String)> = redis::cmd("HGETALL")
+        let entries: Vec<(i64, String)> = cmd("HGETALL")
             .arg(format!("dueq:{{{ns}}}:lb:{bucket}:{queue}"))
             .query_async(conn)
             .await

@@ -32,6 +32,8 @@ impl Patience {
     }
 
     /// Sleeps a moment before the next check; fails once PATIENCE has run out.
+    // The pause of the tests' polling loops: the one sleep that waits on a fact.
+    #[allow(clippy::disallowed_methods)]
     pub async fn wait(&self) {
         assert!(
             Instant::now() < self.give_up_at,

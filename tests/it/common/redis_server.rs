@@ -12,6 +12,7 @@ use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 use super::{
     certs::Certs,
     patience::{Patience, PATIENCE},
+    raw::cmd,
 };
 
 /// A redis-server child process, killed on drop.
@@ -291,7 +292,7 @@ impl Redis {
     /// The pid of the redis-server answering on our port, if one does.
     async fn server_pid(&self) -> Option<u32> {
         let mut conn = self.try_conn().await.ok()?;
-        let info: String = redis::cmd("INFO")
+        let info: String = cmd("INFO")
             .arg("server")
             .query_async(&mut conn)
             .await

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 
-use super::patience::Patience;
+use super::{patience::Patience, raw::cmd};
 
 /// Runs one command, failing the test on a Redis error.
 pub async fn query<T: redis::FromRedisValue>(
@@ -16,8 +16,17 @@ pub async fn query<T: redis::FromRedisValue>(
 
 /// Redis's clock, in epoch ms: the one clock dueq goes by.
 pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
-    let (s, us): (i64, i64) = query(conn, &mut redis::cmd("TIME")).await;
+    let (s, us): (i64, i64) = query(conn, &mut cmd("TIME")).await;
     s * 1000 + us / 1000
+}
+
+/// Waits until Redis's clock is past `ms` (epoch ms): for a test that lets real time
+/// run out (a lease, a TTL), on the clock dueq goes by.
+pub async fn wait_redis_past(conn: &mut MultiplexedConnection, ms: i64) {
+    let patience = Patience::new(format!("Redis's clock to pass {ms}"));
+    while redis_now(conn).await <= ms {
+        patience.wait().await;
+    }
 }
 
 /// Every key with its DUMP (type, encoding and contents, byte for byte), to prove a
@@ -25,10 +34,10 @@ pub async fn redis_now(conn: &mut MultiplexedConnection) -> i64 {
 pub type Snapshot = BTreeMap<String, Vec<u8>>;
 
 pub async fn snapshot(conn: &mut MultiplexedConnection) -> Snapshot {
-    let keys: Vec<String> = query(conn, redis::cmd("KEYS").arg("*")).await;
+    let keys: Vec<String> = query(conn, cmd("KEYS").arg("*")).await;
     let mut out = Snapshot::new();
     for key in keys {
-        let dump: Option<Vec<u8>> = query(conn, redis::cmd("DUMP").arg(&key)).await;
+        let dump: Option<Vec<u8>> = query(conn, cmd("DUMP").arg(&key)).await;
         // A key that expired between KEYS and DUMP is not there any more.
         if let Some(dump) = dump {
             out.insert(key, dump);
@@ -43,29 +52,27 @@ pub const INSTANCE_KEY: &str = "dueq:instance";
 /// How many keys Redis holds besides the store's instance id (which the service
 /// writes once when it connects, whatever calls it answers).
 pub async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
-    let all: i64 = query(conn, &mut redis::cmd("DBSIZE")).await;
+    let all: i64 = query(conn, &mut cmd("DBSIZE")).await;
     all - i64::from(exists(conn, INSTANCE_KEY).await)
 }
 
 pub async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {
-    query(conn, redis::cmd("EXISTS").arg(key)).await
+    query(conn, cmd("EXISTS").arg(key)).await
 }
 
 pub async fn key_type(conn: &mut MultiplexedConnection, key: &str) -> String {
-    query(conn, redis::cmd("TYPE").arg(key)).await
+    query(conn, cmd("TYPE").arg(key)).await
 }
 
 pub async fn zcard(conn: &mut MultiplexedConnection, key: &str) -> u64 {
-    query(conn, redis::cmd("ZCARD").arg(key)).await
+    query(conn, cmd("ZCARD").arg(key)).await
 }
 
 /// The due-index score of schedule `id` (its next run, epoch ms), if indexed.
 pub async fn due_score(conn: &mut MultiplexedConnection, ns: &str, id: &str) -> Option<i64> {
     let score: Option<f64> = query(
         conn,
-        redis::cmd("ZSCORE")
-            .arg(format!("dueq:{{{ns}}}:due"))
-            .arg(id),
+        cmd("ZSCORE").arg(format!("dueq:{{{ns}}}:due")).arg(id),
     )
     .await;
     score.map(|s| s as i64)
@@ -74,7 +81,7 @@ pub async fn due_score(conn: &mut MultiplexedConnection, ns: &str, id: &str) -> 
 /// Script calls (EVALSHA and EVAL) Redis has served since start or the last
 /// `reset_stats`: every dueq access that touches data is a script.
 pub async fn script_calls(conn: &mut MultiplexedConnection) -> u64 {
-    let info: String = query(conn, redis::cmd("INFO").arg("commandstats")).await;
+    let info: String = query(conn, cmd("INFO").arg("commandstats")).await;
     info.lines()
         .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
         .filter_map(|l| {
@@ -86,7 +93,7 @@ pub async fn script_calls(conn: &mut MultiplexedConnection) -> u64 {
 }
 
 pub async fn reset_stats(conn: &mut MultiplexedConnection) {
-    let _: () = query(conn, redis::cmd("CONFIG").arg("RESETSTAT")).await;
+    let _: () = query(conn, cmd("CONFIG").arg("RESETSTAT")).await;
 }
 
 /// Waits until `n` long-polls started after `before` was counted are parked: each ran

@@ -1,6 +1,5 @@
 //! GetJob, ListJobs, CancelJob, RetryJob and their errors.
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -224,7 +223,7 @@ async fn listing_spans_buckets_and_crosses_a_pruned_gap_in_bounded_calls() {
     }
     // As if 20,000 jobs had been enqueued, finished and pruned: their numbers are
     // used, their listing buckets (64 numbers each) are gone.
-    let _: i64 = redis::cmd("HINCRBY")
+    let _: i64 = cmd("HINCRBY")
         .arg("dueq:{ns}:meta")
         .arg("n:q")
         .arg(20_000)
@@ -262,7 +261,7 @@ async fn a_job_key_holding_something_else_is_internal_and_changes_nothing() {
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
     enqueue(&mut c, job("q", "real")).await;
-    let _: () = redis::cmd("SET")
+    let _: () = cmd("SET")
         .arg("dueq:{ns}:j:garbled")
         .arg("not msgpack \u{1}")
         .query_async(&mut conn)
@@ -316,7 +315,7 @@ async fn claims_step_over_the_entries_of_cancelled_jobs() {
         .await
         .expect("the live job behind the cancelled ones");
     assert_eq!(claimed.job_id, live);
-    let left: i64 = redis::cmd("LLEN")
+    let left: i64 = cmd("LLEN")
         .arg("dueq:{ns}:rl:0:q")
         .query_async(&mut conn)
         .await

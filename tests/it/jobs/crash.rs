@@ -44,6 +44,13 @@ impl Rng {
     }
 }
 
+/// A slow worker's work: real time it holds a job while its lease (300 ms) runs, so
+/// extends and acks race the lease's expiry as a real worker's would.
+#[allow(clippy::disallowed_methods)]
+pub(crate) async fn work_for(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
 fn lost(status: &tonic::Status) -> bool {
     // A lease that ran out under load (the job goes to another worker) is expected.
     status.code() == Code::Aborted
@@ -108,7 +115,7 @@ pub async fn crash_test(
                             83..=92 => {} // abandon: the worker "crashed" holding it
                             _ => {
                                 // Extend past the first deadline, then ack.
-                                tokio::time::sleep(Duration::from_millis(150)).await;
+                                work_for(150).await;
                                 let extended = c
                                     .extend_lease(proto::ExtendLeaseRequest {
                                         namespace: "ns".into(),
@@ -122,7 +129,7 @@ pub async fn crash_test(
                                     Err(s) if lost(&s) => continue,
                                     Err(s) => panic!("extend: {s:?}"),
                                 }
-                                tokio::time::sleep(Duration::from_millis(200)).await;
+                                work_for(200).await;
                                 match ack_job(&mut c, &j.job_id, &j.lease_token).await {
                                     Ok(_) => seen.lock().unwrap().acked.push(j.job_id),
                                     Err(s) if lost(&s) => {}

@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -141,7 +140,7 @@ async fn extend_restarts_the_ttl_and_an_expired_key_allows_a_new_job() {
     let r = enqueue(&mut c, dedup("q", "k", proto::DedupMode::Extend, 60_000)).await;
     assert_eq!(r.outcome, proto::EnqueueOutcome::Extended as i32);
     assert_eq!(r.job_id, e.job_id);
-    let ttl: i64 = redis::cmd("PTTL")
+    let ttl: i64 = cmd("PTTL")
         .arg("dueq:{ns}:dd:k")
         .query_async(&mut conn)
         .await
@@ -149,7 +148,10 @@ async fn extend_restarts_the_ttl_and_an_expired_key_allows_a_new_job() {
     assert!(ttl > 50_000, "extended to 60 s: {ttl}");
 
     let short = enqueue(&mut c, dedup("q", "short", proto::DedupMode::Skip, 200)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    let patience = Patience::new("the 200 ms dedup key to expire");
+    while exists(&mut conn, "dueq:{ns}:dd:short").await {
+        patience.wait().await;
+    }
     let after = enqueue(&mut c, dedup("q", "short", proto::DedupMode::Skip, 200)).await;
     assert_eq!(after.outcome, proto::EnqueueOutcome::Created as i32);
     assert_ne!(after.job_id, short.job_id);
@@ -358,7 +360,7 @@ async fn enqueue_calls(
     conn: &mut deadpool_redis::redis::aio::MultiplexedConnection,
 ) -> Vec<(usize, String)> {
     use deadpool_redis::redis::Value;
-    let entries: Vec<Value> = query(conn, redis::cmd("SLOWLOG").arg("GET").arg(10_000)).await;
+    let entries: Vec<Value> = query(conn, cmd("SLOWLOG").arg("GET").arg(10_000)).await;
     let text = |v: &Value| match v {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         other => format!("{other:?}"),
@@ -391,7 +393,7 @@ async fn enqueue_calls(
 async fn log_every_command(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) {
     let _: () = query(
         conn,
-        redis::cmd("CONFIG")
+        cmd("CONFIG")
             .arg("SET")
             .arg("slowlog-log-slower-than")
             .arg(0),
@@ -399,13 +401,10 @@ async fn log_every_command(conn: &mut deadpool_redis::redis::aio::MultiplexedCon
     .await;
     let _: () = query(
         conn,
-        redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("slowlog-max-len")
-            .arg(10_000),
+        cmd("CONFIG").arg("SET").arg("slowlog-max-len").arg(10_000),
     )
     .await;
-    let _: () = query(conn, redis::cmd("SLOWLOG").arg("RESET")).await;
+    let _: () = query(conn, cmd("SLOWLOG").arg("RESET")).await;
 }
 
 /// A batch bigger than one script call: bounded calls by count and by bytes, in

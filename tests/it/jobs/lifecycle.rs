@@ -289,7 +289,8 @@ async fn an_expired_but_not_yet_reclaimed_lease_cannot_be_acked() {
     let claimed = claim_job(&mut c, &["q"], 0, Some(200))
         .await
         .expect("claimed");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut conn = redis.conn().await;
+    wait_redis_past(&mut conn, ms(&claimed.lease_deadline)).await;
     let refused = ack_job(&mut c, &e.job_id, &claimed.lease_token)
         .await
         .expect_err("expired lease");
@@ -551,14 +552,17 @@ async fn a_lease_expiring_on_the_last_attempt_makes_the_job_dead() {
     let mut req = job("q", "abandoned");
     req.max_attempts = Some(2);
     let e = enqueue(&mut c, req).await;
+    let mut last_deadline = 0;
     for attempt in 1..=2 {
         let j = claim_job(&mut c, &["q"], LONG_POLL_MS, Some(200))
             .await
             .expect("claim");
         assert_eq!(j.attempt, attempt);
+        last_deadline = ms(&j.lease_deadline);
     }
     // The second lease expires; the next claim call finds it and buries it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut conn = redis.conn().await;
+    wait_redis_past(&mut conn, last_deadline).await;
     assert!(claim_job(&mut c, &["q"], 0, None).await.is_none());
     let dead = get_job(&mut c, &e.job_id).await;
     assert_eq!(state(&dead), proto::JobState::Dead);

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -94,13 +93,13 @@ async fn finished_jobs_are_pruned_after_the_retention_age() {
     // finished set is empty and the pruned job's dedup key is released.
     let listing = listed_job_ids(&mut conn, "ns", "q").await;
     assert_eq!(listing, std::slice::from_ref(&live));
-    let done: i64 = redis::cmd("ZCARD")
+    let done: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:jdone")
         .query_async(&mut conn)
         .await
         .expect("ZCARD");
     assert_eq!(done, 0);
-    let dedup: i64 = redis::cmd("EXISTS")
+    let dedup: i64 = cmd("EXISTS")
         .arg("dueq:{ns}:dd:dk")
         .query_async(&mut conn)
         .await
@@ -118,10 +117,13 @@ async fn only_the_newest_finished_jobs_beyond_the_count_are_kept() {
     config.job_prune_interval = Duration::from_millis(100);
     let service = Service::start_with(config).await;
     let mut c = service.client().await;
+    let mut conn = redis.conn().await;
     let mut ids = Vec::new();
     for _ in 0..6 {
         ids.push(finish_one(&mut c, "q").await);
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The next one finishes on a later ms of Redis's clock.
+        let finished = redis_now(&mut conn).await;
+        wait_redis_past(&mut conn, finished).await;
     }
     let patience = Patience::new("the oldest three to be pruned");
     for id in &ids[..3] {
@@ -137,7 +139,7 @@ async fn only_the_newest_finished_jobs_beyond_the_count_are_kept() {
 }
 
 async fn strlen(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection, key: &str) -> i64 {
-    redis::cmd("STRLEN")
+    cmd("STRLEN")
         .arg(key)
         .query_async(conn)
         .await
@@ -213,7 +215,7 @@ async fn prune_due(
 ) -> Vec<(String, i64)> {
     let pairs: Vec<(String, f64)> = query(
         conn,
-        redis::cmd("ZRANGE")
+        cmd("ZRANGE")
             .arg("dueq:prune-due")
             .arg(0)
             .arg(-1)

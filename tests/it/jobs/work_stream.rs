@@ -431,8 +431,8 @@ async fn an_ack_the_store_refuses_leaves_the_job_held() {
     let held = w.job().await;
 
     let meta = "dueq:{ns}:meta";
-    let layout: String = query(&mut conn, redis::cmd("HGET").arg(meta).arg("jobs")).await;
-    let _: () = query(&mut conn, redis::cmd("HSET").arg(meta).arg("jobs").arg("1")).await;
+    let layout: String = query(&mut conn, cmd("HGET").arg(meta).arg("jobs")).await;
+    let _: () = query(&mut conn, cmd("HSET").arg(meta).arg("jobs").arg("1")).await;
     w.ack(&held).await;
     let refused = w.receive(1).await;
     assert_eq!(refused.acks.len(), 1, "{refused:?}");
@@ -441,11 +441,7 @@ async fn an_ack_the_store_refuses_leaves_the_job_held() {
         Code::FailedPrecondition,
         "{refused:?}"
     );
-    let _: () = query(
-        &mut conn,
-        redis::cmd("HSET").arg(meta).arg("jobs").arg(&layout),
-    )
-    .await;
+    let _: () = query(&mut conn, cmd("HSET").arg(meta).arg("jobs").arg(&layout)).await;
     assert_eq!(state(&get_job(&mut c, "j0").await), proto::JobState::Active);
 
     drop(w);
@@ -1052,11 +1048,7 @@ async fn acks_are_applied_when_a_full_redis_refuses_the_claim() {
     assert_eq!(waiting.attempts, 0);
 
     // Room again: the stream claims the waiting job.
-    let _: () = query(
-        &mut conn,
-        redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0),
-    )
-    .await;
+    let _: () = query(&mut conn, cmd("CONFIG").arg("SET").arg("maxmemory").arg(0)).await;
     assert_eq!(w.job().await.job_id, "waiting");
 }
 
@@ -1250,7 +1242,7 @@ async fn stream_worker(
                 }
                 _ => {
                     // Extend past the first deadline, then ack.
-                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    crash::work_for(150).await;
                     s.extend(&job.job_id, &job.lease_token, 400).await;
                     let extended = s.answer(&job, &seen, &mut local).await;
                     match code(about(&extended).1) {
@@ -1258,7 +1250,7 @@ async fn stream_worker(
                         Code::Aborted => continue,
                         other => panic!("w{w} extend: {other:?} {extended:?}"),
                     }
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    crash::work_for(200).await;
                     s.ack(&job).await;
                     let result = s.answer(&job, &seen, &mut local).await;
                     match code(about(&result).1) {
@@ -1309,7 +1301,7 @@ fn about(out: &Out) -> (&str, i32) {
 /// on one, plus one more when further commands wait in its query buffer behind it.
 /// (The service's other writes while paused are plain commands, not scripts.)
 async fn calls_held(conn: &mut redis::aio::MultiplexedConnection) -> usize {
-    let list: String = redis::cmd("CLIENT")
+    let list: String = cmd("CLIENT")
         .arg("LIST")
         .query_async(conn)
         .await
@@ -1348,7 +1340,7 @@ async fn an_ack_goes_out_in_a_second_call_while_the_first_is_held() {
     let mut w = open(&mut c, start(&["q"], 2)).await;
     let first = [w.job().await, w.job().await];
 
-    let _: () = redis::cmd("CLIENT")
+    let _: () = cmd("CLIENT")
         .arg("PAUSE")
         .arg(120_000)
         .arg("WRITE")
@@ -1362,7 +1354,7 @@ async fn an_ack_goes_out_in_a_second_call_while_the_first_is_held() {
             patience.wait().await;
         }
     }
-    let _: () = redis::cmd("CLIENT")
+    let _: () = cmd("CLIENT")
         .arg("UNPAUSE")
         .query_async(&mut conn)
         .await

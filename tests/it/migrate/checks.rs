@@ -27,7 +27,7 @@ pub(super) async fn contents(conn: &mut MultiplexedConnection, pattern: &str) ->
     loop {
         let (next, found): (u64, Vec<Vec<u8>>) = query(
             conn,
-            redis::cmd("SCAN")
+            cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
                 .arg(pattern)
@@ -45,22 +45,27 @@ pub(super) async fn contents(conn: &mut MultiplexedConnection, pattern: &str) ->
     keys.dedup();
     let mut out = Contents::new();
     for chunk in keys.chunks(1000) {
-        let mut pipe = redis::pipe();
+        let mut typed = pipe();
         for k in chunk {
-            pipe.cmd("TYPE").arg(k);
+            typed.cmd("TYPE").arg(k);
         }
-        let types: Vec<String> = pipe.query_async(conn).await.expect("TYPE pipeline");
-        let mut pipe = redis::pipe();
+        let types: Vec<String> = typed.query_async(conn).await.expect("TYPE pipeline");
+        let mut contents = pipe();
         for (k, t) in chunk.iter().zip(&types) {
             match t.as_str() {
-                "hash" => pipe.cmd("HGETALL").arg(k),
-                "zset" => pipe.cmd("ZRANGE").arg(k).arg(0).arg(-1).arg("WITHSCORES"),
-                "set" => pipe.cmd("SMEMBERS").arg(k),
-                "string" => pipe.cmd("GET").arg(k),
-                _ => pipe.cmd("TYPE").arg(k),
+                "hash" => contents.cmd("HGETALL").arg(k),
+                "zset" => contents
+                    .cmd("ZRANGE")
+                    .arg(k)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES"),
+                "set" => contents.cmd("SMEMBERS").arg(k),
+                "string" => contents.cmd("GET").arg(k),
+                _ => contents.cmd("TYPE").arg(k),
             };
         }
-        let values: Vec<Value> = pipe.query_async(conn).await.expect("content pipeline");
+        let values: Vec<Value> = contents.query_async(conn).await.expect("content pipeline");
         for ((k, t), v) in chunk.iter().zip(&types).zip(values) {
             let val = match t.as_str() {
                 "hash" => Val::Hash(redis::from_redis_value(v).expect("hash")),
@@ -93,11 +98,7 @@ pub(super) fn ns_pattern(ns: &str) -> String {
 }
 
 pub(super) async fn meta(conn: &mut MultiplexedConnection, ns: &str) -> HashMap<String, String> {
-    query(
-        conn,
-        redis::cmd("HGETALL").arg(format!("dueq:{{{ns}}}:meta")),
-    )
-    .await
+    query(conn, cmd("HGETALL").arg(format!("dueq:{{{ns}}}:meta"))).await
 }
 
 pub(super) fn assert_needs_migrate(status: &Status, ns: &str) {
@@ -144,7 +145,7 @@ pub(super) async fn assert_index_consistent(conn: &mut MultiplexedConnection, ns
     let ids = listed_schedule_ids(conn, ns).await;
     let due: Vec<(String, i64)> = query(
         conn,
-        redis::cmd("ZRANGE")
+        cmd("ZRANGE")
             .arg(format!("dueq:{{{ns}}}:due"))
             .arg(0)
             .arg(-1)

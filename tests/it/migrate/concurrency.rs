@@ -10,7 +10,6 @@ use std::{
     time::Duration,
 };
 
-use deadpool_redis::redis;
 use tonic::{transport::Channel, Code};
 
 use super::{checks::*, fixtures::*};
@@ -97,7 +96,7 @@ async fn twenty_thousand_schedules_migrate_in_short_batches_while_serving() {
     );
     // The current-layout one: every 10th paused, then the index is lost.
     let live_active = build(&mut conn, &tmpl, "live", n, Built::Current, Some(10)).await;
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{live}:due")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{live}:due")).await;
     assert!(status(&mut a, "live").await.index_damaged);
     assert!(status(&mut a, "big").await.needs_migrate);
     upsert(&mut c, "other", every("seed", 3600)).await;

@@ -1,7 +1,7 @@
 //! Namespaces in older layouts, written straight into Redis: rebuilt from what this
 //! dueq wrote, or built in bulk from a template record.
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use crate::common::*;
 
@@ -10,17 +10,17 @@ use crate::common::*;
 pub(super) async fn to_legacy(conn: &mut MultiplexedConnection, ns: &str) {
     to_schema_2(conn, ns).await;
     let ids_key = format!("dueq:{{{ns}}}:ids");
-    let ids: Vec<String> = query(conn, redis::cmd("ZRANGE").arg(&ids_key).arg(0).arg(-1)).await;
+    let ids: Vec<String> = query(conn, cmd("ZRANGE").arg(&ids_key).arg(0).arg(-1)).await;
     assert!(!ids.is_empty());
     let _: () = query(
         conn,
-        redis::cmd("DEL")
+        cmd("DEL")
             .arg(&ids_key)
             .arg(format!("dueq:{{{ns}}}:due"))
             .arg(format!("dueq:{{{ns}}}:meta")),
     )
     .await;
-    let _: () = query(conn, redis::cmd("SADD").arg(&ids_key).arg(&ids)).await;
+    let _: () = query(conn, cmd("SADD").arg(&ids_key).arg(&ids)).await;
     assert_eq!(key_type(conn, &ids_key).await, "set");
 }
 
@@ -68,7 +68,7 @@ pub(super) async fn build(
     let due_key = format!("dueq:{{{ns}}}:due");
     let mut active = 0;
     for start in (0..n).step_by(1000) {
-        let mut pipe = redis::pipe();
+        let mut pipe = pipe();
         for i in start..(start + 1000).min(n) {
             let id = format!("s{i:05}");
             let paused = paused_every.is_some_and(|p| i % p == 0);
@@ -106,7 +106,7 @@ pub(super) async fn build(
     if current {
         let _: () = query(
             conn,
-            redis::cmd("HSET")
+            cmd("HSET")
                 .arg(format!("dueq:{{{ns}}}:meta"))
                 .arg("schema")
                 .arg("3")

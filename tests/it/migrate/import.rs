@@ -4,8 +4,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use deadpool_redis::redis;
-
 use super::checks::*;
 use crate::common::*;
 
@@ -88,7 +86,7 @@ async fn import_from_boringnode_queue() {
         "tick-once",
     ];
     let members: BTreeSet<String> =
-        query(&mut conn, redis::cmd("SMEMBERS").arg(format!("{BN}index"))).await;
+        query(&mut conn, cmd("SMEMBERS").arg(format!("{BN}index"))).await;
     assert_eq!(
         members,
         ids.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()

@@ -6,7 +6,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection, Script};
+use deadpool_redis::redis::{self, aio::MultiplexedConnection};
 use tonic::Code;
 
 use crate::common::*;
@@ -62,7 +62,7 @@ impl<'a> L1Job<'a> {
 }
 
 async fn l1_enqueue(conn: &mut MultiplexedConnection, job: &L1Job<'_>) {
-    let script = Script::new(L1_ENQUEUE);
+    let script = lua_script(L1_ENQUEUE);
     let mut call = script.prepare_invoke();
     call.key("dueq:{ns}:meta");
     for p in PREFIXES {
@@ -93,7 +93,7 @@ async fn l1_enqueue(conn: &mut MultiplexedConnection, job: &L1Job<'_>) {
 
 /// Claims the next job of `queue` with layout 1's script; returns its lease token.
 async fn l1_claim(conn: &mut MultiplexedConnection, queue: &str, token_base: &str) -> String {
-    let script = Script::new(L1_CLAIM);
+    let script = lua_script(L1_CLAIM);
     let mut call = script.prepare_invoke();
     call.key("dueq:{ns}:jdone");
     for p in PREFIXES {
@@ -111,7 +111,7 @@ async fn l1_claim(conn: &mut MultiplexedConnection, queue: &str, token_base: &st
 }
 
 async fn l1_lease_call(conn: &mut MultiplexedConnection, src: &str, id: &str, extra: &[&str]) {
-    let script = Script::new(src);
+    let script = lua_script(src);
     let mut call = script.prepare_invoke();
     call.key("dueq:{ns}:jdone");
     for p in PREFIXES {
@@ -130,7 +130,7 @@ async fn l1_lease_call(conn: &mut MultiplexedConnection, src: &str, id: &str, ex
 }
 
 async fn hash(conn: &mut MultiplexedConnection, key: &str) -> HashMap<String, Vec<u8>> {
-    redis::cmd("HGETALL")
+    cmd("HGETALL")
         .arg(key)
         .query_async(conn)
         .await
@@ -210,7 +210,7 @@ async fn layout_1_jobs_are_refused_then_converted_with_everything_kept() {
     bulky.payload = &big;
     l1_enqueue(&mut conn, &bulky).await;
     // A record layout 1 could not have written: reported, left alone.
-    let _: () = redis::cmd("HSET")
+    let _: () = cmd("HSET")
         .arg("dueq:{ns}:j:broken")
         .arg("state")
         .arg("weird")
@@ -486,7 +486,7 @@ async fn all_namespaces_finds_a_namespace_that_holds_only_jobs() {
 async fn a_newer_job_layout_is_refused_and_never_converted_back() {
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
-    let _: () = redis::cmd("HSET")
+    let _: () = cmd("HSET")
         .arg("dueq:{ns}:meta")
         .arg("schema")
         .arg("2")

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use super::{checks::*, fixtures::*};
@@ -32,7 +31,7 @@ async fn damaged_index_is_reported_and_repaired() {
     // a0 is due by its record; then the index is lost.
     let now = redis_now(&mut conn).await;
     force_due(&mut conn, "ns", "a0", now - 5).await;
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:due")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:due")).await;
     let st = status(&mut a, "ns").await;
     assert!(st.index_damaged && !st.needs_migrate, "{st:?}");
     assert_eq!((st.expected_index_size, st.index_size), (n, 0));
@@ -59,22 +58,15 @@ async fn damaged_index_is_reported_and_repaired() {
     assert_eq!(occ.schedule.expect("s").id, "a0");
 
     // A stale score and a dangling id.
-    let real: f64 = query(
+    let real: f64 = query(&mut conn, cmd("ZSCORE").arg("dueq:{ns}:due").arg("a1")).await;
+    let _: () = query(
         &mut conn,
-        redis::cmd("ZSCORE").arg("dueq:{ns}:due").arg("a1"),
+        cmd("ZADD").arg("dueq:{ns}:due").arg(12345).arg("a1"),
     )
     .await;
     let _: () = query(
         &mut conn,
-        redis::cmd("ZADD").arg("dueq:{ns}:due").arg(12345).arg("a1"),
-    )
-    .await;
-    let _: () = query(
-        &mut conn,
-        redis::cmd("ZADD")
-            .arg("dueq:{ns}:due")
-            .arg(777)
-            .arg("ghost"),
+        cmd("ZADD").arg("dueq:{ns}:due").arg(777).arg("ghost"),
     )
     .await;
     let done = migrate_done(&mut a, migrate_req("ns")).await;
@@ -83,17 +75,10 @@ async fn damaged_index_is_reported_and_repaired() {
         (0, 1, 1),
         "{done:?}"
     );
-    let fixed: f64 = query(
-        &mut conn,
-        redis::cmd("ZSCORE").arg("dueq:{ns}:due").arg("a1"),
-    )
-    .await;
+    let fixed: f64 = query(&mut conn, cmd("ZSCORE").arg("dueq:{ns}:due").arg("a1")).await;
     assert_eq!(fixed, real);
-    let ghost: Option<f64> = query(
-        &mut conn,
-        redis::cmd("ZSCORE").arg("dueq:{ns}:due").arg("ghost"),
-    )
-    .await;
+    let ghost: Option<f64> =
+        query(&mut conn, cmd("ZSCORE").arg("dueq:{ns}:due").arg("ghost")).await;
     assert_eq!(ghost, None);
     assert_eq!(assert_index_consistent(&mut conn, "ns").await as u64, n);
     assert!(
@@ -103,9 +88,9 @@ async fn damaged_index_is_reported_and_repaired() {
 
     // The listing lost (its keys deleted by hand): the record pass walks the
     // listing and sees nothing, but the index walk lists every active schedule again.
-    let mut keys: Vec<String> = query(&mut conn, redis::cmd("KEYS").arg("dueq:{ns}:lk:*")).await;
+    let mut keys: Vec<String> = query(&mut conn, cmd("KEYS").arg("dueq:{ns}:lk:*")).await;
     keys.push("dueq:{ns}:lt".to_owned());
-    let _: () = query(&mut conn, redis::cmd("DEL").arg(&keys)).await;
+    let _: () = query(&mut conn, cmd("DEL").arg(&keys)).await;
     assert!(listed_schedule_ids(&mut conn, "ns").await.is_empty());
     let done = migrate_done(&mut a, migrate_req("ns")).await;
     assert_eq!(done.repaired, n, "{done:?}");
@@ -162,12 +147,12 @@ async fn bad_requests_and_corrupt_records() {
     to_legacy(&mut conn, "bad").await;
     let _: () = query(
         &mut conn,
-        redis::cmd("SET").arg("dueq:{bad}:s:str").arg("not a hash"),
+        cmd("SET").arg("dueq:{bad}:s:str").arg("not a hash"),
     )
     .await;
     let _: () = query(
         &mut conn,
-        redis::cmd("HSET")
+        cmd("HSET")
             .arg("dueq:{bad}:s:half")
             .arg("id")
             .arg("half")
@@ -177,12 +162,9 @@ async fn bad_requests_and_corrupt_records() {
             .arg("active"),
     )
     .await;
-    let cron_fields: Vec<(String, Vec<u8>)> = query(
-        &mut conn,
-        redis::cmd("HGETALL").arg("dueq:{bad}:s:cron-src"),
-    )
-    .await;
-    let mut hset = redis::cmd("HSET");
+    let cron_fields: Vec<(String, Vec<u8>)> =
+        query(&mut conn, cmd("HGETALL").arg("dueq:{bad}:s:cron-src")).await;
+    let mut hset = cmd("HSET");
     hset.arg("dueq:{bad}:s:badcron");
     for (f, v) in &cron_fields {
         match f.as_str() {
@@ -194,7 +176,7 @@ async fn bad_requests_and_corrupt_records() {
     let _: () = query(&mut conn, &mut hset).await;
     let _: () = query(
         &mut conn,
-        redis::cmd("SADD")
+        cmd("SADD")
             .arg("dueq:{bad}:ids")
             .arg("str")
             .arg("half")
@@ -204,11 +186,7 @@ async fn bad_requests_and_corrupt_records() {
     let corrupt = ["str", "half", "badcron"];
     let mut dumps = Vec::new();
     for id in corrupt {
-        let d: Vec<u8> = query(
-            &mut conn,
-            redis::cmd("DUMP").arg(format!("dueq:{{bad}}:s:{id}")),
-        )
-        .await;
+        let d: Vec<u8> = query(&mut conn, cmd("DUMP").arg(format!("dueq:{{bad}}:s:{id}"))).await;
         dumps.push(d);
     }
 
@@ -232,17 +210,11 @@ async fn bad_requests_and_corrupt_records() {
     assert_eq!((done.from_schema, done.to_schema), (1, 3));
     assert_eq!(done.indexed, 6, "the good ones migrated: {done:?}");
     for (id, before) in corrupt.iter().zip(&dumps) {
-        let after: Vec<u8> = query(
-            &mut conn,
-            redis::cmd("DUMP").arg(format!("dueq:{{bad}}:s:{id}")),
-        )
-        .await;
+        let after: Vec<u8> =
+            query(&mut conn, cmd("DUMP").arg(format!("dueq:{{bad}}:s:{id}"))).await;
         assert_eq!(&after, before, "{id} left byte for byte");
-        let score: Option<f64> = query(
-            &mut conn,
-            redis::cmd("ZSCORE").arg("dueq:{bad}:due").arg(*id),
-        )
-        .await;
+        let score: Option<f64> =
+            query(&mut conn, cmd("ZSCORE").arg("dueq:{bad}:due").arg(*id)).await;
         assert_eq!(score, None, "{id} not indexed");
     }
     assert_eq!(zcard(&mut conn, "dueq:{bad}:due").await, 6);
@@ -269,13 +241,9 @@ async fn all_namespaces_skips_keys_that_are_not_namespaces_and_survives_a_failur
     hostile.job_id = "x}:meta".into();
     enqueue(&mut c, hostile).await;
     // A namespace-shaped meta key holding the wrong type: this namespace fails.
-    let _: () = query(
-        &mut conn,
-        redis::cmd("SET").arg("dueq:{broken}:meta").arg("x"),
-    )
-    .await;
+    let _: () = query(&mut conn, cmd("SET").arg("dueq:{broken}:meta").arg("x")).await;
     upsert(&mut c, "zz", every("late", 3600)).await;
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{zz}:due")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{zz}:due")).await;
     assert!(status(&mut a, "zz").await.index_damaged);
 
     let msgs = migrate(

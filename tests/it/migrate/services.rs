@@ -1,7 +1,6 @@
 //! Migrate and GetNamespaceStatus answer on QueueService, their documented path, and
 //! the same on the deprecated AdminService; MigrateSource's values by their new names.
 
-use deadpool_redis::redis;
 use dueq::proto::admin_service_client::AdminServiceClient;
 use tonic::Code;
 
@@ -15,7 +14,7 @@ async fn damaged(redis: &Redis, service: &Service) {
         upsert(&mut c, "ns", every(&format!("s{i}"), 3600)).await;
     }
     let mut conn = redis.conn().await;
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:due")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:due")).await;
 }
 
 #[tokio::test]

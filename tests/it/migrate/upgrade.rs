@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use super::{checks::*, fixtures::*};
 use crate::common::*;
@@ -14,7 +14,7 @@ async fn record_bytes(conn: &mut MultiplexedConnection, ns: &str, ids: &[String]
     for id in ids {
         let used: i64 = query(
             conn,
-            redis::cmd("MEMORY")
+            cmd("MEMORY")
                 .arg("USAGE")
                 .arg(format!("dueq:{{{ns}}}:s:{id}")),
         )
@@ -314,10 +314,7 @@ async fn a_schema_2_namespace_without_schedules_needs_no_migrate() {
     // As the previous dueq left it.
     let _: () = query(
         &mut conn,
-        redis::cmd("HSET")
-            .arg("dueq:{jobs}:meta")
-            .arg("schema")
-            .arg("2"),
+        cmd("HSET").arg("dueq:{jobs}:meta").arg("schema").arg("2"),
     )
     .await;
     let st = status(&mut a, "jobs").await;

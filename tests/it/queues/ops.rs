@@ -5,7 +5,6 @@
 
 use std::collections::HashSet;
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -461,7 +460,7 @@ async fn purge_jobs_deletes_one_state_in_bounded_calls() {
     let again = enqueue(&mut c, reuse).await;
     assert_eq!(again.outcome, proto::EnqueueOutcome::Created as i32);
     let mut conn = redis.conn().await;
-    let left: Vec<String> = redis::cmd("KEYS")
+    let left: Vec<String> = cmd("KEYS")
         .arg("dueq:{ns}:jp:*")
         .query_async(&mut conn)
         .await
@@ -485,7 +484,7 @@ async fn migrate_recounts_a_store_written_before_the_counts() {
     assert_eq!(counts(&mut c, "q").await, (2, 0, 1, 2));
 
     let mut conn = redis.conn().await;
-    let _: () = redis::pipe()
+    let _: () = pipe()
         .cmd("HDEL")
         .arg("dueq:{ns}:meta")
         .arg("counts")
@@ -709,7 +708,7 @@ async fn list_schedules_by_next_run_and_overdue() {
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
-    let now = chrono_now_ms();
+    let now = redis_now(&mut conn).await;
     // Due times: three overdue by an hour (two tied), one by a second, two in the
     // future; one paused.
     let plan: &[(&str, i64)] = &[
@@ -810,11 +809,4 @@ async fn list_schedules_by_next_run_and_overdue() {
         .await
         .expect_err("negative");
     assert!(refused.message().contains("overdue_by"), "{refused:?}");
-}
-
-fn chrono_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

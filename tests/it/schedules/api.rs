@@ -1,6 +1,5 @@
 //! UpsertSchedule / Get / List / Delete / Pause / Resume through real gRPC.
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -85,7 +84,7 @@ async fn pause_resume_delete() {
     assert_eq!(paused.status, proto::ScheduleStatus::Paused as i32);
     assert!(paused.next_run_time.is_none());
     // Even with a forged due entry, a paused schedule is never claimed (and is repaired).
-    let _: () = redis::cmd("ZADD")
+    let _: () = cmd("ZADD")
         .arg("dueq:{ns}:due")
         .arg(0)
         .arg("p")
@@ -93,7 +92,7 @@ async fn pause_resume_delete() {
         .await
         .expect("zadd");
     assert!(claim(&mut c, "ns", 0).await.is_none());
-    let score: Option<f64> = redis::cmd("ZSCORE")
+    let score: Option<f64> = cmd("ZSCORE")
         .arg("dueq:{ns}:due")
         .arg("p")
         .query_async(&mut conn)
@@ -136,7 +135,7 @@ async fn pause_resume_delete() {
         .await
         .expect_err("deleted");
     assert_eq!(err.code(), Code::NotFound);
-    let card: i64 = redis::cmd("ZCARD")
+    let card: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:due")
         .query_async(&mut conn)
         .await
@@ -252,7 +251,7 @@ async fn awkward_ids_never_alias() {
         ("dueq:{ns}:lt", "zset"),
         ("dueq:{ns}:meta", "hash"),
     ] {
-        let t: String = redis::cmd("TYPE")
+        let t: String = cmd("TYPE")
             .arg(key)
             .query_async(&mut conn)
             .await
@@ -284,13 +283,13 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
     let mut c = service.client().await;
     let mut conn = redis.conn().await;
     upsert(&mut c, "ns", every("real", 3600)).await;
-    let _: () = redis::cmd("SET")
+    let _: () = cmd("SET")
         .arg("dueq:{ns}:s:zgarbled")
         .arg("not msgpack \u{1}")
         .query_async(&mut conn)
         .await
         .expect("SET");
-    let _: () = redis::cmd("HSET")
+    let _: () = cmd("HSET")
         .arg("dueq:{ns}:s:zoldhash")
         .arg("status")
         .arg("active")
@@ -299,7 +298,7 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
         .expect("HSET");
     let now = redis_now(&mut conn).await;
     for id in ["zgarbled", "zoldhash"] {
-        let _: () = redis::cmd("ZADD")
+        let _: () = cmd("ZADD")
             .arg("dueq:{ns}:due")
             .arg(now - 5)
             .arg(id)
@@ -307,7 +306,7 @@ async fn a_schedule_key_holding_something_else_is_internal_and_changes_nothing()
             .await
             .expect("ZADD");
         // Listed after "real", in the one leaf of the listing.
-        let _: () = redis::cmd("ZADD")
+        let _: () = cmd("ZADD")
             .arg("dueq:{ns}:lk:real")
             .arg(0)
             .arg(id)
@@ -400,7 +399,7 @@ async fn the_listing_stays_ordered_across_leaf_splits_and_merges() {
     let mut expected: Vec<String> = (0..n).map(id_of).collect();
     expected.sort();
     assert_eq!(listed_schedule_ids(&mut conn, "ns").await, expected);
-    let leaves: u64 = redis::cmd("ZCARD")
+    let leaves: u64 = cmd("ZCARD")
         .arg("dueq:{ns}:lt")
         .query_async(&mut conn)
         .await
@@ -425,7 +424,7 @@ async fn the_listing_stays_ordered_across_leaf_splits_and_merges() {
     let mut all = vec!["a-first".to_owned()];
     all.extend(kept);
     assert_eq!(listed_schedule_ids(&mut conn, "ns").await, all);
-    let listed: String = redis::cmd("HGET")
+    let listed: String = cmd("HGET")
         .arg("dueq:{ns}:meta")
         .arg("listed")
         .query_async(&mut conn)

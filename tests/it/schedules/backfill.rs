@@ -1,7 +1,6 @@
 //! BackfillSchedule (issue 17): one occurrence per slot of the timing in a past range,
 //! oldest first, marked as backfill, with the ids the live schedule gives those slots.
 
-use deadpool_redis::redis;
 use tonic::Code;
 
 use crate::common::*;
@@ -154,7 +153,7 @@ async fn backfill_set_is_deleted_with_its_schedule() {
     backfill(&mut c, "s", hour - 5 * HOUR, hour - HOUR)
         .await
         .expect("backfill");
-    let keys: Vec<String> = redis::cmd("KEYS")
+    let keys: Vec<String> = cmd("KEYS")
         .arg("dueq:{ns}:bf:*")
         .query_async(&mut conn)
         .await
@@ -166,7 +165,7 @@ async fn backfill_set_is_deleted_with_its_schedule() {
     })
     .await
     .expect("delete");
-    let keys: Vec<String> = redis::cmd("KEYS")
+    let keys: Vec<String> = cmd("KEYS")
         .arg("dueq:{ns}:bf:*")
         .query_async(&mut conn)
         .await

@@ -1,7 +1,5 @@
 //! ClaimDueSchedule semantics: missed runs, limits, start/end, index repair, occurrence ids.
 
-use deadpool_redis::redis;
-
 use crate::common::*;
 
 #[tokio::test]
@@ -148,14 +146,14 @@ async fn claim_repairs_a_corrupted_index() {
     let real_next = ms(&get(&mut c, "ns", "stale").await.next_run_time);
 
     // Dangling id (no hash), a stale score (hash says later), and a genuinely due one.
-    let _: () = redis::cmd("ZADD")
+    let _: () = cmd("ZADD")
         .arg("dueq:{ns}:due")
         .arg(now - 3000)
         .arg("ghost")
         .query_async(&mut conn)
         .await
         .expect("zadd");
-    let _: () = redis::cmd("ZADD")
+    let _: () = cmd("ZADD")
         .arg("dueq:{ns}:due")
         .arg(now - 2000)
         .arg("stale")
@@ -186,7 +184,7 @@ async fn claim_repairs_a_corrupted_index() {
 
     // A missing entry whose hash says it is due: any upsert re-asserts it.
     force_due(&mut conn, "ns", "stale", now - 500).await;
-    let _: () = redis::cmd("ZREM")
+    let _: () = cmd("ZREM")
         .arg("dueq:{ns}:due")
         .arg("stale")
         .query_async(&mut conn)

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use deadpool_redis::redis;
 use futures::{stream, StreamExt};
 
 use crate::common::*;
@@ -102,7 +101,7 @@ pub async fn two_instances_claim_each_due_occurrence_once(
         runs.iter().all(|r| r.as_deref() == Some("1")),
         "runs == 1 everywhere"
     );
-    let still_due: i64 = redis::cmd("ZCOUNT")
+    let still_due: i64 = cmd("ZCOUNT")
         .arg("dueq:{ns}:due")
         .arg("-inf")
         .arg(redis_now(&mut conn).await)
@@ -110,7 +109,7 @@ pub async fn two_instances_claim_each_due_occurrence_once(
         .await
         .expect("ZCOUNT");
     assert_eq!(still_due, 0);
-    let indexed: i64 = redis::cmd("ZCARD")
+    let indexed: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:due")
         .query_async(&mut conn)
         .await

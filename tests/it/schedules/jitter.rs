@@ -56,7 +56,7 @@ async fn jitter_delays_each_slot_by_the_offset_of_its_occurrence_id() {
         claim(&mut c, "ns", 0).await.is_none(),
         "not before its jittered time"
     );
-    let score: i64 = redis::cmd("ZSCORE")
+    let score: i64 = cmd("ZSCORE")
         .arg("dueq:{ns}:due")
         .arg(&id)
         .query_async(&mut conn)
@@ -139,7 +139,7 @@ async fn migrate_finds_nothing_to_repair_in_jittered_or_triggered_schedules() {
     let scores = |conn: &mut redis::aio::MultiplexedConnection| {
         let mut conn = conn.clone();
         async move {
-            let scores: Vec<(String, i64)> = redis::cmd("ZRANGE")
+            let scores: Vec<(String, i64)> = cmd("ZRANGE")
                 .arg("dueq:{ns}:due")
                 .arg(0)
                 .arg(-1)

@@ -2,8 +2,6 @@
 //! unacked occurrence is re-handed with attempt + 1) while the schedule still
 //! advances exactly once; without a lease it stays at-most-once.
 
-use std::time::Duration;
-
 use deadpool_redis::redis;
 use tonic::Code;
 
@@ -29,7 +27,7 @@ async fn a_leased_occurrence_is_acked_once() {
     assert!(ms(&o.lease_deadline) > ms(&o.claim_time));
     // The record the script wrote is keyed by the very id the worker got (the Lua
     // UUIDv5 agrees with the Rust one).
-    let exists: i64 = redis::cmd("EXISTS")
+    let exists: i64 = cmd("EXISTS")
         .arg(format!("dueq:{{ns}}:o:{}", o.occurrence_id))
         .query_async(&mut conn)
         .await
@@ -83,7 +81,10 @@ async fn an_unacked_occurrence_is_re_handed_after_its_lease_with_attempt_plus_on
     ack_occurrence(&mut c, "ns", &second)
         .await
         .expect("current holder acks");
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // Once a lease as short as the first (300 ms) taken now has run out, the acked
+    // occurrence is still not handed out.
+    let acked_at = redis_now(&mut conn).await;
+    wait_redis_past(&mut conn, acked_at + 350).await;
     assert!(leased_claim(&mut c, "ns", 0, 5_000).await.is_none());
 }
 
@@ -99,7 +100,7 @@ async fn without_a_lease_an_occurrence_is_at_most_once() {
     assert!(o.lease_token.is_empty());
     assert!(o.lease_deadline.is_none());
     assert_eq!(o.attempt, 1);
-    let leases: i64 = redis::cmd("ZCARD")
+    let leases: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:oleases")
         .query_async(&mut conn)
         .await

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 use futures::{stream, StreamExt};
 use tonic::Code;
 
@@ -336,13 +336,13 @@ async fn three_rounds(policy: proto::OverlapPolicy) -> ([Vec<proto::Occurrence>;
     let round3 = drained.await.expect("round 3");
     // The meta `indexed` count (namespace status) still matches the due index after
     // the held-back, released and skipped slots.
-    let indexed: Option<i64> = redis::cmd("HGET")
+    let indexed: Option<i64> = cmd("HGET")
         .arg("dueq:{ns}:meta")
         .arg("indexed")
         .query_async(&mut conn)
         .await
         .expect("HGET");
-    let zcard: i64 = redis::cmd("ZCARD")
+    let zcard: i64 = cmd("ZCARD")
         .arg("dueq:{ns}:due")
         .query_async(&mut conn)
         .await

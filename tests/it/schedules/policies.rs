@@ -389,10 +389,7 @@ async fn two_replicas_drain(
         let now = redis_now(&mut conn).await;
         let due: u64 = query(
             &mut conn,
-            deadpool_redis::redis::cmd("ZCOUNT")
-                .arg("dueq:{ns}:due")
-                .arg("-inf")
-                .arg(now),
+            cmd("ZCOUNT").arg("dueq:{ns}:due").arg("-inf").arg(now),
         )
         .await;
         if due == 0 {

@@ -1,8 +1,6 @@
 //! GetSchedule's recent_runs (issue 17): the last 10 runs of a schedule with due time,
 //! claim time, worker, attempt, outcome and lateness, bounded in Redis.
 
-use deadpool_redis::redis;
-
 use crate::common::*;
 
 async fn claim_as(
@@ -34,7 +32,7 @@ async fn runs(c: &mut Client) -> Vec<proto::ScheduleRun> {
 }
 
 async fn llen(conn: &mut deadpool_redis::redis::aio::MultiplexedConnection) -> i64 {
-    redis::cmd("LLEN")
+    cmd("LLEN")
         .arg("dueq:{ns}:rr:s")
         .query_async(conn)
         .await
@@ -66,7 +64,7 @@ async fn get_schedule_shows_the_last_10_runs_with_their_outcomes() {
         claim_as(&mut c, "w2", None).await.is_none(),
         "skipped for overlap"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    wait_redis_past(&mut conn, ms(&first.lease_deadline)).await;
     assert!(
         claim_as(&mut c, "w2", None).await.is_none(),
         "finishes slot 1's lease"

@@ -68,7 +68,7 @@ async fn trigger_hands_out_an_occurrence_now_without_moving_the_next_run() {
         .await
         .expect("second triggered");
     assert_eq!(first.occurrence_id, second.occurrence_id);
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    wait_redis_past(&mut conn, ms(&first.lease_deadline)).await;
     let again = leased_claim(&mut c, "ns", 0, 5_000)
         .await
         .expect("re-handed");

@@ -831,16 +831,14 @@ async fn operator_actions_are_audited_with_the_principal() {
     let _ = client
         .delete_schedule(with_token(delete, Some("ops-token")))
         .await;
-    let audit = within_patience("an audit line", async {
-        loop {
-            match service.lines.try_recv() {
-                Ok(line) if line.contains("dueq::audit") => return line,
-                Ok(_) => continue,
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            }
+    let patience = Patience::new("an audit line");
+    let audit = loop {
+        match service.lines.try_recv() {
+            Ok(line) if line.contains("dueq::audit") => break line,
+            Ok(_) => continue,
+            Err(_) => patience.wait().await,
         }
-    })
-    .await;
+    };
     for needle in ["\"principal\":\"ops\"", "DeleteSchedule", "shop-eu"] {
         assert!(audit.contains(needle), "{audit} lacks {needle}");
     }

@@ -2,7 +2,6 @@
 //! certificates made per test: the CA flag, a client certificate Redis requires, and
 //! a Redis ACL user.
 
-use deadpool_redis::redis;
 use dueq::config::ServeConfig;
 use tonic::{Code, Status};
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -84,7 +83,7 @@ async fn an_acl_user_with_its_password_is_let_in_and_a_wrong_one_is_not() {
     const WRONG: &str = "acl-wrong-9e2b";
     let certs = Certs::generate();
     let redis = Redis::start_tls(&certs, "optional").await;
-    let _: () = redis::cmd("ACL")
+    let _: () = cmd("ACL")
         .arg(
             &[
                 "SETUSER",
@@ -100,7 +99,7 @@ async fn an_acl_user_with_its_password_is_let_in_and_a_wrong_one_is_not() {
         .await
         .expect("ACL SETUSER");
     // Only the ACL user: the default user cannot stand in for it.
-    let _: () = redis::cmd("ACL")
+    let _: () = cmd("ACL")
         .arg(&["SETUSER", "default", "off"][..])
         .query_async(&mut redis.conn().await)
         .await

@@ -7,7 +7,6 @@ use std::{
     process::{Child, Command, Stdio},
 };
 
-use deadpool_redis::redis;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic_health::pb::{
@@ -141,7 +140,7 @@ async fn health(endpoint: &str) -> Option<i32> {
 async fn startup_names_why_redis_cannot_be_used() {
     const PASSWORD: &str = "not-the-password-7f3a";
     let redis = Redis::start().await;
-    let _: () = redis::cmd("CONFIG")
+    let _: () = cmd("CONFIG")
         .arg("SET")
         .arg("requirepass")
         .arg("right-password")

@@ -5,7 +5,6 @@
 
 use std::process::{Command, Output};
 
-use deadpool_redis::redis;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -924,11 +923,7 @@ async fn migrate_with_problems_exits_4() {
     upsert(&mut client, "good", every("a", 60)).await;
     let mut conn = redis.conn().await;
     // A namespace-shaped meta key holding the wrong type: that namespace fails.
-    let _: () = query(
-        &mut conn,
-        redis::cmd("SET").arg("dueq:{broken}:meta").arg("x"),
-    )
-    .await;
+    let _: () = query(&mut conn, cmd("SET").arg("dueq:{broken}:meta").arg("x")).await;
 
     let out = dueq(&service, &["migrate", "--all", "-o", "json"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
@@ -1320,10 +1315,7 @@ async fn schedules_overdue_and_by_next_run() {
     let service = Service::start(&redis.url()).await;
     let mut client = service.client().await;
     let mut conn = redis.conn().await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis() as i64;
+    let now = redis_now(&mut conn).await;
     for (id, due) in [
         ("late-hour", now - 3_600_000),
         ("late-2h", now - 7_200_000),

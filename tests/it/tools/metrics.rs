@@ -194,8 +194,9 @@ async fn an_overdue_schedule_shows_then_its_claim_is_counted_with_its_lateness()
     })
     .await;
     let mut c = service.client().await;
+    let mut conn = redis.conn().await;
 
-    let now = now_ms();
+    let now = redis_now(&mut conn).await;
     upsert(&mut c, "ns", every_hour_from("late", now + 300)).await;
     upsert(&mut c, "ns", every_hour_from("later", now + 3_600_000 - 1)).await;
     c.pause_schedule(proto::PauseScheduleRequest {
@@ -205,10 +206,15 @@ async fn an_overdue_schedule_shows_then_its_claim_is_counted_with_its_lateness()
     })
     .await
     .expect("pause");
-    // Due at +300 ms, overdue from +500 ms: well past that, unclaimed.
-    tokio::time::sleep(Duration::from_millis(900)).await;
-
-    let s = scrape(&metrics).await;
+    // Due at +300 ms, overdue from +500 ms: shown once past that, unclaimed.
+    let patience = Patience::new("the schedule to show as overdue");
+    let s = loop {
+        let s = scrape(&metrics).await;
+        if s.value("dueq_schedules_overdue{namespace=\"ns\"}") >= 1.0 {
+            break s;
+        }
+        patience.wait().await;
+    };
     assert_eq!(s.value("dueq_schedules_overdue{namespace=\"ns\"}"), 1.0);
     assert_eq!(
         s.value("dueq_schedules{namespace=\"ns\",status=\"active\"}"),
@@ -394,13 +400,6 @@ async fn a_bad_metrics_listen_is_refused_at_startup() {
         assert!(message.contains("--metrics-listen"), "{message}");
         assert!(message.contains(bad), "{message}");
     }
-}
-
-fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock");
-    i64::try_from(since.as_millis()).expect("ms")
 }
 
 /// Every metric the Grafana dashboard queries is one the metric table of docs/operations.md (the

@@ -1,13 +1,11 @@
 //! UpsertSchedule refuses every bad case, on an empty store and over an existing
 //! schedule, and a payload over the limit is RESOURCE_EXHAUSTED.
 
-use deadpool_redis::redis;
-
 use super::{upsert_cases::*, *};
 
 /// A record's stored bytes (DUMP: its type and encoding included).
 async fn raw_record(conn: &mut MultiplexedConnection, key: &str) -> Vec<u8> {
-    let dump: Option<Vec<u8>> = query(conn, redis::cmd("DUMP").arg(key)).await;
+    let dump: Option<Vec<u8>> = query(conn, cmd("DUMP").arg(key)).await;
     dump.unwrap_or_default()
 }
 
@@ -47,7 +45,7 @@ async fn bad_upserts_are_rejected_naming_the_field_and_write_nothing() {
 
     let failures = run_upserts(&mut c, &mut conn, bad_upserts("s1")).await;
     assert_no_failures("UpsertSchedule on an empty database", failures);
-    let mut keys: Vec<String> = redis::cmd("KEYS")
+    let mut keys: Vec<String> = cmd("KEYS")
         .arg("*")
         .query_async(&mut conn)
         .await

@@ -8,7 +8,7 @@ use super::*;
 
 /// One number of `INFO memory`.
 async fn info_memory(conn: &mut MultiplexedConnection, field: &str) -> u64 {
-    let info: String = query(conn, redis::cmd("INFO").arg("memory")).await;
+    let info: String = query(conn, cmd("INFO").arg("memory")).await;
     info.lines()
         .find_map(|line| line.strip_prefix(&format!("{field}:")))
         .and_then(|v| v.trim().parse().ok())
@@ -23,7 +23,7 @@ pub(crate) async fn fill_redis(conn: &mut MultiplexedConnection) {
     let used = info_memory(conn, "used_memory").await;
     let _: () = query(
         conn,
-        redis::cmd("CONFIG")
+        cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory")
             .arg(used + 256 * 1024),
@@ -31,7 +31,7 @@ pub(crate) async fn fill_redis(conn: &mut MultiplexedConnection) {
     .await;
     let filler = vec![b'x'; 4096];
     for i in 0.. {
-        let r: redis::RedisResult<()> = redis::cmd("SET")
+        let r: redis::RedisResult<()> = cmd("SET")
             .arg(format!("filler:{i}"))
             .arg(&filler)
             .query_async(conn)
@@ -45,7 +45,7 @@ pub(crate) async fn fill_redis(conn: &mut MultiplexedConnection) {
     let used = info_memory(conn, "used_memory").await;
     let _: () = query(
         conn,
-        redis::cmd("CONFIG")
+        cmd("CONFIG")
             .arg("SET")
             .arg("maxmemory")
             .arg(used - 512 * 1024),
@@ -162,11 +162,7 @@ async fn a_full_redis_hands_out_nothing_and_lets_work_finish() {
     );
 
     // Room again: the waiting job is handed out.
-    let _: () = query(
-        &mut conn,
-        redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(0),
-    )
-    .await;
+    let _: () = query(&mut conn, cmd("CONFIG").arg("SET").arg("maxmemory").arg(0)).await;
     let claimed = claim_job(&mut c, &["q"], 0, None).await.expect("claimable");
     assert_eq!(claimed.job_id, "waiting");
 }

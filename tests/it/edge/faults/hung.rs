@@ -7,8 +7,6 @@ use std::sync::{
     Arc,
 };
 
-use deadpool_redis::redis;
-
 use super::*;
 
 /// Long enough that concurrent calls failing one timeout after another (the bug:
@@ -45,7 +43,7 @@ async fn concurrent_calls_fail_together_while_redis_hangs_and_recover_at_once() 
         let awake = awake.clone();
         let mut conn = redis.conn().await;
         tokio::spawn(async move {
-            let _: () = query(&mut conn, redis::cmd("DEBUG").arg("SLEEP").arg(SLEEP_SECS)).await;
+            let _: () = query(&mut conn, cmd("DEBUG").arg("SLEEP").arg(SLEEP_SECS)).await;
             awake.store(true, Ordering::SeqCst);
         })
     };

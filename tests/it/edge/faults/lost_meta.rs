@@ -5,8 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use deadpool_redis::redis;
-
 use super::*;
 
 const OLD_JOBS: usize = 20;
@@ -44,7 +42,7 @@ async fn lost_meta_is_refused_reported_and_rebuilt_by_migrate() {
     }
     upsert(&mut c, "ns", every("s", 3600)).await;
 
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:meta")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:meta")).await;
     let before = snapshot(&mut conn).await;
 
     let mut req = job("q", "new");
@@ -122,11 +120,7 @@ async fn lost_meta_is_refused_reported_and_rebuilt_by_migrate() {
     })
     .await
     .expect("delete");
-    let listed: i64 = query(
-        &mut conn,
-        redis::cmd("HGET").arg("dueq:{ns}:meta").arg("listed"),
-    )
-    .await;
+    let listed: i64 = query(&mut conn, cmd("HGET").arg("dueq:{ns}:meta").arg("listed")).await;
     assert_eq!(listed, 1, "the listing count is the listing's size");
 }
 
@@ -140,11 +134,11 @@ async fn migrate_marks_jobs_stored_before_the_marker() {
     let mut admin = admin(&service).await;
     let mut conn = redis.conn().await;
     enqueue(&mut c, job("q", "old")).await;
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:meta:jobs")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:meta:jobs")).await;
 
     migrate_done(&mut admin, migrate_req("ns")).await;
     assert!(exists(&mut conn, "dueq:{ns}:meta:jobs").await);
-    let _: () = query(&mut conn, redis::cmd("DEL").arg("dueq:{ns}:meta")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:meta")).await;
     let r = c.enqueue(job("q", "new")).await;
     refused_until_migrate("Enqueue", r.expect_err("refused"));
 }

@@ -3,16 +3,12 @@
 
 use std::time::Duration;
 
-use deadpool_redis::redis::{self, aio::MultiplexedConnection};
+use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use super::*;
 
 async fn set_maxmemory(conn: &mut MultiplexedConnection, bytes: u64) {
-    let _: () = query(
-        conn,
-        redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes),
-    )
-    .await;
+    let _: () = query(conn, cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes)).await;
 }
 
 /// Concurrent single Enqueues share script calls; when Redis dies every caller in a
@@ -127,7 +123,7 @@ async fn a_job_whose_caller_gave_up_before_it_was_sent_is_not_enqueued() {
     let mut conn = redis.conn().await;
     enqueue(&mut c.clone(), job("q", "warm")).await;
 
-    let _: () = redis::cmd("CLIENT")
+    let _: () = cmd("CLIENT")
         .arg("PAUSE")
         .arg(3_000)
         .arg("ALL")
@@ -143,6 +139,9 @@ async fn a_job_whose_caller_gave_up_before_it_was_sent_is_not_enqueued() {
             req.job_id = format!("sent-{i}");
             c.enqueue(with_deadline(req, CLIENT_DEADLINE)).await
         }));
+        // Real time for the call to reach Redis and block there, before the next
+        // goes out: Redis is paused, so nothing there can be watched meanwhile.
+        #[allow(clippy::disallowed_methods)]
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     // These wait behind them and give up long before Redis answers.
@@ -176,7 +175,9 @@ async fn a_job_whose_caller_gave_up_before_it_was_sent_is_not_enqueued() {
         let sent = exists(&mut conn, &format!("dueq:{{ns}}:j:sent-{i}")).await;
         assert!(sent, "sent-{i} was in flight and is enqueued");
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The service has stopped sending scripts: a gave-up job sent after the pause
+    // would have landed by now.
+    wait_quiet(&mut conn, 10).await;
     for i in 0..20 {
         let enqueued = exists(&mut conn, &format!("dueq:{{ns}}:j:gave-up-{i}")).await;
         assert!(!enqueued, "gave-up-{i}: its caller was told it failed");

@@ -68,34 +68,6 @@ pub(crate) struct Store {
     timings: Option<prometheus_client::metrics::histogram::Histogram>,
 }
 
-/// The scripts after which `--redis-wait-replicas` waits for replicas: those that
-/// hand out or accept work (enqueue, claims, acks, fails, lease, queue-control and
-/// schedule writes). Reads, Migrate's steps and the pruner are not waited for.
-pub(crate) const WAITED_SCRIPTS: &[&str] = &[
-    "enqueue_jobs",
-    "claim_jobs",
-    "claim_due",
-    "ack_job",
-    "ack_jobs",
-    "ack_occurrence",
-    "fail_job",
-    "release_jobs",
-    "extend_lease",
-    "cancel_job",
-    "retry_job",
-    "upsert_schedule",
-    "delete_schedule",
-    "pause_schedule",
-    "resume_schedule",
-    "trigger_schedule",
-    "backfill_schedule",
-    "import_schedules",
-    "set_follow",
-    "pause_queue",
-    "retry_dead_jobs",
-    "purge_jobs",
-];
-
 impl Store {
     /// Builds the store; does not connect yet (the service must start without Redis).
     #[cfg(test)]
@@ -188,7 +160,7 @@ impl Store {
         if let Some(timings) = &self.timings {
             timings.observe(started.elapsed().as_secs_f64());
         }
-        if self.wait_replicas > 0 && WAITED_SCRIPTS.contains(&def.name) {
+        if self.wait_replicas > 0 && ops::waited(def) {
             self.wait(slot, &mut conn, &route_key, namespace).await?;
         }
         op.decode(Reply::new(value, def.name))
@@ -314,34 +286,27 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    /// Every script `--redis-wait-replicas` waits after exists, and every script
-    /// that hands out or accepts work is waited after: a renamed or new script is
-    /// not silently left out.
+    /// The scripts not waited for are reads (listings, stats, gauges, peeks),
+    /// Migrate's steps and the pruner: a work write placed in the wrong list of
+    /// `ops::operations!` is caught here.
     #[test]
-    fn the_waited_scripts_are_scripts_and_cover_the_work_writes() {
-        let names: Vec<&str> = super::ops::SCRIPTS.iter().map(|d| d.name).collect();
-        for waited in super::WAITED_SCRIPTS {
-            assert!(names.contains(waited), "{waited} is not a script");
-        }
-        // Reads (listings, stats, gauges), Migrate's steps and the pruner are the only
-        // ones not waited for.
-        let unwaited: Vec<&str> = names
+    fn only_reads_migrate_and_the_pruner_are_not_waited_for() {
+        let unwaited = super::ops::SCRIPTS
             .iter()
-            .copied()
-            .filter(|n| !super::WAITED_SCRIPTS.contains(n))
-            .collect();
-        for name in &unwaited {
+            .filter(|script| !super::ops::waited(script));
+        for script in unwaited {
+            let name = script.name;
             let known = name.starts_with("get_")
                 || name.starts_with("list_")
                 || name.starts_with("peek_")
                 || name.starts_with("migrate_")
-                || *name == "namespace_status"
-                || *name == "queue_stats"
-                || *name == "schedule_gauges"
-                || *name == "prune_jobs";
+                || name == "namespace_status"
+                || name == "queue_stats"
+                || name == "schedule_gauges"
+                || name == "prune_jobs";
             assert!(
                 known,
-                "{name}: is it a work write? add it to WAITED_SCRIPTS"
+                "{name}: is it a work write? move it to the waited list of ops::operations!"
             );
         }
     }

@@ -7,24 +7,42 @@ use super::{
     script::{Call, ScriptDef},
 };
 
-/// Declares the operation modules and derives the script registry from them.
+/// Declares the operation modules, each in one of two lists, and derives the script
+/// registry from them. An operation is in exactly one list (its module is declared by
+/// it), so a new script cannot be left out of the choice.
 macro_rules! operations {
-    ($($module:ident),* $(,)?) => {
-        $(pub(crate) mod $module;)*
+    (
+        waited: $($waited:ident),* $(,)?;
+        unwaited: $($unwaited:ident),* $(,)?;
+    ) => {
+        $(pub(crate) mod $waited;)*
+        $(pub(crate) mod $unwaited;)*
 
         /// Every script, one per operation.
-        pub(crate) static SCRIPTS: &[&ScriptDef] = &[$(&$module::SCRIPT),*];
+        pub(crate) static SCRIPTS: &[&ScriptDef] =
+            &[$(&$waited::SCRIPT,)* $(&$unwaited::SCRIPT),*];
+
+        /// The scripts after which `--redis-wait-replicas` waits for replicas.
+        pub(crate) static WAITED: &[&ScriptDef] = &[$(&$waited::SCRIPT),*];
 
         /// A sample call of every operation, for the test that checks each against its
         /// script's header.
         #[cfg(test)]
         pub(crate) fn samples() -> Vec<tests::Sample> {
-            vec![$(tests::Sample::of(&$module::sample())),*]
+            vec![$(tests::Sample::of(&$waited::sample()),)* $(tests::Sample::of(&$unwaited::sample())),*]
         }
     };
 }
 
+/// Whether `--redis-wait-replicas` waits for replicas after `script`.
+pub(crate) fn waited(script: &ScriptDef) -> bool {
+    WAITED.iter().any(|waited| std::ptr::eq(*waited, script))
+}
+
 operations!(
+    // Scripts that hand out or accept work (enqueues, claims, acks, fails, leases,
+    // queue control, schedule writes): `--redis-wait-replicas` waits after each.
+    waited:
     ack_job,
     ack_jobs,
     ack_occurrence,
@@ -36,9 +54,22 @@ operations!(
     enqueue_jobs,
     extend_lease,
     fail_job,
+    import_schedules,
+    pause_queue,
+    pause_schedule,
+    purge_jobs,
+    release_jobs,
+    resume_schedule,
+    retry_dead_jobs,
+    retry_job,
+    set_follow,
+    trigger_schedule,
+    upsert_schedule,
+    ;
+    // Reads (listings, stats, gauges, peeks), Migrate's steps and the pruner.
+    unwaited:
     get_job,
     get_schedule,
-    import_schedules,
     list_due_schedules,
     list_jobs,
     list_schedules,
@@ -50,21 +81,12 @@ operations!(
     migrate_lock,
     migrate_scan,
     namespace_status,
-    pause_queue,
-    pause_schedule,
     peek_due,
     peek_jobs,
     prune_jobs,
-    purge_jobs,
     queue_stats,
-    release_jobs,
-    resume_schedule,
-    retry_dead_jobs,
-    retry_job,
     schedule_gauges,
-    set_follow,
-    trigger_schedule,
-    upsert_schedule,
+    ;
 );
 
 /// What every operation module uses.

@@ -351,6 +351,41 @@ async fn namespace_patterns_exact_prefix_and_all() {
     }
 }
 
+/// The namespace is validated once, before the role check reads it: a malformed one
+/// is INVALID_ARGUMENT naming the field for every RPC that names a namespace, also for
+/// a caller who may not touch it (it learns the name is malformed, not whether it may).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_namespace_is_refused_before_the_role_check() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = start(&redis, dir.path(), true).await;
+    let channel = Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let named = RPCS
+        .iter()
+        .filter(|rpc| !EVERY_NAMESPACE.iter().any(|m| rpc.ends_with(&format!("/{m}"))));
+    for rpc in named {
+        for principal in ["billing", "root"] {
+            let status = call(&channel, rpc, "bad{ns}", Some(&format!("t-{principal}")))
+                .await
+                .expect_err(rpc);
+            assert_eq!(
+                status.code(),
+                Code::InvalidArgument,
+                "{principal} {rpc}: {status:?}"
+            );
+            assert!(
+                status.message().contains("namespace"),
+                "{principal} {rpc}: {:?} names the field",
+                status.message()
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_or_unknown_token_is_unauthenticated_and_health_stays_open() {
     let redis = Redis::start().await;

@@ -1,5 +1,5 @@
 //! What the schedule and job use cases both work with: the store, Redis's clock, the
-//! namespace registry, the long-poll wake-ups, the metrics and the shutdown signal. Built once by
+//! namespace table, the long-poll wake-ups, the metrics and the shutdown signal. Built once by
 //! the server; cheap to clone (every part is shared).
 
 use std::sync::Arc;

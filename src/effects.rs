@@ -132,7 +132,7 @@ impl Context {
 
     /// Puts the namespace in the prune due-set, due now (the pruner's visit schedules
     /// the real time), when the script asked, or when this is the first call that
-    /// claimed or finished jobs its registry entry serves. The latter adopts stores
+    /// claimed or finished jobs the namespace's entry serves. The latter adopts stores
     /// written before the due-set existed and makes again a registration lost with a
     /// reply; the visit drops the namespace if nothing is kept. A failure is logged,
     /// not returned: the call succeeded, and the next request of a finished set

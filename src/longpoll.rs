@@ -16,7 +16,7 @@
 //! A tick peeks at most [`MAX_PEEK_CALLS`] batches; with more queues waited on than
 //! that covers, ticks take turns round the queues (a cursor), so every waiter's queue
 //! is peeked within a bounded number of ticks however many other queues have waiters.
-//! Timers live in the namespace's registry entry and stop when it is evicted.
+//! Timers live in the namespace's entry of the namespace table and stop when it is evicted.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -59,7 +59,7 @@ pub(crate) struct Wakers {
 }
 
 /// A handle to park on: one timer and one group of it. It holds the namespace's
-/// registry entry, so a namespace with a waiter is never evicted.
+/// entry in the namespace table, so a namespace with a waiter is never evicted.
 pub(crate) struct Waiter {
     _entry: Arc<Entry>,
     timer: Arc<Timer>,

@@ -1,10 +1,10 @@
 //! Watches the namespaces this instance serves for an index that lost entries (deleted
 //! by hand, evicted under `maxmemory`, a partial restore) or a layout that needs
-//! Migrate, so neither stays silent; and sweeps the namespace registry.
+//! Migrate, so neither stays silent; and sweeps the namespace table.
 //!
 //! Every schedule script keeps, in the namespace meta, how many entries the due index
 //! must hold; comparing it with ZCARD is O(1). Every `interval` this task does that for
-//! each namespace in the registry and logs what it finds: once when it appears, again
+//! each namespace in the table and logs what it finds: once when it appears, again
 //! every `REPEAT` while it lasts, and once when it is repaired.
 //! `QueueService.GetNamespaceStatus` reports the same facts on demand.
 //!

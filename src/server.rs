@@ -143,7 +143,7 @@ impl Guard {
 }
 
 /// The shared core of the use cases: one store, the clock, the wake-ups, the
-/// namespace registry and the metrics. Does not connect yet: the service starts
+/// namespace table and the metrics. Does not connect yet: the service starts
 /// without Redis.
 fn core(
     config: &ServeConfig,
@@ -320,7 +320,7 @@ fn queue_api(
     )
 }
 
-/// The namespace monitor (which also sweeps the registry) and the pruner.
+/// The namespace monitor (which also sweeps the namespace table) and the pruner.
 fn spawn_background(core: &Context, config: &ServeConfig) {
     let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
     tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));

@@ -63,3 +63,59 @@ where
         self.inner.call(request)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        convert::Infallible,
+        future::{ready, Ready},
+        task::{Context, Poll},
+    };
+
+    use tonic::codegen::http;
+    use tower_layer::Layer;
+    use tower_service::Service;
+
+    use super::ClassifyLayer;
+    use crate::rpc::{self, Catalogue, Rpc};
+
+    /// Answers with the descriptor the classify layer left in the request, if any.
+    struct Echo;
+
+    impl Service<http::Request<()>> for Echo {
+        type Response = Option<&'static Rpc>;
+        type Error = Infallible;
+        type Future = Ready<Result<Self::Response, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<()>) -> Self::Future {
+            ready(Ok(rpc::of(request.extensions())))
+        }
+    }
+
+    async fn classified(path: &str) -> Option<&'static Rpc> {
+        let layer = ClassifyLayer::new(Catalogue::new(crate::api::rpcs()));
+        let request = http::Request::builder()
+            .uri(path)
+            .body(())
+            .expect("request");
+        let Ok(found) = layer.layer(Echo).call(request).await;
+        found
+    }
+
+    #[tokio::test]
+    async fn a_served_path_carries_its_line_and_another_none() {
+        let enqueue = classified("/dueq.v1.QueueService/Enqueue").await;
+        assert_eq!(enqueue.map(|rpc| rpc.method), Some("Enqueue"));
+        let watch = classified("/grpc.health.v1.Health/Watch").await;
+        assert_eq!(
+            watch.map(|rpc| (rpc.access, rpc.kind)),
+            Some((rpc::Access::Open, rpc::CallKind::Stream))
+        );
+        assert!(classified("/dueq.v1.QueueService/NoSuchMethod").await.is_none());
+        assert!(classified("/random/path").await.is_none());
+    }
+}

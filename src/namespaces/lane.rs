@@ -1,5 +1,5 @@
 //! A namespace's Enqueue lane: the single Enqueues waiting for a grouped script call
-//! and the calls in flight. The registry entry owns it (a namespace with a busy lane
+//! and the calls in flight. The namespace's entry owns it (a namespace with a busy lane
 //! is not evicted); the grouping itself is `crate::jobs::coalesce`.
 
 use tokio::sync::oneshot;

@@ -1,6 +1,6 @@
-//! The one registry of per-namespace in-memory state: the wake-up timers of both
+//! The namespace table: the one home of per-namespace in-memory state, the wake-up timers of both
 //! long-polls (`timer`), the Enqueue grouping lane (`lane`), the monitor's last
-//! finding, the needs-Migrate notice. The registry owns these state types; the
+//! finding, the needs-Migrate notice. The table owns these state types; the
 //! modules that act on them (`longpoll`, `jobs::coalesce`, `monitor`) import them
 //! from here, and this module imports none of its users.
 //!
@@ -85,7 +85,8 @@ impl Entry {
     }
 }
 
-/// The registry.
+/// The namespace table (not to be confused with the store's namespace registry,
+/// the set of namespace names in Redis).
 pub(crate) struct Namespaces {
     entries: Mutex<HashMap<Namespace, Arc<Entry>>>,
     shutdown: CancellationToken,

@@ -1,6 +1,6 @@
 //! A namespace's long-poll timer state, one per kind of work: its waiters by group,
-//! the earliest due time this instance knows, what re-arms it. The registry entry
-//! owns it (so an evicted namespace's timers stop with it); the timer task and the
+//! the earliest due time this instance knows, what re-arms it. The namespace's
+//! entry in the table owns it (so an evicted namespace's timers stop with it); the timer task and the
 //! waiters that use it are `crate::longpoll`.
 
 use std::{

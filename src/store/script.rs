@@ -2,7 +2,7 @@
 //! [`Operation`] in `src/store/ops/` (a file of the same name) that owns its whole
 //! contract: the keys it passes (from `keys.rs` only), its arguments (borrowed, so a
 //! payload is copied once, into the command), and a typed decode of its reply through
-//! the [`Reply`] cursor. The script registry (`ops::SCRIPTS`) is derived from the
+//! the [`Reply`] cursor. The script list (`ops::SCRIPTS`) is derived from the
 //! operations, and a library test walks every operation: its script loads in a real
 //! Redis, the KEYS and ARGV it sends match the counts the script's header declares,
 //! and the name each ARGV value is pushed with ([`Call::arg`]) is the header's name

@@ -1,6 +1,6 @@
 //! One operation per Lua script, each in a file named after its script (see
-//! `super::script` for the contract every one of them keeps). The registry of scripts
-//! is derived from this list.
+//! `super::script` for the contract every one of them keeps). The list of scripts
+//! (`SCRIPTS`) is derived from it.
 
 use super::{
     keys::NamespaceKeys,
@@ -8,7 +8,7 @@ use super::{
 };
 
 /// Declares the operation modules, each in one of two lists, and derives the script
-/// registry from them. An operation is in exactly one list (its module is declared by
+/// list from them. An operation is in exactly one list (its module is declared by
 /// it), so a new script cannot be left out of the choice.
 macro_rules! operations {
     (

@@ -115,7 +115,9 @@ mod tests {
             watch.map(|rpc| (rpc.access, rpc.kind)),
             Some((rpc::Access::Open, rpc::CallKind::Stream))
         );
-        assert!(classified("/dueq.v1.QueueService/NoSuchMethod").await.is_none());
+        assert!(classified("/dueq.v1.QueueService/NoSuchMethod")
+            .await
+            .is_none());
         assert!(classified("/random/path").await.is_none());
     }
 }

@@ -364,9 +364,11 @@ async fn a_malformed_namespace_is_refused_before_the_role_check() {
         .connect()
         .await
         .expect("connect");
-    let named = RPCS
-        .iter()
-        .filter(|rpc| !EVERY_NAMESPACE.iter().any(|m| rpc.ends_with(&format!("/{m}"))));
+    let named = RPCS.iter().filter(|rpc| {
+        !EVERY_NAMESPACE
+            .iter()
+            .any(|m| rpc.ends_with(&format!("/{m}")))
+    });
     for rpc in named {
         for principal in ["billing", "root"] {
             let status = call(&channel, rpc, "bad{ns}", Some(&format!("t-{principal}")))

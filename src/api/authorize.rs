@@ -17,6 +17,8 @@ use crate::{
 };
 
 /// What a request reaches, validated from its message: the handler's first argument.
+/// A request whose target is its `namespace` field gets its impl from its line in the
+/// RPC table (`super::rpcs`); the others are below.
 pub(super) trait Scoped {
     type Target: Reach;
 
@@ -42,48 +44,6 @@ impl Reach for Namespace {
         Scope::Namespace(self.as_str())
     }
 }
-
-macro_rules! one_namespace {
-    ($($req:ident),* $(,)?) => {
-        $(impl Scoped for proto::$req {
-            type Target = Namespace;
-
-            fn target(&self) -> Result<Namespace, ApiError> {
-                namespace("namespace", &self.namespace)
-            }
-        })*
-    };
-}
-
-one_namespace!(
-    UpsertScheduleRequest,
-    GetScheduleRequest,
-    ListSchedulesRequest,
-    DeleteScheduleRequest,
-    PauseScheduleRequest,
-    ResumeScheduleRequest,
-    TriggerScheduleRequest,
-    BackfillScheduleRequest,
-    ClaimDueScheduleRequest,
-    AckOccurrenceRequest,
-    EnqueueRequest,
-    EnqueueBatchRequest,
-    ClaimJobRequest,
-    AckJobRequest,
-    FailJobRequest,
-    ExtendLeaseRequest,
-    AckJobsRequest,
-    GetJobRequest,
-    ListJobsRequest,
-    CancelJobRequest,
-    RetryJobRequest,
-    GetNamespaceStatusRequest,
-    ListQueuesRequest,
-    PauseQueueRequest,
-    ResumeQueueRequest,
-    RetryDeadJobsRequest,
-    PurgeJobsRequest,
-);
 
 /// Every namespace at once (ListNamespaces): reader (or more) on `*`.
 pub(super) struct AllNamespaces;

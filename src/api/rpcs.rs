@@ -6,7 +6,8 @@
 //! (`super::authorize`).
 //!
 //! A new RPC is its proto, its Lua and operation, its use case and handler, and one
-//! line here. Leaving the line out does not compile: the tonic trait then lacks the
+//! line here (the line also says what the request reaches: its `namespace` field, or
+//! a target of its own in `authorize`). Leaving the line out does not compile: the tonic trait then lacks the
 //! method. `tests::the_table_is_the_served_api` holds the table to the proto's
 //! descriptors, so no served method is left unclassified.
 //!
@@ -19,9 +20,14 @@
 
 use tonic::{Request, Response, Status, Streaming};
 
-use super::{admin, authorize::authorize, jobs, queues, schedules, AdminApi, QueueApi};
+use super::{
+    admin,
+    authorize::{authorize, namespace, Scoped},
+    jobs, queues, schedules, AdminApi, ApiError, QueueApi,
+};
 use crate::{
     auth::Role::{Admin, Producer, Reader, Worker},
+    domain::Namespace,
     proto::{self, admin_service_server::AdminService, queue_service_server::QueueService},
     rpc::{
         Access::{self, Open},
@@ -113,11 +119,28 @@ macro_rules! methods {
     };
 }
 
+/// What a request reaches (`authorize::Scoped`). `ns`: its `namespace` field, the
+/// impl written here; `own`: an impl of its own in `authorize` (every namespace, an
+/// optional namespace, Migrate's choice, Work's first message), or the same request
+/// on another service's line.
+macro_rules! target {
+    (own $sig:tt) => {};
+    (ns ($req:ident -> $($response:tt)*)) => {
+        impl Scoped for proto::$req {
+            type Target = Namespace;
+
+            fn target(&self) -> Result<Namespace, ApiError> {
+                namespace("namespace", &self.namespace)
+            }
+        }
+    };
+}
+
 /// A dueq service: its descriptors in module `$module`, and its tonic impl.
 macro_rules! service {
     (
         $service:literal, $module:ident, $api:ty: $trait:ident {
-            $([$role:ident $kind:ident $audit:ident] $name:ident: $method:ident $sig:tt = $handler:path;)*
+            $([$role:ident $kind:ident $audit:ident $target:ident] $name:ident: $method:ident $sig:tt = $handler:path;)*
         }
     ) => {
         pub(crate) mod $module {
@@ -128,6 +151,8 @@ macro_rules! service {
 
             pub(crate) static ALL: &[&Rpc] = &[$(&$name),*];
         }
+
+        $(target!($target $sig);)*
 
         methods!($api: $trait [] $($module::$name, $method $sig = $handler;)*);
     };
@@ -147,44 +172,44 @@ macro_rules! open {
 }
 
 service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
-    // [role     kind     audit  ] RPC: method(request -> response) = handler;
-    [Producer Unary    quiet  ] UpsertSchedule: upsert_schedule(UpsertScheduleRequest -> UpsertScheduleResponse) = schedules::upsert;
-    [Reader   Unary    quiet  ] GetSchedule: get_schedule(GetScheduleRequest -> GetScheduleResponse) = schedules::get;
-    [Reader   Unary    quiet  ] ListSchedules: list_schedules(ListSchedulesRequest -> ListSchedulesResponse) = schedules::list;
-    [Producer Unary    audited] DeleteSchedule: delete_schedule(DeleteScheduleRequest -> DeleteScheduleResponse) = schedules::delete;
-    [Producer Unary    audited] PauseSchedule: pause_schedule(PauseScheduleRequest -> PauseScheduleResponse) = schedules::pause;
-    [Producer Unary    audited] ResumeSchedule: resume_schedule(ResumeScheduleRequest -> ResumeScheduleResponse) = schedules::resume;
-    [Worker   LongPoll quiet  ] ClaimDueSchedule: claim_due_schedule(ClaimDueScheduleRequest -> ClaimDueScheduleResponse) = schedules::claim;
-    [Worker   Unary    quiet  ] AckOccurrence: ack_occurrence(AckOccurrenceRequest -> AckOccurrenceResponse) = schedules::ack_occurrence;
-    [Reader   Unary    quiet  ] PreviewSchedule: preview_schedule(PreviewScheduleRequest -> PreviewScheduleResponse) = schedules::preview;
-    [Producer Unary    audited] TriggerSchedule: trigger_schedule(TriggerScheduleRequest -> TriggerScheduleResponse) = schedules::trigger;
-    [Producer Unary    audited] BackfillSchedule: backfill_schedule(BackfillScheduleRequest -> BackfillScheduleResponse) = schedules::backfill;
-    [Producer Unary    quiet  ] Enqueue: enqueue(EnqueueRequest -> EnqueueResponse) = jobs::enqueue;
-    [Producer Unary    quiet  ] EnqueueBatch: enqueue_batch(EnqueueBatchRequest -> EnqueueBatchResponse) = jobs::enqueue_batch;
-    [Worker   LongPoll quiet  ] ClaimJob: claim_job(ClaimJobRequest -> ClaimJobResponse) = jobs::claim;
-    [Worker   Unary    quiet  ] AckJob: ack_job(AckJobRequest -> AckJobResponse) = jobs::ack;
-    [Worker   Unary    quiet  ] AckJobs: ack_jobs(AckJobsRequest -> AckJobsResponse) = jobs::ack_jobs;
-    [Worker   Stream   quiet  ] Work: work(stream WorkRequest -> stream WorkStream) = jobs::work;
-    [Worker   Unary    quiet  ] FailJob: fail_job(FailJobRequest -> FailJobResponse) = jobs::fail;
-    [Worker   Unary    quiet  ] ExtendLease: extend_lease(ExtendLeaseRequest -> ExtendLeaseResponse) = jobs::extend_lease;
-    [Reader   Unary    quiet  ] GetJob: get_job(GetJobRequest -> GetJobResponse) = jobs::get;
-    [Reader   Unary    quiet  ] ListJobs: list_jobs(ListJobsRequest -> ListJobsResponse) = jobs::list;
-    [Producer Unary    audited] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
-    [Admin    Unary    audited] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
-    [Reader   Unary    quiet  ] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
-    [Reader   Unary    quiet  ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
-    [Admin    Unary    audited] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;
-    [Admin    Unary    audited] ResumeQueue: resume_queue(ResumeQueueRequest -> ResumeQueueResponse) = queues::resume;
-    [Admin    Unary    audited] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
-    [Admin    Unary    audited] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
-    [Admin    Stream   audited] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
-    [Reader   Unary    quiet  ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
+    // [role     kind     audit   target] RPC: method(request -> response) = handler;
+    [Producer Unary    quiet   ns ] UpsertSchedule: upsert_schedule(UpsertScheduleRequest -> UpsertScheduleResponse) = schedules::upsert;
+    [Reader   Unary    quiet   ns ] GetSchedule: get_schedule(GetScheduleRequest -> GetScheduleResponse) = schedules::get;
+    [Reader   Unary    quiet   ns ] ListSchedules: list_schedules(ListSchedulesRequest -> ListSchedulesResponse) = schedules::list;
+    [Producer Unary    audited ns ] DeleteSchedule: delete_schedule(DeleteScheduleRequest -> DeleteScheduleResponse) = schedules::delete;
+    [Producer Unary    audited ns ] PauseSchedule: pause_schedule(PauseScheduleRequest -> PauseScheduleResponse) = schedules::pause;
+    [Producer Unary    audited ns ] ResumeSchedule: resume_schedule(ResumeScheduleRequest -> ResumeScheduleResponse) = schedules::resume;
+    [Worker   LongPoll quiet   ns ] ClaimDueSchedule: claim_due_schedule(ClaimDueScheduleRequest -> ClaimDueScheduleResponse) = schedules::claim;
+    [Worker   Unary    quiet   ns ] AckOccurrence: ack_occurrence(AckOccurrenceRequest -> AckOccurrenceResponse) = schedules::ack_occurrence;
+    [Reader   Unary    quiet   own] PreviewSchedule: preview_schedule(PreviewScheduleRequest -> PreviewScheduleResponse) = schedules::preview;
+    [Producer Unary    audited ns ] TriggerSchedule: trigger_schedule(TriggerScheduleRequest -> TriggerScheduleResponse) = schedules::trigger;
+    [Producer Unary    audited ns ] BackfillSchedule: backfill_schedule(BackfillScheduleRequest -> BackfillScheduleResponse) = schedules::backfill;
+    [Producer Unary    quiet   ns ] Enqueue: enqueue(EnqueueRequest -> EnqueueResponse) = jobs::enqueue;
+    [Producer Unary    quiet   ns ] EnqueueBatch: enqueue_batch(EnqueueBatchRequest -> EnqueueBatchResponse) = jobs::enqueue_batch;
+    [Worker   LongPoll quiet   ns ] ClaimJob: claim_job(ClaimJobRequest -> ClaimJobResponse) = jobs::claim;
+    [Worker   Unary    quiet   ns ] AckJob: ack_job(AckJobRequest -> AckJobResponse) = jobs::ack;
+    [Worker   Unary    quiet   ns ] AckJobs: ack_jobs(AckJobsRequest -> AckJobsResponse) = jobs::ack_jobs;
+    [Worker   Stream   quiet   own] Work: work(stream WorkRequest -> stream WorkStream) = jobs::work;
+    [Worker   Unary    quiet   ns ] FailJob: fail_job(FailJobRequest -> FailJobResponse) = jobs::fail;
+    [Worker   Unary    quiet   ns ] ExtendLease: extend_lease(ExtendLeaseRequest -> ExtendLeaseResponse) = jobs::extend_lease;
+    [Reader   Unary    quiet   ns ] GetJob: get_job(GetJobRequest -> GetJobResponse) = jobs::get;
+    [Reader   Unary    quiet   ns ] ListJobs: list_jobs(ListJobsRequest -> ListJobsResponse) = jobs::list;
+    [Producer Unary    audited ns ] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
+    [Admin    Unary    audited ns ] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
+    [Reader   Unary    quiet   own] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
+    [Reader   Unary    quiet   ns ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
+    [Admin    Unary    audited ns ] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;
+    [Admin    Unary    audited ns ] ResumeQueue: resume_queue(ResumeQueueRequest -> ResumeQueueResponse) = queues::resume;
+    [Admin    Unary    audited ns ] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
+    [Admin    Unary    audited ns ] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
+    [Admin    Stream   audited own] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
+    [Reader   Unary    quiet   ns ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
 });
 
 // The deprecated operators' service: the same two RPCs as on QueueService.
 service!("dueq.v1.AdminService", admin_service, AdminApi: AdminService {
-    [Admin    Stream   audited] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
-    [Reader   Unary    quiet  ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
+    [Admin    Stream   audited own] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
+    [Reader   Unary    quiet   own] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
 });
 
 open!("grpc.health.v1.Health", health {

@@ -127,9 +127,10 @@ impl ScriptDef {
     }
 }
 
-/// Declares an operation's script: `script!("claim_due", Schedule, keys, argv)`.
+/// Declares an operation's script and ties it to the operation:
+/// `script!(ClaimDue<'_>: "claim_due", Schedule, keys, argv)`.
 macro_rules! script {
-    ($name:literal, $prelude:ident, $keys:expr, $argv:expr) => {
+    ($op:ty: $name:literal, $prelude:ident, $keys:expr, $argv:expr) => {
         pub(crate) static SCRIPT: $crate::store::script::ScriptDef =
             $crate::store::script::ScriptDef::new(
                 $name,
@@ -138,6 +139,12 @@ macro_rules! script {
                 $keys,
                 $argv,
             );
+
+        impl $crate::store::script::Scripted for $op {
+            fn script(&self) -> &'static $crate::store::script::ScriptDef {
+                &SCRIPT
+            }
+        }
     };
 }
 pub(crate) use script;
@@ -213,11 +220,14 @@ impl Call {
 }
 
 /// One state transition (or read): a script call with typed arguments and reply.
-pub(crate) trait Operation {
-    type Output;
-
-    /// The script this operation runs (its module's `SCRIPT`).
+/// The script an operation runs: its module's `SCRIPT`, declared with `script!`,
+/// which implements this.
+pub(crate) trait Scripted {
     fn script(&self) -> &'static ScriptDef;
+}
+
+pub(crate) trait Operation: Scripted {
+    type Output;
 
     /// Pushes KEYS, then ARGV, for the namespace whose keys are given.
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call);

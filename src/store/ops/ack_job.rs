@@ -3,7 +3,7 @@
 use super::{job_head, prelude::*};
 use crate::domain::{JobState, LeaseCheck, LeaseLoss};
 
-script!("ack_job", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(AckJob<'_>: "ack_job", Job, Arity::Exactly(2), Arity::Exactly(10));
 
 pub(crate) struct AckJob<'a> {
     pub(crate) id: &'a str,
@@ -21,10 +21,6 @@ pub(crate) struct AckedJob {
 
 impl Operation for AckJob<'_> {
     type Output = LeaseCheck<AckedJob>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

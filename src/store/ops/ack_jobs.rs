@@ -3,7 +3,7 @@
 use super::{job_head, prelude::*};
 use crate::domain::{JobState, LeaseCheck, LeaseLoss};
 
-script!("ack_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 8, group: 2 });
+script!(AckJobs<'_>: "ack_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 8, group: 2 });
 
 /// One ack's outcome: the job's queue when it was completed.
 pub(crate) type Acked = Result<LeaseCheck<String>, StoreError>;
@@ -25,10 +25,6 @@ pub(crate) struct AckedBatch {
 
 impl Operation for AckJobs<'_> {
     type Output = AckedBatch;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 use super::prelude::*;
 use crate::domain::{LeaseCheck, LeaseLoss};
 
-script!("ack_occurrence", Schedule, Arity::Exactly(3), Arity::Exactly(6));
+script!(AckOccurrence<'_>: "ack_occurrence", Schedule, Arity::Exactly(3), Arity::Exactly(6));
 
 /// How long an acked occurrence record is kept, so a repeated ack says "acked".
 pub(crate) const ACKED_OCCURRENCE_TTL_MS: i64 = 86_400_000;
@@ -16,10 +16,6 @@ pub(crate) struct AckOccurrence<'a> {
 impl Operation for AckOccurrence<'_> {
     /// Done(true) when the ack released a buffered slot of its schedule (BUFFER_ONE).
     type Output = LeaseCheck<bool>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.occurrence_leases())

@@ -2,7 +2,7 @@
 
 use super::{prelude::*, schedule_head};
 
-script!("backfill_schedule", Schedule, Arity::Exactly(6), Arity::AtLeast(5));
+script!(BackfillSchedule<'_>: "backfill_schedule", Schedule, Arity::Exactly(6), Arity::AtLeast(5));
 
 /// Most slots that may wait in one schedule's backfill set (several calls add up).
 pub(crate) const MAX_BACKFILL_WAITING: u64 = 10_000;
@@ -30,10 +30,6 @@ pub(crate) enum Backfilled {
 
 impl Operation for BackfillSchedule<'_> {
     type Output = Backfilled;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

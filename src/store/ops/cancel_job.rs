@@ -6,7 +6,7 @@ use crate::{
     store::packed_job::read_job,
 };
 
-script!("cancel_job", Job, Arity::Exactly(2), Arity::Exactly(9));
+script!(CancelJob<'_>: "cancel_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
 pub(crate) struct CancelJob<'a> {
     pub(crate) id: &'a str,
@@ -22,10 +22,6 @@ pub(crate) struct Guarded {
 
 impl Operation for CancelJob<'_> {
     type Output = Guarded;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
-script!("claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
+script!(ClaimDue<'_>: "claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -83,10 +83,6 @@ pub(crate) enum ClaimReply {
 
 impl Operation for ClaimDue<'_> {
     type Output = ClaimAnswer;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

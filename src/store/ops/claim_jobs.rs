@@ -7,7 +7,7 @@ use super::{
 };
 use crate::{domain::JobRecord, store::packed_job::read_job};
 
-script!("claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
+script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -47,10 +47,6 @@ pub(crate) struct ClaimedBatch {
 
 impl Operation for ClaimJobs<'_> {
     type Output = ClaimedBatch;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -2,7 +2,7 @@
 
 use super::{prelude::*, schedule_head};
 
-script!("delete_schedule", Schedule, Arity::Exactly(7), Arity::Exactly(3));
+script!(DeleteSchedule<'_>: "delete_schedule", Schedule, Arity::Exactly(7), Arity::Exactly(3));
 
 pub(crate) struct DeleteSchedule<'a> {
     pub(crate) id: &'a str,
@@ -11,10 +11,6 @@ pub(crate) struct DeleteSchedule<'a> {
 impl Operation for DeleteSchedule<'_> {
     /// Whether the schedule existed.
     type Output = bool;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

@@ -4,7 +4,7 @@
 use super::{job_prefixes, prelude::*};
 use crate::domain::{EnqueueOutcome, Enqueued, JobSpec, JobState, RunAt, SCHEDULE_SCHEMA};
 
-script!(
+script!(EnqueueJobs<'_>: 
     "enqueue_jobs",
     Job,
     Arity::Exactly(2),
@@ -26,10 +26,6 @@ impl Operation for EnqueueJobs<'_> {
     /// One result per job, in order: a job refused by the quota is
     /// `StoreError::Quota`, the others are unaffected.
     type Output = Vec<Result<Enqueued, StoreError>>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta()).key(keys.jobs_done());

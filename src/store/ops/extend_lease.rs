@@ -4,7 +4,7 @@
 use super::{ack_job::lease_guarded, job_head, prelude::*};
 use crate::domain::LeaseCheck;
 
-script!("extend_lease", Job, Arity::Exactly(2), Arity::Exactly(11));
+script!(ExtendLease<'_>: "extend_lease", Job, Arity::Exactly(2), Arity::Exactly(11));
 
 pub(crate) struct ExtendLease<'a> {
     pub(crate) id: &'a str,
@@ -15,10 +15,6 @@ pub(crate) struct ExtendLease<'a> {
 impl Operation for ExtendLease<'_> {
     /// The new lease deadline.
     type Output = LeaseCheck<i64>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 use super::{ack_job::lease_guarded, job_head, prelude::*};
 use crate::domain::{Failed, Failure, JobState, LeaseCheck};
 
-script!("fail_job", Job, Arity::Exactly(2), Arity::Exactly(14));
+script!(FailJob<'_>: "fail_job", Job, Arity::Exactly(2), Arity::Exactly(14));
 
 pub(crate) struct FailJob<'a> {
     pub(crate) id: &'a str,
@@ -26,10 +26,6 @@ pub(crate) struct FailedJob {
 
 impl Operation for FailJob<'_> {
     type Output = LeaseCheck<FailedJob>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

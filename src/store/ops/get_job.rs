@@ -3,7 +3,7 @@
 use super::{job_prefixes, prelude::*};
 use crate::{domain::JobRecord, store::packed_job::read_job};
 
-script!("get_job", Job, Arity::Exactly(2), Arity::Exactly(9));
+script!(GetJob<'_>: "get_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
 pub(crate) struct GetJob<'a> {
     pub(crate) id: &'a str,
@@ -11,10 +11,6 @@ pub(crate) struct GetJob<'a> {
 
 impl Operation for GetJob<'_> {
     type Output = Option<JobRecord>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta()).key(keys.job(self.id));

@@ -3,7 +3,7 @@
 use super::{prelude::*, schedule_head};
 use crate::domain::{RecentRun, ScheduleRecord};
 
-script!("get_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
+script!(GetSchedule<'_>: "get_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(3));
 
 pub(crate) struct GetSchedule<'a> {
     pub(crate) id: &'a str,
@@ -11,10 +11,6 @@ pub(crate) struct GetSchedule<'a> {
 
 impl Operation for GetSchedule<'_> {
     type Output = Option<ScheduleRecord>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

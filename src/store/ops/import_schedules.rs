@@ -5,7 +5,7 @@ use super::{prelude::*, schedule_head, under_lock};
 use super::upsert_schedule::timing_args;
 use crate::domain::{ScheduleRecord, SCHEDULE_SCHEMA};
 
-script!(
+script!(ImportSchedules<'_>: 
     "import_schedules",
     Schedule,
     Arity::Exactly(5),
@@ -31,10 +31,6 @@ pub(crate) struct ImportCounts {
 impl Operation for ImportSchedules<'_> {
     /// `None` when the lock was lost (nothing written).
     type Output = Option<ImportCounts>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

@@ -4,7 +4,7 @@
 use super::{prelude::*, schedule_head};
 use crate::domain::{limits::PageShape, ScheduleRecord};
 
-script!("list_due_schedules", Schedule, Arity::Exactly(4), Arity::Exactly(9));
+script!(ListDueSchedules<'_>: "list_due_schedules", Schedule, Arity::Exactly(4), Arity::Exactly(9));
 
 pub(crate) struct ListDueSchedules<'a> {
     /// The next run (epoch ms) and id of the previous page's last entry.
@@ -31,10 +31,6 @@ pub(crate) struct DueAfter {
 
 impl Operation for ListDueSchedules<'_> {
     type Output = ListedDue;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

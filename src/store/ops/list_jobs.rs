@@ -6,7 +6,7 @@ use crate::{
     store::packed_job::read_job,
 };
 
-script!("list_jobs", Job, Arity::Exactly(1), Arity::Exactly(15));
+script!(ListJobs<'_>: "list_jobs", Job, Arity::Exactly(1), Arity::Exactly(15));
 
 pub(crate) struct ListJobs<'a> {
     pub(crate) queue: &'a str,
@@ -37,10 +37,6 @@ pub(crate) struct ListedJobs {
 
 impl Operation for ListJobs<'_> {
     type Output = ListedJobs;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta());

@@ -3,7 +3,7 @@
 use super::{prelude::*, schedule_head};
 use crate::domain::{limits::PageShape, ScheduleRecord, ScheduleStatus};
 
-script!("list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(8));
+script!(ListSchedules<'_>: "list_schedules", Schedule, Arity::Exactly(3), Arity::Exactly(8));
 
 pub(crate) struct ListSchedules<'a> {
     /// Exclusive lower bound ("" = from the first).
@@ -33,10 +33,6 @@ pub(crate) struct ListedSchedules {
 
 impl Operation for ListSchedules<'_> {
     type Output = ListedSchedules;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

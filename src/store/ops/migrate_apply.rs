@@ -3,7 +3,7 @@
 
 use super::{migrate_scan::RecordVersion, prelude::*, schedule_head, under_lock};
 
-script!(
+script!(MigrateApply<'_>: 
     "migrate_apply",
     Schedule,
     Arity::Exactly(5),
@@ -65,10 +65,6 @@ pub(crate) struct MigrateApply<'a> {
 impl Operation for MigrateApply<'_> {
     /// `None` when the lock was lost (nothing written).
     type Output = Option<ApplyCounts>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

@@ -3,7 +3,7 @@
 
 use super::{job_head, prelude::*, under_lock};
 
-script!("migrate_counts", Job, Arity::Exactly(3), Arity::Exactly(11));
+script!(MigrateCounts<'_>: "migrate_counts", Job, Arity::Exactly(3), Arity::Exactly(11));
 
 pub(crate) struct MigrateCounts<'a> {
     pub(crate) token: &'a str,
@@ -23,10 +23,6 @@ pub(crate) struct CountStep {
 impl Operation for MigrateCounts<'_> {
     /// `None` when the lock was lost (nothing written).
     type Output = Option<CountStep>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

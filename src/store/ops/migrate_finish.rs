@@ -4,7 +4,7 @@
 use super::{prelude::*, under_lock};
 use crate::domain::SCHEDULE_SCHEMA;
 
-script!("migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(3));
+script!(MigrateFinish<'_>: "migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(3));
 
 pub(crate) struct MigrateFinish<'a> {
     pub(crate) token: &'a str,
@@ -15,10 +15,6 @@ pub(crate) struct MigrateFinish<'a> {
 impl Operation for MigrateFinish<'_> {
     /// The due index's size, or `None` when the lock was lost (nothing written).
     type Output = Option<u64>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta())

@@ -3,7 +3,7 @@
 
 use super::{migrate_scan::Cursor, prelude::*, schedule_head, under_lock};
 
-script!("migrate_index", Schedule, Arity::Exactly(5), Arity::Exactly(6));
+script!(MigrateIndex<'_>: "migrate_index", Schedule, Arity::Exactly(5), Arity::Exactly(6));
 
 pub(crate) struct MigrateIndex<'a> {
     pub(crate) token: &'a str,
@@ -24,10 +24,6 @@ pub(crate) struct IndexBatch {
 impl Operation for MigrateIndex<'_> {
     /// `None` when the lock was lost (nothing written).
     type Output = Option<IndexBatch>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

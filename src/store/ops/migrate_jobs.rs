@@ -3,7 +3,7 @@
 
 use super::{prelude::*, under_lock};
 
-script!("migrate_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(11));
+script!(MigrateJobs<'_>: "migrate_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(11));
 
 /// Most jobs one call converts, so no single script holds Redis long.
 pub(crate) const JOBS_PER_CALL: usize = 50;
@@ -43,10 +43,6 @@ pub(crate) struct JobStepCounts {
 impl Operation for MigrateJobs<'_> {
     /// `None` when the lock was lost (nothing written).
     type Output = Option<JobStepCounts>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let mode = match &self.step {

@@ -2,7 +2,7 @@
 
 use super::prelude::*;
 
-script!("migrate_lock", Core, Arity::Exactly(1), Arity::Exactly(3));
+script!(MigrateLock<'_>: "migrate_lock", Core, Arity::Exactly(1), Arity::Exactly(3));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockOp {
@@ -30,10 +30,6 @@ pub(crate) enum LockReply {
 
 impl Operation for MigrateLock<'_> {
     type Output = LockReply;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let op = match self.op {

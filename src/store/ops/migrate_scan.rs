@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::prelude::*;
 use crate::{domain::ScheduleRecord, store::keys::BoringnodeKeys};
 
-script!("migrate_scan", Schedule, Arity::AtLeast(1), Arity::Exactly(5));
+script!(MigrateScan<'_>: "migrate_scan", Schedule, Arity::AtLeast(1), Arity::Exactly(5));
 
 /// Most records one call reads. Copying a record out of a script costs ~20 µs;
 /// measured on a busy 2-core box migrating 1M schedules (`dueq-bench --only
@@ -107,10 +107,6 @@ pub(crate) struct ScanBatch {
 
 impl Operation for MigrateScan<'_> {
     type Output = ScanBatch;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let walk = match &self.source {

@@ -95,7 +95,7 @@ mod prelude {
         keys::NamespaceKeys,
         records,
         reply::Reply,
-        script::{script, Arity, Call, Operation, ScriptDef},
+        script::{script, Arity, Call, Operation},
         StoreError,
     };
 }

@@ -3,16 +3,12 @@
 use super::prelude::*;
 use crate::domain::{Listing, NamespaceHealth};
 
-script!("namespace_status", Core, Arity::Exactly(6), Arity::Exactly(0));
+script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(6), Arity::Exactly(0));
 
 pub(crate) struct NamespaceStatus;
 
 impl Operation for NamespaceStatus {
     type Output = NamespaceHealth;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.meta())

@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("pause_queue", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(PauseQueue<'_>: "pause_queue", Job, Arity::Exactly(2), Arity::Exactly(10));
 
 pub(crate) struct PauseQueue<'a> {
     pub(crate) queue: &'a str,
@@ -13,10 +13,6 @@ pub(crate) struct PauseQueue<'a> {
 impl Operation for PauseQueue<'_> {
     /// Whether the flag changed.
     type Output = bool;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 use super::{get_schedule::optional_record, prelude::*, schedule_head};
 use crate::domain::ScheduleRecord;
 
-script!("pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(4));
+script!(PauseSchedule<'_>: "pause_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(4));
 
 pub(crate) struct PauseSchedule<'a> {
     pub(crate) id: &'a str,
@@ -14,10 +14,6 @@ pub(crate) struct PauseSchedule<'a> {
 impl Operation for PauseSchedule<'_> {
     /// The paused schedule, or `None` when there is no such schedule.
     type Output = Option<ScheduleRecord>;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

@@ -2,7 +2,7 @@
 
 use super::prelude::*;
 
-script!("peek_due", Core, Arity::Exactly(2), Arity::Exactly(0));
+script!(PeekDue: "peek_due", Core, Arity::Exactly(2), Arity::Exactly(0));
 
 pub(crate) struct PeekDue;
 
@@ -17,10 +17,6 @@ pub(crate) struct DuePeek {
 
 impl Operation for PeekDue {
     type Output = DuePeek;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         call.key(keys.due()).key(keys.occurrence_leases());

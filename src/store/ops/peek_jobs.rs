@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("peek_jobs", Job, Arity::Exactly(2), Arity::AtLeast(8));
+script!(PeekJobs<'_>: "peek_jobs", Job, Arity::Exactly(2), Arity::AtLeast(8));
 
 pub(crate) struct PeekJobs<'a> {
     pub(crate) queues: &'a [String],
@@ -18,10 +18,6 @@ pub(crate) struct JobPeek {
 
 impl Operation for PeekJobs<'_> {
     type Output = JobPeek;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("prune_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
+script!(PruneJobs: "prune_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
 
 pub(crate) struct PruneJobs {
     pub(crate) max_age_ms: i64,
@@ -21,10 +21,6 @@ pub(crate) struct Pruned {
 
 impl Operation for PruneJobs {
     type Output = Pruned;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

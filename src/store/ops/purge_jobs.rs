@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("purge_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
+script!(PurgeJobs<'_>: "purge_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
 
 /// Most jobs one call may delete (the script's run time is bounded by it).
 pub(crate) const MAX_BATCH: u32 = 500;
@@ -42,10 +42,6 @@ pub(crate) struct PurgedBatch {
 
 impl Operation for PurgeJobs<'_> {
     type Output = PurgedBatch;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 use super::{job_head, prelude::*};
 use crate::domain::{QueuePage, QueueStats};
 
-script!("queue_stats", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(QueueStatsPage<'_>: "queue_stats", Job, Arity::Exactly(2), Arity::Exactly(10));
 
 /// Most queues one script call reads (its run time is bounded by it);
 /// `Store::queue_stats` makes several calls for a larger page.
@@ -18,10 +18,6 @@ pub(crate) struct QueueStatsPage<'a> {
 
 impl Operation for QueueStatsPage<'_> {
     type Output = QueuePage;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("release_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 9, group: 2 });
+script!(ReleaseJobs<'_>: "release_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 9, group: 2 });
 
 /// Why leases are given back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +31,6 @@ pub(crate) struct Released {
 
 impl Operation for ReleaseJobs<'_> {
     type Output = Released;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

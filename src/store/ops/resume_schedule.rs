@@ -4,7 +4,7 @@
 use super::{prelude::*, schedule_head, upsert_schedule::follow_arg};
 use crate::domain::{NextRun, ScheduleRecord};
 
-script!("resume_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(6));
+script!(ResumeSchedule<'_>: "resume_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(6));
 
 pub(crate) struct ResumeSchedule<'a> {
     pub(crate) id: &'a str,
@@ -22,10 +22,6 @@ pub(crate) enum Resumed {
 
 impl Operation for ResumeSchedule<'_> {
     type Output = Resumed;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

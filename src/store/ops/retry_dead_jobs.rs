@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!("retry_dead_jobs", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(RetryDeadJobs<'_>: "retry_dead_jobs", Job, Arity::Exactly(2), Arity::Exactly(10));
 
 /// Most jobs one call may retry (the script's run time is bounded by it).
 pub(crate) const MAX_BATCH: u32 = 500;
@@ -23,10 +23,6 @@ pub(crate) struct RetriedBatch {
 
 impl Operation for RetryDeadJobs<'_> {
     type Output = RetriedBatch;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -3,7 +3,7 @@
 use super::{cancel_job::state_guarded, job_head, prelude::*};
 use crate::domain::StateCheck;
 
-script!("retry_job", Job, Arity::Exactly(2), Arity::Exactly(9));
+script!(RetryJob<'_>: "retry_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
 pub(crate) struct RetryJob<'a> {
     pub(crate) id: &'a str,
@@ -11,10 +11,6 @@ pub(crate) struct RetryJob<'a> {
 
 impl Operation for RetryJob<'_> {
     type Output = StateCheck;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::prelude::*;
 
-script!("schedule_gauges", Core, Arity::Exactly(3), Arity::Exactly(1));
+script!(ScheduleGauges: "schedule_gauges", Core, Arity::Exactly(3), Arity::Exactly(1));
 
 pub(crate) struct ScheduleGauges {
     /// `--overdue-after`.
@@ -21,10 +21,6 @@ pub(crate) struct ScheduleCounts {
 
 impl Operation for ScheduleGauges {
     type Output = ScheduleCounts;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let overdue_ms = i64::try_from(self.overdue_after.as_millis()).unwrap_or(i64::MAX);

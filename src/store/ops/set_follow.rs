@@ -4,7 +4,7 @@
 use super::{delete_schedule::single_flag, prelude::*, schedule_head, upsert_schedule::follow_arg};
 use crate::domain::Follow;
 
-script!("set_follow", Schedule, Arity::Exactly(4), Arity::Exactly(5));
+script!(SetFollow<'_>: "set_follow", Schedule, Arity::Exactly(4), Arity::Exactly(5));
 
 pub(crate) struct SetFollow<'a> {
     pub(crate) id: &'a str,
@@ -16,10 +16,6 @@ pub(crate) struct SetFollow<'a> {
 impl Operation for SetFollow<'_> {
     /// Whether it was written (false: the schedule moved meanwhile).
     type Output = bool;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

@@ -2,7 +2,7 @@
 
 use super::{prelude::*, schedule_head};
 
-script!("trigger_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(6));
+script!(TriggerSchedule<'_>: "trigger_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(6));
 
 pub(crate) struct TriggerSchedule<'a> {
     pub(crate) namespace: &'a str,
@@ -27,10 +27,6 @@ pub(crate) enum Triggered {
 
 impl Operation for TriggerSchedule<'_> {
     type Output = Triggered;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);

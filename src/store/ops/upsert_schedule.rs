@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!("upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(25));
+script!(UpsertSchedule<'_>: "upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(25));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -45,10 +45,6 @@ pub(crate) struct Upserted {
 
 impl Operation for UpsertSchedule<'_> {
     type Output = Upserted;
-
-    fn script(&self) -> &'static ScriptDef {
-        &SCRIPT
-    }
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         let def = self.def;

@@ -156,8 +156,11 @@ impl Hand {
     }
 }
 
-/// A claim call in flight: its acks, the jobs it may claim, and what it returns.
-type Call = BoxFuture<'static, (Vec<(String, String)>, usize, Called)>;
+/// A claim call's acks, the jobs it may claim, and what it returned.
+type Answered = (Vec<(String, String)>, usize, Called);
+
+/// A claim call in flight.
+type Call = BoxFuture<'static, Answered>;
 
 /// One stream's loop, in named steps: `admit` the worker's messages, `claim` (start
 /// calls while slots or acks wait), `next_event` (park like a long-poll when idle),
@@ -182,7 +185,7 @@ struct WorkLoop {
 
 /// What woke the loop.
 enum Event {
-    Answered((Vec<(String, String)>, usize, Called)),
+    Answered(Answered),
     Message(Option<WorkInput>),
     Woken(bool),
     BackoffOver,
@@ -293,22 +296,8 @@ impl WorkLoop {
     }
 
     /// Settles a call's answer with the stream and decides whether to claim again.
-    async fn settle(
-        &mut self,
-        (acks, max_jobs, called): (Vec<(String, String)>, usize, Called),
-    ) -> Result<(), End> {
-        let finished = self
-            .jobs
-            .finish(
-                &self.entry,
-                &mut self.hand,
-                acks,
-                max_jobs,
-                called,
-                true,
-                &self.output,
-            )
-            .await;
+    async fn settle(&mut self, (acks, max_jobs, called): Answered) -> Result<(), End> {
+        let finished = self.finish((acks, max_jobs, called), true).await;
         match finished {
             // An ack-only call says nothing of what is claimable.
             Ok(_) if max_jobs == 0 => {}
@@ -330,23 +319,96 @@ impl WorkLoop {
         Ok(())
     }
 
+    /// Settles a call with the stream: answers its acks, then sends the jobs it
+    /// claimed (or, when `deliver` is false or the worker cannot be reached, puts them
+    /// back at the head of their queues, attempt not counted, as a reply that cannot
+    /// carry them).
+    async fn finish(
+        &mut self,
+        (acks, max_jobs, called): Answered,
+        deliver: bool,
+    ) -> Result<Round, Delivery> {
+        let hand = &mut self.hand;
+        hand.reserved = hand.reserved.saturating_sub(max_jobs);
+        for (_, token) in &acks {
+            hand.acking.remove(token);
+        }
+        let (jobs, more, answered) = match called {
+            Called::Done { jobs, more, acked } => {
+                let answered = self.answer_acks(acks, acked).await;
+                (jobs, more, answered)
+            }
+            Called::Full { acked, error } => {
+                self.answer_acks(acks, acked).await?;
+                return Err(Delivery::Failed(error));
+            }
+            Called::Failed(error) => {
+                let copy = Err(Error::Store(store_error(&error)));
+                self.answer_acks(acks, copy).await?;
+                return Err(Delivery::Failed(error));
+            }
+        };
+        let deliver = deliver && answered.is_ok();
+        let claimed = jobs.len();
+        let mut jobs = jobs.into_iter();
+        while let Some(job) = jobs.next() {
+            let lease = (job.id.clone(), job.lease_token.clone());
+            if !deliver
+                || self
+                    .output
+                    .send(WorkOutput::Job(Box::new(job)))
+                    .await
+                    .is_err()
+            {
+                let unsent: Vec<(String, String)> = std::iter::once(lease)
+                    .chain(jobs.map(|job| (job.id, job.lease_token)))
+                    .collect();
+                let leases: Vec<Lease<'_>> = unsent
+                    .iter()
+                    .map(|(i, t)| (i.as_str(), t.as_str()))
+                    .collect();
+                if let Err(error) = self.jobs.release(&self.namespace, &leases).await {
+                    tracing::warn!(namespace = %self.namespace, %error, "could not release jobs a work stream never sent");
+                }
+                return Err(Delivery::Closed);
+            }
+            self.hand.held.insert(lease.1, lease.0);
+        }
+        answered?;
+        Ok(Round { claimed, more })
+    }
+
+    /// Answers each ack with its outcome (or the call's error); a job acked under the
+    /// lease it was sent with is no longer held, unless the store refused the ack.
+    async fn answer_acks(
+        &mut self,
+        acks: Vec<(String, String)>,
+        acked: Result<Vec<Result<(), Error>>, Error>,
+    ) -> Result<(), Delivery> {
+        let outcomes: Vec<Result<(), Error>> = match acked {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let store = store_error(&error);
+                acks.iter()
+                    .map(|_| Err(Error::Store(store.clone())))
+                    .collect()
+            }
+        };
+        for ((id, token), result) in acks.into_iter().zip(outcomes) {
+            if settles(&result) {
+                self.hand.settle(&id, &token);
+            }
+            deliver(&self.output, WorkOutput::Acked { id, result }).await?;
+        }
+        Ok(())
+    }
+
     /// Calls already made still land: their acks are answered and the jobs they
     /// claimed, never sent, go back to their queues. Then the worker hears of a
     /// shutdown, or its jobs are released when it is gone.
     async fn wind_down(mut self, end: End) {
-        while let Some((acks, max_jobs, called)) = self.calls.next().await {
-            let _ = self
-                .jobs
-                .finish(
-                    &self.entry,
-                    &mut self.hand,
-                    acks,
-                    max_jobs,
-                    called,
-                    false,
-                    &self.output,
-                )
-                .await;
+        while let Some(answered) = self.calls.next().await {
+            let _ = self.finish(answered, false).await;
         }
         match end {
             End::Shutdown => {
@@ -478,91 +540,6 @@ impl Jobs {
             // worker may send it again.
             Err(error) => Called::Failed(error),
         }
-    }
-
-    /// Settles a call with the stream: answers its acks, then sends the jobs it
-    /// claimed (or, when `deliver` is false or the worker cannot be reached, puts them
-    /// back at the head of their queues, attempt not counted, as a reply that cannot
-    /// carry them).
-    #[allow(clippy::too_many_arguments)]
-    async fn finish(
-        &self,
-        entry: &Entry,
-        hand: &mut Hand,
-        acks: Vec<(String, String)>,
-        max_jobs: usize,
-        called: Called,
-        deliver: bool,
-        output: &mpsc::Sender<WorkOutput>,
-    ) -> Result<Round, Delivery> {
-        hand.reserved = hand.reserved.saturating_sub(max_jobs);
-        for (_, token) in &acks {
-            hand.acking.remove(token);
-        }
-        let (jobs, more, answered) = match called {
-            Called::Done { jobs, more, acked } => {
-                let answered = self.answer_acks(hand, acks, acked, output).await;
-                (jobs, more, answered)
-            }
-            Called::Full { acked, error } => {
-                self.answer_acks(hand, acks, acked, output).await?;
-                return Err(Delivery::Failed(error));
-            }
-            Called::Failed(error) => {
-                let copy = Err(Error::Store(store_error(&error)));
-                self.answer_acks(hand, acks, copy, output).await?;
-                return Err(Delivery::Failed(error));
-            }
-        };
-        let deliver = deliver && answered.is_ok();
-        let claimed = jobs.len();
-        let mut jobs = jobs.into_iter();
-        while let Some(job) = jobs.next() {
-            let lease = (job.id.clone(), job.lease_token.clone());
-            if !deliver || output.send(WorkOutput::Job(Box::new(job))).await.is_err() {
-                let unsent: Vec<(String, String)> = std::iter::once(lease)
-                    .chain(jobs.map(|job| (job.id, job.lease_token)))
-                    .collect();
-                let leases: Vec<Lease<'_>> = unsent
-                    .iter()
-                    .map(|(i, t)| (i.as_str(), t.as_str()))
-                    .collect();
-                if let Err(error) = self.release(entry.name(), &leases).await {
-                    tracing::warn!(namespace = %entry.name(), %error, "could not release jobs a work stream never sent");
-                }
-                return Err(Delivery::Closed);
-            }
-            hand.held.insert(lease.1, lease.0);
-        }
-        answered?;
-        Ok(Round { claimed, more })
-    }
-
-    /// Answers each ack with its outcome (or the call's error); a job acked under the
-    /// lease it was sent with is no longer held, unless the store refused the ack.
-    async fn answer_acks(
-        &self,
-        hand: &mut Hand,
-        acks: Vec<(String, String)>,
-        acked: Result<Vec<Result<(), Error>>, Error>,
-        output: &mpsc::Sender<WorkOutput>,
-    ) -> Result<(), Delivery> {
-        let outcomes: Vec<Result<(), Error>> = match acked {
-            Ok(outcomes) => outcomes,
-            Err(error) => {
-                let store = store_error(&error);
-                acks.iter()
-                    .map(|_| Err(Error::Store(store.clone())))
-                    .collect()
-            }
-        };
-        for ((id, token), result) in acks.into_iter().zip(outcomes) {
-            if settles(&result) {
-                hand.settle(&id, &token);
-            }
-            deliver(output, WorkOutput::Acked { id, result }).await?;
-        }
-        Ok(())
     }
 
     /// The stream is gone: its jobs go back to their queues now, attempt counted.

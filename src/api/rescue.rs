@@ -1,6 +1,6 @@
 //! The one place an error becomes a gRPC status (in the spirit of linkerd2-proxy's
 //! `errors/respond.rs`). Handlers return [`ApiError`] and cannot build a `Status`;
-//! every RPC goes through [`Rescue::respond`] (see `service.rs`), so no handler can
+//! every RPC goes through [`Rescue::respond`] (see `rpcs.rs`), so no handler can
 //! skip the mapping, the operator hint, the needs-Migrate notice or the bound on the
 //! message.
 

@@ -45,13 +45,13 @@ COPY --from=build /src/target/release/dueq /usr/local/bin/dueq
 # Not root: the service needs no privilege (it listens above 1024 and writes nothing).
 USER 10001
 # A public address needs DUEQ_AUTH_FILE (or DUEQ_ALLOW_UNAUTHENTICATED=true): without
-# either dueq refuses to start (README, Security; docker-compose.yml ships one).
+# either dueq refuses to start (docs/security.md; docker-compose.yml ships one).
 ENV DUEQ_LISTEN=0.0.0.0:50051
 EXPOSE 50051
 # `dueq health` asks the service's gRPC health endpoint on 127.0.0.1:50051 and exits
 # 0 only while it answers SERVING (its Redis reachable, its scripts loaded). Pass
 # `--addr` too if DUEQ_LISTEN moves the port; with DUEQ_TLS_CERT, override it with
-# `--addr https://127.0.0.1:50051 --tls-ca … [--tls-server-name …]` (README).
+# `--addr https://127.0.0.1:50051 --tls-ca … [--tls-server-name …]` (docs/cli.md).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/dueq", "health", "--timeout", "3s"]
 ENTRYPOINT ["/usr/local/bin/dueq"]

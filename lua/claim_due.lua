@@ -66,14 +66,14 @@
 --   domain::occurrence_id, so the record and the id handed to the worker agree.
 -- * every schedules advance here with lib/rules.lua every_advance, which a library
 --   test pins to timing::Timing::advance.
--- * catch-up policies (docs: README "Policies"): a schedule that is behind under its
+-- * catch-up policies (docs/schedules.md, "Catch-up"): a schedule that is behind under its
 --   policy (a slot older than its catch-up window is due, or, under SKIP or ALL, the
 --   slot after the due one is due too) is answered with "compute": the caller
 --   (timing::Timing::catch_up) plans which slot to hand out and how many to skip, and
 --   the plan is applied under the same rev/next check as a cron hint. ALL hands out
 --   one missed slot per claim: the record's next run is the cursor, so a claim never
 --   loops over missed slots. Skips are counted on the record per reason.
--- * overlap policies (README "Policies"): under SKIP and BUFFER_ONE a leased claim
+-- * overlap policies (docs/schedules.md, "Overlap"): under SKIP and BUFFER_ONE a leased claim
 --   records its occurrence id on the schedule (`outstanding`). A slot that comes due
 --   while that occurrence is still leased and unacked (an expired lease that will be
 --   re-handed is still outstanding) is not handed out: the schedule advances past it

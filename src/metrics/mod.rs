@@ -1,5 +1,5 @@
 //! Prometheus metrics (`--metrics-listen`): one registry per service, the families
-//! whose names and labels are the contract (README, Observability), and the bound on
+//! whose names and labels are the contract (docs/operations.md, Observability), and the bound on
 //! their cardinality.
 //!
 //! Counters and histograms are updated where the outcome is learnt: RPCs in the

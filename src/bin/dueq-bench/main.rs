@@ -1,5 +1,5 @@
 //! `dueq-bench`: measures dueq against the Redis ceiling of its own scripts, and
-//! against peers, in one run on one machine. See README "Performance".
+//! against peers, in one run on one machine. See docs/performance.md.
 //!
 //! A tool beside the service, not a mode of it: it starts a `redis-server` and the
 //! `dueq` binary (`dueq serve`) as child processes and drives the service over gRPC.

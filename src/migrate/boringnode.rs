@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::{
     lock::Lease,
     progress::{send, Phase, Progress, ProgressTx},
-    Migrator, Options,
+    Migrator, Options, Run,
 };
 use crate::{
     domain::{
@@ -70,9 +70,14 @@ impl Migrator {
         progress.estimated_total = total;
         progress.from_schema = state.schema_version();
         progress.phase = Phase::Import;
-        let result = self
-            .import_batches(namespace, source, options, tx, &mut progress, &mut lease)
-            .await;
+        let mut run = Run {
+            namespace,
+            options,
+            tx,
+            progress: &mut progress,
+            lease: &mut lease,
+        };
+        let result = self.import_batches(&mut run, source).await;
         lease.release().await;
         result?;
         if !options.dry_run {
@@ -95,45 +100,37 @@ impl Migrator {
         Ok(progress)
     }
 
-    async fn import_batches(
-        &self,
-        namespace: &str,
-        source: &Source,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        send(tx, progress).await?;
+    async fn import_batches(&self, run: &mut Run<'_, '_>, source: &Source) -> Result<(), Error> {
+        send(run.tx, run.progress).await?;
         let mut cursor = Cursor::start();
         loop {
-            lease.keep().await?;
+            run.lease.keep().await?;
             let started = Instant::now();
             let (scanned, next) = self
                 .scan(
-                    namespace,
+                    run.namespace,
                     ScanSource::Import(&source.keys),
                     cursor,
-                    options.batch,
+                    run.options.batch,
                 )
                 .await?;
             let mut records = Vec::with_capacity(scanned.len());
             for found in &scanned {
-                progress.scanned += 1;
+                run.progress.scanned += 1;
                 match convert(found) {
                     Ok(Some(record)) => records.push(record),
                     Ok(None) => {}
-                    Err(reason) => progress.problems.push((found.id.clone(), reason)),
+                    Err(reason) => run.progress.problems.push((found.id.clone(), reason)),
                 }
             }
-            if options.dry_run {
-                progress.imported += records.len() as u64;
+            if run.options.dry_run {
+                run.progress.imported += records.len() as u64;
             } else if !records.is_empty() {
-                self.write_imported(namespace, source, &records, progress, lease)
+                self.write_imported(run.namespace, source, &records, run.progress, run.lease)
                     .await?;
             }
-            progress.timed(started);
-            send(tx, progress).await?;
+            run.progress.timed(started);
+            send(run.tx, run.progress).await?;
             if next.is_done() {
                 return Ok(());
             }

@@ -7,44 +7,39 @@
 
 use tokio::time::Instant;
 
-use super::{lock::Lease, progress::Progress, Migrator, Options};
+use super::{lock::Lease, Migrator, Options, Run};
 use crate::{
     error::Error,
     store::ops::migrate_counts::{CountStep, MigrateCounts},
 };
 
 impl Migrator {
-    pub(super) async fn count_queues(
-        &self,
-        namespace: &str,
-        options: Options,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        if options.dry_run {
+    pub(super) async fn count_queues(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
+        if run.options.dry_run {
             return Ok(());
         }
-        if self.store.queue_counts_kept(namespace).await? {
+        if self.store.queue_counts_kept(run.namespace).await? {
             return Ok(());
         }
-        let mut queues = self.store.meta_queues(namespace).await?;
+        let mut queues = self.store.meta_queues(run.namespace).await?;
         queues.sort();
         for queue in &queues {
             loop {
-                lease.keep().await?;
+                run.lease.keep().await?;
                 let started = Instant::now();
                 let step = self
-                    .count_step(namespace, lease, Some(queue), options)
+                    .count_step(run.namespace, run.lease, Some(queue), run.options)
                     .await?;
-                progress.timed(started);
-                progress.scanned += step.visited;
+                run.progress.timed(started);
+                run.progress.scanned += step.visited;
                 if step.done {
                     break;
                 }
             }
         }
-        lease.keep().await?;
-        self.count_step(namespace, lease, None, options).await?;
+        run.lease.keep().await?;
+        self.count_step(run.namespace, run.lease, None, run.options)
+            .await?;
         Ok(())
     }
 

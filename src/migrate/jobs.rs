@@ -11,8 +11,8 @@ use tokio::time::Instant;
 
 use super::{
     lock::Lease,
-    progress::{send, Phase, Progress, ProgressTx},
-    Migrator, Options,
+    progress::{send, Phase, Progress},
+    Migrator, Options, Run,
 };
 use crate::{
     domain::JOB_LAYOUT,
@@ -41,112 +41,89 @@ impl RecordPass {
 }
 
 impl Migrator {
-    pub(super) async fn convert_jobs(
-        &self,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        progress.phase = Phase::Jobs;
-        send(tx, progress).await?;
+    pub(super) async fn convert_jobs(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
+        run.progress.phase = Phase::Jobs;
+        send(run.tx, run.progress).await?;
         // 1. Ready sets, in claim order. A dry run skips this pass: the record pass
         // below counts every job it would convert.
-        if !options.dry_run {
-            self.move_ready_sets(namespace, options, tx, progress, lease)
-                .await?;
+        if !run.options.dry_run {
+            self.move_ready_sets(run).await?;
         }
         // 2. Every job record still in layout 1 (not ready, or ready without an entry).
-        self.convert_records(namespace, options, tx, progress, lease)
-            .await?;
-        if options.dry_run {
+        self.convert_records(run).await?;
+        if run.options.dry_run {
             return Ok(());
         }
         // 3. The layout-1 listings (UNLINK: O(1) on the main thread).
         let mut walk = LegacyJobWalk::new(LegacyJobKeys::Listings);
-        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
+        while let Some(found) = self
+            .walk_step(&mut walk, run.namespace, run.options, run.lease)
+            .await?
+        {
             for chunk in found.chunks(JOBS_PER_CALL) {
                 let started = Instant::now();
                 let counts = self
-                    .step(namespace, lease, false, JobStep::Drop(chunk))
+                    .step(run.namespace, run.lease, false, JobStep::Drop(chunk))
                     .await?;
-                progress.absorb(counts, started);
+                run.progress.absorb(counts, started);
             }
         }
         // 4. The layout, last.
-        self.record_layout(namespace, tx, progress, lease).await
+        self.record_layout(run).await
     }
 
     /// Rebuilds a lost meta's job fields from the job records: each queue's job
     /// counter and the namespace's sequence rise to the highest found, so every
     /// stored job keeps its number (and its listing entry) and new jobs take numbers
     /// after them; then the layout is recorded, last, which lets job calls in again.
-    pub(super) async fn recount_jobs(
-        &self,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        progress.phase = Phase::Jobs;
-        send(tx, progress).await?;
+    pub(super) async fn recount_jobs(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
+        run.progress.phase = Phase::Jobs;
+        send(run.tx, run.progress).await?;
         let walk = LegacyJobWalk::new(LegacyJobKeys::JobRecords);
-        self.step_over_jobs(
-            walk,
-            RecordPass::Recount,
-            namespace,
-            options,
-            tx,
-            progress,
-            lease,
-        )
-        .await?;
-        if options.dry_run {
+        self.step_over_jobs(run, walk, RecordPass::Recount).await?;
+        if run.options.dry_run {
             return Ok(());
         }
-        self.record_layout(namespace, tx, progress, lease).await
+        self.record_layout(run).await
     }
 
     /// Records the job layout (the last step of a conversion or a recount) and says so.
-    async fn record_layout(
-        &self,
-        namespace: &str,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &Lease<'_>,
-    ) -> Result<(), Error> {
+    async fn record_layout(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
         let started = Instant::now();
-        let counts = self.step(namespace, lease, false, JobStep::Finish).await?;
-        progress.absorb(counts, started);
-        progress.to_jobs_layout = JOB_LAYOUT;
-        send(tx, progress).await
+        let counts = self
+            .step(run.namespace, run.lease, false, JobStep::Finish)
+            .await?;
+        run.progress.absorb(counts, started);
+        run.progress.to_jobs_layout = JOB_LAYOUT;
+        send(run.tx, run.progress).await
     }
 
     /// Runs `pass` over every job the walk finds, a bounded chunk of ids per call.
-    #[allow(clippy::too_many_arguments)] // one Migrate pass's state, passed through
     async fn step_over_jobs(
         &self,
+        run: &mut Run<'_, '_>,
         mut walk: LegacyJobWalk,
         pass: RecordPass,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
     ) -> Result<(), Error> {
-        while let Some(found) = self.walk_step(&mut walk, namespace, options, lease).await? {
-            let ids = LegacyJobWalk::job_ids(&self.store, namespace, &found);
+        while let Some(found) = self
+            .walk_step(&mut walk, run.namespace, run.options, run.lease)
+            .await?
+        {
+            let ids = LegacyJobWalk::job_ids(&self.store, run.namespace, &found);
             for chunk in ids.chunks(JOBS_PER_CALL) {
-                lease.keep().await?;
+                run.lease.keep().await?;
                 let started = Instant::now();
                 let counts = self
-                    .step(namespace, lease, options.dry_run, pass.step(chunk))
+                    .step(
+                        run.namespace,
+                        run.lease,
+                        run.options.dry_run,
+                        pass.step(chunk),
+                    )
                     .await?;
-                progress.absorb(counts, started);
+                run.progress.absorb(counts, started);
             }
-            send(tx, progress).await?;
+            send(run.tx, run.progress).await?;
         }
         Ok(())
     }
@@ -157,50 +134,30 @@ impl Migrator {
         Ok(())
     }
 
-    async fn convert_records(
-        &self,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
+    async fn convert_records(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
         let walk = LegacyJobWalk::new(LegacyJobKeys::JobHashes);
-        self.step_over_jobs(
-            walk,
-            RecordPass::Convert,
-            namespace,
-            options,
-            tx,
-            progress,
-            lease,
-        )
-        .await
+        self.step_over_jobs(run, walk, RecordPass::Convert).await
     }
 
     /// Moves every layout-1 ready set into layout-2 ready lists, in claim order.
-    async fn move_ready_sets(
-        &self,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
+    async fn move_ready_sets(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
         let mut walk = LegacyJobWalk::new(LegacyJobKeys::ReadySets);
-        while let Some(sets) = self.walk_step(&mut walk, namespace, options, lease).await? {
+        while let Some(sets) = self
+            .walk_step(&mut walk, run.namespace, run.options, run.lease)
+            .await?
+        {
             for set in &sets {
                 loop {
-                    lease.keep().await?;
+                    run.lease.keep().await?;
                     let started = Instant::now();
                     let mut counts = self
-                        .step(namespace, lease, false, JobStep::Ready { set })
+                        .step(run.namespace, run.lease, false, JobStep::Ready { set })
                         .await?;
                     // The record pass reports these records again, once.
                     counts.problems.clear();
                     let remaining = counts.remaining;
-                    progress.absorb(counts, started);
-                    send(tx, progress).await?;
+                    run.progress.absorb(counts, started);
+                    send(run.tx, run.progress).await?;
                     if remaining == 0 {
                         break;
                     }

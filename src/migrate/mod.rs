@@ -235,44 +235,46 @@ impl Migrator {
         progress.estimated_total = state.listed;
         progress::send(tx, &progress).await?;
         // 1. Every record: its index entries from its own fields.
-        self.record_pass(namespace, walk, options, tx, &mut progress, lease)
-            .await?;
+        let mut run = Run {
+            namespace,
+            options,
+            tx,
+            progress: &mut progress,
+            lease,
+        };
+        self.record_pass(&mut run, walk).await?;
         // 2. Every index entry: drop the ones no active record backs.
-        self.index_pass(namespace, options, tx, &mut progress, lease)
-            .await?;
+        self.index_pass(&mut run).await?;
         // 3. Jobs in an older layout, converted before the version is written (the
         // schedule finish below releases the lock).
-        progress.from_jobs_layout = state.jobs_layout_version();
-        progress.to_jobs_layout = progress.from_jobs_layout;
+        run.progress.from_jobs_layout = state.jobs_layout_version();
+        run.progress.to_jobs_layout = run.progress.from_jobs_layout;
         if state.jobs_meta_lost() {
-            self.recount_jobs(namespace, options, tx, &mut progress, lease)
-                .await?;
+            self.recount_jobs(&mut run).await?;
         } else if state.jobs_need_migrate() {
-            self.convert_jobs(namespace, options, tx, &mut progress, lease)
-                .await?;
+            self.convert_jobs(&mut run).await?;
         } else if state.jobs_layout.is_some() && !state.jobs_marker && !options.dry_run {
             // Jobs stored before the marker existed: write it (the finish step
             // records the layout the namespace is already in).
-            self.mark_jobs(namespace, lease).await?;
+            self.mark_jobs(namespace, run.lease).await?;
         }
         // 3b. Queue counts for jobs stored before them (issue 14), once the jobs are
         // in the current layout; and the namespace registry.
         if !options.dry_run {
             self.store.register_namespace(namespace).await?;
             if state.jobs_layout.is_some() || state.jobs_need_migrate() || state.jobs_meta_lost() {
-                self.count_queues(namespace, options, &mut progress, lease)
-                    .await?;
+                self.count_queues(&mut run).await?;
             }
         }
         // 4. The version, last.
-        progress.to_schema = if options.dry_run {
-            progress.from_schema
+        run.progress.to_schema = if options.dry_run {
+            run.progress.from_schema
         } else {
             // A lost meta's listing count is rebuilt from the listing just walked.
             let listed = state
                 .schedules_meta_lost()
-                .then_some(progress.scanned_listed);
-            self.finish(namespace, lease, listed).await?;
+                .then_some(run.progress.scanned_listed);
+            self.finish(namespace, run.lease, listed).await?;
             SCHEDULE_SCHEMA
         };
         progress.phase = Phase::Done;
@@ -289,6 +291,17 @@ impl Migrator {
         );
         Ok(progress)
     }
+}
+
+/// One namespace's migration while it runs: the namespace, how (options), where its
+/// progress goes, the progress so far and the migrate lock it holds. Every pass
+/// takes it whole.
+pub(super) struct Run<'a, 'l> {
+    pub(super) namespace: &'a str,
+    pub(super) options: Options,
+    pub(super) tx: &'a ProgressTx,
+    pub(super) progress: &'a mut Progress,
+    pub(super) lease: &'a mut Lease<'l>,
 }
 
 /// How to walk a namespace's schedules, or why it cannot be migrated.

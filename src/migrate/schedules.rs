@@ -8,8 +8,8 @@ use tokio::time::Instant;
 
 use super::{
     lock::Lease,
-    progress::{send, Phase, Progress, ProgressTx},
-    Migrator, Options,
+    progress::{send, Phase},
+    Migrator, Run,
 };
 use crate::{
     domain::{jitter_offset_ms, occurrence_id, ScheduleRecord, ScheduleStatus},
@@ -51,46 +51,40 @@ impl Migrator {
         }
     }
 
-    pub(super) async fn record_pass(
-        &self,
-        namespace: &str,
-        walk: Walk,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        progress.phase = Phase::Records;
+    pub(super) async fn record_pass(&self, run: &mut Run<'_, '_>, walk: Walk) -> Result<(), Error> {
+        run.progress.phase = Phase::Records;
         let mut cursor = Cursor::start();
         loop {
-            lease.keep().await?;
+            run.lease.keep().await?;
             let started = Instant::now();
             let (records, next) = self
                 .scan(
-                    namespace,
+                    run.namespace,
                     ScanSource::Namespace(walk),
                     cursor,
-                    options.batch,
+                    run.options.batch,
                 )
                 .await?;
             let now_ms = self.clock.now_ms();
             let mut decisions = Vec::with_capacity(records.len());
             for record in &records {
-                progress.scanned += 1;
-                progress.scanned_listed += 1;
+                run.progress.scanned += 1;
+                run.progress.scanned_listed += 1;
                 match decide(record, now_ms) {
                     Ok(Some(decision)) => decisions.push(decision),
                     Ok(None) => {}
-                    Err(reason) => progress.problems.push((record.id.clone(), reason)),
+                    Err(reason) => run.progress.problems.push((record.id.clone(), reason)),
                 }
             }
-            if options.dry_run {
-                progress.add(dry_counts(namespace, &records, &decisions));
+            if run.options.dry_run {
+                run.progress
+                    .add(dry_counts(run.namespace, &records, &decisions));
             } else {
-                progress.add(self.apply(namespace, lease, &decisions).await?);
+                run.progress
+                    .add(self.apply(run.namespace, run.lease, &decisions).await?);
             }
-            progress.timed(started);
-            send(tx, progress).await?;
+            run.progress.timed(started);
+            send(run.tx, run.progress).await?;
             if next.is_done() {
                 return Ok(());
             }
@@ -120,34 +114,27 @@ impl Migrator {
         Ok(total)
     }
 
-    pub(super) async fn index_pass(
-        &self,
-        namespace: &str,
-        options: Options,
-        tx: &ProgressTx,
-        progress: &mut Progress,
-        lease: &mut Lease<'_>,
-    ) -> Result<(), Error> {
-        progress.phase = Phase::Index;
+    pub(super) async fn index_pass(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
+        run.progress.phase = Phase::Index;
         let mut cursor = Cursor::start();
         loop {
-            lease.keep().await?;
+            run.lease.keep().await?;
             let started = Instant::now();
             let walk = MigrateIndex {
-                token: &lease.token,
+                token: &run.lease.token,
                 cursor: &cursor,
-                batch: options.batch.min(SCAN_STEP),
-                dry_run: options.dry_run,
+                batch: run.options.batch.min(SCAN_STEP),
+                dry_run: run.options.dry_run,
             };
             let batch = self
                 .store
-                .run(namespace, &walk)
+                .run(run.namespace, &walk)
                 .await?
-                .ok_or_else(|| lease.lost())?;
-            progress.removed += batch.removed;
-            progress.repaired += batch.repaired;
-            progress.timed(started);
-            send(tx, progress).await?;
+                .ok_or_else(|| run.lease.lost())?;
+            run.progress.removed += batch.removed;
+            run.progress.repaired += batch.repaired;
+            run.progress.timed(started);
+            send(run.tx, run.progress).await?;
             if batch.cursor.is_done() {
                 return Ok(());
             }

@@ -131,8 +131,8 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let record = rpc::of(request.extensions()).map(|rpc| {
             let labels = RpcLabels {
-                grpc_service: rpc.service.to_owned(),
-                grpc_method: rpc.method.to_owned(),
+                grpc_service: rpc.service,
+                grpc_method: rpc.method,
             };
             self.metrics.rpc_started.get_or_create(&labels).inc();
             Record {

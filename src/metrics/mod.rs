@@ -39,17 +39,18 @@ pub(crate) use scrape::Sources;
 
 use bound::Bound;
 
-/// Labels of the RPC families (go-grpc-prometheus's names).
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Labels of the RPC families (go-grpc-prometheus's names), from the RPC table's
+/// line, so labelling a call allocates nothing.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RpcLabels {
-    pub(crate) grpc_service: String,
-    pub(crate) grpc_method: String,
+    pub(crate) grpc_service: &'static str,
+    pub(crate) grpc_method: &'static str,
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct HandledLabels {
-    pub(crate) grpc_service: String,
-    pub(crate) grpc_method: String,
+    pub(crate) grpc_service: &'static str,
+    pub(crate) grpc_method: &'static str,
     pub(crate) grpc_code: &'static str,
 }
 

@@ -1,6 +1,6 @@
 //! The log filter and format of the `dueq` binary.
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 
 use tracing_subscriber::EnvFilter;
 
@@ -41,6 +41,10 @@ pub fn init(format: LogFormat) {
         LogFormat::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_ansi(ansi)
+            .with_writer(move || OneLine {
+                inner: std::io::stdout(),
+                ansi,
+            })
             .init(),
         LogFormat::Json => tracing_subscriber::fmt()
             .json()
@@ -50,9 +54,85 @@ pub fn init(format: LogFormat) {
     }
 }
 
+/// Keeps each event of the text format on one line of its own: control characters
+/// inside it (a newline or an escape code in a job id, a worker id, a message) are
+/// written as `\n`, `\r` or `\xNN`, so no value a caller sends can forge a log
+/// line (an audit line above all) or drive a terminal. The formatter writes an event
+/// in one call, ending with its newline, which is kept. With colours on (a
+/// terminal), the escape byte the formatter's own colour codes use passes. The JSON
+/// format needs none of this: JSON escapes control characters itself.
+struct OneLine<W> {
+    inner: W,
+    ansi: bool,
+}
+
+impl<W: Write> OneLine<W> {
+    fn escapes(&self, byte: u8) -> bool {
+        (byte < 0x20 && byte != b'\t' && !(self.ansi && byte == 0x1b)) || byte == 0x7f
+    }
+}
+
+impl<W: Write> Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let (body, newline) = match buf.strip_suffix(b"\n") {
+            Some(body) => (body, true),
+            None => (buf, false),
+        };
+        if !body.iter().any(|&b| self.escapes(b)) {
+            self.inner.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut line = Vec::with_capacity(buf.len() + 16);
+        for &byte in body {
+            match byte {
+                b'\n' => line.extend_from_slice(b"\\n"),
+                b'\r' => line.extend_from_slice(b"\\r"),
+                _ if self.escapes(byte) => write!(line, "\\x{byte:02x}")?,
+                _ => line.push(byte),
+            }
+        }
+        if newline {
+            line.push(b'\n');
+        }
+        self.inner.write_all(&line)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::directives;
+    use std::io::Write;
+
+    use super::{directives, OneLine};
+
+    fn written(ansi: bool, event: &[u8]) -> String {
+        let mut writer = OneLine {
+            inner: Vec::new(),
+            ansi,
+        };
+        writer.write_all(event).expect("write");
+        String::from_utf8(writer.inner).expect("utf-8")
+    }
+
+    #[test]
+    fn a_value_cannot_break_an_event_onto_a_second_line() {
+        let forged =
+            b"INFO enqueued job_id=x\n2026-12-05T00:00:00Z INFO dueq::audit: forged\r\x1b[2J\x7f\n";
+        assert_eq!(
+            written(false, forged),
+            "INFO enqueued job_id=x\\n2026-12-05T00:00:00Z INFO dueq::audit: forged\\r\\x1b[2J\\x7f\n"
+        );
+        // Colour codes pass on a terminal; newlines inside the event still do not.
+        assert_eq!(
+            written(true, b"\x1b[32mINFO\x1b[0m a\nb\n"),
+            "\x1b[32mINFO\x1b[0m a\\nb\n"
+        );
+        assert_eq!(written(false, b"plain\tline\n"), "plain\tline\n");
+    }
 
     #[test]
     fn a_bare_level_is_about_dueq_and_directives_are_taken_as_written() {

@@ -175,7 +175,7 @@ async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
     Service::start_with(config).await
 }
 
-fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+pub(super) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
         let value = format!("Bearer {token}").parse().expect("header value");
@@ -777,10 +777,11 @@ fn a_bad_auth_file_stops_startup_naming_the_principal_and_field() {
 /// `dueq serve` on a free loopback port, serving the example auth file of docs/security.md with
 /// the `ops` principal's hash (from the environment) made from `ops-token`; its
 /// stdout lines come through the receiver.
-struct ReadmeService {
+pub(super) struct ReadmeService {
     child: std::process::Child,
-    addr: String,
-    lines: std::sync::mpsc::Receiver<String>,
+    pub(super) addr: String,
+    /// The service's stdout, a line at a time.
+    pub(super) lines: std::sync::mpsc::Receiver<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -797,6 +798,16 @@ fn readme_auth_file() -> &'static str {
 }
 
 async fn start_readme_service(redis: &Redis) -> ReadmeService {
+    start_logging_service(redis, "json", "info").await
+}
+
+/// The docs' secured service (`ops-token` is its admin's token), logging in `format`
+/// at `level` on the stdout the returned `lines` read.
+pub(super) async fn start_logging_service(
+    redis: &Redis,
+    format: &str,
+    level: &str,
+) -> ReadmeService {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("auth.toml");
     std::fs::write(&path, readme_auth_file()).expect("write auth file");
@@ -804,8 +815,8 @@ async fn start_readme_service(redis: &Redis) -> ReadmeService {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
         .args(["serve", "--listen", &addr, "--redis-url", &redis.url()])
         .args(["--auth-file", path.to_str().expect("utf-8")])
-        .args(["--log-format", "json"])
-        .env("DUEQ_LOG", "info")
+        .args(["--log-format", format])
+        .env("DUEQ_LOG", level)
         .env("DUEQ_OPS_TOKEN_SHA256", token_hash("ops-token"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

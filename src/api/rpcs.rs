@@ -274,6 +274,55 @@ mod tests {
         assert_eq!(table, declared);
     }
 
+    /// docs/security.md's role table and audit list say what the table says: each
+    /// RPC is named in the row of the role its line needs and in no row of a role
+    /// that does not include it, and each audited RPC in the audit sentence.
+    #[test]
+    fn the_security_doc_says_what_the_table_says() {
+        use crate::{auth::Role, rpc::Access};
+        let doc = include_str!("../../docs/security.md");
+        let row = |role: &str| -> Vec<&str> {
+            let prefix = format!("| `{role}` |");
+            let line = doc
+                .lines()
+                .find(|line| line.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("no row for {role}"));
+            line.split(|c: char| !c.is_ascii_alphanumeric()).collect()
+        };
+        let roles = [
+            ("reader", Role::Reader),
+            ("producer", Role::Producer),
+            ("worker", Role::Worker),
+            ("admin", Role::Admin),
+        ];
+        for rpc in super::queue::ALL {
+            let Access::Role(needed) = rpc.access else {
+                continue;
+            };
+            for (name, role) in roles {
+                let named = row(name).contains(&rpc.method);
+                if role == needed {
+                    // admin's row names what only admin may call.
+                    assert!(named, "{} is missing from the {name} row", rpc.method);
+                } else if !role.includes(needed) {
+                    assert!(!named, "the {name} row names {}", rpc.method);
+                }
+            }
+        }
+        let audit = doc
+            .split("log an audit line")
+            .next()
+            .and_then(|before| before.rsplit("\n\n").next())
+            .unwrap_or_default();
+        for rpc in super::queue::ALL.iter().filter(|rpc| rpc.audited) {
+            assert!(
+                audit.contains(rpc.method),
+                "{} is audited: {audit}",
+                rpc.method
+            );
+        }
+    }
+
     /// The operators' RPCs answer alike on both services.
     #[test]
     fn both_services_classify_the_operators_rpcs_alike() {

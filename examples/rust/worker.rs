@@ -104,6 +104,7 @@ async fn work(args: &Args, client: &mut common::Client) -> Result<(), tonic::Sta
                     // Long work should send In::Extend before the lease ends.
                     let message = match handle(&job) {
                         Ok(()) => In::Ack(proto::JobLease {
+                            result: Vec::new(),
                             job_id: job.job_id.clone(),
                             lease_token: job.lease_token.clone(),
                         }),

@@ -93,12 +93,23 @@ end
 --   1 queue  2 name  3 payload  4 priority  5 gseq  6 n  7 state  8 attempts
 --   9 max_attempts  10 backoff  11 base  12 cap  13 jitter  14 lease_ms  15 created
 --   16 run_at  17 updated | 18 worker  19 token  20 finished  21 lease_until
---   22 headers  23 dedup  24 errors  25 px
+--   22 headers  23 dedup  24 errors  25 px  26 version  27 cancel  28 watch
+--   29 fraction  30 message  31 progress_at  32 checkpoint  33 result  34 schedule
+--   35 due  36 run
+-- Issue 30 added 26-36, past the old end, so a record written before them is a
+-- record of this layout with those positions empty (no Migrate step): version
+-- counts the record's writes (packed_save adds one; empty = 0, so a job's first
+-- write makes it 1), cancel is 1 once CancelJob asked the worker of an active job to
+-- stop, watch is when a WatchJob's interest in it ends (epoch ms; a write before
+-- then is announced), fraction/message/progress_at/checkpoint are the worker's last
+-- progress report (progress_at relative to created), result is what AckJob
+-- returned, and schedule/due/run (due in epoch ms) name the schedule slot that
+-- enqueued it.
 -- Fields after REQUIRED are left off the end while they are empty (a fresh job
 -- stores none of them), most often set first. load and save below spell the
 -- positions out rather than loop over a name list: every job script runs them,
 -- and the unrolled form is the cheaper one in Redis's Lua.
-local REQUIRED, FIELDS = 17, 25
+local REQUIRED, FIELDS = 17, 36
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
   cancelled = 6 }
 local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
@@ -116,6 +127,8 @@ local P_QUEUE, P_NAME, P_PAYLOAD, P_PRIORITY, P_GSEQ, P_N, P_STATE = 1, 2, 3, 4,
 local P_ATTEMPTS, P_MAX_ATTEMPTS, P_BACKOFF, P_BASE, P_CAP, P_JITTER = 8, 9, 10, 11, 12, 13
 local P_LEASE_MS, P_CREATED, P_RUN_AT, P_UPDATED, P_WORKER, P_TOKEN = 14, 15, 16, 17, 18, 19
 local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_ERRORS, P_PX = 20, 21, 22, 23, 24, 25
+local P_VERSION, P_CANCEL, P_WATCH, P_FRACTION, P_MESSAGE, P_PROGRESS_AT = 26, 27, 28, 29, 30, 31
+local P_CHECKPOINT, P_RESULT, P_SCHEDULE, P_DUE, P_RUN = 32, 33, 34, 35, 36
 
 -- A record is a msgpack array of REQUIRED..FIELDS items, so it always opens with the
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
@@ -168,6 +181,7 @@ local function packed_of(p)
 end
 
 local function packed_save(key, p)
+  packed_put(p, P_VERSION, (tonumber(p[P_VERSION]) or 0) + 1)
   local packed = packed_of(p)
   redis.call('SET', key, packed)
   return packed
@@ -187,7 +201,10 @@ local function job_load(key)
     created = created, run_at = rel_in(p[16], created), updated = rel_in(p[17], created),
     worker = p[18] or '', token = p[19] or '', finished = rel_in(p[20], created),
     lease_until = rel_in(p[21], created), headers = p[22] or '', dedup = p[23] or '',
-    errors = p[24] or '', px = p[25] or '' }
+    errors = p[24] or '', px = p[25] or '', version = p[26] or '', cancel = p[27] or '',
+    watch = p[28] or '', fraction = p[29] or '', message = p[30] or '',
+    progress_at = rel_in(p[31], created), checkpoint = p[32] or '', result = p[33] or '',
+    schedule = p[34] or '', due = p[35] or '', run = p[36] or '' }
 end
 
 local function job_save(key, r)
@@ -199,7 +216,9 @@ local function job_save(key, r)
     secs_out(r.cap), jitter, secs_out(r.lease_ms), created,
     rel_out(r.run_at, created), rel_out(r.updated, created),
     r.worker, r.token, rel_out(r.finished, created), rel_out(r.lease_until, created),
-    r.headers, r.dedup, r.errors, r.px }
+    r.headers, r.dedup, r.errors, r.px, r.version or '', r.cancel or '', r.watch or '',
+    r.fraction or '', r.message or '', rel_out(r.progress_at, created),
+    r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '' }
   return packed_save(key, p)
 end
 

@@ -139,6 +139,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
     proto::Schedule {
         id: r.def.id,
         timing: Some(timing),
+        target: None,
         timezone: r.def.timezone,
         start_time: r.def.start_ms.map(timestamp),
         end_time: r.def.end_ms.map(timestamp),

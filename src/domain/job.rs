@@ -233,6 +233,38 @@ pub(crate) struct JobRecord {
     pub(crate) dedup_key: String,
     /// The job's number within its queue: where a listing continues after it.
     pub(crate) seq: i64,
+    /// How many times the record was written (0: never since versions were kept).
+    pub(crate) version: u64,
+    /// CancelJob asked the worker of the active job to stop.
+    pub(crate) cancel_requested: bool,
+    /// The worker's last progress report.
+    pub(crate) progress: Option<JobProgress>,
+    /// The last checkpoint reported, handed to the next attempt.
+    pub(crate) checkpoint: Vec<u8>,
+    /// What AckJob returned.
+    pub(crate) result: Vec<u8>,
+    /// The schedule slot that enqueued the job (a schedule's target).
+    pub(crate) schedule: Option<JobSchedule>,
+}
+
+/// A worker's last progress report (the checkpoint is kept apart, in
+/// [`JobRecord::checkpoint`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct JobProgress {
+    pub(crate) fraction: Option<f64>,
+    pub(crate) message: Option<String>,
+    /// When it was reported, epoch ms.
+    pub(crate) at_ms: i64,
+}
+
+/// The schedule slot a job was enqueued for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobSchedule {
+    pub(crate) schedule_id: String,
+    /// The slot's nominal time, epoch ms.
+    pub(crate) due_ms: i64,
+    /// The schedule's run count for this slot.
+    pub(crate) run: u64,
 }
 
 /// What a worker reports with FailJob.

@@ -18,7 +18,8 @@ pub(crate) use health::{
 };
 pub(crate) use job::{
     Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
-    JobErrorEntry, JobRecord, JobSpec, JobState, NewJob, RunAt, StateCheck,
+    JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobSpec, JobState, NewJob, RunAt,
+    StateCheck,
 };
 pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::Namespace;

@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use rmpv::Value;
 
 use super::{reply::Reply, StoreError};
-use crate::domain::{Backoff, BackoffKind, JobErrorEntry, JobRecord, JobState, JOB_LAYOUT};
+use crate::domain::{
+    Backoff, BackoffKind, JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobState, JOB_LAYOUT,
+};
 
 // The layout this decoder reads. A new layout needs a decoder of its own beside this
 // one (or a Migrate step that rewrites every record first), not a silent reinterpretation.
@@ -65,6 +67,18 @@ pub(crate) mod pos {
         DEDUP = 23,
         ERRORS = 24,
         PX = 25,
+        VERSION = 26,
+        CANCEL = 27,
+        #[allow(dead_code, reason = "WatchJob's interest, which only Lua reads")]
+        WATCH = 28,
+        FRACTION = 29,
+        MESSAGE = 30,
+        PROGRESS_AT = 31,
+        CHECKPOINT = 32,
+        RESULT = 33,
+        SCHEDULE = 34,
+        DUE = 35,
+        RUN = 36,
     }
 }
 
@@ -72,7 +86,7 @@ pub(crate) mod pos {
 /// empty.
 const REQUIRED: usize = pos::UPDATED;
 /// Positions a record may hold (job.lua `FIELDS`).
-const FIELDS: usize = pos::PX;
+const FIELDS: usize = pos::RUN;
 /// State codes by position in job.lua's `STATE_NAME`.
 const STATES: [JobState; 6] = [
     JobState::Pending,
@@ -144,6 +158,12 @@ pub(crate) fn packed_job(
         finish_ms: p.after(FINISHED, created)?,
         dedup_key: p.text(DEDUP)?,
         seq: p.int(N)?,
+        version: p.opt_int(VERSION)?.unwrap_or(0).max(0).unsigned_abs(),
+        cancel_requested: p.opt_int(CANCEL)? == Some(1),
+        progress: p.progress(created)?,
+        checkpoint: p.bytes(CHECKPOINT)?,
+        result: p.bytes(RESULT)?,
+        schedule: p.schedule()?,
         id,
     })
 }
@@ -234,6 +254,43 @@ impl Positions<'_> {
             .and_then(|code| code.checked_sub(1))
             .and_then(|i| STATES.get(i).copied())
             .ok_or_else(|| self.corrupt(position, "not a state code"))
+    }
+
+    /// The last progress report (positions FRACTION, MESSAGE, PROGRESS_AT); None
+    /// when none was made.
+    fn progress(&self, created: i64) -> Result<Option<JobProgress>, StoreError> {
+        let Some(at_ms) = self.after(pos::PROGRESS_AT, created)? else {
+            return Ok(None);
+        };
+        let fraction = match self.at(pos::FRACTION) {
+            None | Some(Value::Nil) => None,
+            Some(Value::String(s)) if s.as_bytes().is_empty() => None,
+            Some(value) => Some(
+                value
+                    .as_f64()
+                    .filter(|f| (0.0..=1.0).contains(f))
+                    .ok_or_else(|| self.corrupt(pos::FRACTION, "not a fraction in 0..=1"))?,
+            ),
+        };
+        let message = self.text(pos::MESSAGE)?;
+        Ok(Some(JobProgress {
+            fraction,
+            message: (!message.is_empty()).then_some(message),
+            at_ms,
+        }))
+    }
+
+    /// The schedule slot that enqueued the job (positions SCHEDULE, DUE, RUN).
+    fn schedule(&self) -> Result<Option<JobSchedule>, StoreError> {
+        let schedule_id = self.text(pos::SCHEDULE)?;
+        if schedule_id.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(JobSchedule {
+            schedule_id,
+            due_ms: self.int(pos::DUE)?,
+            run: self.fit(pos::RUN)?,
+        }))
     }
 
     /// job.lua keeps the backoff kind as 1 (fixed) or 0 (exponential).

@@ -5,7 +5,7 @@ use crate::{
         convert::{duration, timestamp},
         ApiError,
     },
-    domain::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobState},
+    domain::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobSchedule, JobState},
     proto,
 };
 
@@ -100,6 +100,24 @@ pub(super) fn job_to_proto(r: JobRecord) -> proto::Job {
         worker_id: r.worker,
         finish_time: r.finish_ms.map(timestamp),
         dedup_key: r.dedup_key,
+        schedule: r.schedule.map(schedule_to_proto),
+        progress: r.progress.map(|p| proto::JobProgress {
+            fraction: p.fraction,
+            message: p.message,
+            checkpoint: (!r.checkpoint.is_empty()).then_some(r.checkpoint),
+            update_time: Some(timestamp(p.at_ms)),
+        }),
+        result: r.result,
+        cancel_requested: r.cancel_requested,
+        version: r.version,
+    }
+}
+
+fn schedule_to_proto(s: JobSchedule) -> proto::JobSchedule {
+    proto::JobSchedule {
+        schedule_id: s.schedule_id,
+        due_time: Some(timestamp(s.due_ms)),
+        run_number: s.run,
     }
 }
 
@@ -116,6 +134,9 @@ pub(super) fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
         priority: r.priority,
         max_attempts: r.max_attempts,
         create_time: Some(timestamp(r.create_ms)),
+        schedule: r.schedule.map(schedule_to_proto),
+        checkpoint: r.checkpoint,
+        cancel_requested: r.cancel_requested,
     }
 }
 

@@ -354,6 +354,7 @@ pub(super) async fn extend_lease(
         .await?;
     Ok(proto::ExtendLeaseResponse {
         lease_deadline: Some(timestamp(until)),
+        cancel_requested: false,
     })
 }
 

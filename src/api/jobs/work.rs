@@ -239,6 +239,7 @@ fn reply(api: &QueueApi, out: WorkOutput) -> Result<proto::WorkResponse, Status>
                 Ok(until) => (
                     Some(proto::ExtendLeaseResponse {
                         lease_deadline: Some(timestamp(until)),
+                        cancel_requested: false,
                     }),
                     0,
                     String::new(),

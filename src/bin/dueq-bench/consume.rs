@@ -129,6 +129,7 @@ async fn rpc_floor(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
 
 fn ack_of(job: &proto::ClaimedJob) -> proto::JobLease {
     proto::JobLease {
+        result: Vec::new(),
         job_id: job.job_id.clone(),
         lease_token: job.lease_token.clone(),
     }
@@ -203,6 +204,7 @@ async fn drain(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
                     return Ok(0);
                 };
                 c.ack_job(proto::AckJobRequest {
+                    result: Vec::new(),
                     namespace: NS.into(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
@@ -590,6 +592,7 @@ async fn wait_by_claims(mut worker: Client, arrivals: Arrivals) -> Result<()> {
             let _ = arrivals.send((j.job_id.clone(), at));
             worker
                 .ack_job(proto::AckJobRequest {
+                    result: Vec::new(),
                     namespace: NS.into(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
@@ -753,6 +756,7 @@ async fn cost_extend(
     let phase = async {
         for (job_id, lease_token) in leases {
             c.extend_lease(proto::ExtendLeaseRequest {
+                progress: None,
                 namespace: NS.into(),
                 job_id,
                 lease_token,
@@ -774,6 +778,7 @@ async fn cost_ack(env: &Env, report: &mut Report, mut c: Client, leases: Vec<Lea
     let phase = async {
         for (job_id, lease_token) in leases {
             c.ack_job(proto::AckJobRequest {
+                result: Vec::new(),
                 namespace: NS.into(),
                 job_id,
                 lease_token,

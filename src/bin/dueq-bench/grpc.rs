@@ -214,6 +214,7 @@ async fn claim_and_ack(
                     return Ok(0);
                 };
                 c.ack_job(proto::AckJobRequest {
+                    result: Vec::new(),
                     namespace: NS.into(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,

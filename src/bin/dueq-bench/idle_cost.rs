@@ -110,6 +110,7 @@ async fn run_one_job(client: &mut Client, ns: &str) -> Result<()> {
         .ok_or("the job was not claimed")?;
     client
         .ack_job(proto::AckJobRequest {
+            result: Vec::new(),
             namespace: ns.into(),
             job_id: enqueued.job_id,
             lease_token: job.lease_token,

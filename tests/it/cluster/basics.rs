@@ -50,6 +50,7 @@ async fn fifty_namespaces_spread_over_the_masters_each_in_one_slot() {
             .expect("the job");
         assert_eq!(claimed.job_id, id);
         c.ack_job(proto::AckJobRequest {
+            result: Vec::new(),
             namespace: ns.clone(),
             job_id: id,
             lease_token: claimed.lease_token,

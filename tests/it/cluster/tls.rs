@@ -51,6 +51,7 @@ async fn serve_jobs_and_schedules(service: &Service) {
             .unwrap_or_else(|| panic!("the job just enqueued in {ns}"));
         assert_eq!(claimed.job_id, id, "{ns}");
         c.ack_job(proto::AckJobRequest {
+            result: Vec::new(),
             namespace: ns.into(),
             job_id: id,
             lease_token: claimed.lease_token,

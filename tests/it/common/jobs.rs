@@ -57,6 +57,7 @@ pub async fn ack_job(
 ) -> Result<proto::AckJobResponse, Status> {
     client
         .ack_job(proto::AckJobRequest {
+            result: Vec::new(),
             namespace: "ns".into(),
             job_id: id.into(),
             lease_token: token.into(),

@@ -166,6 +166,7 @@ async fn retry_only_dead_jobs_and_unknown_ids_are_not_found() {
         ack_job(&mut c, &id, "t").await.map(|_| ()).err(),
         fail_job(&mut c, &id, "t", "e").await.map(|_| ()).err(),
         c.extend_lease(proto::ExtendLeaseRequest {
+            progress: None,
             namespace: "ns".into(),
             job_id: id.clone(),
             lease_token: "t".into(),

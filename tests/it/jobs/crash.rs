@@ -118,6 +118,7 @@ pub async fn crash_test(
                                 work_for(150).await;
                                 let extended = c
                                     .extend_lease(proto::ExtendLeaseRequest {
+                                        progress: None,
                                         namespace: "ns".into(),
                                         job_id: j.job_id.clone(),
                                         lease_token: j.lease_token.clone(),

@@ -251,6 +251,7 @@ async fn an_expired_lease_hands_the_job_to_the_next_worker_with_attempt_plus_one
             .map(|_| ())
             .err(),
         c.extend_lease(proto::ExtendLeaseRequest {
+            progress: None,
             namespace: "ns".into(),
             job_id: e.job_id.clone(),
             lease_token: first.lease_token.clone(),
@@ -321,6 +322,7 @@ async fn extend_lease_keeps_the_job_past_its_first_deadline() {
     for _ in 0..3 {
         let r = c
             .extend_lease(proto::ExtendLeaseRequest {
+                progress: None,
                 namespace: "ns".into(),
                 job_id: e.job_id.clone(),
                 lease_token: claimed.lease_token.clone(),

@@ -286,6 +286,7 @@ async fn idle_namespaces_with_kept_jobs_cost_no_background_scripts() {
             .jobs
             .remove(0);
         c.ack_job(proto::AckJobRequest {
+            result: Vec::new(),
             namespace: ns,
             job_id: id,
             lease_token: j.lease_token,

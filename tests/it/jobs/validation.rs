@@ -217,6 +217,7 @@ async fn bad_claims_and_lease_calls_name_the_field_and_write_nothing() {
     );
     check(
         c.extend_lease(proto::ExtendLeaseRequest {
+            progress: None,
             namespace: "ns".into(),
             job_id: id.clone(),
             lease_token: "t".into(),

@@ -32,6 +32,7 @@ struct Received {
     acks: Vec<proto::AckResult>,
     fails: Vec<proto::FailResult>,
     extends: Vec<proto::ExtendResult>,
+    cancels: Vec<proto::JobLease>,
 }
 
 /// A start on queues of "ns", with a lease no test outlasts (so only the stream can
@@ -89,6 +90,7 @@ impl Work {
 
     async fn ack_lease(&self, id: &str, token: &str) {
         self.send(In::Ack(proto::JobLease {
+            result: Vec::new(),
             job_id: id.into(),
             lease_token: token.into(),
         }))
@@ -113,6 +115,7 @@ impl Work {
 
     async fn extend(&self, id: &str, token: &str, lease_ms: u64) {
         self.send(In::Extend(proto::ExtendLeaseRequest {
+            progress: None,
             namespace: String::new(),
             job_id: id.into(),
             lease_token: token.into(),
@@ -150,6 +153,7 @@ impl Work {
                 Out::Ack(a) => got.acks.push(a),
                 Out::Fail(f) => got.fails.push(f),
                 Out::Extend(e) => got.extends.push(e),
+                Out::Cancel(c) => got.cancels.push(c),
             }
         }
         got
@@ -171,6 +175,7 @@ impl Work {
                 Out::Ack(a) => got.acks.push(a),
                 Out::Fail(f) => got.fails.push(f),
                 Out::Extend(e) => got.extends.push(e),
+                Out::Cancel(c) => got.cancels.push(c),
             }
         }
     }
@@ -205,6 +210,7 @@ async fn enqueue_named(c: &mut Client, queue: &str, names: &[&str]) {
 
 fn lease(id: &str, token: &str) -> proto::JobLease {
     proto::JobLease {
+        result: Vec::new(),
         job_id: id.into(),
         lease_token: token.into(),
     }
@@ -1294,6 +1300,7 @@ fn about(out: &Out) -> (&str, i32) {
         Out::Ack(a) => (&a.job_id, a.code),
         Out::Fail(f) => (&f.job_id, f.code),
         Out::Extend(e) => (&e.job_id, e.code),
+        Out::Cancel(c) => (&c.job_id, 0),
     }
 }
 

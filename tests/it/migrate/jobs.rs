@@ -555,6 +555,7 @@ async fn job_calls(
         (
             "AckJob",
             ok(c.ack_job(proto::AckJobRequest {
+                result: Vec::new(),
                 namespace: ns.clone(),
                 job_id: id.clone(),
                 lease_token: token.clone(),
@@ -575,6 +576,7 @@ async fn job_calls(
         (
             "ExtendLease",
             ok(c.extend_lease(proto::ExtendLeaseRequest {
+                progress: None,
                 namespace: ns.clone(),
                 job_id: id.clone(),
                 lease_token: token,

@@ -584,6 +584,7 @@ async fn work_and_ack_jobs_need_the_worker_role() {
             proto::AckJobsRequest {
                 namespace: "shop-a".into(),
                 acks: vec![proto::JobLease {
+                    result: Vec::new(),
                     job_id: claimed.job_id.clone(),
                     lease_token: claimed.lease_token.clone(),
                 }],

@@ -124,6 +124,7 @@ async fn a_full_redis_hands_out_nothing_and_lets_work_finish() {
         .await
         .expect("AckJob at maxmemory");
     c.extend_lease(proto::ExtendLeaseRequest {
+        progress: None,
         namespace: "ns".into(),
         job_id: "failed".into(),
         lease_token: failed.lease_token.clone(),

@@ -6,6 +6,8 @@
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] id: the job id   ARGV[10] token: its lease token
+-- ARGV[11] result: what the job returned (issue 30), kept with the completed job
+--          ("" = none)
 -- Returns { "ok", now, register (1: put the namespace in the prune due-set), the
 --           job's queue (for the metrics) }
 --       | { "missing" } | { "stale", state } | { "expired" }
@@ -23,6 +25,7 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local outcome, register = complete_job(K, KEYS[1], ARGV[9], ARGV[10], now)
+local outcome, register = complete_job(K, KEYS[1], ARGV[9], ARGV[10], now, nil,
+  ARGV[11])
 if outcome[1] ~= 'ok' then return outcome end
 return { 'ok', now, register, outcome[2] }

@@ -6,8 +6,10 @@
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --            priorities, delayed, leased, listing, dedup
--- ARGV[9..] lease{id, token}: job id, lease token: groups of 2 (at most 1,000 groups;
---           the service bounds it)
+-- ARGV[9] result_count: number R of the acks that carry a result (issue 30)
+-- ARGV[10..] leases, results: the acks (job id, lease token: 2 values each, at most
+--            1,000; the service bounds it), then the R results (the ack's index from
+--            0, the result: 2R values)
 -- Returns { now, register (1: put the namespace in the prune due-set), then per ack
 --           in ARGV order: tag, detail } (tag, detail as claim_jobs.lua's acks)
 --
@@ -27,8 +29,17 @@ local now = now_ms()
 local K = job_keys(ARGV, 1)
 local out = { now, 0 }
 local completions = completions_new(now)
-for i = 9, #ARGV - 1, 2 do
-  local outcome = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now, completions)
+local result_count = tonumber(ARGV[9])
+local last = #ARGV - 2 * result_count
+-- Results by the ARGV position of their ack's id (nil when none carries one).
+local results = nil
+if result_count > 0 then
+  results = {}
+  for i = last + 1, #ARGV - 1, 2 do results[10 + 2 * tonumber(ARGV[i])] = ARGV[i + 1] end
+end
+for i = 10, last - 1, 2 do
+  local outcome = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now, completions,
+    results and results[i])
   if is_error(outcome) then
     out[#out + 1], out[#out + 2] = 'corrupt', outcome.err
   else

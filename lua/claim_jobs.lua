@@ -14,8 +14,10 @@
 -- ARGV[14] max_bytes: reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua packed_bytes) over it
 -- ARGV[15] ack_count: number of acks A carried by this claim (issue 15), applied first
--- ARGV[16..] acks, queues: the A acks (job id, lease token: 2A values), then the
---            queue names
+-- ARGV[16] result_count: number R of those acks that carry a result (issue 30)
+-- ARGV[17..] acks, results, queues: the A acks (job id, lease token: 2A values), the
+--            R results (the ack's index from 0 in the acks, the result: 2R values),
+--            then the queue names
 -- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
 --           record as stored, its payload when kept in its own key (else '')
 --           (lib/job.lua push_job; src/store/packed_job.rs reads them), then per
@@ -42,7 +44,8 @@
 --   queue (the lease set, the pending count), each job record once.
 -- * 4 (a crash never loses work): a claimed job is in the lease set until acked,
 --   failed or re-handed; an expired lease makes it pending again here (attempt + 1 at
---   its next claim) or dead if it has used max_attempts.
+--   its next claim) or dead if it has used max_attempts, or cancelled when a cancel
+--   was requested (issue 30: CancelJob while active; not retried).
 -- * 4: each carried ack is AckJob's transition (lib/job.lua complete_job), applied
 --   before anything is claimed; a refused ack changes nothing and stops nothing.
 -- * 5: refused while the namespace's jobs are in an older layout.
@@ -64,16 +67,27 @@ local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13]
 local max_bytes = tonumber(ARGV[14])
 local register = 0
 local expired = {}
-local acks = tonumber(ARGV[15])
+local acks, result_count = tonumber(ARGV[15]), tonumber(ARGV[16])
+local first_result = 17 + 2 * acks
+-- Results by the ARGV position of their ack's id; nil when no ack carries one, so
+-- an ack without a result costs nothing for them.
+local results = nil
+if result_count > 0 then
+  results = {}
+  for i = first_result, first_result + 2 * result_count - 1, 2 do
+    results[17 + 2 * tonumber(ARGV[i])] = ARGV[i + 1]
+  end
+end
 local queues = {}
-for i = 16 + 2 * acks, #ARGV do queues[#queues + 1] = ARGV[i] end
+for i = first_result + 2 * result_count, #ARGV do queues[#queues + 1] = ARGV[i] end
 
 -- 0. The acks this claim carries: each exactly as AckJob (invariant 4), so a worker
 -- finishes its last jobs and fetches the next ones in one round trip and one script.
 local acked = {}
 local completions = completions_new(now)
-for i = 16, 15 + 2 * acks, 2 do
-  local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions)
+for i = 17, 16 + 2 * acks, 2 do
+  local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions,
+    results and results[i])
   if is_error(outcome) then
     acked[#acked + 1], acked[#acked + 2] = 'corrupt', outcome.err
   else
@@ -97,7 +111,11 @@ local function reclaim(queue)
         expired[queue] = (expired[queue] or 0) + 1
         push_error(r, r.attempts, 'lease expired', now)
         r.token, r.lease_until, r.updated = '', '', now
-        if r.attempts >= r.max_attempts then
+        if r.cancel == 1 then
+          r.state, r.finished = 'cancelled', now
+          job_save(key, r)
+          register = math.max(register, finish_entry(done, id, now))
+        elseif r.attempts >= r.max_attempts then
           r.state, r.finished = 'dead', now
           job_save(key, r)
           register = math.max(register, finish_entry(done, id, now))
@@ -246,7 +264,7 @@ while claimed < max_jobs and skips < budget do
   end
   if best == nil then break end
   local id, p, q = best.id, best.p, best.queue
-  bytes = bytes + packed_bytes(K, id, p, true, false) + #worker
+  bytes = bytes + packed_bytes(K, id, p, true, false, true) + #worker
   if claimed > 0 and bytes > max_bytes then break end
   best.id, best.p, best.next = nil, nil, best.next + 1
   -- The claim's change, on the array: active, leased to this worker and token.

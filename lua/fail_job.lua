@@ -10,7 +10,7 @@
 -- ARGV[12] retry_after_ms: retry after ms ("" = use the job's backoff)
 -- ARGV[13] non_retryable: "1" = non-retryable
 -- ARGV[14] random: a uniform random number in [0, 1) from the caller, for jitter
--- Returns { "ok", now, new state, run_at ms ("" when dead),
+-- Returns { "ok", now, new state, run_at ms ("" when dead or cancelled),
 --           register (1: put the namespace in the prune due-set), the job's queue }
 --       | { "missing" } | { "stale", state } | { "expired" }
 --
@@ -20,6 +20,9 @@
 -- * 1: state, error history and the lease/delayed/ready/finished entries change
 --   together. O(log N).
 -- * queue state (lib/job.lua): pending count and dead set follow the new state.
+-- * issue 30: a job whose cancel was requested (CancelJob while active) ends
+--   cancelled, not retried and not dead: finished, its error recorded, in the
+--   finished set as any cancelled job.
 -- * 5: refused while the namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -33,6 +36,12 @@ if not key then return r end
 push_error(r, r.attempts, ARGV[11], now)
 r.lease_until, r.updated = '', now
 redis.call('ZREM', K.leased .. r.queue, id)
+
+if r.cancel == 1 then
+  r.state, r.finished = 'cancelled', now
+  job_save(key, r)
+  return { 'ok', now, 'cancelled', '', finish_entry(KEYS[1], id, now), r.queue }
+end
 
 if ARGV[13] == '1' or r.attempts >= r.max_attempts then
   r.state, r.finished = 'dead', now

@@ -9,12 +9,13 @@
 --         from the start)
 -- ARGV[11] page_size: page size   ARGV[12] state: state filter ("" = any)
 -- ARGV[13] budget: most jobs to examine in this call (bounds the work when filtering)
--- ARGV[14] full: "1" = the full view (payload and headers); "" = basic (both left empty)
+-- ARGV[14] full: "1" = the full view (payload, headers, result and checkpoint); "" =
+--          basic (those left empty)
 -- ARGV[15] max_bytes: reply byte budget: the page ends before the job that would take its jobs'
 --          bytes (lib/job.lua packed_bytes) over it (a page holds at least one job)
 -- Returns { next_after ("" = done), n, then per job: id, packed record, payload
---           (lib/job.lua push_job; a basic page's records repacked without payload
---           and headers) }
+--           (lib/job.lua push_job; a basic page's records repacked without payload,
+--           headers, result and checkpoint) }
 --
 -- Invariant 3 (docs/DESIGN.md): bounded by ARGV[13] jobs and MAX_BUCKETS listing buckets per call
 -- (buckets emptied by pruning cost one HGETALL each), never a scan of the queue; a
@@ -52,13 +53,16 @@ while cursor < last and count < page and examined < budget and buckets < MAX_BUC
     if p == nil or (not is_error(p) and (p[P_N] ~= e[1] or p[P_QUEUE] ~= queue)) then
       redis.call('HDEL', bkey, e[3])
     elseif not is_error(p) and (filter == '' or STATE_NAME[p[P_STATE]] == filter) then
-      bytes = bytes + packed_bytes(K, e[2], p, full, true)
+      bytes = bytes + packed_bytes(K, e[2], p, full, true, full)
       if count > 0 and bytes > max_bytes then
         cut, filled = true, true -- this job opens the next page
         break
       end
       if not full then
         p[P_PAYLOAD], p[P_HEADERS], p[P_PX] = '', '', ''
+        -- Only positions the record holds: a hole would pack it as a map.
+        if p[P_CHECKPOINT] then p[P_CHECKPOINT] = '' end
+        if p[P_RESULT] then p[P_RESULT] = '' end
         packed = packed_of(p)
       end
       push_job(out, K, e[2], packed, p[P_PX])

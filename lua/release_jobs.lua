@@ -18,6 +18,8 @@
 --   An abandoned job is treated as its lease expiring now (claim_jobs.lua `reclaim`):
 --   the attempt counts, the error 'worker stream closed' is recorded, and a job that
 --   has used max_attempts goes dead, so a job that kills its worker cannot loop.
+--   A job whose cancel was requested (issue 30) ends cancelled in either mode: no
+--   worker is left to stop it, and it is not handed out again.
 -- * 9 (work is never handed out that the reply cannot carry): the service calls this
 --   when an encoded claim reply would pass the message limit.
 -- * 5: refused while the namespace's jobs are in an older layout.
@@ -39,7 +41,11 @@ for i = 10, #ARGV - 1, 2 do
     else
       push_error(r, r.attempts, 'worker stream closed', now)
     end
-    if abandoned and r.attempts >= r.max_attempts then
+    if r.cancel == 1 then
+      r.state, r.finished = 'cancelled', now
+      job_save(key, r)
+      register = math.max(register, finish_entry(KEYS[1], id, now))
+    elseif abandoned and r.attempts >= r.max_attempts then
       r.state, r.finished = 'dead', now
       job_save(key, r)
       register = math.max(register, finish_entry(KEYS[1], id, now))

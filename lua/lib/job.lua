@@ -44,7 +44,8 @@
 --   in K.payload .. id instead of the record
 -- listing_ids(K, queue, ns) -> the ids of many job numbers, a bucket at a time, and
 --   the numbers
--- packed_bytes(K, id, p, full, errors) -> about how many bytes the record takes in a reply
+-- packed_bytes(K, id, p, full, errors, checkpoint) -> about how many bytes the record
+--   takes in a reply
 -- lease_check(r, token, now) -> nil when token is the current lease of the active job
 --   r and that lease has not expired, else the refusal to return: { "stale", state }
 --   or { "expired" } (invariant 4: the lease is the only authority); the rule itself
@@ -53,8 +54,9 @@
 -- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
 --   record's DUEQ_CORRUPT error)
 -- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
--- complete_job(K, done, id, token, now[, batch]) -> AckJob's transition (below);
---   with a batch (completions_new), its index writes wait for completions_flush
+-- complete_job(K, done, id, token, now[, batch[, result]]) -> AckJob's transition
+--   (below); with a batch (completions_new), its index writes wait for
+--   completions_flush; a non-empty result is kept with the completed job (issue 30)
 --
 -- Invariant 5 (docs/DESIGN.md) (migration explicit, never silent): job scripts refuse a namespace
 -- whose jobs are in another layout instead of reading them as missing.
@@ -253,8 +255,9 @@ end
 
 -- Bytes a record's fields take in a reply, read without loading a separate payload
 -- (STRLEN): the variable-length fields plus REPLY_FIXED for the fixed-size ones and
--- the protobuf framing. `full` counts the payload and headers (left out of a basic
--- listing); `errors` counts the error history (a claim's reply has none). Invariant
+-- the protobuf framing. `full` counts the payload, headers and result (left out of a
+-- basic listing); `errors` counts the error history (a claim's reply has none);
+-- `checkpoint` the last checkpoint (a claim hands it to the next attempt). Invariant
 -- 9: a claim or a page stops adding records before its reply outgrows the budget the
 -- caller passes.
 local REPLY_FIXED = 256
@@ -265,13 +268,16 @@ local function payload_bytes(K, id, px, payload)
   return #payload
 end
 
-local function packed_bytes(K, id, p, full, errors)
+local function packed_bytes(K, id, p, full, errors, checkpoint)
   local n = REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
-    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '')
+    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '') + #(p[P_MESSAGE] or '')
+    + #(p[P_SCHEDULE] or '')
   if errors then n = n + #(p[P_ERRORS] or '') end
   if full then
     n = n + #(p[P_HEADERS] or '') + payload_bytes(K, id, p[P_PX], p[P_PAYLOAD])
+      + #(p[P_RESULT] or '')
   end
+  if checkpoint then n = n + #(p[P_CHECKPOINT] or '') end
   return n
 end
 
@@ -414,7 +420,7 @@ end
 -- reply items { 'ok', queue } and whether the namespace must be registered for
 -- pruning (finish_entry), or the refusal (lease_check / job_at: { 'missing' },
 -- { 'stale', state }, { 'expired' }, or the record's DUEQ_CORRUPT error) and 0.
-local function complete_job(K, done, id, token, now, batch)
+local function complete_job(K, done, id, token, now, batch, result)
   local key = K.job .. id
   local p = packed_load(key)
   if p == nil then return { 'missing' }, 0 end
@@ -426,6 +432,7 @@ local function complete_job(K, done, id, token, now, batch)
   p[P_STATE], p[P_UPDATED] = STATE_CODE.completed, now - created
   packed_put(p, P_FINISHED, now - created)
   p[P_LEASE_UNTIL] = ''
+  if result and result ~= '' then packed_put(p, P_RESULT, result) end
   packed_save(key, p)
   local queue = p[P_QUEUE]
   if batch then

@@ -276,6 +276,28 @@ pub(crate) struct Failure {
     pub(crate) non_retryable: bool,
 }
 
+/// A worker's progress report (ExtendLease.progress, issue 30): each field that is
+/// set replaces the stored one, each unset one keeps it. Validated by the API layer
+/// (`limits::MAX_PROGRESS_MESSAGE_LEN`, `limits::MAX_CHECKPOINT_LEN`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ProgressReport {
+    /// In 0..=1.
+    pub(crate) fraction: Option<f64>,
+    /// Empty clears the stored message.
+    pub(crate) message: Option<String>,
+    /// Empty clears the stored checkpoint.
+    pub(crate) checkpoint: Option<Vec<u8>>,
+}
+
+/// Outcome of a successful ExtendLease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extended {
+    /// The lease's end, epoch ms (unchanged when only progress was reported).
+    pub(crate) until_ms: i64,
+    /// CancelJob asked the worker to stop.
+    pub(crate) cancel_requested: bool,
+}
+
 /// Outcome of a successful FailJob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Failed {

@@ -14,9 +14,17 @@ pub(crate) const MAX_RUN_LIMIT: u64 = 1 << 53;
 pub(crate) const MAX_TIMESTAMP_SECS: i64 = 253_402_300_799;
 /// Most bytes one job or schedule message carries besides its payload: every header
 /// at its limits with its protobuf framing, and a generous 64 KiB for the rest (ids,
-/// names, the namespace, a cron expression, an error message, times, counters).
+/// names, the namespace, a cron expression, an error message, times, counters), and
+/// a claimed job's checkpoint (issue 30).
 pub(crate) const MAX_RECORD_OVERHEAD: usize =
-    MAX_HEADERS * (MAX_HEADER_KEY_LEN + MAX_HEADER_VALUE_LEN + 16) + 64 * 1024;
+    MAX_HEADERS * (MAX_HEADER_KEY_LEN + MAX_HEADER_VALUE_LEN + 16) + 64 * 1024 + MAX_CHECKPOINT_LEN;
+/// Longest progress message a worker may report (ExtendLease.progress.message).
+pub(crate) const MAX_PROGRESS_MESSAGE_LEN: usize = 256;
+/// Largest checkpoint a worker may report (ExtendLease.progress.checkpoint); a claim
+/// hands it to the next attempt, so it counts in a claimed job's message.
+pub(crate) const MAX_CHECKPOINT_LEN: usize = 64 * 1024;
+/// Largest result an ack may carry (AckJob.result, JobLease.result).
+pub(crate) const MAX_RESULT_LEN: usize = 64 * 1024;
 /// Longest namespace name.
 pub(crate) const MAX_NAMESPACE_LEN: usize = 64;
 

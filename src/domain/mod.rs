@@ -17,9 +17,9 @@ pub(crate) use health::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
 };
 pub(crate) use job::{
-    Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Failed, Failure,
-    JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobSpec, JobState, NewJob, RunAt,
-    StateCheck,
+    Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Extended, Failed, Failure,
+    JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobSpec, JobState, NewJob, ProgressReport,
+    RunAt, StateCheck,
 };
 pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::Namespace;

@@ -27,8 +27,8 @@ use crate::{
     context::Context,
     domain::Namespace,
     domain::{
-        limits::PageShape, EnqueueOutcome, Enqueued, Failed, Failure, JobRecord, JobSpec, JobState,
-        LeaseCheck, NewJob, StateCheck,
+        limits::PageShape, EnqueueOutcome, Enqueued, Extended, Failed, Failure, JobRecord, JobSpec,
+        JobState, LeaseCheck, NewJob, ProgressReport, StateCheck,
     },
     effects::{Effects, Ready},
     error::{Error, JobAction, LostLease, Missing},
@@ -37,7 +37,7 @@ use crate::{
     namespaces::Work,
     store::ops::{
         ack_job::AckJob,
-        ack_jobs::{AckJobs, Acked},
+        ack_jobs::{AckJobs, AckResults, Acked},
         cancel_job::CancelJob,
         claim_jobs::ClaimJobs,
         enqueue_jobs::EnqueueJobs,
@@ -78,6 +78,9 @@ pub(crate) struct ClaimRequest<'a> {
     pub(crate) max_bytes: usize,
     /// Jobs to complete first, as AckJob would (issue 15), before any wait.
     pub(crate) acks: &'a [Lease<'a>],
+    /// The results some of those acks carry: (index in `acks`, result), non-empty
+    /// results only (issue 30).
+    pub(crate) results: AckResults<'a>,
 }
 
 pub(crate) struct Jobs {
@@ -224,12 +227,12 @@ impl Jobs {
         first: &AtomicBool,
         acked: &Mutex<Vec<Result<(), Error>>>,
     ) -> Result<Attempt<Vec<JobRecord>>, Error> {
-        let acks = if first.swap(false, Ordering::AcqRel) {
-            claim.acks
+        let (acks, results) = if first.swap(false, Ordering::AcqRel) {
+            (claim.acks, claim.results)
         } else {
-            &[]
+            (&[][..], &[][..])
         };
-        match self.attempt(entry, claim, acks).await {
+        match self.attempt(entry, claim, acks, results).await {
             Ok((attempt, outcomes)) => {
                 if !acks.is_empty() {
                     *lock(acked) = outcomes;
@@ -240,7 +243,7 @@ impl Jobs {
                 // Redis refused the claim before it ran, acks and all: finishing work
                 // frees memory, so the acks still go through, on their own; the call
                 // answers the refusal (ClaimJobRequest.acks says so).
-                self.ack_many(entry.name(), acks).await?;
+                self.ack_many(entry.name(), acks, results).await?;
                 Err(StoreError::OutOfMemory { url }.into())
             }
             Err(error) => Err(error),
@@ -253,6 +256,7 @@ impl Jobs {
         entry: &Entry,
         claim: &ClaimRequest<'_>,
         acks: &[Lease<'_>],
+        results: AckResults<'_>,
     ) -> Result<(Attempt<Vec<JobRecord>>, Vec<Result<(), Error>>), Error> {
         let token_base = uuid::Uuid::new_v4().simple().to_string();
         let op = ClaimJobs {
@@ -263,6 +267,7 @@ impl Jobs {
             token_base: &token_base,
             max_bytes: claim.max_bytes,
             acks,
+            results,
         };
         let batch = self.cx.store.run(entry.name(), &op).await?;
         let mut effects =
@@ -291,16 +296,22 @@ impl Jobs {
         Ok((attempt, acked))
     }
 
-    /// Completes up to 100 jobs in one script call; an outcome per lease, in order.
+    /// Completes up to 100 jobs in one script call, with the results some carry (by
+    /// index in `leases`); an outcome per lease, in order.
     pub(crate) async fn ack_many(
         &self,
         namespace: &Namespace,
         leases: &[Lease<'_>],
+        results: AckResults<'_>,
     ) -> Result<Vec<Result<(), Error>>, Error> {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
-        let batch = self.cx.store.run(namespace, &AckJobs { leases }).await?;
+        let batch = self
+            .cx
+            .store
+            .run(namespace, &AckJobs { leases, results })
+            .await?;
         let mut effects = Effects::finished(batch.register);
         let acked = acked(leases, batch.acked, &mut effects);
         self.cx.apply(&self.entry(namespace), effects).await;
@@ -354,13 +365,16 @@ impl Jobs {
         Ok(released.count)
     }
 
+    /// Completes a job; a non-empty `result` is kept with it (issue 30).
     pub(crate) async fn ack(
         &self,
         namespace: &Namespace,
         id: &str,
         token: &str,
+        result: &[u8],
     ) -> Result<(), Error> {
-        let check = self.cx.store.run(namespace, &AckJob { id, token }).await?;
+        let op = AckJob { id, token, result };
+        let check = self.cx.store.run(namespace, &op).await?;
         let acked = lease_result(id, check)?;
         let mut effects = Effects::finished(acked.register);
         effects.completed.push(acked.queue);
@@ -386,28 +400,37 @@ impl Jobs {
             register: asked,
             queue,
         } = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
-        let dead = failed.state == JobState::Dead;
         let mut effects = Effects::finished(asked);
-        effects.failed = Some((queue, dead));
-        if !dead {
-            effects.ready = Some((Work::Jobs, Ready::At(failed.run_at_ms)));
+        match failed.state {
+            // A cancel was requested (issue 30): the job ends as a cancelled one,
+            // which no failure counter counts.
+            JobState::Cancelled => {}
+            JobState::Dead => effects.failed = Some((queue, true)),
+            _ => {
+                effects.failed = Some((queue, false));
+                effects.ready = Some((Work::Jobs, Ready::At(failed.run_at_ms)));
+            }
         }
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(failed)
     }
 
-    /// Returns the new lease deadline.
+    /// Extends a lease to `lease_ms` from now (None: leaves its deadline) and stores
+    /// a progress report, in one script call; returns the deadline and whether a
+    /// cancel was requested.
     pub(crate) async fn extend(
         &self,
         namespace: &Namespace,
         id: &str,
         token: &str,
-        lease_ms: i64,
-    ) -> Result<i64, Error> {
+        lease_ms: Option<i64>,
+        progress: Option<&ProgressReport>,
+    ) -> Result<Extended, Error> {
         let extend = ExtendLease {
             id,
             token,
             lease_ms,
+            progress,
         };
         lease_result(id, self.cx.store.run(namespace, &extend).await?)
     }
@@ -511,6 +534,7 @@ mod tests {
             wait: Duration::from_secs(30),
             max_bytes: 1 << 20,
             acks: &[],
+            results: &[],
         };
         let namespace = crate::testing::namespace("ns");
         let wait = jobs.claim(&namespace, &claim);

@@ -30,7 +30,7 @@ use tokio::{sync::mpsc, time::Instant};
 
 use super::{ClaimRequest, Jobs, Lease};
 use crate::{
-    domain::{Failed, Failure, JobRecord, Namespace},
+    domain::{Extended, Failed, Failure, JobRecord, Namespace, ProgressReport},
     error::Error,
     longpoll::Waiter,
     namespaces::Entry,
@@ -67,6 +67,8 @@ pub(crate) enum WorkInput {
     Ack {
         id: String,
         token: String,
+        /// What the job returned (empty: nothing; issue 30).
+        result: Vec<u8>,
     },
     Fail {
         id: String,
@@ -76,7 +78,9 @@ pub(crate) enum WorkInput {
     Extend {
         id: String,
         token: String,
-        lease_ms: i64,
+        /// None: the deadline stays (only progress is reported).
+        lease_ms: Option<i64>,
+        progress: Option<ProgressReport>,
     },
 }
 
@@ -94,7 +98,7 @@ pub(crate) enum WorkOutput {
     },
     Extended {
         id: String,
-        result: Result<i64, Error>,
+        result: Result<Extended, Error>,
     },
     /// The loop ended because the service is shutting down.
     ShuttingDown,
@@ -117,6 +121,9 @@ struct Hand {
     held: HashMap<String, String>,
     /// Acks received, to apply with the next claim call.
     acks: Vec<(String, String)>,
+    /// Lease token -> the result of a received ack that carries one (issue 30), taken
+    /// out when the ack goes in a call; acks without a result cost nothing here.
+    results: HashMap<String, Vec<u8>>,
     capacity: usize,
     /// Lease tokens of held jobs whose acks are in a call in flight: their slots are
     /// spoken for by that call's claim.
@@ -146,6 +153,17 @@ impl Hand {
     /// released if the stream breaks).
     fn holds(&self, id: &str, token: &str) -> bool {
         self.held.get(token).is_some_and(|held| held == id)
+    }
+
+    /// The results of `acks` (by index) that carry one, taken out of the hand.
+    fn take_results(&mut self, acks: &[(String, String)]) -> Vec<(usize, Vec<u8>)> {
+        if self.results.is_empty() {
+            return Vec::new();
+        }
+        acks.iter()
+            .enumerate()
+            .filter_map(|(i, (_, token))| self.results.remove(token).map(|r| (i, r)))
+            .collect()
     }
 
     /// The job is answered for under its lease: its slot is free.
@@ -257,6 +275,7 @@ impl WorkLoop {
             }
             let take = hand.acks.len().min(MAX_PER_CALL);
             let acks: Vec<(String, String)> = hand.acks.drain(..take).collect();
+            let results = hand.take_results(&acks);
             for (id, token) in &acks {
                 if hand.holds(id, token) {
                     hand.acking.insert(token.clone());
@@ -267,7 +286,7 @@ impl WorkLoop {
             let (jobs, entry, options) =
                 (self.jobs.clone(), self.entry.clone(), self.options.clone());
             self.calls.push_back(Box::pin(async move {
-                let called = jobs.call(&entry, &options, &acks, max_jobs).await;
+                let called = jobs.call(&entry, &options, &acks, &results, max_jobs).await;
                 (acks, max_jobs, called)
             }));
         }
@@ -441,6 +460,7 @@ impl Jobs {
             hand: Hand {
                 held: HashMap::new(),
                 acks: Vec::new(),
+                results: HashMap::new(),
                 capacity,
                 acking: HashSet::new(),
                 reserved: 0,
@@ -466,7 +486,10 @@ impl Jobs {
         output: &mpsc::Sender<WorkOutput>,
     ) -> bool {
         match message {
-            WorkInput::Ack { id, token } => {
+            WorkInput::Ack { id, token, result } => {
+                if !result.is_empty() {
+                    hand.results.insert(token.clone(), result);
+                }
                 hand.acks.push((id, token));
                 true
             }
@@ -481,8 +504,11 @@ impl Jobs {
                 id,
                 token,
                 lease_ms,
+                progress,
             } => {
-                let result = self.extend(namespace, &id, &token, lease_ms).await;
+                let result = self
+                    .extend(namespace, &id, &token, lease_ms, progress.as_ref())
+                    .await;
                 output
                     .send(WorkOutput::Extended { id, result })
                     .await
@@ -498,14 +524,17 @@ impl Jobs {
         entry: &Entry,
         options: &WorkOptions,
         acks: &[(String, String)],
+        results: &[(usize, Vec<u8>)],
         max_jobs: usize,
     ) -> Called {
         let leases: Vec<Lease<'_>> = acks
             .iter()
             .map(|(id, token)| (id.as_str(), token.as_str()))
             .collect();
+        let results: Vec<(usize, &[u8])> =
+            results.iter().map(|(i, r)| (*i, r.as_slice())).collect();
         if max_jobs == 0 {
-            let acked = self.ack_many(entry.name(), &leases).await;
+            let acked = self.ack_many(entry.name(), &leases, &results).await;
             return Called::Done {
                 jobs: Vec::new(),
                 more: false,
@@ -520,8 +549,9 @@ impl Jobs {
             wait: Duration::ZERO,
             max_bytes: options.max_bytes,
             acks: &[],
+            results: &[],
         };
-        match self.attempt(entry, &claim, &leases).await {
+        match self.attempt(entry, &claim, &leases, &results).await {
             Ok((attempt, acked)) => Called::Done {
                 jobs: attempt.found.unwrap_or_default(),
                 more: attempt.more,
@@ -530,7 +560,7 @@ impl Jobs {
             Err(Error::Store(StoreError::OutOfMemory { url })) => {
                 // Redis refused the whole call as full; acks free memory, so they go
                 // through on their own, and claiming waits for room.
-                let acked = self.ack_many(entry.name(), &leases).await;
+                let acked = self.ack_many(entry.name(), &leases, &results).await;
                 Called::Full {
                     acked,
                     error: StoreError::OutOfMemory { url }.into(),
@@ -553,7 +583,10 @@ impl Jobs {
                 .iter()
                 .map(|(i, t)| (i.as_str(), t.as_str()))
                 .collect();
-            match self.ack_many(namespace, &leases).await {
+            let results = hand.take_results(chunk);
+            let results: Vec<(usize, &[u8])> =
+                results.iter().map(|(i, r)| (*i, r.as_slice())).collect();
+            match self.ack_many(namespace, &leases, &results).await {
                 Ok(outcomes) => {
                     for ((id, token), outcome) in chunk.iter().zip(&outcomes) {
                         if settles(outcome) {

@@ -226,7 +226,14 @@ mod tests {
 
     async fn ack(store: &Store, id: &str, token: &str) {
         store
-            .run("ns", &AckJob { id, token })
+            .run(
+                "ns",
+                &AckJob {
+                    id,
+                    token,
+                    result: b"",
+                },
+            )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }

@@ -10,7 +10,7 @@ use tonic::Request;
 
 use super::{convert::timestamp, reply_budget, validate as check, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, Failure, Namespace},
+    domain::{limits::PageShape, Failure, Namespace, ProgressReport},
     error::Error,
     jobs::{ClaimRequest, Lease},
     proto,
@@ -140,6 +140,7 @@ pub(super) async fn claim(
         wait,
         max_bytes: api.limits.max_message_size,
         acks: &acks.leases,
+        results: &acks.results,
     };
     let claimed = api.jobs.claim(namespace, &claim).await?;
     tracing::debug!(claimed = claimed.jobs.len(), worker_id = %req.worker_id, "jobs claimed");
@@ -184,7 +185,10 @@ pub(super) async fn ack(
     let req = request.into_inner();
     let id = check::id("job_id", &req.job_id)?;
     check::id("lease_token", &req.lease_token)?;
-    api.jobs.ack(namespace, id, &req.lease_token).await?;
+    validate::result("result", &req.result)?;
+    api.jobs
+        .ack(namespace, id, &req.lease_token, &req.result)
+        .await?;
     Ok(proto::AckJobResponse {})
 }
 
@@ -198,7 +202,10 @@ pub(super) async fn ack_jobs(
         return Err(ApiError::invalid("acks", "give at least one lease"));
     }
     let acks = Acks::check("acks", &req.acks)?;
-    let acked = api.jobs.ack_many(namespace, &acks.leases).await?;
+    let acked = api
+        .jobs
+        .ack_many(namespace, &acks.leases, &acks.results)
+        .await?;
     Ok(proto::AckJobsResponse {
         results: acks.answer(api, acked),
     })
@@ -227,6 +234,8 @@ fn claim_queues(queues: &[String]) -> Result<Vec<String>, ApiError> {
 struct Acks<'a> {
     items: &'a [proto::JobLease],
     leases: Vec<Lease<'a>>,
+    /// (index in `leases`, result) of the well-formed acks with a non-empty result.
+    results: Vec<(usize, &'a [u8])>,
     /// Per item: the refusal of a malformed one.
     refused: Vec<Option<ApiError>>,
 }
@@ -240,12 +249,17 @@ impl<'a> Acks<'a> {
             ));
         }
         let mut leases = Vec::with_capacity(items.len());
+        let mut results = Vec::new();
         let mut refused = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let valid = check::id(&format!("{field}[{i}].job_id"), &item.job_id)
-                .and_then(|_| check::id(&format!("{field}[{i}].lease_token"), &item.lease_token));
+                .and_then(|_| check::id(&format!("{field}[{i}].lease_token"), &item.lease_token))
+                .and_then(|_| validate::result(&format!("{field}[{i}].result"), &item.result));
             match valid {
-                Ok(_) => {
+                Ok(()) => {
+                    if !item.result.is_empty() {
+                        results.push((leases.len(), item.result.as_slice()));
+                    }
                     leases.push((item.job_id.as_str(), item.lease_token.as_str()));
                     refused.push(None);
                 }
@@ -255,6 +269,7 @@ impl<'a> Acks<'a> {
         Ok(Acks {
             items,
             leases,
+            results,
             refused,
         })
     }
@@ -347,27 +362,47 @@ pub(super) async fn extend_lease(
     request: Request<proto::ExtendLeaseRequest>,
 ) -> Result<proto::ExtendLeaseResponse, ApiError> {
     let req = request.into_inner();
-    let lease_ms = extension_of(api, &req)?;
-    let until = api
+    let (lease_ms, progress) = extension_of(api, &req)?;
+    let extended = api
         .jobs
-        .extend(namespace, &req.job_id, &req.lease_token, lease_ms)
+        .extend(
+            namespace,
+            &req.job_id,
+            &req.lease_token,
+            lease_ms,
+            progress.as_ref(),
+        )
         .await?;
-    Ok(proto::ExtendLeaseResponse {
-        lease_deadline: Some(timestamp(until)),
-        cancel_requested: false,
-    })
+    Ok(extended_to_proto(extended))
 }
 
-/// An ExtendLease request's new lease, its job id and token validated (the namespace
-/// is the caller's to check).
-fn extension_of(api: &QueueApi, req: &proto::ExtendLeaseRequest) -> Result<i64, ApiError> {
+fn extended_to_proto(extended: crate::domain::Extended) -> proto::ExtendLeaseResponse {
+    proto::ExtendLeaseResponse {
+        lease_deadline: Some(timestamp(extended.until_ms)),
+        cancel_requested: extended.cancel_requested,
+    }
+}
+
+/// An ExtendLease request's new lease (None: unchanged, allowed only with progress)
+/// and progress report, its job id and token validated (the namespace is the caller's
+/// to check).
+fn extension_of(
+    api: &QueueApi,
+    req: &proto::ExtendLeaseRequest,
+) -> Result<(Option<i64>, Option<ProgressReport>), ApiError> {
     check::id("job_id", &req.job_id)?;
     check::id("lease_token", &req.lease_token)?;
-    let lease = req
-        .lease
+    let progress = req
+        .progress
         .as_ref()
-        .ok_or_else(|| ApiError::invalid("lease", "is required"))?;
-    api.limits.lease_ms("lease", lease)
+        .map(|p| validate::progress("progress", p))
+        .transpose()?;
+    let lease_ms = match &req.lease {
+        Some(lease) => Some(api.limits.lease_ms("lease", lease)?),
+        None if progress.is_some() => None,
+        None => return Err(ApiError::invalid("lease", "is required without progress")),
+    };
+    Ok((lease_ms, progress))
 }
 
 pub(super) async fn get(

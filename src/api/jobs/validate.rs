@@ -3,7 +3,10 @@
 
 use crate::{
     api::{validate, ApiError, QueueApi},
-    domain::{Backoff, BackoffKind, Dedup, DedupMode, NewJob, RunAt},
+    domain::{
+        limits::{MAX_CHECKPOINT_LEN, MAX_PROGRESS_MESSAGE_LEN, MAX_RESULT_LEN},
+        Backoff, BackoffKind, Dedup, DedupMode, NewJob, ProgressReport, RunAt,
+    },
     proto,
 };
 
@@ -144,4 +147,52 @@ fn backoff(at: &str, b: &proto::Backoff, now_ms: i64) -> Result<Backoff, ApiErro
         cap_ms,
         jitter: b.jitter,
     })
+}
+
+/// A result an ack carries (issue 30): at most `limits::MAX_RESULT_LEN` bytes.
+pub(super) fn result(field: &str, result: &[u8]) -> Result<(), ApiError> {
+    bytes_at_most(field, result, MAX_RESULT_LEN)
+}
+
+/// A progress report (ExtendLease.progress, issue 30), under `field` ("progress",
+/// "extend.progress"): fraction in 0..=1 (NaN refused), message and checkpoint within
+/// their limits.
+pub(super) fn progress(field: &str, p: &proto::JobProgress) -> Result<ProgressReport, ApiError> {
+    if let Some(fraction) = p.fraction {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(ApiError::invalid(
+                format!("{field}.fraction"),
+                format!("must be in 0..1, got {fraction}"),
+            ));
+        }
+    }
+    if let Some(message) = &p.message {
+        validate::max_len(
+            &format!("{field}.message"),
+            message,
+            MAX_PROGRESS_MESSAGE_LEN,
+        )?;
+    }
+    if let Some(checkpoint) = &p.checkpoint {
+        bytes_at_most(
+            &format!("{field}.checkpoint"),
+            checkpoint,
+            MAX_CHECKPOINT_LEN,
+        )?;
+    }
+    Ok(ProgressReport {
+        fraction: p.fraction,
+        message: p.message.clone(),
+        checkpoint: p.checkpoint.clone(),
+    })
+}
+
+fn bytes_at_most(field: &str, value: &[u8], max: usize) -> Result<(), ApiError> {
+    if value.len() > max {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be at most {max} bytes, got {}", value.len()),
+        ));
+    }
+    Ok(())
 }

@@ -13,8 +13,8 @@ use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Status, Streaming};
 
 use super::{
-    check, claim_queues, extension_of, failed_to_proto, failure_of, outcome_code, timestamp,
-    ApiError, QueueApi,
+    check, claim_queues, extended_to_proto, extension_of, failed_to_proto, failure_of,
+    outcome_code, validate, ApiError, QueueApi,
 };
 use crate::{
     api::authorize::{self, authorize_scope, Reach},
@@ -185,9 +185,11 @@ fn parse(
         Some(In::Ack(lease)) => {
             check::id("ack.job_id", &lease.job_id)?;
             check::id("ack.lease_token", &lease.lease_token)?;
+            validate::result("ack.result", &lease.result)?;
             Ok(WorkInput::Ack {
                 id: lease.job_id,
                 token: lease.lease_token,
+                result: lease.result,
             })
         }
         Some(In::Fail(req)) => {
@@ -197,11 +199,13 @@ fn parse(
         }
         Some(In::Extend(req)) => {
             same_namespace("extend.namespace", &req.namespace)?;
-            let lease_ms = extension_of(api, &req).map_err(|e| prefixed(e, "extend."))?;
+            let (lease_ms, progress) =
+                extension_of(api, &req).map_err(|e| prefixed(e, "extend."))?;
             Ok(WorkInput::Extend {
                 id: req.job_id,
                 token: req.lease_token,
                 lease_ms,
+                progress,
             })
         }
     }
@@ -236,14 +240,7 @@ fn reply(api: &QueueApi, out: WorkOutput) -> Result<proto::WorkResponse, Status>
         }
         WorkOutput::Extended { id, result } => {
             let (result, code, message) = match result {
-                Ok(until) => (
-                    Some(proto::ExtendLeaseResponse {
-                        lease_deadline: Some(timestamp(until)),
-                        cancel_requested: false,
-                    }),
-                    0,
-                    String::new(),
-                ),
+                Ok(extended) => (Some(extended_to_proto(extended)), 0, String::new()),
                 Err(error) => {
                     let (code, message) = outcome_code(api, Err::<(), _>(error.into()));
                     (None, code, message)

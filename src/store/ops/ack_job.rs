@@ -3,11 +3,13 @@
 use super::{job_head, prelude::*};
 use crate::domain::{JobState, LeaseCheck, LeaseLoss};
 
-script!(AckJob<'_>: "ack_job", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(AckJob<'_>: "ack_job", Job, Arity::Exactly(2), Arity::Exactly(11));
 
 pub(crate) struct AckJob<'a> {
     pub(crate) id: &'a str,
     pub(crate) token: &'a str,
+    /// What the job returned (empty: nothing), kept with the completed job.
+    pub(crate) result: &'a [u8],
 }
 
 /// A job AckJob completed.
@@ -24,7 +26,9 @@ impl Operation for AckJob<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
-        call.arg("id", self.id).arg("token", self.token);
+        call.arg("id", self.id)
+            .arg("token", self.token)
+            .arg("result", self.result);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -75,5 +79,9 @@ pub(crate) fn lease_guarded<T>(
 
 #[cfg(test)]
 pub(super) fn sample() -> AckJob<'static> {
-    AckJob { id: "j", token: "t" }
+    AckJob {
+        id: "j",
+        token: "t",
+        result: b"",
+    }
 }

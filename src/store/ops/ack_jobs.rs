@@ -3,14 +3,27 @@
 use super::{job_head, prelude::*};
 use crate::domain::{JobState, LeaseCheck, LeaseLoss};
 
-script!(AckJobs<'_>: "ack_jobs", Job, Arity::Exactly(2), Arity::Groups { fixed: 8, group: 2 });
+script!(AckJobs<'_>: "ack_jobs", Job, Arity::Exactly(2), Arity::AtLeast(9));
 
 /// One ack's outcome: the job's queue when it was completed.
 pub(crate) type Acked = Result<LeaseCheck<String>, StoreError>;
 
+/// The results some acks of a batch carry (issue 30): (the ack's index in the batch,
+/// the result), only for acks with a non-empty result, so an ack without one costs
+/// the script nothing more.
+pub(crate) type AckResults<'a> = &'a [(usize, &'a [u8])];
+
 pub(crate) struct AckJobs<'a> {
     /// (job id, lease token) of each job to complete.
     pub(crate) leases: &'a [(&'a str, &'a str)],
+    pub(crate) results: AckResults<'a>,
+}
+
+/// Pushes `results` as the scripts read them: the ack's index, the result.
+pub(crate) fn push_results(call: &mut Call, results: AckResults<'_>) {
+    for (index, result) in results {
+        call.arg("results", *index).arg("results", *result);
+    }
 }
 
 /// What an ack batch did.
@@ -28,9 +41,11 @@ impl Operation for AckJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
+        call.arg("result_count", self.results.len());
         for (id, token) in self.leases {
-            call.arg("id", *id).arg("token", *token);
+            call.arg("leases", *id).arg("leases", *token);
         }
+        push_results(call, self.results);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -86,5 +101,6 @@ pub(crate) fn decode_acks(reply: &mut Reply, n: usize) -> Result<Vec<Acked>, Sto
 pub(super) fn sample() -> AckJobs<'static> {
     AckJobs {
         leases: &[("j", "t"), ("k", "u")],
+        results: &[(1, b"r")],
     }
 }

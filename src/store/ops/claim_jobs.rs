@@ -1,13 +1,13 @@
 //! `lua/claim_jobs.lua`: lease up to `max_jobs` claimable jobs from a set of queues.
 
 use super::{
-    ack_jobs::{decode_acks, Acked},
+    ack_jobs::{decode_acks, push_results, AckResults, Acked},
     job_head,
     prelude::*,
 };
 use crate::{domain::JobRecord, store::packed_job::read_job};
 
-script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(15));
+script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(16));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -26,6 +26,8 @@ pub(crate) struct ClaimJobs<'a> {
     pub(crate) max_bytes: usize,
     /// (job id, lease token) of jobs to complete first, as AckJob would (issue 15).
     pub(crate) acks: &'a [(&'a str, &'a str)],
+    /// The results some of those acks carry (issue 30).
+    pub(crate) results: AckResults<'a>,
 }
 
 /// What one claim call returned.
@@ -56,10 +58,12 @@ impl Operation for ClaimJobs<'_> {
             .arg("worker", self.worker)
             .arg("budget", CLAIM_BUDGET)
             .arg("max_bytes", self.max_bytes)
-            .arg("ack_count", self.acks.len());
+            .arg("ack_count", self.acks.len())
+            .arg("result_count", self.results.len());
         for (id, token) in self.acks {
             call.arg("acks", *id).arg("acks", *token);
         }
+        push_results(call, self.results);
         for queue in self.queues {
             call.arg("queues", queue);
         }
@@ -105,6 +109,7 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
         token_base: "t",
         max_bytes: 1 << 20,
         acks: &[("j", "t")],
+        results: &[(0, b"r")],
     }
 }
 
@@ -157,6 +162,7 @@ mod tests {
             token_base: "t",
             max_bytes: 1 << 20,
             acks,
+            results: &[],
         };
         store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"))
     }
@@ -295,7 +301,7 @@ mod tests {
         // Sizes 1..=3 pass 1 and 2; 4..=4 passes 4; 5..=7 pass no power of two.
         for (range, registers) in [(0..3, true), (3..4, true), (4..7, false)] {
             let acked = store
-                .run("ns", &AckJobs { leases: &leases[range.clone()] })
+                .run("ns", &AckJobs { leases: &leases[range.clone()], results: &[] })
                 .await
                 .unwrap_or_else(|e| panic!("ack: {e}"));
             assert_eq!(acked.register, registers, "acks {range:?}");
@@ -428,6 +434,7 @@ mod tests {
                 token_base: &token,
                 max_bytes: 4 << 20,
                 acks: &leases,
+                results: &[],
             };
             let batch = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
             assert_eq!(batch.acked.len(), held.len());

@@ -256,6 +256,7 @@ fn claim<'a>(queues: &'a [String], token_base: &'static str) -> ClaimJobs<'a> {
         token_base,
         max_bytes: 1 << 20,
         acks: &[],
+        results: &[],
     }
 }
 

@@ -5,6 +5,7 @@ mod admin;
 pub(crate) mod crash;
 mod dedup;
 mod lifecycle;
+mod progress;
 mod retention;
 mod validation;
 mod work_stream;

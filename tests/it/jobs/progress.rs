@@ -812,3 +812,67 @@ async fn cancelling_a_pending_job_is_unchanged() {
     assert!(!job.cancel_requested);
     assert_eq!(counts(&mut c, "q").await, (0, 0, 0, 0));
 }
+
+/// Pins invariant 9 for checkpoints: a claim counts each job's checkpoint in its reply
+/// budget, so it stops leasing before its reply would pass --max-message-size: the
+/// jobs it leaves are never leased (their records are not written: same version),
+/// rather than leased and given back.
+#[tokio::test]
+async fn a_claim_counts_checkpoints_in_its_reply_budget() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.max_message_size = 700_000;
+    config.max_payload_size = 1024;
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let ids: Vec<String> = (0..12).map(|i| format!("c{i:02}")).collect();
+    for id in &ids {
+        enqueue(&mut c, named("q", id)).await;
+    }
+    let mut req = claim_req(&["q"], 0, Some(60_000));
+    req.max_jobs = 12;
+    let held = c.claim_job(req).await.expect("claim").into_inner().jobs;
+    assert_eq!(held.len(), 12, "without checkpoints all fit");
+    let checkpoint = vec![b'c'; 60 * KIB];
+    for job in &held {
+        extend(
+            &mut c,
+            &job.job_id,
+            &job.lease_token,
+            None,
+            Some(report(None, None, Some(&checkpoint))),
+        )
+        .await
+        .expect("checkpoint");
+        let mut fail = proto::FailJobRequest {
+            namespace: "ns".into(),
+            job_id: job.job_id.clone(),
+            lease_token: job.lease_token.clone(),
+            error: "again".into(),
+            ..Default::default()
+        };
+        fail.retry_after = Some(dur(0));
+        c.fail_job(fail).await.expect("fail");
+    }
+    let mut versions = std::collections::HashMap::new();
+    for id in &ids {
+        versions.insert(id.clone(), get_job(&mut c, id).await.version);
+    }
+    let mut req = claim_req(&["q"], 0, Some(60_000));
+    req.max_jobs = 20;
+    let claimed = c.claim_job(req).await.expect("claim").into_inner().jobs;
+    assert!(
+        !claimed.is_empty() && claimed.len() < 12,
+        "claimed {}",
+        claimed.len()
+    );
+    assert!(claimed.iter().all(|j| j.checkpoint == checkpoint));
+    for id in &ids {
+        if claimed.iter().any(|j| &j.job_id == id) {
+            continue;
+        }
+        let job = get_job(&mut c, id).await;
+        assert_eq!(state(&job), proto::JobState::Pending, "{id}");
+        assert_eq!(job.version, versions[id], "{id} was never leased");
+    }
+}

@@ -141,6 +141,16 @@ pub(crate) async fn show(args: JobArgs) -> Result<(), Failure> {
                     .join("\n"),
             ),
             ("payload", format!("{} bytes", job.payload.len())),
+            ("cancel_requested", job.cancel_requested.to_string()),
+            ("progress", render::progress_cell(job.progress.as_ref())),
+            (
+                "checkpoint",
+                job.progress
+                    .as_ref()
+                    .and_then(|p| p.checkpoint.as_ref())
+                    .map_or_else(|| "-".into(), |c| format!("{} bytes", c.len())),
+            ),
+            ("result", render::bytes_cell(&job.result)),
         ])
         .to_string();
         if !job.errors.is_empty() {

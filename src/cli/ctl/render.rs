@@ -129,7 +129,50 @@ fn payload_json(payload: &[u8]) -> Value {
     Value::String(base64::engine::general_purpose::STANDARD.encode(payload))
 }
 
-/// A job as JSON; `full` adds its payload (base64) and headers.
+/// A job's progress as JSON (issue 30): fraction, message and report time; `full`
+/// adds the checkpoint (base64). Null when no progress was reported.
+fn progress_json(progress: Option<&proto::JobProgress>, full: bool) -> Value {
+    let Some(p) = progress else {
+        return Value::Null;
+    };
+    let mut doc = json!({
+        "fraction": p.fraction,
+        "message": p.message,
+        "update_time": time_json(&p.update_time),
+    });
+    if full {
+        doc["checkpoint_base64"] = p.checkpoint.as_deref().map_or(Value::Null, payload_json);
+    }
+    doc
+}
+
+/// A job's progress for a table: "40% 400 of 1000 rows (2026-…Z)", "-" when none.
+pub(crate) fn progress_cell(progress: Option<&proto::JobProgress>) -> String {
+    let Some(p) = progress else {
+        return "-".into();
+    };
+    let mut parts = Vec::new();
+    if let Some(fraction) = p.fraction {
+        parts.push(format!("{}%", (fraction * 100.0).round()));
+    }
+    if let Some(message) = p.message.as_deref().filter(|m| !m.is_empty()) {
+        parts.push(message.to_owned());
+    }
+    parts.push(format!("({})", time_cell(&p.update_time)));
+    parts.join(" ")
+}
+
+/// Bytes for a table: the text when it is short UTF-8 on one line, else its size.
+pub(crate) fn bytes_cell(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        _ if bytes.is_empty() => "-".into(),
+        Ok(text) if text.len() <= 80 && !text.chars().any(char::is_control) => text.to_owned(),
+        _ => format!("{} bytes", bytes.len()),
+    }
+}
+
+/// A job as JSON; `full` adds its payload, result and checkpoint (base64) and
+/// headers.
 pub(crate) fn job_json(job: &proto::Job, full: bool) -> Value {
     let mut doc = json!({
         "job_id": job.job_id,
@@ -152,6 +195,9 @@ pub(crate) fn job_json(job: &proto::Job, full: bool) -> Value {
             "message": e.message,
             "time": time_json(&e.time),
         })).collect::<Vec<_>>(),
+        "cancel_requested": job.cancel_requested,
+        "progress": progress_json(job.progress.as_ref(), full),
+        "result_bytes": job.result.len(),
     });
     if full {
         doc["backoff"] = job
@@ -172,6 +218,7 @@ pub(crate) fn job_json(job: &proto::Job, full: bool) -> Value {
             .unwrap_or(Value::Null);
         doc["headers"] = headers_json(&job.headers);
         doc["payload_base64"] = payload_json(&job.payload);
+        doc["result_base64"] = payload_json(&job.result);
     }
     doc
 }

@@ -876,3 +876,106 @@ async fn a_claim_counts_checkpoints_in_its_reply_budget() {
         assert_eq!(job.version, versions[id], "{id} was never leased");
     }
 }
+
+/// `dueq <args> --addr <service>`: its stdout, after it succeeded.
+fn dueq_cli(service: &Service, args: &[&str]) -> String {
+    let addr = service.endpoint();
+    let out = tokio::task::block_in_place(|| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_dueq"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("DUEQ_") {
+                command.env_remove(key);
+            }
+        }
+        command.args(args).args(["--addr", addr.as_str()]);
+        command.output().expect("run dueq")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Pins: `dueq job` shows a running job's progress (its checkpoint's size in the
+/// table, base64 in JSON), whether a cancel was requested, and a completed job's
+/// result (its text when short, base64 in JSON); `dueq jobs -o json` the progress
+/// without the checkpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_shows_progress_results_and_cancel_requests() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    for id in ["export", "done"] {
+        enqueue(&mut c, named("q", id)).await;
+    }
+    let mut req = claim_req(&["q"], 0, Some(60_000));
+    req.max_jobs = 2;
+    let held = c.claim_job(req).await.expect("claim").into_inner().jobs;
+    extend(
+        &mut c,
+        "export",
+        &held[0].lease_token,
+        None,
+        Some(report(
+            Some(0.4),
+            Some("400 of 1000 rows"),
+            Some(b"row=400"),
+        )),
+    )
+    .await
+    .expect("progress");
+    cancel(&mut c, "export").await.expect("cancel");
+    ack_with(&mut c, "done", &held[1].lease_token, b"{\"rows\":1000}")
+        .await
+        .expect("ack");
+
+    let doc: serde_json::Value = serde_json::from_str(&dueq_cli(
+        &service,
+        &["job", "-n", "ns", "export", "-o", "json"],
+    ))
+    .expect("JSON");
+    let job = &doc["job"];
+    assert_eq!(job["cancel_requested"], serde_json::json!(true));
+    assert_eq!(job["progress"]["fraction"], serde_json::json!(0.4));
+    assert_eq!(
+        job["progress"]["message"],
+        serde_json::json!("400 of 1000 rows")
+    );
+    assert_eq!(
+        job["progress"]["checkpoint_base64"],
+        serde_json::json!("cm93PTQwMA==")
+    );
+    assert!(job["progress"]["update_time"].is_string(), "{job}");
+    let table = dueq_cli(&service, &["job", "-n", "ns", "export"]);
+    for shown in ["40% 400 of 1000 rows", "7 bytes", "cancel_requested"] {
+        assert!(table.contains(shown), "{shown} missing from\n{table}");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&dueq_cli(
+        &service,
+        &["job", "-n", "ns", "done", "-o", "json"],
+    ))
+    .expect("JSON");
+    assert_eq!(
+        doc["job"]["result_base64"],
+        serde_json::json!("eyJyb3dzIjoxMDAwfQ==")
+    );
+    assert_eq!(doc["job"]["result_bytes"], serde_json::json!(13));
+    assert!(dueq_cli(&service, &["job", "-n", "ns", "done"]).contains("{\"rows\":1000}"));
+    let list: serde_json::Value = serde_json::from_str(&dueq_cli(
+        &service,
+        &["jobs", "-n", "ns", "q", "-o", "json"],
+    ))
+    .expect("JSON");
+    let export = &list["jobs"][0];
+    assert_eq!(
+        export["progress"]["message"],
+        serde_json::json!("400 of 1000 rows")
+    );
+    assert!(
+        export["progress"].get("checkpoint_base64").is_none(),
+        "{export}"
+    );
+}

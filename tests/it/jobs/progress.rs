@@ -979,3 +979,69 @@ async fn the_cli_shows_progress_results_and_cancel_requests() {
         "{export}"
     );
 }
+
+/// Pins: docs/jobs.md's progress example runs, as one script, against the service,
+/// and shows what it says: the progress, the cancel request in the cancel's reply
+/// and the next extension's, the job ending CANCELLED, and the other's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_progress_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let script = crate::doc_examples::fenced("progress-example")
+        .replace("localhost:50051", &service.addr.to_string());
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .output()
+            .expect("bash")
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the example failed:\n{text}");
+    for shown in [
+        "\"fraction\": 0.4",
+        "\"message\": \"400 of 1000 rows\"",
+        "\"checkpoint\": \"cm93PTQwMA==\"",
+        "\"state\": \"JOB_STATE_CANCELLED\"",
+        "\"result\": \"eyJyb3dzIjoxMDAwfQ==\"",
+    ] {
+        assert!(
+            text.contains(shown),
+            "{shown} is not in the example's output:\n{text}"
+        );
+    }
+    assert_eq!(
+        text.matches("\"cancelRequested\": true").count(),
+        2,
+        "{text}"
+    );
+    let mut c = service.client().await;
+    let job = |id: &str| proto::GetJobRequest {
+        namespace: "shop".into(),
+        job_id: id.into(),
+    };
+    let cancelled = c
+        .get_job(job("export-42"))
+        .await
+        .expect("get")
+        .into_inner()
+        .job
+        .expect("job");
+    assert_eq!(state(&cancelled), proto::JobState::Cancelled);
+    let done = c
+        .get_job(job("export-43"))
+        .await
+        .expect("get")
+        .into_inner()
+        .job
+        .expect("job");
+    assert_eq!(
+        (state(&done), done.result.as_slice()),
+        (proto::JobState::Completed, &b"{\"rows\":1000}"[..])
+    );
+}

@@ -270,14 +270,18 @@ end
 
 local function packed_bytes(K, id, p, full, errors, checkpoint)
   local n = REPLY_FIXED + #id + #p[P_QUEUE] + #p[P_NAME] + #(p[P_DEDUP] or '')
-    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '') + #(p[P_MESSAGE] or '')
-    + #(p[P_SCHEDULE] or '')
+    + #(p[P_WORKER] or '') + #(p[P_TOKEN] or '')
   if errors then n = n + #(p[P_ERRORS] or '') end
   if full then
     n = n + #(p[P_HEADERS] or '') + payload_bytes(K, id, p[P_PX], p[P_PAYLOAD])
-      + #(p[P_RESULT] or '')
   end
-  if checkpoint then n = n + #(p[P_CHECKPOINT] or '') end
+  -- Issue 30's variable-length positions lie past P_CANCEL: a record that holds
+  -- none of them (most, on the claim path) pays one length check.
+  if #p > P_CANCEL then
+    n = n + #(p[P_MESSAGE] or '') + #(p[P_SCHEDULE] or '')
+    if full then n = n + #(p[P_RESULT] or '') end
+    if checkpoint then n = n + #(p[P_CHECKPOINT] or '') end
+  end
   return n
 end
 

@@ -34,7 +34,8 @@ pub(super) fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, 
     }))
 }
 
-/// A listing's view: whether payloads and headers go out (FULL); UNSPECIFIED is BASIC.
+/// A listing's view: whether payloads, headers, results and checkpoints go out (FULL);
+/// UNSPECIFIED is BASIC (lua/list_jobs.lua leaves them out).
 pub(super) fn full_view(field: &str, value: i32) -> Result<bool, ApiError> {
     match proto::JobView::try_from(value) {
         Ok(proto::JobView::Unspecified | proto::JobView::Basic) => Ok(false),

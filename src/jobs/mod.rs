@@ -360,7 +360,8 @@ impl Jobs {
                 },
             )
             .await?;
-        let effects = Effects::ready(Work::Jobs, Ready::Now);
+        // A cancel-requested job among them ends cancelled (issue 30): finished.
+        let effects = Effects::finished(released.register).and_ready(Work::Jobs, Ready::Now);
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(released.count)
     }

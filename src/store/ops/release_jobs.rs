@@ -116,4 +116,52 @@ mod tests {
         let stale = store.run("ns", &release).await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(stale.count, 0, "the old token no longer holds the lease");
     }
+
+    /// Issue 30: a job whose cancel was requested while a claim held it is not made
+    /// pending again by either release: unsent or abandoned, it ends cancelled, in
+    /// the finished set.
+    #[tokio::test]
+    async fn a_cancel_requested_job_released_ends_cancelled() {
+        use crate::store::ops::cancel_job::CancelJob;
+        use deadpool_redis::redis::AsyncCommands;
+
+        for why in [Release::Unsent, Release::Abandoned] {
+            let redis = TestRedis::start().await;
+            let store = redis.store();
+            let one = enqueue_jobs::sample();
+            let op = enqueue_jobs::EnqueueJobs {
+                jobs: &one.jobs[..1],
+                ..enqueue_jobs::sample()
+            };
+            store.run("ns", &op).await.unwrap_or_else(|e| panic!("enqueue: {e}"));
+            let queues = ["q".to_owned()];
+            let claim = claim_jobs::ClaimJobs {
+                queues: &queues,
+                ..claim_jobs::sample()
+            };
+            let claimed = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("{e}"));
+            let token = claimed.jobs[0].lease_token.clone();
+            store
+                .run("ns", &CancelJob { id: "j" })
+                .await
+                .unwrap_or_else(|e| panic!("cancel: {e}"));
+            let leases = [("j", token.as_str())];
+            let released = store
+                .run("ns", &ReleaseJobs { why, leases: &leases })
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(released.count, 1, "{why:?}");
+            assert!(released.register, "{why:?}: the first finished job registers");
+            let job = store.run("ns", &GetJob { id: "j" }).await.unwrap_or_else(|e| panic!("{e}"));
+            let job = job.unwrap_or_else(|| panic!("job j is gone"));
+            assert_eq!(job.state, JobState::Cancelled, "{why:?}");
+            assert!(job.finish_ms.is_some() && job.cancel_requested, "{why:?}");
+            let mut conn = redis.conn().await;
+            let done: Option<f64> = conn
+                .zscore("dueq:{ns}:jdone", "j")
+                .await
+                .unwrap_or_else(|e| panic!("zscore: {e}"));
+            assert!(done.is_some(), "{why:?}: in the finished set");
+        }
+    }
 }

@@ -239,7 +239,7 @@ fn a_payload_limit_larger_than_a_message_is_refused_at_startup() {
         .unwrap_or_else(|| panic!("no refusal line:\n{text}"));
     assert!(line.contains("ERROR"), "{line}");
     assert!(line.contains("--max-message-size 4194304"), "{line}");
-    assert!(line.contains("can be at most 3587072"), "{line}");
+    assert!(line.contains("can be at most 3521536"), "{line}");
     assert!(!text.contains("listening"), "{text}");
 }
 

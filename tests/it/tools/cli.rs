@@ -146,6 +146,7 @@ async fn jobs_json_lists_a_queue_by_state() {
         keys(j1),
         [
             "attempts",
+            "cancel_requested",
             "create_time",
             "dedup_key",
             "errors",
@@ -156,7 +157,9 @@ async fn jobs_json_lists_a_queue_by_state() {
             "max_attempts",
             "name",
             "priority",
+            "progress",
             "queue",
+            "result_bytes",
             "run_at",
             "state",
             "update_time",

@@ -75,3 +75,71 @@ pub(super) fn sample() -> ListJobs<'static> {
         state: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ListJobs;
+    use crate::{
+        domain::{limits::PageShape, JobSpec, RunAt},
+        store::ops::{ack_job::AckJob, claim_jobs, enqueue_jobs},
+        testing::TestRedis,
+    };
+
+    /// Issue 30: a FULL page counts each job's result (and checkpoint) in its byte
+    /// budget, so five completed jobs with 60 KiB results do not fit a 200 KB page;
+    /// a BASIC page leaves them out, and so counts and carries none of them.
+    #[tokio::test]
+    async fn a_full_page_counts_results_in_its_byte_budget() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let jobs: Vec<JobSpec> = (0..5)
+            .map(|i| JobSpec {
+                id: format!("j{i}"),
+                queue: "q".into(),
+                run_at: RunAt::Now,
+                ..enqueue_jobs::sample().jobs[0].clone()
+            })
+            .collect();
+        let op = enqueue_jobs::EnqueueJobs {
+            namespace: "ns",
+            jobs: &jobs,
+            max_jobs: 0,
+        };
+        store.run("ns", &op).await.unwrap_or_else(|e| panic!("enqueue: {e}"));
+        let queues = ["q".to_owned()];
+        let claim = claim_jobs::ClaimJobs {
+            queues: &queues,
+            max_jobs: 5,
+            acks: &[],
+            results: &[],
+            ..claim_jobs::sample()
+        };
+        let claimed = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
+        let result = vec![b'r'; 60 * 1024];
+        for job in &claimed.jobs {
+            let ack = AckJob {
+                id: &job.id,
+                token: &job.lease_token,
+                result: &result,
+            };
+            store.run("ns", &ack).await.unwrap_or_else(|e| panic!("ack: {e}"));
+        }
+        let page = |full| ListJobs {
+            queue: "q",
+            after: None,
+            page: PageShape {
+                size: 100,
+                full,
+                max_bytes: 200_000,
+            },
+            state: None,
+        };
+        let full = store.run("ns", &page(true)).await.unwrap_or_else(|e| panic!("list: {e}"));
+        assert_eq!(full.jobs.len(), 3, "three 60 KiB results fit in 200 KB");
+        assert!(full.next_after.is_some());
+        assert!(full.jobs.iter().all(|j| j.result == result));
+        let basic = store.run("ns", &page(false)).await.unwrap_or_else(|e| panic!("list: {e}"));
+        assert_eq!(basic.jobs.len(), 5);
+        assert!(basic.jobs.iter().all(|j| j.result.is_empty()), "BASIC leaves results out");
+    }
+}

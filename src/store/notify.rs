@@ -181,7 +181,7 @@ impl Store {
                     }
                 }
                 _ = ping.tick() => {
-                    let answered = tokio::time::timeout(self.timeout, sink.ping::<String>()).await;
+                    let answered = tokio::time::timeout(self.timeout, sink.ping::<deadpool_redis::redis::Value>()).await;
                     if !matches!(answered, Ok(Ok(_))) {
                         return false;
                     }

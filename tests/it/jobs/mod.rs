@@ -1,5 +1,5 @@
 //! Jobs: enqueue, claim, ack and fail through their lifecycle, dedup, retention,
-//! admin calls, validation, the Work stream, and crash safety under load.
+//! admin calls, validation, the Work stream, WatchJob, and crash safety under load.
 
 mod admin;
 pub(crate) mod crash;
@@ -7,4 +7,5 @@ mod dedup;
 mod lifecycle;
 mod retention;
 mod validation;
+mod watch;
 mod work_stream;

@@ -379,3 +379,27 @@ async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
         other => panic!("expected the ack's answer and no second cancel, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_docs_watch_example_prints_the_finished_job_once() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let addr = service.addr.to_string();
+    let commands = crate::doc_examples::commands_between("watch-example");
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    for command in &commands[..2] {
+        let (ok, text) = tokio::task::block_in_place(|| crate::doc_examples::run(command, &addr));
+        assert!(ok, "{command}\n{text}");
+    }
+    let (ok, text) = tokio::task::block_in_place(|| crate::doc_examples::run(&commands[2], &addr));
+    assert!(!ok, "-max-time ends the stream:\n{text}");
+    assert!(text.contains("DeadlineExceeded"), "{text}");
+    assert_eq!(
+        text.matches("\"version\"").count(),
+        1,
+        "one message:\n{text}"
+    );
+    assert!(text.contains("JOB_STATE_CANCELLED"), "{text}");
+}

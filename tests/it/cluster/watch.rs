@@ -77,3 +77,43 @@ async fn a_watcher_hears_changes_of_namespaces_on_every_master() {
         "every namespace on the subscribed node: {subscribed:?}"
     );
 }
+
+/// Pins: in sentinel mode the subscription is on the master the sentinels name, and
+/// a change made through another instance reaches the watcher.
+#[tokio::test]
+async fn a_watcher_hears_changes_through_the_sentinels_master() {
+    let setup = Sentinels::start().await;
+    let config = || crate::cluster::sentinel::sentinel_config(&setup.url());
+    let a = Service::start_with(config()).await;
+    let b = Service::start_with(config()).await;
+    let (mut ca, mut cb) = (a.client().await, b.client().await);
+    let id = enqueue(&mut cb, job("q", "watched")).await.job_id;
+    let mut stream = ca
+        .watch_job(proto::WatchJobRequest {
+            namespace: "ns".into(),
+            job_id: id,
+            after_version: 0,
+            view: 0,
+        })
+        .await
+        .expect("WatchJob")
+        .into_inner();
+    let first = within_patience("the first version", stream.message())
+        .await
+        .expect("healthy")
+        .and_then(|m| m.job)
+        .expect("the job");
+    let mut master = setup.master.conn().await;
+    let patience = Patience::new("instance A's subscription on the master");
+    while query::<i64>(&mut master, cmd("PUBSUB").arg("NUMPAT")).await != 1 {
+        patience.wait().await;
+    }
+    claim_job(&mut cb, &["q"], 0, None).await.expect("claimed");
+    let changed = within_patience("the change", stream.message())
+        .await
+        .expect("healthy")
+        .and_then(|m| m.job)
+        .expect("the job");
+    assert!(changed.version > first.version);
+    assert_eq!(state(&changed), proto::JobState::Active);
+}

@@ -208,6 +208,50 @@ async fn a_change_made_while_the_subscription_is_down_is_seen_once_it_is_back() 
     assert!(changed.version > first.version);
 }
 
+/// Pins: the subscription connects with the service's URL credentials and TLS
+/// files: a TLS-only Redis, an ACL user in the URL, and a default user that may not
+/// PSUBSCRIBE (so a subscription made without the URL's user would be refused).
+#[tokio::test]
+async fn the_subscription_uses_the_urls_acl_user_and_tls() {
+    const PASSWORD: &str = "watch-acl-7c1e";
+    let certs = Certs::generate();
+    let redis = Redis::start_tls(&certs, "optional").await;
+    let mut conn = redis.conn().await;
+    let _: () = query(
+        &mut conn,
+        cmd("ACL").arg(
+            &[
+                "SETUSER",
+                "watcher",
+                "on",
+                &format!(">{PASSWORD}"),
+                "~*",
+                "&*",
+                "+@all",
+            ][..],
+        ),
+    )
+    .await;
+    let _: () = query(
+        &mut conn,
+        cmd("ACL").arg(&["SETUSER", "default", "-psubscribe"]),
+    )
+    .await;
+    let mut config = config(&format!(
+        "rediss://watcher:{PASSWORD}@127.0.0.1:{}",
+        redis.port
+    ));
+    config.redis_tls_ca = Some(certs.ca.clone());
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    enqueue_id(&mut c, "t1").await;
+    let mut stream = watch(&mut c, "t1", 0).await;
+    let first = next_job(&mut stream).await;
+    wait_subscribed(&redis, 1).await;
+    claim_job(&mut c, &["q"], 0, None).await.expect("claimed");
+    assert!(next_job(&mut stream).await.version > first.version);
+}
+
 #[tokio::test]
 async fn an_unknown_job_and_a_job_purged_while_watched_are_not_found() {
     let redis = Redis::start().await;

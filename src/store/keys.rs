@@ -37,6 +37,7 @@
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:namespaces`        | zset | namespace registry: name -> first seen ms  |
+//! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
 //! `queue_dead`, `queue_registry`, pinned to the functions here by a library test);

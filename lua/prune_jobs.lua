@@ -41,6 +41,7 @@ local function delete(id)
     return -- a stale entry (the job was revived): drop the entry, keep the job
   end
   redis.call('DEL', key)
+  announce_gone(key, r.watch) -- issue 30: a watcher hears it is gone
   if counted_since and tonumber(r.created) >= counted_since then
     counted_deleted = counted_deleted + 1
   end

@@ -26,6 +26,7 @@ local meta, queue, state, limit = KEYS[2], ARGV[9], ARGV[10], tonumber(ARGV[11])
 
 local function purge(id, r)
   redis.call('DEL', K.job .. id)
+  announce_gone(K.job .. id, r.watch) -- issue 30: a watcher hears it is gone
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)
   if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then

@@ -258,6 +258,12 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_LONG_POLLS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_long_polls: u64,
 
+    /// Most WatchJob streams open at once on this server; beyond it a WatchJob is
+    /// answered RESOURCE_EXHAUSTED at once. Each costs a few KiB (measured:
+    /// docs/performance.md), however fast its job changes.
+    #[arg(long, env = "DUEQ_MAX_WATCHES", default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_watches: u64,
+
     /// Longest a unary call may take before it is answered DEADLINE_EXCEEDED;
     /// long-polls and streams are not cut by it (a claim waits up to --max-wait).
     #[arg(long, env = "DUEQ_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]

@@ -12,6 +12,7 @@ use crate::{
     metrics::Metrics,
     namespaces::{Entry, Namespaces},
     store::Store,
+    watch::Hub,
 };
 
 #[derive(Clone)]
@@ -24,6 +25,8 @@ pub(crate) struct Context {
     pub(crate) metrics: Arc<Metrics>,
     /// Cancelled when the service stops: pending long-polls answer empty.
     pub(crate) shutdown: CancellationToken,
+    /// The job changes this replica follows: WatchJob streams, Work streams' cancels.
+    pub(crate) hub: Arc<Hub>,
 }
 
 impl Context {

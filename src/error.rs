@@ -60,6 +60,9 @@ pub(crate) enum Error {
     /// changed.
     #[error("schedule {id:?} {why}")]
     Refused { id: String, why: String },
+    /// A per-server cap is reached (the message names its flag). Nothing changed.
+    #[error("server busy: {0}")]
+    Busy(String),
 }
 
 impl Error {
@@ -76,6 +79,7 @@ impl Error {
             | Error::Foreign { .. }
             | Error::Refused { .. } => FailureKind::Precondition,
             Error::Cancelled => FailureKind::Cancelled,
+            Error::Busy(_) => FailureKind::TooLarge,
         }
     }
 

@@ -53,6 +53,7 @@ mod store;
 mod sync;
 mod timing;
 mod tls;
+mod watch;
 
 #[cfg(test)]
 mod testing;

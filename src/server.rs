@@ -38,6 +38,7 @@ use crate::{
     schedules::Schedules,
     store::{keys::check_prefix, Store, StoreError},
     tls::{Tls, TlsFiles},
+    watch::Hub,
 };
 
 /// Idle time before TCP probes a silent peer (a long-poll client that vanished).
@@ -164,7 +165,14 @@ fn core(
         .with_timings(metrics.redis_seconds()),
     );
     let clock = Arc::new(Clock::new());
+    let hub = Hub::new(
+        store.clone(),
+        metrics.clone(),
+        cancel.clone(),
+        usize::try_from(config.max_watches).unwrap_or(usize::MAX),
+    );
     Ok(Context {
+        hub,
         wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
         namespaces: Namespaces::new(cancel.clone()),
         metrics: metrics.clone(),

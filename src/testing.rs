@@ -99,10 +99,12 @@ pub(crate) fn offline_context() -> Context {
     );
     let clock = Arc::new(Clock::new());
     let shutdown = CancellationToken::new();
+    let metrics = crate::metrics::Metrics::new(100, Duration::from_secs(60));
     Context {
+        hub: crate::watch::Hub::new(store.clone(), metrics.clone(), shutdown.clone(), 10),
         wakers: Wakers::new(store.clone(), clock.clone(), Duration::from_secs(1)),
         namespaces: Namespaces::new(shutdown.clone()),
-        metrics: crate::metrics::Metrics::new(100, Duration::from_secs(60)),
+        metrics,
         store,
         clock,
         shutdown,

@@ -182,10 +182,43 @@ local function packed_of(p)
   return cmsgpack.pack(p)
 end
 
+-- Job changes (issue 30). A write of a watched record is announced: PUBLISH on the
+-- namespace's changes channel (keys.rs `job_changes`) of "<version> <token> <id>".
+-- WatchJob marks its interest in the record (position watch: epoch ms until which
+-- writes are announced; lua/watch_job.lua sets it without counting a write), so an
+-- unwatched record costs packed_save one emptiness check and no TIME; a lapsed
+-- mark is cleared by the next write. A save of an active job whose cancel was asked
+-- is announced too, with its lease token, so the Work stream holding that lease
+-- learns of it; token is empty otherwise. A watched record deleted (pruned, purged)
+-- is announced with version 0: announce_gone(key, watch).
+-- changes_of(key) -> the channel and the job id of a job record's key: the channel
+-- is composed from the key (its hash tag ends at the first '}', which neither a
+-- prefix nor a namespace may hold), and a library test pins it to keys.rs.
+local function changes_of(key)
+  local tag_end = string.find(key, '}:j:', 1, true)
+  return string.sub(key, 1, tag_end + 1) .. 'jc', string.sub(key, tag_end + 4)
+end
+
+local function announce(key, version, token)
+  local channel, id = changes_of(key)
+  redis.call('PUBLISH', channel, string.format('%d', version) .. ' ' .. token .. ' ' .. id)
+end
+
+local function announce_gone(key, watch)
+  if watch ~= nil and watch ~= '' and tonumber(watch) > now_ms() then announce(key, 0, '') end
+end
+
 local function packed_save(key, p)
-  packed_put(p, P_VERSION, (tonumber(p[P_VERSION]) or 0) + 1)
+  local version = (tonumber(p[P_VERSION]) or 0) + 1
+  packed_put(p, P_VERSION, version)
+  local token, watch = nil, p[P_WATCH]
+  if watch ~= nil and watch ~= '' then
+    if tonumber(watch) > now_ms() then token = '' else p[P_WATCH] = '' end
+  end
+  if p[P_CANCEL] == 1 and p[P_STATE] == STATE_CODE.active then token = p[P_TOKEN] or '' end
   local packed = packed_of(p)
   redis.call('SET', key, packed)
+  if token then announce(key, version, token) end
   return packed
 end
 

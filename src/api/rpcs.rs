@@ -21,9 +21,10 @@
 use tonic::{Request, Response, Status, Streaming};
 
 use super::{
-    admin,
+    admin::{self, MigrateStream},
     authorize::{authorize, namespace, Scoped},
-    jobs, queues, schedules, AdminApi, ApiError, QueueApi,
+    jobs::{self, WatchJobStream},
+    queues, schedules, AdminApi, ApiError, QueueApi,
 };
 use crate::{
     auth::Role::{Admin, Producer, Reader, Worker},
@@ -88,7 +89,7 @@ macro_rules! methods {
         $($rest:tt)*
     ) => {
         methods!($api: $trait [$($methods)*
-            type $stream = admin::$stream;
+            type $stream = $stream;
 
             async fn $method(
                 &self,
@@ -196,6 +197,7 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Reader   Unary    quiet   ns ] ListJobs: list_jobs(ListJobsRequest -> ListJobsResponse) = jobs::list;
     [Producer Unary    audited ns ] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
     [Admin    Unary    audited ns ] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
+    [Reader   Stream   quiet   ns ] WatchJob: watch_job(WatchJobRequest -> stream WatchJobStream) = jobs::watch;
     [Reader   Unary    quiet   own] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
     [Reader   Unary    quiet   ns ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
     [Admin    Unary    audited ns ] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;

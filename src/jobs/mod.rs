@@ -444,6 +444,16 @@ impl Jobs {
             .ok_or_else(|| Error::NotFound(Missing::Job(id.to_owned())))
     }
 
+    /// Opens a watch of job `id` (WatchJob): NOT_FOUND when there is no such job,
+    /// RESOURCE_EXHAUSTED when `--max-watches` streams are open.
+    pub(crate) async fn watch(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+    ) -> Result<crate::watch::Watcher, Error> {
+        self.cx.hub.watch(namespace, id).await
+    }
+
     pub(crate) async fn list(
         &self,
         namespace: &Namespace,

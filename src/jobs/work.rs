@@ -35,6 +35,7 @@ use crate::{
     longpoll::Waiter,
     namespaces::Entry,
     store::StoreError,
+    watch::{Cancel, CancelFeed},
 };
 
 /// Most acks and claims one script call carries (the claim script's bound).
@@ -99,6 +100,12 @@ pub(crate) enum WorkOutput {
     Extended {
         id: String,
         result: Result<Extended, Error>,
+    },
+    /// A cancel was asked (CancelJob) of a job the stream holds under this lease
+    /// (issue 30); sent once per lease.
+    Cancel {
+        id: String,
+        token: String,
     },
     /// The loop ended because the service is shutting down.
     ShuttingDown,
@@ -199,6 +206,9 @@ struct WorkLoop {
     empty_retries: usize,
     /// After a failed call (Redis down or full), no call until then.
     backoff: Option<Instant>,
+    /// Cancels announced in the namespace (issue 30), and the leases already told.
+    cancels: CancelFeed,
+    told: HashSet<String>,
 }
 
 /// What woke the loop.
@@ -209,6 +219,7 @@ enum Event {
     BackoffOver,
     Shutdown,
     Gone,
+    Cancel(Option<Cancel>),
 }
 
 impl WorkLoop {
@@ -235,6 +246,7 @@ impl WorkLoop {
                     self.claimable = true;
                     Ok(())
                 }
+                Event::Cancel(cancel) => self.tell_cancel(cancel).await,
             };
             if let Err(end) = step {
                 return end;
@@ -311,7 +323,23 @@ impl WorkLoop {
             _ = pause, if self.backoff.is_some() => Event::BackoffOver,
             _ = shutdown.cancelled() => Event::Shutdown,
             _ = self.output.closed() => Event::Gone,
+            cancel = self.cancels.cancels.recv() => Event::Cancel(cancel),
         }
+    }
+
+    /// Tells the worker of a cancel asked of a job it holds under that lease, once.
+    async fn tell_cancel(&mut self, cancel: Option<Cancel>) -> Result<(), End> {
+        let Some((id, token)) = cancel else {
+            return Ok(());
+        };
+        if !self.hand.holds(&id, &token) || !self.told.insert(token.clone()) {
+            return Ok(());
+        }
+        let held = &self.hand.held;
+        self.told.retain(|told| held.contains_key(told));
+        deliver(&self.output, WorkOutput::Cancel { id, token })
+            .await
+            .map_err(|_| End::Gone)
     }
 
     /// Settles a call's answer with the stream and decides whether to claim again.
@@ -452,6 +480,7 @@ impl Jobs {
         let waiter = self.cx.wakers.job_waiter(&entry, &options.queues);
         let _waiting = self.cx.metrics.waiting("jobs");
         let capacity = options.capacity;
+        let cancels = self.cx.hub.cancels(&namespace);
         let mut stream = WorkLoop {
             jobs: self,
             namespace,
@@ -471,6 +500,8 @@ impl Jobs {
             claimable: true,
             empty_retries: 0,
             backoff: None,
+            cancels,
+            told: HashSet::new(),
         };
         let end = stream.run(&waiter).await;
         stream.wind_down(end).await;

@@ -163,6 +163,8 @@ pub(crate) struct Metrics {
     schedules_overdue: Family<NamespaceLabels, Gauge>,
 
     longpoll_waiters: Family<KindLabels, Gauge>,
+    watch_streams: Gauge,
+    watch_reads: Counter,
     redis_up: Gauge<i64, AtomicI64>,
     redis_seconds: Histogram,
 }
@@ -207,6 +209,8 @@ impl Metrics {
             schedules: Family::default(),
             schedules_overdue: Family::default(),
             longpoll_waiters: Family::default(),
+            watch_streams: Gauge::default(),
+            watch_reads: Counter::default(),
             redis_up: Gauge::default(),
             redis_seconds: Histogram::new(REDIS_BUCKETS.iter().copied()),
         };
@@ -343,6 +347,17 @@ impl Metrics {
             self.longpoll_waiters.clone(),
         );
         r.register(
+            "dueq_watch_streams",
+            "WatchJob streams open on this instance (capped by --max-watches).",
+            self.watch_streams.clone(),
+        );
+        r.register(
+            "dueq_watch_reads",
+            "Reads of watched jobs by this instance: one per announced change, \
+             (re)subscription or renewal of a watched job, however many streams watch it.",
+            self.watch_reads.clone(),
+        );
+        r.register(
             "dueq_redis_up",
             "1 when this instance's last Redis health probe succeeded.",
             self.redis_up.clone(),
@@ -442,6 +457,16 @@ impl Metrics {
             .get_or_create_owned(&KindLabels { kind });
         gauge.inc();
         Waiting(gauge)
+    }
+
+    /// WatchJob streams opened (1) or closed (-1).
+    pub(crate) fn watch_streams(&self, delta: i64) {
+        self.watch_streams.inc_by(delta);
+    }
+
+    /// One read of a watched job.
+    pub(crate) fn watch_read(&self) {
+        self.watch_reads.inc();
     }
 
     pub(crate) fn set_redis_up(&self, up: bool) {

@@ -300,7 +300,7 @@ impl Connections {
 }
 
 /// The comma-separated URLs of a cluster's seed nodes or of the sentinels.
-fn urls(url: &str) -> impl Iterator<Item = &str> {
+pub(super) fn urls(url: &str) -> impl Iterator<Item = &str> {
     url.split(',').map(str::trim).filter(|u| !u.is_empty())
 }
 
@@ -327,7 +327,11 @@ fn cluster_client(url: &str, tls: &RedisTls, timeout: Duration) -> Result<Cluste
 /// The sentinel client for the sentinels in `url`, asking them for `master`. The
 /// URL's credentials and database are those of the Redis master (sentinels usually
 /// run without a password); a rediss:// URL means TLS to both, with the TLS files.
-fn sentinel_client(url: &str, tls: &RedisTls, master: &str) -> Result<SentinelClient, String> {
+pub(super) fn sentinel_client(
+    url: &str,
+    tls: &RedisTls,
+    master: &str,
+) -> Result<SentinelClient, String> {
     let infos = urls(url)
         .map(|u| {
             u.into_connection_info()

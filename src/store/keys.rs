@@ -37,6 +37,7 @@
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:namespaces`        | zset | namespace registry: name -> first seen ms  |
+//! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
 //! `queue_dead`, `queue_registry`, pinned to the functions here by a library test);
@@ -71,6 +72,22 @@ pub(crate) fn prune_due(prefix: &str) -> String {
 /// only (`Store::register_namespace`), never from a script.
 pub(crate) fn namespaces(prefix: &str) -> String {
     format!("{prefix}:namespaces")
+}
+
+/// The pattern every namespace's job-changes channel ([`NamespaceKeys::job_changes`])
+/// matches: one PSUBSCRIBE per replica hears them all. A prefix holds no glob
+/// character (`check_prefix`), so the pattern matches this prefix's channels only.
+pub(crate) fn job_changes_pattern(prefix: &str) -> String {
+    format!("{prefix}:{{*}}:jc")
+}
+
+/// The namespace of a job-changes channel of `prefix`, or None for another channel.
+pub(crate) fn job_changes_namespace<'a>(prefix: &str, channel: &'a str) -> Option<&'a str> {
+    channel
+        .strip_prefix(prefix)?
+        .strip_prefix(":{")?
+        .strip_suffix("}:jc")
+        .filter(|ns| !ns.is_empty() && !ns.contains('}'))
 }
 
 /// Checks a key prefix: the namespace rules plus `:` for nesting (`app:dueq`), so it
@@ -177,6 +194,15 @@ impl NamespaceKeys {
     /// The prefix an occurrence id is appended to for its lease record.
     pub(crate) fn occurrence_prefix(&self) -> String {
         format!("{}o:", self.base)
+    }
+
+    /// The namespace's job-changes channel (issue 30): a Redis pub/sub channel, not a
+    /// key, on which every write of a watched job record, and of an active one whose
+    /// cancel was asked, is announced (lib/job.lua `changes_of` composes it from the
+    /// record's key; a library test pins the two).
+    #[cfg(test)]
+    pub(crate) fn job_changes(&self) -> String {
+        format!("{}jc", self.base)
     }
 
     /// The jobs marker: a copy of the job layout beside meta, written with a

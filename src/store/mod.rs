@@ -11,6 +11,7 @@
 mod conn;
 mod error;
 pub(crate) mod keys;
+mod notify;
 pub(crate) mod ops;
 mod packed_job;
 mod prune_due;
@@ -30,6 +31,7 @@ use deadpool_redis::redis::{self, Value};
 
 pub(crate) use conn::Topology;
 pub(crate) use error::StoreError;
+pub(crate) use notify::Notice;
 pub(crate) use script::{Call, Operation, Prelude};
 pub(crate) use tls::RedisTls;
 pub(crate) use walk::{LegacyJobWalk, NamespaceWalk};
@@ -66,6 +68,10 @@ pub(crate) struct Store {
     wait_timeout: Duration,
     /// Round trips of script calls (`dueq_redis_command_duration_seconds`).
     timings: Option<prometheus_client::metrics::histogram::Histogram>,
+    /// Where the job-changes subscription connects (`Store::listen`).
+    notices: notify::Source,
+    /// `--redis-timeout`, for the subscription's connect and PING.
+    timeout: Duration,
 }
 
 impl Store {
@@ -90,8 +96,16 @@ impl Store {
         pool_size: usize,
         timeout: Duration,
     ) -> Result<Self, StoreError> {
+        let conns = Connections::new(url, tls, topology, pool_size, timeout)?;
+        let notices =
+            notify::Source::new(url, tls, topology).map_err(|reason| StoreError::Unavailable {
+                url: conns.display_url().to_owned(),
+                reason,
+            })?;
         Ok(Self {
-            conns: Connections::new(url, tls, topology, pool_size, timeout)?,
+            conns,
+            notices,
+            timeout,
             prefix: prefix.to_owned(),
             wait_replicas: 0,
             // Within the response timeout of the connection the WAIT is sent on.
@@ -303,7 +317,9 @@ mod tests {
                 || name == "namespace_status"
                 || name == "queue_stats"
                 || name == "schedule_gauges"
-                || name == "prune_jobs";
+                || name == "prune_jobs"
+                // A read that only marks the record watched (issue 30): no work moves.
+                || name == "watch_job";
             assert!(
                 known,
                 "{name}: is it a work write? move it to the waited list of ops::operations!"

@@ -224,3 +224,33 @@ async fn the_jobs_marker_lua_composes_is_the_one_keys_rs_names() {
     .await;
     assert_eq!(lua, vec![keys.jobs_marker()]);
 }
+
+#[tokio::test]
+async fn the_changes_channel_lua_composes_is_the_one_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let ids = ["j", "a:b", "{x}", "}:j:", "x}{y", "ü 🦀", "j:j:"];
+    for (prefix, namespace) in [("dueq", "ns"), ("app:dueq", "billing.eu"), ("p", "a-b_c")] {
+        let keys = NamespaceKeys::new(prefix, namespace);
+        let mut args = Vec::new();
+        for id in ids {
+            args.push(String::from_utf8(keys.job(id)).expect("utf-8"));
+        }
+        let body = "local out = {}
+for i = 1, #ARGV do
+  local channel, id = changes_of(ARGV[i])
+  out[#out + 1] = channel
+  out[#out + 1] = id
+end
+return out";
+        let lua = eval(&mut conn, Prelude::Job, body, &args).await;
+        for (id, got) in ids.iter().zip(lua.chunks(2)) {
+            assert_eq!(got[0], keys.job_changes(), "{prefix} {namespace} {id}");
+            assert_eq!(got[1], *id, "{prefix} {namespace}");
+            assert_eq!(
+                super::keys::job_changes_namespace(prefix, &got[0]),
+                Some(namespace)
+            );
+        }
+    }
+}

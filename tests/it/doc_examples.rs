@@ -53,6 +53,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "doc_examples::help_documents_every_setting_with_its_env_var",
     ),
     (
+        "watch-example",
+        "jobs::watch::the_docs_watch_example_prints_the_finished_job_once",
+    ),
+    (
         "metrics-table",
         "tools::metrics::the_dashboard_queries_only_documented_metrics",
     ),

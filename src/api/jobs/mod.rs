@@ -2,8 +2,10 @@
 
 mod convert;
 mod validate;
+mod watch;
 mod work;
 
+pub(super) use watch::{watch, WatchJobStream};
 pub(super) use work::{work, WorkStream};
 
 use tonic::Request;

@@ -253,6 +253,11 @@ fn reply(api: &QueueApi, out: WorkOutput) -> Result<proto::WorkResponse, Status>
                 result,
             })
         }
+        WorkOutput::Cancel { id, token } => Out::Cancel(proto::JobLease {
+            job_id: id,
+            lease_token: token,
+            result: Vec::new(),
+        }),
         WorkOutput::ShuttingDown => {
             return Err(Status::unavailable(
                 "the server is shutting down; open a new stream (the jobs this one held \

@@ -27,7 +27,8 @@ pub(crate) struct BenchArgs {
     /// Also run the Node peers (BullMQ, @boringnode/queue 0.6); needs node and npm.
     #[arg(long)]
     pub(crate) peers: bool,
-    /// Idle long-poll waiters (default 10000; 50 with --smoke).
+    /// Idle long-poll waiters, and the dispatch family's WatchJob streams (default
+    /// 10000; 50 with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) waiters: Option<u64>,
     /// Jobs per EnqueueBatch call in the grpc family (default 100).
@@ -80,6 +81,8 @@ pub(crate) enum Family {
     Cluster,
     /// The Redis cost of one /metrics scrape.
     Metrics,
+    /// Issue 30: WatchJob's latency and the memory of open watch streams.
+    Dispatch,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -9,7 +9,7 @@
 //!
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `consume`, `claim_scaling`, `peers`, `longpoll`, `memory`,
-//! `migrate`, `security`, `cluster`, `metrics`.
+//! `migrate`, `security`, `cluster`, `metrics`, `dispatch` (WatchJob: `watch`).
 
 // The decisions clippy.toml keeps: short functions, the host clock read only where a
 // measurement needs it, raw Redis commands only where the bench seeds or inspects
@@ -43,6 +43,7 @@ mod script_time;
 mod security;
 mod seed;
 mod service;
+mod watch;
 
 use std::{process::ExitCode, time::Instant};
 
@@ -149,6 +150,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
     if plan.runs(Family::Metrics) {
         step("metrics");
         metrics::run(env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Dispatch) {
+        step("dispatch");
+        watch::run(plan, env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::Peers) {

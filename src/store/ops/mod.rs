@@ -86,6 +86,7 @@ operations!(
     prune_jobs,
     queue_stats,
     schedule_gauges,
+    watch_job,
     ;
 );
 

@@ -297,6 +297,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "queue_stats",
     "release_jobs",
     "set_follow",
+    "watch_job",
 ];
 
 #[test]

@@ -9,3 +9,4 @@ mod load;
 mod routing;
 mod sentinel;
 mod tls;
+mod watch;

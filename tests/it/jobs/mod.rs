@@ -1,5 +1,5 @@
 //! Jobs: enqueue, claim, ack and fail through their lifecycle, dedup, retention,
-//! admin calls, validation, the Work stream, and crash safety under load.
+//! admin calls, validation, the Work stream, WatchJob, and crash safety under load.
 
 mod admin;
 pub(crate) mod crash;
@@ -8,4 +8,5 @@ mod lifecycle;
 mod progress;
 mod retention;
 mod validation;
+mod watch;
 mod work_stream;

@@ -32,6 +32,7 @@ const READS: &[&str] = &[
     "ListSchedules",
     "GetJob",
     "ListJobs",
+    "WatchJob",
     "PreviewSchedule",
     "GetNamespaceStatus",
     "ListNamespaces",
@@ -99,6 +100,7 @@ const RPCS: &[&str] = &[
     "QueueService/ListJobs",
     "QueueService/CancelJob",
     "QueueService/RetryJob",
+    "QueueService/WatchJob",
     "QueueService/ListNamespaces",
     "QueueService/ListQueues",
     "QueueService/PauseQueue",
@@ -251,6 +253,7 @@ async fn call(
         "QueueService/ListJobs" => send!(queue.list_jobs(ListJobsRequest {})),
         "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
         "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
+        "QueueService/WatchJob" => send!(queue.watch_job(WatchJobRequest {})),
         "QueueService/ListNamespaces" => queue
             .list_namespaces(with_token(proto::ListNamespacesRequest::default(), token))
             .await

@@ -25,6 +25,7 @@ impl Report {
         self.check_longpoll();
         self.check_memory();
         self.check_migrate();
+        self.check_watch();
     }
 
     fn target(&mut self, what: &str, check: Check) {
@@ -269,5 +270,29 @@ impl Report {
             .extra("migrate", "longest script (SLOWLOG)", "ms")
             .map(|ms| (ms <= 10.0, format!("{ms:.2} ms")));
         self.target("migration: no script over 10 ms", t);
+    }
+
+    /// WatchJob: a change reaches a watcher soon, and open streams are cheap.
+    fn check_watch(&mut self) {
+        let section = crate::watch::S;
+        let t = self
+            .row(section, "WatchJob progress")
+            .and_then(|r| r.p99_ms)
+            .map(|p| (p <= 50.0, format!("p99 {p:.2} ms")));
+        self.target("WatchJob progress p99 <= 50 ms", t);
+        let streams = self.extra(section, "10k WatchJob streams", "streams");
+        let growth = self.extra(section, "10k WatchJob streams", "rss_growth_mb");
+        match streams.zip(growth) {
+            Some((n, _)) if n < 10_000.0 => self.targets.push(Target {
+                what: "10k WatchJob streams RSS <= 100 MB".into(),
+                met: None,
+                detail: format!("needs 10000 streams (--waiters), this run had {n:.0}"),
+            }),
+            other => {
+                let t =
+                    other.map(|(n, mb)| (mb <= 100.0, format!("+{mb:.1} MB for {n:.0} streams")));
+                self.target("10k WatchJob streams RSS <= 100 MB", t);
+            }
+        }
     }
 }

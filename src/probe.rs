@@ -314,38 +314,3 @@ pub async fn schedule_records(
     }
     Ok(out)
 }
-
-/// KEYS: the job record. Marks the cancel asked (record position cancel = 1) and
-/// saves the record through `packed_save`, as a transition would (issue 30).
-#[allow(clippy::disallowed_methods)]
-static ASK_CANCEL: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{}{}",
-        Prelude::Job.parts().concat(),
-        r#"
-local p = packed_load(KEYS[1])
-if p == nil then return 0 end
-if is_error(p) then return p end
-packed_put(p, P_CANCEL, 1)
-packed_save(KEYS[1], p)
-return 1
-"#
-    ))
-});
-
-/// Asks the worker of job `id` to stop as CancelJob of an active job does (record
-/// position cancel = 1, saved through the job scripts' `packed_save`, which counts
-/// the write and announces it): a fixture for the Work stream's cancel message.
-/// False when there is no such job.
-pub async fn ask_cancel(
-    conn: &mut (impl redis::aio::ConnectionLike + Send),
-    keys: &Keys,
-    id: &str,
-) -> redis::RedisResult<bool> {
-    let done: i64 = ASK_CANCEL
-        .prepare_invoke()
-        .key(keys.job(id))
-        .invoke_async(conn)
-        .await?;
-    Ok(done == 1)
-}

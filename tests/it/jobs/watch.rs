@@ -3,7 +3,6 @@
 //! when the job goes; one read per change however many watch; the cap; and the
 //! Work stream's cancel message, which rides on the same announcements.
 
-use dueq::probe::{self, Keys};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
@@ -389,13 +388,17 @@ async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
     };
     // The subscription must be up before the cancel is announced.
     wait_subscribed(&redis, 1).await;
-    let mut conn = redis.conn().await;
-    // CancelJob of an active job sets the record's cancel through packed_save; the
-    // fixture does exactly that.
-    let keys = Keys::new("dueq", "ns");
-    assert!(probe::ask_cancel(&mut conn, &keys, "k1")
+    let cancelled = c
+        .cancel_job(proto::CancelJobRequest {
+            namespace: "ns".into(),
+            job_id: "k1".into(),
+        })
         .await
-        .expect("ask cancel"));
+        .expect("CancelJob of the held job")
+        .into_inner()
+        .job
+        .expect("the job");
+    assert!(cancelled.cancel_requested, "{cancelled:?}");
     match next_out(&mut work).await {
         Out::Cancel(lease) => {
             assert_eq!(lease.job_id, "k1");
@@ -403,13 +406,23 @@ async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
         }
         other => panic!("expected the cancel, got {other:?}"),
     }
-    // Told once: the record is saved again with the cancel asked (announced again).
-    // A watcher on this instance seeing that version means the instance heard it.
+    // Told once: an extend saves the record again with the cancel asked, which is
+    // announced again. A watcher on this instance seeing that version means the
+    // instance heard it.
     let mut watcher = watch(&mut c, "k1", 0).await;
     let version = next_job(&mut watcher).await.version;
-    assert!(probe::ask_cancel(&mut conn, &keys, "k1")
+    let extended = c
+        .extend_lease(proto::ExtendLeaseRequest {
+            namespace: "ns".into(),
+            job_id: "k1".into(),
+            lease_token: held.lease_token.clone(),
+            lease: Some(dur(600_000)),
+            progress: None,
+        })
         .await
-        .expect("ask cancel again"));
+        .expect("extend")
+        .into_inner();
+    assert!(extended.cancel_requested, "the extend's reply tells it too");
     assert!(next_job(&mut watcher).await.version > version);
     tx.send(send(In::Ack(proto::JobLease {
         job_id: "k1".into(),

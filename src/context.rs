@@ -24,6 +24,9 @@ pub(crate) struct Context {
     pub(crate) metrics: Arc<Metrics>,
     /// Cancelled when the service stops: pending long-polls answer empty.
     pub(crate) shutdown: CancellationToken,
+    /// Wakes this replica's dispatcher (`crate::dispatch`) when a schedule write here
+    /// made a target slot due sooner than it knows.
+    pub(crate) dispatch: Arc<tokio::sync::Notify>,
 }
 
 impl Context {

@@ -21,6 +21,7 @@ use crate::{
     config::ServeConfig,
     connections::LimitedIncoming,
     context::Context,
+    dispatch::Dispatcher,
     health,
     jobs::{Jobs, Pruner, Retention},
     layers::{
@@ -80,6 +81,9 @@ pub async fn run(
         config.overdue_after,
     );
     let cancel = CancellationToken::new();
+    // However this future ends (returned, or dropped mid-flight as a crash is
+    // simulated in process), the background tasks it spawned stop with it.
+    let _stop_background = cancel.clone().drop_guard();
     let core = core(&config, &metrics, &cancel)?;
     let address = advertised(listener.local_addr()?);
     let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
@@ -171,6 +175,7 @@ fn core(
         store,
         clock,
         shutdown: cancel.clone(),
+        dispatch: Default::default(),
     })
 }
 
@@ -320,7 +325,8 @@ fn queue_api(
     )
 }
 
-/// The namespace monitor (which also sweeps the namespace table) and the pruner.
+/// The namespace monitor (which also sweeps the namespace table), the pruner and the
+/// schedule dispatcher.
 fn spawn_background(core: &Context, config: &ServeConfig) {
     let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
     tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));
@@ -334,6 +340,8 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
         },
     );
     tokio::spawn(pruner.run(core.shutdown.clone()));
+    let dispatcher = Dispatcher::new(core.clone(), config.recheck_interval);
+    tokio::spawn(Arc::new(dispatcher).run());
 }
 
 type Reflection<T> = tonic_reflection::server::v1::ServerReflectionServer<T>;

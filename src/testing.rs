@@ -106,6 +106,7 @@ pub(crate) fn offline_context() -> Context {
         store,
         clock,
         shutdown,
+        dispatch: Default::default(),
     }
 }
 

@@ -32,6 +32,10 @@ const BLOCKS: &[(&str, &str)] = &[
     ),
     ("cli-examples", "tools::cli::every_cli_doc_example_runs"),
     (
+        "schedule-target-examples",
+        "schedules::target::the_schedules_doc_target_example_runs",
+    ),
+    (
         "cli-dead-jobs-table",
         "tools::cli::every_cli_doc_example_runs",
     ),

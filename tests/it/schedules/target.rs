@@ -682,3 +682,38 @@ async fn any_replica_dispatches_a_namespace_nobody_polls_and_a_trigger_makes_a_j
     let runs = enqueued(&mut c, "quiet", "s").await;
     assert_eq!(runs[0].kind, proto::OccurrenceKind::Triggered as i32);
 }
+
+/// Pins: the docs' nightly schedule feeding "invoices" (docs/schedules.md, "Schedules
+/// that enqueue jobs") runs as written: the trigger's occurrence becomes the job the
+/// worker claims, with the slot, the job name and the merged headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_schedules_doc_target_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let addr = service.addr.to_string();
+    let commands = crate::doc_examples::commands_between("schedule-target-examples");
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let (ok, text) = tokio::task::block_in_place(|| crate::doc_examples::run(command, &addr));
+        assert!(ok, "docs/schedules.md example failed:\n{command}\n{text}");
+        outputs.push(text);
+    }
+    assert!(
+        outputs[0].contains("\"queue\": \"invoices\""),
+        "{}",
+        outputs[0]
+    );
+    let trigger: serde_json::Value = serde_json::from_str(&outputs[1]).expect("trigger JSON");
+    let claimed: serde_json::Value = serde_json::from_str(&outputs[2]).expect("claim JSON");
+    let job = &claimed["jobs"][0];
+    assert_eq!(job["jobId"], trigger["occurrenceId"], "{claimed}");
+    assert_eq!(job["name"], "invoices.run");
+    assert_eq!(job["schedule"]["scheduleId"], "nightly-invoices");
+    assert_eq!(job["schedule"]["dueTime"], trigger["dueTime"]);
+    assert_eq!(job["headers"]["team"], "billing");
+    assert_eq!(job["headers"]["source"], "nightly");
+    assert_eq!(job["priority"], 5);
+}

@@ -80,6 +80,8 @@ pub(crate) enum Family {
     Cluster,
     /// The Redis cost of one /metrics scrape.
     Metrics,
+    /// Schedules that enqueue jobs, and job progress (issue 30).
+    Dispatch,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

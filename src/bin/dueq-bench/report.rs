@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 11] = [
+pub(crate) const SECTIONS: [&str; 12] = [
     "ceiling",
     "grpc",
     "consume",
@@ -26,6 +26,7 @@ pub(crate) const SECTIONS: [&str; 11] = [
     "memory",
     "migrate",
     "metrics",
+    "dispatch",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

@@ -717,3 +717,37 @@ async fn the_schedules_doc_target_example_runs() {
     assert_eq!(job["headers"]["source"], "nightly");
     assert_eq!(job["priority"], 5);
 }
+
+/// Pins: each dispatched slot counts in dueq_schedule_occurrences_total (as a claim
+/// does) and its job in dueq_jobs_enqueued_total of the target queue.
+#[tokio::test]
+async fn dispatched_slots_are_counted_as_occurrences() {
+    let redis = Redis::start().await;
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut config = config(&redis.url());
+    config.metrics_listen = Some(metrics.clone());
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    for id in ["a", "b"] {
+        upsert(&mut c, "ns", targeted(every(id, 3600), target("counted"))).await;
+        let due = redis_now(&mut conn).await - 1_000;
+        force_due_target(&mut conn, "ns", id, due).await;
+    }
+    wait_jobs(&mut c, "counted", 2).await;
+    let patience = Patience::new("the occurrences counted");
+    loop {
+        let s = scrape(&metrics).await;
+        if s.value("dueq_schedule_occurrences_total{namespace=\"ns\"}") == 2.0 {
+            let enqueued = s.series_of("dueq_jobs_enqueued_total");
+            assert!(
+                enqueued
+                    .iter()
+                    .any(|(series, v)| series.contains("counted") && *v == 2.0),
+                "{enqueued:?}"
+            );
+            break;
+        }
+        patience.wait().await;
+    }
+}

@@ -133,3 +133,101 @@ pub(super) fn sample() -> DispatchDue<'static> {
         hints: &HINTS,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use deadpool_redis::redis;
+
+    use crate::{
+        domain::{Backoff, EnqueueTarget, Follow, NextRun, ScheduleDef, TimingDef},
+        store::{keys::NamespaceKeys, ops::upsert_schedule::UpsertSchedule},
+        testing::TestRedis,
+    };
+
+    fn def(target: Option<EnqueueTarget>) -> ScheduleDef {
+        ScheduleDef {
+            id: "s".into(),
+            timing: TimingDef::EveryMs(60_000),
+            timezone: "UTC".into(),
+            start_ms: None,
+            end_ms: None,
+            run_limit: 0,
+            job_name: "j".into(),
+            payload: Vec::new(),
+            headers: Default::default(),
+            paused: false,
+            catchup: Default::default(),
+            offset_ms: None,
+            overlap: Default::default(),
+            max_attempts: 0,
+            jitter_ms: 0,
+            target,
+        }
+    }
+
+    /// The stored record's top-level items (lib/schedule.lua positions).
+    async fn stored(redis: &TestRedis) -> Vec<rmpv::Value> {
+        let key = NamespaceKeys::new("dueq", "ns").schedule("s");
+        let raw: Vec<u8> = redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut redis.conn().await)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        match rmpv::decode::read_value(&mut raw.as_slice()) {
+            Ok(rmpv::Value::Array(items)) => items,
+            other => panic!("not a packed record: {other:?}"),
+        }
+    }
+
+    /// Pins the stored layout: a schedule without a target is stored exactly as before
+    /// targets existed (no policies entry 17, so older builds and records read alike:
+    /// no Migrate step), and a target is entry 17 of the policies, read back whole.
+    #[tokio::test]
+    async fn a_target_is_policies_entry_17_and_its_absence_changes_nothing() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let next = NextRun {
+            next_ms: Some(60_000),
+            follow: Follow::Unknown,
+        };
+        let plain = def(None);
+        let upsert = UpsertSchedule {
+            def: &plain,
+            next,
+            max_schedules: 0,
+        };
+        let back = store.run("ns", &upsert).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.record.def.target, None);
+        assert_eq!(stored(&redis).await.len(), 16, "no policies entry at all");
+
+        let target = EnqueueTarget {
+            queue: "invoices".into(),
+            priority: -3,
+            max_attempts: 7,
+            backoff: Backoff {
+                jitter: 0.25,
+                ..Backoff::default()
+            },
+            headers: [("k".to_owned(), "v".to_owned())].into(),
+            lease_ms: 45_000,
+        };
+        let with = def(Some(target.clone()));
+        let upsert = UpsertSchedule {
+            def: &with,
+            next,
+            max_schedules: 0,
+        };
+        let back = store.run("ns", &upsert).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.record.def.target, Some(target));
+        let items = stored(&redis).await;
+        let Some(rmpv::Value::Array(policies)) = items.get(16) else {
+            panic!("policies: {items:?}")
+        };
+        assert_eq!(policies.len(), 17);
+        assert!(policies[16].is_str(), "{policies:?}");
+        assert_eq!(
+            back.record.revision, 1,
+            "the target is not timing: no revision bump"
+        );
+    }
+}

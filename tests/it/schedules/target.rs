@@ -751,3 +751,90 @@ async fn dispatched_slots_are_counted_as_occurrences() {
         patience.wait().await;
     }
 }
+
+/// Pins: BackfillSchedule of a target schedule makes one job per backfilled slot
+/// (kind backfill, the slot's own occurrence id), and the next run does not move.
+#[tokio::test]
+async fn a_backfill_of_a_target_schedule_makes_a_job_per_slot() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let before = upsert(&mut c, "ns", targeted(every("s", 3600), target("bf")))
+        .await
+        .schedule
+        .expect("schedule");
+    let now = redis_now(&mut conn).await;
+    let hour = 3_600_000;
+    let (from, to) = ((now / hour - 3) * hour, (now / hour - 1) * hour);
+    let filled = c
+        .backfill_schedule(proto::BackfillScheduleRequest {
+            namespace: "ns".into(),
+            id: "s".into(),
+            start_time: Some(ts(from)),
+            end_time: Some(ts(to)),
+        })
+        .await
+        .expect("backfill")
+        .into_inner();
+    assert_eq!(filled.slots, 3);
+    let jobs = wait_jobs(&mut c, "bf", 3).await;
+    let mut dues: Vec<i64> = jobs
+        .iter()
+        .map(|j| ms(&j.schedule.as_ref().expect("slot").due_time))
+        .collect();
+    dues.sort_unstable();
+    assert_eq!(dues, vec![from, from + hour, to]);
+    let runs = enqueued(&mut c, "ns", "s").await;
+    assert!(runs
+        .iter()
+        .all(|r| r.kind == proto::OccurrenceKind::Backfill as i32));
+    assert_eq!(
+        get(&mut c, "ns", "s").await.next_run_time,
+        before.next_run_time
+    );
+}
+
+/// Pins: one namespace with thousands of due slots does not starve another: the
+/// dispatcher serves each due namespace a bounded number of calls per visit, so the
+/// small namespace's job is created before the big one's last.
+#[tokio::test]
+async fn a_namespace_with_many_due_slots_does_not_starve_another() {
+    let redis = Redis::start().await;
+    let setup = Service::start_with(config_without_dispatch(&redis.url())).await;
+    let mut c = setup.client().await;
+    let mut conn = redis.conn().await;
+    let due = due_fleet(&mut c, &mut conn, 3000, "big").await;
+    upsert(&mut c, "small", targeted(every("s", 3600), target("one"))).await;
+    force_due(&mut conn, "small", "s", due).await;
+    // Registered after "ns" (due at the same time), so visited after it.
+    register_dispatch(&mut conn, "small", due).await;
+    setup.stop().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let big = wait_jobs(&mut c, "big", 3000).await;
+    let patience = Patience::new("the small namespace's job");
+    let small = loop {
+        let got = c
+            .list_jobs(proto::ListJobsRequest {
+                namespace: "small".into(),
+                queue: "one".into(),
+                page_size: 10,
+                view: proto::JobView::Full as i32,
+                ..Default::default()
+            })
+            .await
+            .expect("ListJobs")
+            .into_inner()
+            .jobs;
+        if let Some(job) = got.into_iter().next() {
+            break job;
+        }
+        patience.wait().await;
+    };
+    let last_big = big.iter().map(|j| ms(&j.create_time)).max().expect("jobs");
+    assert!(
+        ms(&small.create_time) < last_big,
+        "the small namespace waited for all of the big one's slots"
+    );
+}

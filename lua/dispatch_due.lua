@@ -62,7 +62,6 @@ if refused then return refused end
 local meta = KEYS[1]
 local refused_jobs, layout = jobs_guard(meta)
 if refused_jobs then return refused_jobs end
-if layout == nil then jobs_first(meta) end
 
 local now = now_ms()
 local K = job_keys(ARGV, 3)
@@ -92,6 +91,10 @@ local function enqueue(c, occ, due_ms, kind, skipped)
   local outcome = 'duplicate'
   local t = cjson.decode(r.target)
   if redis.call('EXISTS', K.job .. occ) == 0 then
+    if layout == nil then
+      jobs_first(meta) -- the namespace's first jobs (lib/job.lua)
+      layout = JOBS_LAYOUT
+    end
     local headers = t.headers or {}
     if r.headers ~= '' and r.headers ~= '{}' then
       local own = cjson.decode(r.headers)

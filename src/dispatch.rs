@@ -31,7 +31,7 @@ use crate::{
 
 /// Script calls per namespace per visit (up to `DISPATCH_SLOTS` slots each); a
 /// namespace with more due stays due, and is visited again after the others.
-const ROUNDS_PER_VISIT: usize = 10;
+const ROUNDS_PER_VISIT: usize = 20;
 /// Due namespaces read from the due-set per page.
 const DUE_PAGE: usize = 100;
 /// A namespace whose visit failed (Redis away, needs Migrate) is tried again after this.

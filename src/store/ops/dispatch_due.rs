@@ -8,8 +8,8 @@ script!(DispatchDue<'_>: "dispatch_due", Dispatch, Arity::Exactly(5),
     Arity::Groups { fixed: 15, group: 8 });
 
 /// Slots one call enqueues at most, and index entries it examines at most.
-pub(crate) const DISPATCH_SLOTS: u32 = 100;
-const DISPATCH_CANDIDATES: u32 = 200;
+pub(crate) const DISPATCH_SLOTS: u32 = 32;
+const DISPATCH_CANDIDATES: u32 = 64;
 
 pub(crate) struct DispatchDue<'a> {
     /// The namespace, for the occurrence ids the script computes.

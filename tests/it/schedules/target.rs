@@ -838,3 +838,52 @@ async fn a_namespace_with_many_due_slots_does_not_starve_another() {
         "the small namespace waited for all of the big one's slots"
     );
 }
+
+/// Pins: ListSchedules by next run (and `--overdue`) pages both indexes merged in
+/// (next run, id) order, so target schedules are listed with the others.
+#[tokio::test]
+async fn listing_by_next_run_merges_target_schedules_in() {
+    let redis = Redis::start().await;
+    let service = Service::start_with(config_without_dispatch(&redis.url())).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let now = redis_now(&mut conn).await;
+    let hour = 3_600_000;
+    let plan = [
+        ("w1", false, now + hour),
+        ("t1", true, now + 2 * hour),
+        ("t0", true, now + 2 * hour),
+        ("w2", false, now + 3 * hour),
+        ("t2", true, now + 4 * hour),
+    ];
+    for (id, is_target, at) in plan {
+        let s = if is_target {
+            targeted(every(id, 3600 * 24), target("q"))
+        } else {
+            every(id, 3600 * 24)
+        };
+        upsert(&mut c, "ns", s).await;
+        force_due(&mut conn, "ns", id, at).await;
+    }
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = c
+            .list_schedules(proto::ListSchedulesRequest {
+                namespace: "ns".into(),
+                page_size: 2,
+                page_token: token,
+                order: proto::ScheduleOrder::NextRun as i32,
+                ..Default::default()
+            })
+            .await
+            .expect("list")
+            .into_inner();
+        seen.extend(page.schedules.into_iter().map(|s| s.id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(seen, ["w1", "t0", "t1", "w2", "t2"]);
+}

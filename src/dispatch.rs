@@ -18,7 +18,7 @@ use std::{sync::Arc, time::Duration};
 
 use crate::{
     context::Context,
-    domain::{limits, Namespace},
+    domain::Namespace,
     effects::{Effects, HandedOut, Ready},
     error::Error,
     namespaces::Work,
@@ -105,10 +105,7 @@ impl Dispatcher {
             .dispatch_due(self.cx.clock.now_ms(), DUE_PAGE)
             .await?;
         for name in &due {
-            let Ok(namespace) = Namespace::parse(name)
-                .map_err(|_| ())
-                .and_then(|ns| limits::is_namespace(ns.as_str()).then_some(ns).ok_or(()))
-            else {
+            let Ok(namespace) = Namespace::parse(name) else {
                 tracing::warn!(namespace = %name, "dropping an invalid name from the dispatch due-set");
                 self.cx.store.dispatch_forget(name).await?;
                 continue;

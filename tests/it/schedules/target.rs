@@ -243,22 +243,37 @@ async fn two_instances_enqueue_each_of_500_due_slots_exactly_once() {
     }
 }
 
-/// Pins: a dispatching instance killed mid-way (its task aborted between any two
-/// steps) and another started: every slot still becomes exactly one job.
+/// Pins: a dispatching `dueq serve` process SIGKILLed mid-way (once its first jobs
+/// exist) and another instance started: every slot still becomes exactly one job.
 #[tokio::test]
-async fn a_dispatcher_killed_mid_way_loses_and_repeats_no_slot() {
+async fn a_dispatcher_sigkilled_mid_way_loses_and_repeats_no_slot() {
     let redis = Redis::start().await;
     let mut conn = redis.conn().await;
     let setup = Service::start_with(config_without_dispatch(&redis.url())).await;
     let due = due_fleet(&mut setup.client().await, &mut conn, 3000, "crash").await;
     setup.stop().await;
-    let a = Service::start(&redis.url()).await;
-    let mut c = a.client().await;
-    let patience = Patience::new("the first jobs");
-    while jobs_of(&mut c, "crash").await.is_empty() {
+    let mut process = std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--redis-url", &redis.url()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start dueq serve");
+    let patience = Patience::new("the process's first jobs");
+    loop {
+        let numbered: Option<i64> = cmd("HGET")
+            .arg("dueq:{ns}:meta")
+            .arg("n:crash")
+            .query_async(&mut conn)
+            .await
+            .expect("HGET");
+        if numbered.is_some_and(|n| n > 0) {
+            break;
+        }
         patience.wait().await;
     }
-    a.kill();
+    process.kill().expect("SIGKILL");
+    process.wait().expect("reaped");
     let b = Service::start(&redis.url()).await;
     let jobs = wait_jobs(&mut b.client().await, "crash", 3000).await;
     assert_one_job_each(&jobs, 3000, due);

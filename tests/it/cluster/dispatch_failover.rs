@@ -1,9 +1,9 @@
-//! Schedules that enqueue jobs (issue 30) across a Redis failover: the Sentinel master
-//! is killed (SIGKILL) while target schedules fire every second and workers claim and
-//! ack their jobs, with `--redis-wait-replicas 1`. A slot enqueued twice would show
-//! as its job claimed again after it was acked (re-created by a dispatch the failover
-//! lost and the new master replayed), or as two job ids for one slot.
-
+//! Schedules that enqueue jobs (issue 30) on Redis Cluster, and across a Redis
+//! failover: the Sentinel master is killed (SIGKILL) while target schedules fire every
+//! second and workers claim and ack their jobs, with `--redis-wait-replicas 1`. A slot
+//! enqueued twice would show as its job claimed again after it was acked (re-created
+//! by a dispatch the failover lost and the new master replayed), or as two job ids for
+//! one slot.
 use std::{
     collections::{HashMap, HashSet},
     sync::{
@@ -150,4 +150,36 @@ async fn no_slot_is_enqueued_twice_across_a_failover_with_wait_replicas() {
         seen.acked.len(),
         "one acked job per slot"
     );
+}
+
+/// Pins: on Redis Cluster a target schedule's slot becomes its job (the dispatch
+/// due-set, a global key, and the namespace's keys live on different masters).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_target_schedule_dispatches_on_a_cluster() {
+    let cluster = Cluster::start().await;
+    let mut config = config(&cluster.url());
+    config.redis_mode = RedisMode::Cluster;
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let s = proto::Schedule {
+        target: Some(proto::schedule::Target::Enqueue(proto::EnqueueTarget {
+            queue: "q".into(),
+            ..Default::default()
+        })),
+        ..every("s", 3600)
+    };
+    upsert(&mut c, "ns", s).await;
+    let t = c
+        .trigger_schedule(proto::TriggerScheduleRequest {
+            namespace: "ns".into(),
+            id: "s".into(),
+            ignore_overlap: false,
+        })
+        .await
+        .expect("trigger")
+        .into_inner();
+    let job = claim_job(&mut c, &["q"], LONG_POLL_MS, None)
+        .await
+        .expect("the triggered slot's job");
+    assert_eq!(job.job_id, t.occurrence_id);
 }

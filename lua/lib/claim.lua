@@ -14,6 +14,8 @@
 --   targets: true in dispatch_due (reads target schedules only), false in claim_due
 --   live(r, id) -> whether r's outstanding occurrence or job is still unfinished (the
 --     overlap check; may forget it by setting r.outstanding = '')
+--   leased(occ) -> whether a backfilled slot's occurrence is taken already (a leased
+--     occurrence record; a job with its id): the slot is dropped, not taken again
 --   track: whether a claimed slot becomes r.outstanding (under SKIP and BUFFER_ONE)
 --   outcome, worker: the recent-runs entry of a claimed slot
 -- CL.overlap_skips counts the slots this call skipped for overlap (the metric).

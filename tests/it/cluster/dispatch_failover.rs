@@ -4,6 +4,7 @@
 //! enqueued twice would show as its job claimed again after it was acked (re-created
 //! by a dispatch the failover lost and the new master replayed), or as two job ids for
 //! one slot.
+
 use std::{
     collections::{HashMap, HashSet},
     sync::{

@@ -72,7 +72,7 @@ impl Dispatcher {
                 hints: &hints,
             };
             let out = self.cx.store.run(namespace, &op).await?;
-            self.cx.apply(&entry, effects(&out)).await;
+            self.cx.apply(&entry, effects(&out, &hints)).await;
             progress |= !out.slots.is_empty();
             let full = out.slots.len() >= DISPATCH_SLOTS as usize;
             hints.clear();
@@ -167,18 +167,24 @@ impl Dispatcher {
 }
 
 /// What a dispatch call did: jobs created (metrics, and this replica's job waiters
-/// woken), each slot counted as an occurrence, the overlap skips.
-fn effects(out: &Dispatched) -> Effects<'_> {
+/// woken), each slot counted as an occurrence, the overlap skips. A slot's skips are
+/// split between the policy and the window as the plan (`hints`) that took it says,
+/// as a claim splits them.
+fn effects<'a>(out: &'a Dispatched, hints: &[ClaimHint]) -> Effects<'a> {
     let mut effects = Effects {
         overlap_skips: out.overlap_skips,
         ..Effects::default()
     };
     for slot in out.slots.iter().filter(|s| s.created) {
         effects.created.push(&slot.queue);
+        let window = hints
+            .iter()
+            .find(|h| h.id == slot.schedule_id && h.hand_out == Some(slot.due_ms))
+            .map_or(0, |h| h.skipped_window.min(slot.skipped));
         effects.occurrences.push(HandedOut {
             late_ms: out.now_ms - slot.due_ms,
-            skipped_policy: slot.skipped,
-            skipped_window: 0,
+            skipped_policy: slot.skipped - window,
+            skipped_window: window,
         });
     }
     if !effects.occurrences.is_empty() {

@@ -10,7 +10,11 @@
 //! the fields issue 17 added after schema 2's (policies, skip counts, pause note,
 //! trigger, backfill, jitter) may be absent. The copy is stored without a marker and
 //! stays so (the stored layout does not change); [`Migrate::migrate`] converts it,
-//! and is the one place where an absent field becomes its default.
+//! and is the one place where an absent field becomes its default. Issue 30 added
+//! `target` (lib/schedule.lua policies entry 17, the JSON [`target_json`] writes; ""
+//! for none) to what a marked record carries; the marker stays 3, because the stored
+//! record of a schedule without a target is unchanged (no Migrate step), and an
+//! unmarked copy (an occurrence's: never a target schedule's) reads it as none.
 
 use super::{Fields, StoreError};
 use crate::domain::{

@@ -9,6 +9,7 @@
 --   head, as every schedule script takes it)
 -- KEYS[4] the target index (zset id -> next run ms) <prefix>:{<ns>}:due:t
 -- KEYS[5] the due index <prefix>:{<ns>}:due (a record met in the wrong index moves there)
+-- KEYS[6] finished jobs (zset id -> finish ms) <prefix>:{<ns>}:jdone (the job quota's count)
 -- ARGV[3..10] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --   priorities, delayed, leased, listing, dedup
 -- ARGV[11] namespace: the namespace (for the occurrence ids)
@@ -16,13 +17,17 @@
 -- ARGV[13] candidates: most index entries this call examines
 -- ARGV[14] backfill_prefix: backfill set prefix <prefix>:{<ns>}:bf:
 -- ARGV[15] runs_prefix: recent runs prefix <prefix>:{<ns>}:rr:
--- ARGV[16..] hint{hint_id, hint_rev, hint_expected_next_ms, hint_next_ms, hint_follow,
+-- ARGV[16] max_jobs: most unfinished jobs the namespace may hold (0: no limit), as
+--   enqueue_jobs.lua counts them: at the quota no slot is taken (they stay due) and the
+--   reply says so
+-- ARGV[17..] hint{hint_id, hint_rev, hint_expected_next_ms, hint_next_ms, hint_follow,
 --   hint_skipped, hint_hand_out, hint_skipped_window}: groups of 8, one per plan the
 --   caller computed after a "compute" entry: id, rev, expected next ms, new next ms
 --   ("" none), new follow ("" | "end" | ms), slots skipped for catch-up, the slot to
 --   enqueue ("" none: the plan only skips), slots skipped for the window (claim_due.lua's
 --   hint)
--- Returns { now, earliest, overlap, slots, computes, slot entries..., compute entries... }
+-- Returns { now, earliest, overlap, slots, computes, at_quota (1: stopped at the job
+--   quota, 0), slot entries..., compute entries... }
 --   earliest: the lowest score left in the target index ("" empty), for the caller's
 --     dispatch due set; overlap: slots skipped for overlap (the metric)
 --   slot entry (slots of them): schedule id, job id (the occurrence id), due ms,
@@ -70,6 +75,16 @@ CL.prefix, CL.namespace = ARGV[1], ARGV[11]
 CL.backfill_prefix, CL.runs_prefix, CL.worker = ARGV[14], ARGV[15], ''
 CL.targets, CL.track, CL.outcome = true, true, 'enqueued'
 local max_slots, max_cands = tonumber(ARGV[12]), tonumber(ARGV[13])
+local quota, unfinished, at_quota = tonumber(ARGV[16]), 0, 0
+if quota > 0 then
+  unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[6])
+end
+
+-- Whether the job quota leaves room for one more job (else the call stops).
+local function room()
+  if quota > 0 and unfinished >= quota then at_quota = 1 end
+  return at_quota == 0
+end
 
 -- The overlap check: the schedule's previous job is pending, delayed or active.
 local UNFINISHED = { [1] = true, [2] = true, [3] = true }
@@ -111,6 +126,7 @@ local function enqueue(c, occ, due_ms, kind, skipped)
       lease_ms = t.lease_ms, dedup = '', dedup_ttl = '', schedule = c.id, due = due_ms,
       run = r.runs })
     created = created + 1
+    unfinished = unfinished + 1
     outcome = 'created'
   end
   local n = #slots
@@ -125,7 +141,8 @@ local function take(c, due_ms, new_next, new_follow, skipped, skipped_window, ki
 end
 
 -- 1. The caller's plans, each re-checked (lib/claim.lua cl_hint).
-for b = 16, #ARGV, 8 do
+for b = 17, #ARGV, 8 do
+  if not room() then break end
   local c = cl_hint(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5],
     ARGV[b + 6], ARGV[b + 7])
   if is_error(c) then return c end
@@ -140,7 +157,7 @@ end
 local cands = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'WITHSCORES', 'LIMIT', 0,
   max_cands)
 for i = 1, #cands, 2 do
-  if #slots / SLOT_ITEMS >= max_slots then break end
+  if #slots / SLOT_ITEMS >= max_slots or not room() then break end
   local c = cl_validate(cands[i], cands[i + 1])
   if is_error(c) then return c end
   if c then
@@ -157,7 +174,7 @@ end
 
 jobs_stored(meta, created, now)
 local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0 }
+local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0, at_quota }
 for j = 1, #slots do out[#out + 1] = slots[j] end
 local n_computes = 0
 local j = 1

@@ -39,11 +39,16 @@ const RETRY_AFTER_MS: i64 = 10_000;
 /// A visit that took nothing while its index still said "due" (every plan it computed
 /// lost a race) looks again this much later rather than at once.
 const NO_PROGRESS_MS: i64 = 50;
+/// A namespace at its job quota (`--max-jobs-per-namespace`) is looked at again after
+/// this: its slots stay due until jobs finish (then the catch-up policy applies).
+const AT_QUOTA_MS: i64 = 1_000;
 
 pub(crate) struct Dispatcher {
     cx: Context,
     schedules: Schedules,
     recheck: Duration,
+    /// `--max-jobs-per-namespace` (0: no limit).
+    max_jobs: u64,
 }
 
 /// What a visit of one namespace left.
@@ -53,11 +58,12 @@ struct Visit {
 }
 
 impl Dispatcher {
-    pub(crate) fn new(cx: Context, recheck: Duration) -> Self {
+    pub(crate) fn new(cx: Context, recheck: Duration, max_jobs: u64) -> Self {
         Self {
             schedules: Schedules::new(cx.clone()),
             cx,
             recheck,
+            max_jobs,
         }
     }
 
@@ -70,10 +76,17 @@ impl Dispatcher {
             let op = DispatchDue {
                 namespace,
                 hints: &hints,
+                max_jobs: self.max_jobs,
             };
             let out = self.cx.store.run(namespace, &op).await?;
             self.cx.apply(&entry, effects(&out, &hints)).await;
             progress |= !out.slots.is_empty();
+            if out.at_quota {
+                tracing::debug!(%namespace, "schedule dispatch waits: the namespace is at its job quota");
+                return Ok(Visit {
+                    next_ms: Some(out.now_ms + AT_QUOTA_MS),
+                });
+            }
             let full = out.slots.len() >= DISPATCH_SLOTS as usize;
             hints.clear();
             for schedule in &out.compute {

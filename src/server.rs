@@ -340,7 +340,11 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
         },
     );
     tokio::spawn(pruner.run(core.shutdown.clone()));
-    let dispatcher = Dispatcher::new(core.clone(), config.recheck_interval);
+    let dispatcher = Dispatcher::new(
+        core.clone(),
+        config.recheck_interval,
+        config.max_jobs_per_namespace,
+    );
     tokio::spawn(Arc::new(dispatcher).run());
 }
 

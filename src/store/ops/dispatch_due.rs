@@ -4,8 +4,8 @@
 use super::{claim_due::ClaimHint, job_prefixes, prelude::*, schedule_head, upsert_schedule::follow_arg};
 use crate::domain::{OccurrenceKind, ScheduleRecord};
 
-script!(DispatchDue<'_>: "dispatch_due", Dispatch, Arity::Exactly(5),
-    Arity::Groups { fixed: 15, group: 8 });
+script!(DispatchDue<'_>: "dispatch_due", Dispatch, Arity::Exactly(6),
+    Arity::Groups { fixed: 16, group: 8 });
 
 /// Slots one call enqueues at most, and index entries it examines at most.
 pub(crate) const DISPATCH_SLOTS: u32 = 32;
@@ -16,6 +16,8 @@ pub(crate) struct DispatchDue<'a> {
     pub(crate) namespace: &'a str,
     /// Plans computed for the schedules a previous call answered as "compute".
     pub(crate) hints: &'a [ClaimHint],
+    /// `--max-jobs-per-namespace` (0: no limit): at it, no slot is taken.
+    pub(crate) max_jobs: u64,
 }
 
 /// One slot the call took.
@@ -47,6 +49,8 @@ pub(crate) struct Dispatched {
     /// Schedules whose plan the caller must compute (a cron's next slot, a catch-up
     /// plan), as `ClaimDue`'s "compute".
     pub(crate) compute: Vec<ScheduleRecord>,
+    /// The call stopped at the namespace's job quota: the slots left stay due.
+    pub(crate) at_quota: bool,
 }
 
 impl Operation for DispatchDue<'_> {
@@ -54,13 +58,16 @@ impl Operation for DispatchDue<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.key(keys.target_due()).key(keys.due());
+        call.key(keys.target_due())
+            .key(keys.due())
+            .key(keys.jobs_done());
         job_prefixes(keys, call);
         call.arg("namespace", self.namespace)
             .arg("max_slots", DISPATCH_SLOTS)
             .arg("candidates", DISPATCH_CANDIDATES)
             .arg("backfill_prefix", keys.backfill_prefix())
-            .arg("runs_prefix", keys.runs_prefix());
+            .arg("runs_prefix", keys.runs_prefix())
+            .arg("max_jobs", self.max_jobs);
         for h in self.hints {
             call.arg("hint_id", &h.id)
                 .arg("hint_rev", h.revision)
@@ -79,12 +86,14 @@ impl Operation for DispatchDue<'_> {
         let overlap_skips = reply.count()?;
         let slots = reply.count()?;
         let computes = reply.count()?;
+        let at_quota = reply.flag()?;
         let mut out = Dispatched {
             now_ms,
             earliest_ms,
             overlap_skips,
             slots: Vec::new(),
             compute: Vec::new(),
+            at_quota,
         };
         for _ in 0..slots {
             out.slots.push(DispatchedSlot {
@@ -131,6 +140,7 @@ pub(super) fn sample() -> DispatchDue<'static> {
     DispatchDue {
         namespace: "ns",
         hints: &HINTS,
+        max_jobs: 0,
     }
 }
 

@@ -902,3 +902,34 @@ async fn listing_by_next_run_merges_target_schedules_in() {
     }
     assert_eq!(seen, ["w1", "t0", "t1", "w2", "t2"]);
 }
+
+/// Pins: at the namespace's job quota (--max-jobs-per-namespace) the dispatcher takes
+/// no slot: the schedule stays due (nothing skipped, nothing run), and its slot
+/// becomes a job once a job has finished.
+#[tokio::test]
+async fn at_the_job_quota_a_slot_waits_until_a_job_finished() {
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.max_jobs_per_namespace = 1;
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", targeted(every("s", 3600), target("quota"))).await;
+    let now = redis_now(&mut conn).await;
+    force_due_target(&mut conn, "ns", "s", now - 2_000).await;
+    let first = wait_jobs(&mut c, "quota", 1).await.remove(0);
+    force_due_target(&mut conn, "ns", "s", now - 1_000).await;
+    wait_dispatched(&mut conn, "ns").await;
+    let s = get(&mut c, "ns", "s").await;
+    assert_eq!(
+        (s.run_count, ms(&s.next_run_time)),
+        (1, now - 1_000),
+        "still due"
+    );
+    assert_eq!(jobs_of(&mut c, "quota").await.len(), 1);
+    finish_job(&mut c, "quota", &first.job_id).await;
+    let jobs = wait_jobs(&mut c, "quota", 2).await;
+    assert!(jobs
+        .iter()
+        .any(|j| ms(&j.schedule.as_ref().expect("slot").due_time) == now - 1_000));
+}

@@ -107,15 +107,16 @@ if refused then return refused end
 
 local now = now_ms()
 local meta, due_key, leases_key = KEYS[1], KEYS[4], KEYS[5]
-local prefix = ARGV[1]
-local max_candidates = tonumber(ARGV[3])
-local lease_ms, token, namespace, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARGV[12], ARGV[13]
+local lease_ms, token, occ_prefix = tonumber(ARGV[10]), ARGV[11], ARGV[13]
 local MAX_REHAND_PROBES = 8
 local finished_ttl = tonumber(ARGV[16])
-local backfill_prefix = ARGV[17]
 local runs_prefix, worker = ARGV[18], ARGV[19]
--- Slots skipped for overlap by this call (reported for the metric).
-local overlap_skips = 0
+CL.now, CL.meta, CL.due_key, CL.base_due = now, meta, due_key, due_key
+CL.prefix, CL.namespace = ARGV[1], ARGV[12]
+CL.backfill_prefix, CL.runs_prefix, CL.worker = ARGV[17], runs_prefix, worker
+CL.targets, CL.track = false, lease_ms ~= nil
+CL.outcome = 'not_leased'
+if lease_ms then CL.outcome = 'leased' end
 
 -- A lease that expired with no hand-outs left: the occurrence is finished (kept a
 -- while, like an acked one, so a late ack is told it expired).
@@ -134,6 +135,24 @@ local function expired_for_good(h)
     and (tonumber(h[3]) or 0) >= max
 end
 
+-- The overlap check (lib/claim.lua cl_overlapping): r's outstanding leased occurrence
+-- is leased and not acked, its lease live or expired with hand-outs left. One expired
+-- for good is finished here.
+CL.live = function(r, id)
+  local okey = occ_prefix .. r.outstanding
+  local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts')
+  if h[1] == 'leased' then
+    if not expired_for_good(h) then return true end
+    finish_occurrence(r.outstanding, okey, id)
+  end
+  return false
+end
+
+-- A backfilled slot whose live occurrence is leased right now is dropped.
+CL.leased = function(occ)
+  return redis.call('HGET', occ_prefix .. occ, 'state') == 'leased'
+end
+
 -- The earliest expired occurrence leases: ones with no hand-outs left are finished
 -- (releasing a buffered slot of their schedule), by any claim; a leased claim re-hands
 -- the first one that has hand-outs left. An unleased claim stops there.
@@ -148,7 +167,7 @@ local function rehand()
     local until_ms = tonumber(h[2])
     if expired_for_good(h) then
       finish_occurrence(occ, okey, h[7])
-      sched_release(meta, due_key, prefix, h[7], occ)
+      sched_release(meta, due_key, CL.prefix, h[7], occ)
     elseif h[1] == 'leased' and until_ms and until_ms <= now and not lease_ms then
       return nil
     elseif h[1] == 'leased' and until_ms and until_ms <= now then
@@ -185,129 +204,14 @@ local function earliest()
   return best or ''
 end
 
-local function complete(r)
-  -- Only ever called on an active schedule with a next run: it leaves the index. A
-  -- buffered slot still held back goes with it (counted as skipped for overlap).
-  if r.buffered_ms ~= '' then
-    r.buffered_ms = ''
-    r.sk_overlap = r.sk_overlap + 1
-    overlap_skips = overlap_skips + 1
-  end
-  r.status, r.next_ms, r.follow_ms = 'completed', '', ''
-  r.trigger_ms = '' -- (a triggered occurrence not yet claimed goes too)
-  count_index(meta, true, false)
-end
-
--- Moves the schedule to new_next without handing anything out (a catch-up plan that
--- skips every due slot); new_next nil means there is no later slot.
-local function skip_to(c, new_next, new_follow, skipped_catchup, skipped_window)
-  local r, id = c.r, c.id
-  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
-  r.sk_catchup = r.sk_catchup + skipped_catchup
-  r.sk_window = r.sk_window + skipped_window
-  if new_next == nil then
-    complete(r)
-    redis.call('ZREM', due_key, id)
-  else
-    r.next_ms, r.follow_ms = new_next, new_follow
-    redis.call('ZADD', due_key, sched_due_at(r), id)
-  end
-  sched_save(c.key, r)
-end
-
--- Whether r (SKIP, BUFFER_ONE) has an outstanding leased occurrence: leased and not
--- acked, its lease live or expired with hand-outs left. One that ended is forgotten
--- (the caller saves r), and one expired for good is finished here.
-local function overlapping(r, id)
-  if r.overlap == 'allow_all' or r.outstanding == '' then return false end
-  local okey = occ_prefix .. r.outstanding
-  local h = redis.call('HMGET', okey, 'state', 'lease_until', 'attempt', 's.max_attempts')
-  if h[1] == 'leased' then
-    if not expired_for_good(h) then return true end
-    finish_occurrence(r.outstanding, okey, id)
-  end
-  r.outstanding = ''
-  return false
-end
-
--- A slot that came due while an occurrence is outstanding: the schedule advances past
--- it as a claim would, without a run; the slot is buffered (BUFFER_ONE, empty buffer)
--- or skipped. Hands nothing out.
-local function divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
-  local r, id = c.r, c.id
-  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
-  r.sk_catchup = r.sk_catchup + skipped
-  r.sk_window = r.sk_window + (skipped_window or 0)
-  if r.overlap == 'buffer_one' and r.buffered_ms == '' then
-    r.buffered_ms = due_ms
-  else
-    r.sk_overlap = r.sk_overlap + 1
-    overlap_skips = overlap_skips + 1
-    runs_push(runs_prefix .. id, occurrence_id(namespace, id, due_ms, r.rev), due_ms, '', 0,
-      'skipped_overlap', 'scheduled', '')
-  end
-  local pending = 0
-  if r.buffered_ms ~= '' then pending = 1 end
-  if new_next == nil or (r.limit > 0 and r.runs + pending >= r.limit) then
-    -- No later slot: a buffered one keeps the schedule active until handed out.
-    r.next_ms, r.follow_ms = '', ''
-    if pending == 0 then r.status, r.trigger_ms = 'completed', '' end
-  else
-    r.next_ms, r.follow_ms = new_next, new_follow
-  end
-  sched_save(c.key, r)
-  sched_reindex(meta, due_key, id, r, true)
-end
-
--- Record the claim; new_next nil means there is no later slot. Returns nil when the
--- overlap policy held the slot back instead (divert). kind 'triggered': the record's
--- triggered occurrence (its overlap was checked when triggered).
+-- Record the claim (lib/claim.lua cl_take) and, with a lease, the occurrence record;
+-- returns the "claimed" reply, or nil when the slot was not taken.
 local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
-  local r, id = c.r, c.id
-  skipped_window = skipped_window or 0
   kind = kind or 'scheduled'
-  if kind == 'scheduled' and overlapping(r, id) then
-    divert(c, due_ms, new_next, new_follow, skipped, skipped_window)
-    return nil
-  end
-  if new_follow ~= 'end' then new_follow = tonumber(new_follow) or '' end
-  r.sk_catchup = r.sk_catchup + skipped
-  r.sk_window = r.sk_window + skipped_window
-  skipped = skipped + skipped_window
   local occ
-  if kind == 'backfill' then
-    occ = occurrence_id(namespace, id, due_ms, r.rev)
-    local bf = backfill_prefix .. id
-    redis.call('ZREM', bf, string.format('%d', due_ms))
-    local rest = redis.call('ZRANGE', bf, 0, 0, 'WITHSCORES')
-    r.backfill_ms = tonumber(rest[2]) or ''
-    if redis.call('HGET', occ_prefix .. occ, 'state') == 'leased' then
-      -- Its live occurrence is leased right now: do not overwrite that lease.
-      sched_save(c.key, r)
-      sched_reindex(meta, due_key, id, r, true)
-      return nil
-    end
-  elseif kind == 'triggered' then
-    occ = occurrence_id(namespace, id, due_ms, r.trigger_rev, 'trigger')
-    r.trigger_ms = ''
-  else
-    if r.buffered_ms == due_ms then r.buffered_ms = '' end
-    occ = occurrence_id(namespace, id, due_ms, r.rev)
-  end
-  r.runs = r.runs + 1
-  r.last_ms = now
-  if lease_ms and r.overlap ~= 'allow_all' then r.outstanding = occ end
-  local outcome = 'not_leased'
-  if lease_ms then outcome = 'leased' end
-  runs_push(runs_prefix .. id, occ, due_ms, now, 1, outcome, kind, worker)
-  if new_next == nil or (r.limit > 0 and r.runs >= r.limit) then
-    complete(r)
-    redis.call('ZREM', due_key, id)
-  else
-    r.next_ms, r.follow_ms = new_next, new_follow
-    redis.call('ZADD', due_key, sched_due_at(r), id)
-  end
-  sched_save(c.key, r)
+  occ, skipped = cl_take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+  if occ == nil then return nil end
+  local id, r = c.id, c.r
   local fields = sched_fields(id, r)
   local lease_token, deadline, attempt = '', '', ''
   if lease_ms then
@@ -323,58 +227,10 @@ local function claim(c, due_ms, new_next, new_follow, skipped, skipped_window, k
     redis.call('HSET', okey, unpack(record))
     redis.call('ZADD', leases_key, deadline, occ)
   end
-  local out = { 'claimed', now, overlap_skips, due_ms, skipped, earliest(), lease_token,
+  local out = { 'claimed', now, CL.overlap_skips, due_ms, skipped, earliest(), lease_token,
     deadline, attempt, occ, kind, SCHED_MARKER, DUEQ_SCHEMA }
   for i = 1, #fields do out[#out + 1] = fields[i] end
   return out
-end
-
--- Validate one candidate; returns { key, id, r (the record) } when it is claimable now,
--- or nil after repairing its index entry. A key that holds something other than a
--- schedule record is an error reply: the claim stops there and writes nothing more.
-local function validate(id, score)
-  local key = prefix .. id
-  local r = sched_load(key)
-  if is_error(r) then return r end
-  if r == nil then
-    redis.call('ZREM', due_key, id) -- dangling id
-    return nil
-  end
-  local next_ms = sched_due_at(r)
-  if next_ms == '' then
-    redis.call('ZREM', due_key, id) -- paused / completed / no next run
-    return nil
-  end
-  local released = r.buffered_ms ~= '' and r.outstanding == '' and next_ms == r.buffered_ms
-  local other = 'triggered'
-  if not released and next_ms == r.backfill_ms and next_ms ~= r.trigger_ms then
-    other = 'backfill'
-  end
-  if released or next_ms == r.trigger_ms or next_ms == r.backfill_ms then
-    -- A released buffered slot (its end and the run limit were checked when it was
-    -- buffered) or a triggered occurrence: neither is a slot of the next run.
-    if next_ms > now then
-      redis.call('ZADD', due_key, next_ms, id)
-      return nil
-    end
-    if tonumber(score) ~= next_ms then redis.call('ZADD', due_key, next_ms, id) end
-    if released then other = nil end
-    return { key = key, id = id, r = r, buffered = released, other = other }
-  end
-  if (r.limit > 0 and r.runs >= r.limit) or (r.end_ms ~= '' and r.next_ms > r.end_ms) then
-    complete(r)
-    sched_save(key, r)
-    redis.call('ZREM', due_key, id)
-    return nil
-  end
-  if next_ms > now then
-    redis.call('ZADD', due_key, next_ms, id) -- stale score: the record says later
-    return nil
-  end
-  if tonumber(score) ~= next_ms then
-    redis.call('ZADD', due_key, next_ms, id)
-  end
-  return { key = key, id = id, r = r }
 end
 
 -- 0. A leased claim takes over an expired occurrence lease before anything new (and
@@ -387,75 +243,30 @@ end
 
 -- 1. A hint from a previous "compute" answer: re-check that nothing moved.
 if ARGV[4] ~= '' then
-  local c = validate(ARGV[4], redis.call('ZSCORE', due_key, ARGV[4]) or -1)
+  local c = cl_hint(ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[14], ARGV[15])
   if is_error(c) then return c end
-  -- (A released buffered slot goes first: the plan is asked for again after it.)
-  if c and not c.buffered and not c.other and string.format('%d', c.r.rev) == ARGV[5]
-      and c.r.next_ms == tonumber(ARGV[6]) then
-    local hand_out = tonumber(ARGV[14])
-    if hand_out then
-      local out = claim(c, hand_out, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0,
-        tonumber(ARGV[15]) or 0)
-      if out then return out end
-    else
-      skip_to(c, tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0, tonumber(ARGV[15]) or 0)
-    end
-  end
-end
-
--- Whether a due schedule is behind under its catch-up policy, so that the caller must
--- plan its claim (see the header).
-local function behind(r)
-  if r.window_ms ~= '' and r.next_ms < now - r.window_ms then return true end
-  if r.catchup == 'one' then return false end
-  local after = r.follow_ms
-  if r.kind == 'every' then
-    after = r.next_ms + r.every_ms
-    if r.end_ms ~= '' and after > r.end_ms then after = 'end' end
-  end
-  if after == 'end' then return false end
-  return after == '' or after <= now
-end
-
--- The due time of a triggered or backfilled candidate.
-local function next_due(c)
-  if c.other == 'triggered' then return c.r.trigger_ms end
-  return c.r.backfill_ms
-end
-
--- 2. The earliest due candidates, in score order.
-local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, max_candidates)
-for i = 1, #cands, 2 do
-  local c = validate(cands[i], cands[i + 1])
-  if is_error(c) then return c end
-  local out
   if c then
-    local r = c.r
-    if c.buffered or c.other then
-      -- The next run stays as it is (a BUFFER_ONE schedule may have none left).
-      local new_next, new_follow = r.next_ms, r.follow_ms
-      if new_next == '' then new_next, new_follow = nil, '' end
-      if c.buffered then
-        out = claim(c, r.buffered_ms, new_next, new_follow, 0, 0)
-      else
-        out = claim(c, next_due(c), new_next, new_follow, 0, 0, c.other)
-      end
-    elseif behind(r) then
-      return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,
-        string.format('%d', r.rev), r.next_ms }, c.id, r)
-    elseif r.kind == 'every' then
-      local new_next, skipped = every_advance(r.next_ms, r.every_ms, now, r.end_ms)
-      out = claim(c, r.next_ms, new_next, '', skipped)
-    elseif r.follow_ms == 'end' then
-      out = claim(c, r.next_ms, nil, '', 0)
-    elseif r.follow_ms ~= '' and r.follow_ms > now then
-      out = claim(c, r.next_ms, r.follow_ms, '', 0)
-    else
-      return push_fields({ 'compute', now, overlap_skips, earliest(), c.id,
-        string.format('%d', r.rev), r.next_ms }, c.id, r)
-    end
+    local out = claim(c, tonumber(ARGV[14]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]) or 0,
+      tonumber(ARGV[15]) or 0)
     if out then return out end
   end
 end
 
-return { 'none', now, overlap_skips, earliest() }
+-- 2. The earliest due candidates, in score order.
+local cands = redis.call('ZRANGEBYSCORE', due_key, '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+  tonumber(ARGV[3]))
+for i = 1, #cands, 2 do
+  local c = cl_validate(cands[i], cands[i + 1])
+  if is_error(c) then return c end
+  if c then
+    local due_ms, new_next, new_follow, skipped, skipped_window, kind = cl_plan(c)
+    if due_ms == nil then
+      return push_fields({ 'compute', now, CL.overlap_skips, earliest(), c.id,
+        string.format('%d', c.r.rev), c.r.next_ms }, c.id, c.r)
+    end
+    local out = claim(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+    if out then return out end
+  end
+end
+
+return { 'none', now, CL.overlap_skips, earliest() }

@@ -24,5 +24,6 @@ count_index(KEYS[1], sched_indexed(r), false)
 local existed = redis.call('DEL', KEYS[5])
 redis.call('DEL', KEYS[6], KEYS[7]) -- its backfill set and recent runs, if any
 redis.call('ZREM', KEYS[4], ARGV[3])
+redis.call('ZREM', sched_target_index(KEYS[4]), ARGV[3])
 listing_remove(listing_of(KEYS[3], ARGV[2], KEYS[1]), ARGV[3])
 return existed

@@ -43,15 +43,7 @@ local refused, layout = jobs_guard(meta)
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-if layout == nil then
-  -- The namespace's first jobs: record the layout they are written in, in meta and
-  -- in the marker that outlives a lost meta (lib/job.lua jobs_guard). The schedule
-  -- schema is not written here: a meta lost under stored schedules must stay
-  -- refused until Migrate rebuilds it.
-  redis.call('HSET', meta, 'jobs', JOBS_LAYOUT, 'counts', '1')
-  redis.call('SET', jobs_marker(meta), JOBS_LAYOUT)
-  COUNTS_KEPT = true
-end
+if layout == nil then jobs_first(meta) end -- (lib/job.lua)
 local n = tonumber(ARGV[10])
 local quota = tonumber(ARGV[11])
 local unfinished = 0
@@ -76,14 +68,7 @@ for i = 0, n - 1 do
   per_queue[q] = (per_queue[q] or 0) + 1
 end
 for q, count in pairs(per_queue) do
-  next_n[q] = redis.call('HINCRBY', meta, 'n:' .. q, count) - count + 1
-  -- A queue's first jobs register it (Migrate's recount registers older ones).
-  -- A queue new to a namespace whose counts Migrate has yet to recount is counted
-  -- from its first job (rc -1: lib/job.lua count_pending).
-  if next_n[q] == 1 then
-    redis.call('ZADD', queue_registry(meta), 'NX', 0, q)
-    if not COUNTS_KEPT then redis.call('HSET', meta, 'rc:' .. q, -1) end
-  end
+  next_n[q] = job_numbers(meta, q, count) -- (registers a new queue: lib/job.lua)
 end
 -- The namespace-wide order of jobs, for claims across queues of equal priority.
 local gseq = redis.call('HINCRBY', meta, 'gseq', n) - n
@@ -141,33 +126,13 @@ for i = 0, n - 1 do
     elseif ARGV[b + WHEN] == 'delay' then
       run_at = now + tonumber(ARGV[b + WHEN_MS])
     end
-    state = 'pending'
-    if run_at > now then state = 'delayed' end
-    local priority = tonumber(ARGV[b + PRIORITY])
-    local headers = ARGV[b + HEADERS]
-    if headers == '{}' then headers = '' end
-    local backoff = 'e'
-    if ARGV[b + BACKOFF] == 'fixed' then backoff = 'f' end
-    local record = {
-      queue = queue, name = ARGV[b + NAME], payload = '', headers = headers,
-      priority = priority, gseq = gseq + i + 1, n = job_n, state = state,
-      attempts = 0, max_attempts = tonumber(ARGV[b + MAX_ATTEMPTS]), backoff = backoff,
-      base = tonumber(ARGV[b + BASE]), cap = tonumber(ARGV[b + CAP]), jitter = ARGV[b + JITTER],
-      lease_ms = tonumber(ARGV[b + LEASE]), created = now, run_at = run_at, updated = now,
-      token = '', lease_until = '', worker = '', finished = '', errors = '',
-      dedup = dedup_key, px = '' }
-    set_payload(K, id, record, ARGV[b + PAYLOAD])
-    job_save(key, record)
-    listing_add(K, queue, job_n, id)
-    if state == 'delayed' then
-      redis.call('ZADD', K.delayed .. queue, run_at, id)
-    else
-      ready_push(K, queue, priority, job_n, false)
-      count_pending(meta, record, 1)
-    end
-    if dedup_key ~= '' then
-      redis.call('SET', K.dedup .. dedup_key, id, 'PX', dedup_ttl)
-    end
+    state = job_create(K, meta, now, id, job_n, gseq + i + 1, {
+      queue = queue, name = ARGV[b + NAME], payload = ARGV[b + PAYLOAD],
+      headers = ARGV[b + HEADERS], priority = tonumber(ARGV[b + PRIORITY]),
+      run_at = run_at, max_attempts = tonumber(ARGV[b + MAX_ATTEMPTS]),
+      backoff = ARGV[b + BACKOFF], base = tonumber(ARGV[b + BASE]),
+      cap = tonumber(ARGV[b + CAP]), jitter = ARGV[b + JITTER],
+      lease_ms = tonumber(ARGV[b + LEASE]), dedup = dedup_key, dedup_ttl = dedup_ttl })
   end
 
   if state == nil then
@@ -180,9 +145,5 @@ for i = 0, n - 1 do
   out[#out + 1] = state
 end
 
-if created > 0 and redis.call('HINCRBY', meta, 'stored', created) == created then
-  -- The count starts (or restarts from zero): jobs created before this moment were
-  -- not counted, so prune_jobs.lua must not take them off.
-  redis.call('HSETNX', meta, 'stored_since', now)
-end
+jobs_stored(meta, created, now) -- (the quota's count: lib/job.lua)
 return out

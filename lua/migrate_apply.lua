@@ -36,7 +36,14 @@ for i = 4, #ARGV, 4 do
   else
     local changed = is_hash
     listing_add(L, id)
-    local score = redis.call('ZSCORE', KEYS[4], id)
+    -- A target schedule's entry lives in the target index (lib/schedule.lua
+    -- sched_target_index), never in the due index.
+    local index = KEYS[4]
+    if r.target ~= '' then
+      index = sched_target_index(KEYS[4])
+      redis.call('ZREM', KEYS[4], id)
+    end
+    local score = redis.call('ZSCORE', index, id)
     if action == 'index' or action == 'schedule' then
       if action == 'schedule' then
         r.next_ms, r.follow_ms = tonumber(ms), ''
@@ -52,7 +59,7 @@ for i = 4, #ARGV, 4 do
       elseif tonumber(score) ~= at and action == 'index' then
         repaired = repaired + 1
       end
-      redis.call('ZADD', KEYS[4], at, id)
+      redis.call('ZADD', index, at, id)
     else
       if action == 'complete' then
         r.status, r.next_ms, r.follow_ms = 'completed', '', ''
@@ -60,7 +67,7 @@ for i = 4, #ARGV, 4 do
         repaired = repaired + 1
       end
       if score then
-        redis.call('ZREM', KEYS[4], id)
+        redis.call('ZREM', index, id)
         removed = removed + 1
       end
     end

@@ -37,6 +37,11 @@ for i = 1, #items, 2 do
   if is_error(r) then r = nil end -- not a record: nothing backs the entry
   if dry then
     if r == nil then removed = removed + 1 end
+  elseif r ~= nil and r.target ~= '' and sched_indexed(r) then
+    -- A target schedule in the due index: moved to its own (lib/schedule.lua).
+    sched_index_put(KEYS[4], id, r)
+    listing_add(L, id)
+    repaired = repaired + 1
   elseif not sched_indexed(r) then
     removed = removed + 1
     redis.call('ZREM', KEYS[4], id)

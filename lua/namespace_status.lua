@@ -5,6 +5,8 @@
 --         <prefix>:{<ns>}:ids   KEYS[3] schema 3's listing top <prefix>:{<ns>}:lt
 -- KEYS[4] due index <prefix>:{<ns>}:due   KEYS[5] lock <prefix>:{<ns>}:migrate_lock
 -- KEYS[6] jobs marker <prefix>:{<ns>}:meta:jobs (lib/job.lua jobs_marker)
+-- KEYS[7] target index <prefix>:{<ns>}:due:t (target schedules; meta `indexed` counts
+--         both indexes)
 -- Returns { schema ("" none), listing type ("set" schema 1, "zset" schema 2, "tree"
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
@@ -29,7 +31,7 @@ return {
   meta[1] or '',
   listing,
   meta[2] or '',
-  redis.call('ZCARD', KEYS[4]),
+  redis.call('ZCARD', KEYS[4]) + redis.call('ZCARD', KEYS[7]),
   redis.call('PTTL', KEYS[5]),
   listed,
   meta[3] or '',

@@ -40,4 +40,5 @@ elseif ARGV[4] ~= '' and ARGV[4] ~= r.pause_note then
   sched_save(KEYS[5], r)
 end
 redis.call('ZREM', KEYS[4], ARGV[3])
+redis.call('ZREM', sched_target_index(KEYS[4]), ARGV[3])
 return sched_reply(ARGV[3], r)

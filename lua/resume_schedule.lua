@@ -29,12 +29,12 @@ if r.status == 'paused' then
   r.pause_note = '' -- the pause note is shown until resumed
   if ARGV[5] == '' or (r.limit > 0 and r.runs >= r.limit) then
     r.status, r.next_ms, r.follow_ms = 'completed', '', ''
-    redis.call('ZREM', KEYS[4], ARGV[3])
+    sched_index_put(KEYS[4], ARGV[3], r)
   else
     local follow = ARGV[6]
     if follow ~= 'end' then follow = tonumber(follow) or '' end
     r.status, r.next_ms, r.follow_ms = 'active', tonumber(ARGV[5]), follow
-    redis.call('ZADD', KEYS[4], sched_due_at(r), ARGV[3])
+    sched_index_put(KEYS[4], ARGV[3], r) -- (a target schedule: its own index)
     count_index(KEYS[1], false, true)
   end
   sched_save(KEYS[5], r)

@@ -3,6 +3,8 @@
 --
 -- KEYS[1] meta <prefix>:{<ns>}:meta   KEYS[2] the listing of schemas 1 and 2
 --         <prefix>:{<ns>}:ids   KEYS[3] due index <prefix>:{<ns>}:due
+-- KEYS[4] target index <prefix>:{<ns>}:due:t (target schedules, counted with the others;
+--         an overdue one is a slot the dispatcher has not enqueued)
 -- ARGV[1] overdue_ms: overdue after, in ms (--overdue-after)
 -- Returns { schedules stored, active schedules (the due index's size), active
 --           schedules due before Redis now - ARGV[1] }.
@@ -22,6 +24,8 @@ if stored == nil then
   elseif listing == 'zset' then stored = redis.call('ZCARD', KEYS[2])
   else stored = 0 end
 end
-local active = redis.call('ZCARD', KEYS[3])
-local overdue = redis.call('ZCOUNT', KEYS[3], '-inf', '(' .. (now - tonumber(ARGV[1])))
+local active = redis.call('ZCARD', KEYS[3]) + redis.call('ZCARD', KEYS[4])
+local before = '(' .. (now - tonumber(ARGV[1]))
+local overdue = redis.call('ZCOUNT', KEYS[3], '-inf', before)
+  + redis.call('ZCOUNT', KEYS[4], '-inf', before)
 return { stored, active, overdue }

@@ -9,7 +9,8 @@
 -- ARGV[3] id: the schedule id   ARGV[4] ignore_overlap: "1" to ignore the overlap policy
 -- ARGV[5] namespace: the namespace (for the occurrence id)
 -- ARGV[6] occurrence_prefix: occurrence record prefix <prefix>:{<ns>}:o:
--- Returns { "ok", occurrence id, due ms } | { "missing" } | { "paused" } | { "completed" }
+-- Returns { "ok", occurrence id, due ms, target (1: a target schedule, whose
+--   occurrence the dispatcher enqueues as a job; 0) } | { "missing" } | { "paused" } | { "completed" }
 --   | { "pending", occurrence id } (one triggered occurrence already waits for a claim)
 --   | { "overlap", outstanding occurrence id } (SKIP or BUFFER_ONE, not ignored)
 --
@@ -33,7 +34,7 @@ if r.trigger_ms ~= '' then
   return { 'pending', occurrence_id(ARGV[5], id, r.trigger_ms, r.trigger_rev, 'trigger') }
 end
 local now = now_ms()
-if ARGV[4] ~= '1' and r.overlap ~= 'allow_all' and r.outstanding ~= '' then
+if ARGV[4] ~= '1' and r.overlap ~= 'allow_all' and r.outstanding ~= '' and r.target == '' then
   local h = redis.call('HMGET', ARGV[6] .. r.outstanding, 'state', 'lease_until', 'attempt',
     's.max_attempts')
   local max = tonumber(h[4]) or 0
@@ -52,4 +53,6 @@ local was = sched_indexed(r)
 r.trigger_ms, r.trigger_rev = now, r.rev
 sched_save(key, r)
 sched_reindex(KEYS[1], KEYS[4], id, r, was)
-return { 'ok', occ, now }
+local target = 0
+if r.target ~= '' then target = 1 end
+return { 'ok', occ, now, target }

@@ -32,6 +32,9 @@
 --   buffered slot are kept (a buffered slot is handed out when released, whatever the
 --   policy is by then).
 -- ARGV[25] jitter_ms: jitter ms (0 none): a policy; the index entry moves with it.
+-- ARGV[26] target: the EnqueueTarget as JSON ("" none; lib/schedule.lua position 17):
+--   not timing. A target schedule is indexed in the target index (<due>:t), which only
+--   dispatch_due reads; switching the target moves the entry (sched_index_put).
 -- Returns: { created (0|1), fields of the stored schedule (lib/schedule.lua
 --   sched_reply)... }; a create beyond ARGV[18] is refused with DUEQ_QUOTA
 --   "schedules <limit>" and writes nothing.
@@ -95,14 +98,10 @@ r.catchup, r.catchup_limit, r.window_ms = ARGV[19], tonumber(ARGV[20]) or 0,
 r.offset_ms = offset_ms
 r.overlap, r.max_attempts = ARGV[23], tonumber(ARGV[24]) or 0
 r.jitter_ms = tonumber(ARGV[25]) or 0
+r.target = ARGV[26]
 if timing_changed and r.status ~= 'paused' then schedule_from_timing() end
 sched_save(key, r)
-local is = sched_indexed(r)
-if is then
-  redis.call('ZADD', KEYS[4], sched_due_at(r), id)
-else
-  redis.call('ZREM', KEYS[4], id)
-end
+local is = sched_index_put(KEYS[4], id, r) ~= ''
 listing_add(listing_of(KEYS[3], ARGV[2], KEYS[1]), id)
 count_index(KEYS[1], was, is)
 return push_fields({ created }, id, r)

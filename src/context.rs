@@ -27,6 +27,9 @@ pub(crate) struct Context {
     pub(crate) shutdown: CancellationToken,
     /// The job changes this replica follows: WatchJob streams, Work streams' cancels.
     pub(crate) hub: Arc<Hub>,
+    /// Wakes this replica's dispatcher (`crate::dispatch`) when a schedule write here
+    /// made a target slot due sooner than it knows.
+    pub(crate) dispatch: Arc<tokio::sync::Notify>,
 }
 
 impl Context {

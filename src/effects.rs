@@ -27,8 +27,8 @@ pub(crate) struct Effects<'a> {
     pub(crate) failed: Option<(String, bool)>,
     /// Leases found expired (their jobs made claimable again), by queue.
     pub(crate) expired: Vec<(&'a str, u64)>,
-    /// An occurrence handed out.
-    pub(crate) occurrence: Option<HandedOut>,
+    /// Occurrences handed out, or target slots enqueued as jobs (issue 30).
+    pub(crate) occurrences: Vec<HandedOut>,
     /// Runs skipped because an earlier occurrence was still leased (the overlap
     /// policy).
     pub(crate) overlap_skips: u64,
@@ -107,7 +107,7 @@ impl Context {
         for (queue, expired) in effects.expired {
             self.metrics.leases_expired(namespace, queue, expired);
         }
-        if let Some(handed) = effects.occurrence {
+        for handed in effects.occurrences {
             self.metrics
                 .occurrence(namespace, handed.late_ms, handed.skipped_policy);
             self.metrics

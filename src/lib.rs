@@ -36,6 +36,7 @@ mod auth;
 mod clock;
 mod connections;
 mod context;
+mod dispatch;
 mod domain;
 mod effects;
 mod error;

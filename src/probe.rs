@@ -178,7 +178,11 @@ local r = sched_load(KEYS[1])
 if r == nil or is_error(r) then return redis.error_reply('no record at ' .. KEYS[1]) end
 r.next_ms, r.follow_ms = tonumber(ARGV[2]), ''
 sched_save(KEYS[1], r)
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+if r.target ~= '' then
+  sched_index_put(KEYS[2], ARGV[1], r) -- a target schedule's own index
+else
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+end
 return 1
 "#,
     )

@@ -131,7 +131,37 @@ impl Schedules {
         let next = Ready::At(upserted.record.next_run_ms);
         let effects = Effects::ready(Work::Schedules, next).stored();
         self.cx.apply(&entry, effects).await;
+        self.dispatch_soon(namespace, &upserted.record).await;
         Ok((upserted.created, upserted.record))
+    }
+
+    /// A target schedule (issue 30) was written with a slot due at some time: its
+    /// namespace goes in the dispatch due-set at that time, by a plain command after
+    /// the script (the set is outside the namespace's slot), and this replica's
+    /// dispatcher is woken. A failure is logged: the dispatcher's recheck of a
+    /// namespace it knows, or the next write, registers it again.
+    async fn dispatch_soon(&self, namespace: &Namespace, record: &ScheduleRecord) {
+        if record.def.target.is_none() || record.status != ScheduleStatus::Active {
+            return;
+        }
+        let due = [
+            record.next_run_ms,
+            record.trigger_ms,
+            record.backfill_ms,
+            record.buffered_ms,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        self.register_dispatch(namespace, due).await;
+    }
+
+    async fn register_dispatch(&self, namespace: &Namespace, due_ms: Option<i64>) {
+        let Some(at) = due_ms else { return };
+        if let Err(error) = self.cx.store.dispatch_soon(namespace, at).await {
+            tracing::warn!(%namespace, %error, "could not register the namespace for dispatch");
+        }
+        self.cx.dispatch.notify_one();
     }
 
     pub(crate) async fn get(
@@ -191,6 +221,7 @@ impl Schedules {
                     let entry = self.cx.namespaces.entry(namespace);
                     let effects = Effects::ready(Work::Schedules, Ready::At(record.next_run_ms));
                     self.cx.apply(&entry, effects).await;
+                    self.dispatch_soon(namespace, &record).await;
                     return Ok(*record);
                 }
             }
@@ -253,10 +284,14 @@ impl Schedules {
             Triggered::Done {
                 occurrence_id,
                 due_ms,
+                target,
             } => {
                 let entry = self.cx.namespaces.entry(namespace);
                 let effects = Effects::ready(Work::Schedules, Ready::At(Some(due_ms))).stored();
                 self.cx.apply(&entry, effects).await;
+                if target {
+                    self.register_dispatch(namespace, Some(due_ms)).await;
+                }
                 Ok((occurrence_id, due_ms))
             }
             Triggered::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
@@ -315,6 +350,9 @@ impl Schedules {
                     if added > 0 {
                         let first = Ready::At(slots.first().copied());
                         self.cx.apply(&entry, Effects::ready(Work::Schedules, first)).await;
+                        if current.def.target.is_some() {
+                            self.register_dispatch(namespace, slots.first().copied()).await;
+                        }
                     }
                     Ok(Ok((slots.len(), added, waiting)))
                 }
@@ -484,7 +522,7 @@ impl Schedules {
     /// timing that does not parse can only come from a hand-edited or imported
     /// record (upserts are validated): it is paused, loudly, rather than left to
     /// block the index head; no hint then.
-    async fn compute_hint(
+    pub(crate) async fn compute_hint(
         &self,
         namespace: &Namespace,
         schedule: &ScheduleRecord,
@@ -573,7 +611,9 @@ fn claim_effects(hint: Option<&ClaimHint>, answer: &ClaimAnswer) -> Effects<'sta
     } = &answer.reply
     {
         let planned = hint.filter(|h| h.id == schedule.def.id);
-        effects.occurrence = Some(handed_out(planned, *now_ms, *due_ms, *skipped));
+        effects
+            .occurrences
+            .push(handed_out(planned, *now_ms, *due_ms, *skipped));
     }
     effects
 }

@@ -21,6 +21,7 @@ use crate::{
     config::ServeConfig,
     connections::LimitedIncoming,
     context::Context,
+    dispatch::Dispatcher,
     health,
     jobs::{Jobs, Pruner, Retention},
     layers::{
@@ -81,6 +82,9 @@ pub async fn run(
         config.overdue_after,
     );
     let cancel = CancellationToken::new();
+    // However this future ends (returned, or dropped mid-flight as a crash is
+    // simulated in process), the background tasks it spawned stop with it.
+    let _stop_background = cancel.clone().drop_guard();
     let core = core(&config, &metrics, &cancel)?;
     let address = advertised(listener.local_addr()?);
     let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
@@ -179,6 +183,7 @@ fn core(
         store,
         clock,
         shutdown: cancel.clone(),
+        dispatch: Default::default(),
     })
 }
 
@@ -328,7 +333,8 @@ fn queue_api(
     )
 }
 
-/// The namespace monitor (which also sweeps the namespace table) and the pruner.
+/// The namespace monitor (which also sweeps the namespace table), the pruner and the
+/// schedule dispatcher.
 fn spawn_background(core: &Context, config: &ServeConfig) {
     let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
     tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));
@@ -342,6 +348,12 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
         },
     );
     tokio::spawn(pruner.run(core.shutdown.clone()));
+    let dispatcher = Dispatcher::new(
+        core.clone(),
+        config.recheck_interval,
+        config.max_jobs_per_namespace,
+    );
+    tokio::spawn(Arc::new(dispatcher).run());
 }
 
 type Reflection<T> = tonic_reflection::server::v1::ServerReflectionServer<T>;

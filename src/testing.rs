@@ -108,6 +108,7 @@ pub(crate) fn offline_context() -> Context {
         store,
         clock,
         shutdown,
+        dispatch: Default::default(),
     }
 }
 

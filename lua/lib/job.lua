@@ -546,3 +546,76 @@ end
 local function queue_paused(meta, queue)
   return redis.call('HGET', queue_state(meta, queue), 'paused') == '1'
 end
+
+-- The one job builder (issue 30): enqueue_jobs.lua and dispatch_due.lua (a schedule's
+-- target) both create jobs through these.
+-- jobs_first(meta, layout): the namespace's first jobs (jobs_guard found no layout)
+--   record the layout they are written in, in meta and in the marker that outlives a
+--   lost meta. The schedule schema is not written here: a meta lost under stored
+--   schedules must stay refused until Migrate rebuilds it.
+-- job_numbers(meta, queue, count) -> the first of `count` consecutive job numbers of
+--   the queue; a queue's first jobs register it (Migrate's recount registers older
+--   ones), and a queue new to a namespace whose counts Migrate has yet to recount is
+--   counted from its first job (rc -1: count_pending).
+-- job_create(K, meta, now, id, n, gseq, j) -> state ('pending' | 'delayed'): stores a
+--   new job numbered n (gseq: its place in the namespace's enqueue order) from j =
+--   { queue, name, payload, headers (JSON text, '{}' or '' for none), priority,
+--   run_at (epoch ms), max_attempts, backoff ('exp' | 'fixed'), base, cap, jitter,
+--   lease_ms, dedup ('' none), dedup_ttl, schedule, due, run ('' unless a schedule's
+--   target enqueued it) }: the record, its listing entry, its ready or delayed entry,
+--   the pending count and the dedup key. The caller checked that the id is free.
+-- jobs_stored(meta, created, now): counts `created` new records in meta `stored`, the
+--   job quota's count (enqueue_jobs.lua's header).
+local function jobs_first(meta)
+  redis.call('HSET', meta, 'jobs', JOBS_LAYOUT, 'counts', '1')
+  redis.call('SET', jobs_marker(meta), JOBS_LAYOUT)
+  COUNTS_KEPT = true
+end
+
+local function job_numbers(meta, queue, count)
+  local first = redis.call('HINCRBY', meta, 'n:' .. queue, count) - count + 1
+  if first == 1 then
+    redis.call('ZADD', queue_registry(meta), 'NX', 0, queue)
+    if not COUNTS_KEPT then redis.call('HSET', meta, 'rc:' .. queue, -1) end
+  end
+  return first
+end
+
+local function job_create(K, meta, now, id, n, gseq, j)
+  local state = 'pending'
+  if j.run_at > now then state = 'delayed' end
+  local headers = j.headers
+  if headers == '{}' then headers = '' end
+  local backoff = 'e'
+  if j.backoff == 'fixed' then backoff = 'f' end
+  local record = {
+    queue = j.queue, name = j.name, payload = '', headers = headers,
+    priority = j.priority, gseq = gseq, n = n, state = state,
+    attempts = 0, max_attempts = j.max_attempts, backoff = backoff,
+    base = j.base, cap = j.cap, jitter = j.jitter,
+    lease_ms = j.lease_ms, created = now, run_at = j.run_at, updated = now,
+    token = '', lease_until = '', worker = '', finished = '', errors = '',
+    dedup = j.dedup, px = '', schedule = j.schedule or '', due = j.due or '',
+    run = j.run or '' }
+  set_payload(K, id, record, j.payload)
+  job_save(K.job .. id, record)
+  listing_add(K, j.queue, n, id)
+  if state == 'delayed' then
+    redis.call('ZADD', K.delayed .. j.queue, j.run_at, id)
+  else
+    ready_push(K, j.queue, j.priority, n, false)
+    count_pending(meta, record, 1)
+  end
+  if j.dedup ~= '' then
+    redis.call('SET', K.dedup .. j.dedup, id, 'PX', j.dedup_ttl)
+  end
+  return state
+end
+
+local function jobs_stored(meta, created, now)
+  if created > 0 and redis.call('HINCRBY', meta, 'stored', created) == created then
+    -- The count starts (or restarts from zero): jobs created before this moment were
+    -- not counted, so prune_jobs.lua must not take them off.
+    redis.call('HSETNX', meta, 'stored_since', now)
+  end
+end

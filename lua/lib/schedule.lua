@@ -28,7 +28,11 @@
 --      triggered under (its occurrence id keeps it)  15 the earliest slot waiting in the
 --      schedule's backfill set <prefix>:{<ns>}:bf:<id> ('' none; BackfillSchedule)
 --      16 jitter ms (0 none): a slot of the timing is handed out sched_jitter later
---      (missing trailing entries read as their defaults)
+--      17 the target ('' none: workers claim the occurrences): an EnqueueTarget as
+--      the JSON text src/store/records/schedule.rs `target_json` writes (issue 30;
+--      dispatch_due.lua reads it with cjson)
+--      (missing trailing entries read as their defaults, so a record written before
+--      an entry existed reads as it did: no Migrate step)
 --
 -- sched_load(key) -> record table | nil (missing) | error reply (not a schema-3 record)
 -- sched_read(key) -> the same, also from a schema-2 hash (Migrate only); second result
@@ -52,7 +56,8 @@
 -- last_ms, next_ms, follow_ms; numbers are Lua numbers, unset ones ''. Policies:
 -- catchup ('one' | 'skip' | 'all'), catchup_limit, window_ms, sk_catchup, sk_window,
 -- sk_overlap, pause_note, offset_ms, overlap ('allow_all' | 'skip' | 'buffer_one'),
--- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms, jitter_ms
+-- outstanding, buffered_ms, max_attempts, trigger_ms, trigger_rev, backfill_ms, jitter_ms,
+-- target
 -- (nil in a table built elsewhere reads as the default). A loaded record also carries
 -- its key (r.key), from which sched_jitter reads the namespace and the id.
 --
@@ -89,6 +94,7 @@ local function sched_policies_in(r, x)
   r.trigger_rev = tonumber(x[14]) or 0
   r.backfill_ms = tonumber(x[15]) or ''
   r.jitter_ms = tonumber(x[16]) or 0
+  r.target = x[17] or ''
 end
 
 -- Position 17, or nil while every policy field has its default.
@@ -98,6 +104,10 @@ local function sched_policies_out(r)
     r.offset_ms or '', OVERLAP_CODE[r.overlap or 'allow_all'] or 1, r.outstanding or '',
     r.buffered_ms or '', r.max_attempts or 0, r.trigger_ms or '', r.trigger_rev or 0,
     r.backfill_ms or '', r.jitter_ms or 0 }
+  if (r.target or '') ~= '' then
+    x[17] = r.target
+    return x
+  end
   if x[16] == 0 then
     x[16] = nil
     if x[15] == '' then x[15] = nil end
@@ -168,7 +178,7 @@ local function sched_from_flat(flat)
     catchup = 'one', catchup_limit = 0, window_ms = '', sk_catchup = 0, sk_window = 0,
     sk_overlap = 0, pause_note = '', offset_ms = '', overlap = 'allow_all', outstanding = '',
     buffered_ms = '', max_attempts = 0, trigger_ms = '', trigger_rev = 0, backfill_ms = '',
-    jitter_ms = 0 }
+    jitter_ms = 0, target = '' }
 end
 
 local function sched_read(key)
@@ -212,7 +222,7 @@ local function sched_fields(id, r)
     'offset_ms', int_text(r.offset_ms or ''), 'overlap', r.overlap or 'allow_all',
     'max_attempts', int_text(r.max_attempts or 0), 'buffered_ms', int_text(r.buffered_ms or ''),
     'trigger_ms', int_text(r.trigger_ms or ''), 'backfill_ms', int_text(r.backfill_ms or ''),
-    'jitter_ms', int_text(r.jitter_ms or 0) }
+    'jitter_ms', int_text(r.jitter_ms or 0), 'target', r.target or '' }
 end
 
 local SCHED_MARKER = 'schema'
@@ -243,6 +253,10 @@ end
 -- and domain::jitter_offset_ms (Rust, for Occurrence.jittered_time) gives the same.
 -- The namespace and the id come from the record's key <prefix>:{<ns>}:s:<id> (neither
 -- the prefix nor the namespace may hold braces).
+-- How long a target schedule's buffered slot waits before dispatch_due looks at its
+-- previous job again (see sched_due_at).
+local TARGET_RECHECK_MS = 1000
+
 local function sched_jitter(r)
   local jitter = r.jitter_ms or 0
   if jitter <= 0 or r.next_ms == '' or r.key == nil then return 0 end
@@ -264,6 +278,12 @@ local function sched_due_at(r)
       and (at == '' or r.buffered_ms < at) then
     at = r.buffered_ms
   end
+  if (r.target or '') ~= '' and (r.buffered_ms or '') ~= '' and (r.outstanding or '') ~= '' then
+    -- A target schedule's buffered slot waits for a job, and no job script tells the
+    -- schedule when it finishes: dispatch_due looks again after TARGET_RECHECK_MS.
+    local again = now_ms() + TARGET_RECHECK_MS
+    if at == '' or again < at then at = again end
+  end
   return at
 end
 
@@ -272,15 +292,33 @@ local function sched_indexed(r)
   return r ~= nil and sched_due_at(r) ~= ''
 end
 
--- Puts the record's index entry where sched_due_at says, keeping meta `indexed`
--- (was: whether it was indexed before the change).
-local function sched_reindex(meta, due_key, id, r, was)
+-- The index a record belongs in: target schedules (r.target set) are dispatched by
+-- the service from their own index, <due index>:t (src/store/keys.rs `target_due`),
+-- which ClaimDueSchedule never reads; the others stay in the due index.
+local function sched_target_index(due_key)
+  return due_key .. ':t'
+end
+
+-- Writes the record's entry in the index it belongs in (sched_due_at; none when it
+-- is not indexed) and drops any entry in the other one. due_key: the due index.
+local function sched_index_put(due_key, id, r)
+  local home, other = due_key, sched_target_index(due_key)
+  if (r.target or '') ~= '' then home, other = other, home end
   local at = sched_due_at(r)
   if at == '' then
-    redis.call('ZREM', due_key, id)
+    redis.call('ZREM', home, id)
   else
-    redis.call('ZADD', due_key, at, id)
+    redis.call('ZADD', home, at, id)
   end
+  redis.call('ZREM', other, id)
+  return at
+end
+
+-- Puts the record's index entry where sched_due_at says, in the index it belongs in
+-- (sched_index_put; due_key: the due index), keeping meta `indexed` (was: whether it
+-- was indexed before the change; `indexed` counts both indexes).
+local function sched_reindex(meta, due_key, id, r, was)
+  local at = sched_index_put(due_key, id, r)
   count_index(meta, was, at ~= '')
 end
 
@@ -402,7 +440,7 @@ end
 -- Recent runs (GetSchedule): per schedule a list <prefix>:{<ns>}:rr:<id> of at most
 -- RUNS_KEPT entries, newest first, each "occurrence id|due ms|claim ms|attempt|outcome|
 -- kind|worker" (the worker last: it is free text). Outcomes: leased, not_leased, acked,
--- lease_expired, skipped_overlap. Pushing trims it (O(1)); an update scans the kept
+-- lease_expired, skipped_overlap, enqueued (a target schedule's slot became a job). Pushing trims it (O(1)); an update scans the kept
 -- entries (O(RUNS_KEPT)).
 local RUNS_KEPT = 10
 

@@ -128,7 +128,20 @@ pub(super) fn schedule_def(
         overlap: Default::default(),
         max_attempts: 0,
         jitter_ms: 0,
+        target: None,
     }
+}
+
+/// A stored target as the API shows it (Enqueue's defaults filled in).
+fn target_to_proto(t: crate::domain::EnqueueTarget) -> proto::schedule::Target {
+    proto::schedule::Target::Enqueue(proto::EnqueueTarget {
+        queue: t.queue,
+        priority: t.priority,
+        max_attempts: Some(t.max_attempts),
+        backoff: Some(super::jobs::convert::backoff_to_proto(t.backoff)),
+        headers: t.headers.into_iter().collect(),
+        lease: Some(duration(t.lease_ms)),
+    })
 }
 
 pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
@@ -139,7 +152,7 @@ pub(super) fn schedule_to_proto(r: ScheduleRecord) -> proto::Schedule {
     proto::Schedule {
         id: r.def.id,
         timing: Some(timing),
-        target: None,
+        target: r.def.target.map(target_to_proto),
         timezone: r.def.timezone,
         start_time: r.def.start_ms.map(timestamp),
         end_time: r.def.end_ms.map(timestamp),
@@ -189,6 +202,7 @@ pub(super) fn run_to_proto(r: RecentRun) -> proto::ScheduleRun {
             RunOutcome::LeaseExpired => proto::RunOutcome::LeaseExpired,
             RunOutcome::NotLeased => proto::RunOutcome::NotLeased,
             RunOutcome::SkippedOverlap => proto::RunOutcome::SkippedOverlap,
+            RunOutcome::Enqueued => proto::RunOutcome::Enqueued,
         } as i32,
         kind: kind_to_proto(r.kind) as i32,
     }

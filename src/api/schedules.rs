@@ -6,7 +6,10 @@ use crate::schedules::{BadRange, MAX_BACKFILL_SLOTS};
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
-    domain::{limits::PageShape, Namespace, Overlap, ScheduleDef, ScheduleStatus, TimingDef},
+    domain::{
+        limits::PageShape, EnqueueTarget, Namespace, Overlap, ScheduleDef, ScheduleStatus,
+        TimingDef,
+    },
     proto,
     timing::{CatchUp, CatchUpRule, Timing, TimingSpec, MAX_CATCHUP_LIMIT},
 };
@@ -198,16 +201,61 @@ pub(super) async fn upsert(
     request: Request<proto::UpsertScheduleRequest>,
 ) -> Result<proto::UpsertScheduleResponse, ApiError> {
     let req = request.into_inner();
-    let schedule = req
+    let mut schedule = req
         .schedule
         .ok_or_else(|| ApiError::invalid("schedule", "is required"))?;
+    let target = schedule.target.take();
     let max_payload_size = api.limits.max_payload_size;
-    let (def, timing) = cpu::run(move || schedule_def(max_payload_size, schedule)).await?;
+    let (mut def, timing) = cpu::run(move || schedule_def(max_payload_size, schedule)).await?;
+    def.target = match target {
+        None => None,
+        Some(proto::schedule::Target::Enqueue(t)) => Some(enqueue_target(api, &def, t)?),
+    };
     let (created, record) = api.schedules.upsert(namespace, def, &timing).await?;
     tracing::debug!(schedule_id = %record.def.id, created, "schedule upserted");
     Ok(proto::UpsertScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),
         created,
+    })
+}
+
+/// A schedule's target (issue 30), validated by Enqueue's own rules (the job it
+/// makes is an Enqueue of the schedule's job name and payload, with the schedule's
+/// headers under the target's): errors name `schedule.enqueue.<field>`; unset fields
+/// take Enqueue's defaults, which the stored target keeps.
+fn enqueue_target(
+    api: &QueueApi,
+    def: &ScheduleDef,
+    t: proto::EnqueueTarget,
+) -> Result<EnqueueTarget, ApiError> {
+    if def.job_name.is_empty() {
+        return Err(ApiError::invalid(
+            "schedule.job_name",
+            "is required with a target: it names the jobs",
+        ));
+    }
+    let mut merged = def.headers.clone();
+    merged.extend(t.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let request = proto::EnqueueRequest {
+        queue: t.queue,
+        name: def.job_name.clone(),
+        headers: merged.into_iter().collect(),
+        priority: t.priority,
+        max_attempts: t.max_attempts,
+        backoff: t.backoff,
+        lease: t.lease,
+        ..Default::default()
+    };
+    let max_lease_ms = i64::try_from(api.limits.max_lease.as_millis()).unwrap_or(i64::MAX);
+    let spec =
+        super::jobs::validate::new_job(api, "schedule.enqueue.", request)?.into_spec(max_lease_ms);
+    Ok(EnqueueTarget {
+        queue: spec.queue,
+        priority: spec.priority,
+        max_attempts: spec.max_attempts,
+        backoff: spec.backoff,
+        headers: t.headers.into_iter().collect(),
+        lease_ms: spec.lease_ms,
     })
 }
 

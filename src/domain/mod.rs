@@ -27,6 +27,6 @@ pub(crate) use occurrence::occurrence_id;
 pub(crate) use occurrence::{Occurrence, OccurrenceKind, OccurrenceLease};
 pub(crate) use queue::{NamespacePage, QueuePage, QueueStats};
 pub(crate) use schedule::{
-    catchup_parse, catchup_word, jitter_offset_ms, Follow, NextRun, Overlap, RecentRun, RunOutcome,
-    ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
+    catchup_parse, catchup_word, jitter_offset_ms, EnqueueTarget, Follow, NextRun, Overlap,
+    RecentRun, RunOutcome, ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef,
 };

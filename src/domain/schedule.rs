@@ -68,7 +68,26 @@ pub(crate) struct ScheduleDef {
     /// A slot is handed out up to this much later than its nominal time (0: none;
     /// not timing): see `jitter_offset_ms`.
     pub(crate) jitter_ms: i64,
+    /// Where each due slot goes: `None`, workers claim the occurrences; a target, the
+    /// service enqueues each slot as a job (issue 30; not timing).
+    pub(crate) target: Option<EnqueueTarget>,
 }
+
+/// A schedule target that makes each due slot a job of a queue of the schedule's
+/// namespace, with every Enqueue default filled in (what the jobs get).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EnqueueTarget {
+    pub(crate) queue: String,
+    pub(crate) priority: i32,
+    pub(crate) max_attempts: u32,
+    pub(crate) backoff: crate::domain::Backoff,
+    /// Headers over the schedule's own (these win on a shared key).
+    pub(crate) headers: BTreeMap<String, String>,
+    pub(crate) lease_ms: i64,
+}
+
+// The backoff's jitter is validated into 0..=1 (never NaN), so equality is total.
+impl Eq for EnqueueTarget {}
 
 /// How much later than its nominal time a slot with this occurrence id is handed out
 /// under `jitter_ms`: 48 bits of the id (hex digits 1-8 and 10-13) modulo the jitter.
@@ -177,6 +196,8 @@ pub(crate) enum RunOutcome {
     NotLeased,
     /// Skipped under the overlap policy.
     SkippedOverlap,
+    /// Enqueued as a job by the schedule's target (issue 30).
+    Enqueued,
 }
 
 /// One of a schedule's recent runs (`lua/lib/schedule.lua` runs_push).
@@ -208,6 +229,7 @@ impl RecentRun {
         let outcome = match parts.next()? {
             "leased" => RunOutcome::Leased,
             "acked" => RunOutcome::Acked,
+            "enqueued" => RunOutcome::Enqueued,
             "lease_expired" => RunOutcome::LeaseExpired,
             "not_leased" => RunOutcome::NotLeased,
             "skipped_overlap" => RunOutcome::SkippedOverlap,

@@ -255,6 +255,7 @@ fn definition(f: &Fields<'_>, listed_id: &str) -> Result<ScheduleDef, String> {
         overlap: Default::default(),
         max_attempts: 0,
         jitter_ms: 0,
+        target: None,
     })
 }
 

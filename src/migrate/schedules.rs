@@ -157,6 +157,9 @@ impl Migrator {
             .run(namespace, &finish)
             .await?
             .ok_or_else(|| lease.lost())?;
+        // Target schedules the passes indexed wait in the target index: the
+        // dispatcher's visit finds them (or nothing, and drops the namespace).
+        self.store.dispatch_soon(namespace, 0).await?;
         Ok(())
     }
 }

@@ -35,7 +35,9 @@
 //! | `<prefix>:{<ns>}:meta:q:<queue>` | hash | queue state: `pending` count, `paused` |
 //! | `<prefix>:{<ns>}:meta:dead:<queue>` | zset | dead job id -> finish ms, per queue |
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
+//! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
+//! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
 //! | `<prefix>:namespaces`        | zset | namespace registry: name -> first seen ms  |
 //! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
@@ -44,7 +46,7 @@
 //! their infixes (`q:`, `dead:`, `queues`, `jobs`) follow meta's own name, which no
 //! other kind of key starts with.
 //!
-//! `prune-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
+//! `prune-due`, `dispatch-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
 //! (invariant 6): it is written by plain commands after the job scripts that tell
 //! the caller to (see docs/DESIGN.md, "Pruning"). It holds no `{`, so no namespace
 //! key can equal it.
@@ -65,6 +67,13 @@
 /// a prune (epoch ms).
 pub(crate) fn prune_due(prefix: &str) -> String {
     format!("{prefix}:prune-due")
+}
+
+/// The dispatch due-set: namespaces with target schedules (issue 30), scored by
+/// their earliest due slot (epoch ms). Outside every namespace's slot, written by
+/// plain commands only (`Store::dispatch_soon`), never from a script.
+pub(crate) fn dispatch_due(prefix: &str) -> String {
+    format!("{prefix}:dispatch-due")
 }
 
 /// The namespace registry: namespace -> when this registry first saw it (epoch ms).
@@ -128,6 +137,13 @@ impl NamespaceKeys {
 
     pub(crate) fn due(&self) -> String {
         format!("{}due", self.base)
+    }
+
+    /// The target schedules' index (issue 30): the due index's name and `:t`, which
+    /// lua/lib/schedule.lua `sched_target_index` composes from it (a library test pins
+    /// the two). Only dispatch_due reads it, so ClaimDueSchedule never meets them.
+    pub(crate) fn target_due(&self) -> String {
+        format!("{}due:t", self.base)
     }
 
     pub(crate) fn ids(&self) -> String {

@@ -9,6 +9,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod conn;
+mod dispatch_due;
 mod error;
 pub(crate) mod keys;
 mod notify;

@@ -254,3 +254,18 @@ return out";
         }
     }
 }
+
+#[tokio::test]
+async fn the_target_index_lua_composes_is_the_one_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "billing.eu");
+    let lua = eval(
+        &mut conn,
+        Prelude::Schedule,
+        "return { sched_target_index(ARGV[1]) }",
+        &[keys.due()],
+    )
+    .await;
+    assert_eq!(lua, vec![keys.target_due()]);
+}

@@ -23,6 +23,11 @@ pub(crate) enum Prelude {
     Schedule,
     /// core and the job layout.
     Job,
+    /// Schedule's, and how a due slot is taken (`lua/lib/claim.lua`): claim_due.
+    Claim,
+    /// Claim's with the job layout before the claim library: dispatch_due, which
+    /// takes target schedules' slots and enqueues them as jobs.
+    Dispatch,
 }
 
 const CORE: &str = include_str!("../../lua/lib/core.lua");
@@ -30,6 +35,7 @@ const RULES: &str = include_str!("../../lua/lib/rules.lua");
 const GUARD: &str = include_str!("../../lua/lib/guard.lua");
 const SCHEDULE: &str = include_str!("../../lua/lib/schedule.lua");
 const JOB: &str = include_str!("../../lua/lib/job.lua");
+const CLAIM: &str = include_str!("../../lua/lib/claim.lua");
 
 impl Prelude {
     pub(crate) fn parts(self) -> &'static [&'static str] {
@@ -37,6 +43,8 @@ impl Prelude {
             Prelude::Core => &[CORE],
             Prelude::Schedule => &[CORE, RULES, GUARD, SCHEDULE],
             Prelude::Job => &[CORE, JOB],
+            Prelude::Claim => &[CORE, RULES, GUARD, SCHEDULE, CLAIM],
+            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, CLAIM],
         }
     }
 }

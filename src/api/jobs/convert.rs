@@ -58,7 +58,7 @@ pub(super) fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
     }
 }
 
-fn backoff_to_proto(b: Backoff) -> proto::Backoff {
+pub(in crate::api) fn backoff_to_proto(b: Backoff) -> proto::Backoff {
     let kind = match b.kind {
         BackoffKind::Fixed => proto::BackoffKind::Fixed,
         BackoffKind::Exponential => proto::BackoffKind::Exponential,

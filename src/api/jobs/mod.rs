@@ -1,7 +1,7 @@
 //! Handlers of the job RPCs: validate, call `crate::jobs`, convert.
 
-mod convert;
-mod validate;
+pub(super) mod convert;
+pub(super) mod validate;
 mod watch;
 mod work;
 

@@ -14,7 +14,7 @@ const MAX_ATTEMPTS: u32 = 1000;
 const MAX_DEDUP_TTL_MS: i64 = 365 * 24 * 3_600_000;
 
 /// Validates one EnqueueRequest; `at` prefixes every field name ("jobs[3].").
-pub(super) fn new_job(
+pub(in crate::api) fn new_job(
     api: &QueueApi,
     at: &str,
     req: proto::EnqueueRequest,

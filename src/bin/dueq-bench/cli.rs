@@ -81,7 +81,8 @@ pub(crate) enum Family {
     Cluster,
     /// The Redis cost of one /metrics scrape.
     Metrics,
-    /// Issue 30: WatchJob's latency and the memory of open watch streams.
+    /// Issue 30: schedules that enqueue jobs (dispatch latency), WatchJob's latency
+    /// and the memory of open watch streams.
     Dispatch,
 }
 

@@ -241,6 +241,29 @@ pub(crate) fn timing_cell(s: &proto::Schedule) -> String {
     }
 }
 
+/// Where a schedule's slots go, for a table: "queue invoices" (the service enqueues
+/// them as jobs) or "-" (workers claim them).
+pub(crate) fn target_cell(s: &proto::Schedule) -> String {
+    match &s.target {
+        Some(proto::schedule::Target::Enqueue(t)) => format!("queue {}", t.queue),
+        None => "-".into(),
+    }
+}
+
+/// A schedule's target as JSON (null: workers claim its occurrences).
+fn target_json(s: &proto::Schedule) -> Value {
+    match &s.target {
+        Some(proto::schedule::Target::Enqueue(t)) => json!({
+            "queue": t.queue,
+            "priority": t.priority,
+            "max_attempts": t.max_attempts,
+            "lease_seconds": seconds_json(&t.lease),
+            "headers": headers_json(&t.headers),
+        }),
+        None => Value::Null,
+    }
+}
+
 /// A schedule as JSON; `full` adds its payload (base64) and headers.
 pub(crate) fn schedule_json(s: &proto::Schedule, full: bool) -> Value {
     let (cron, every) = match &s.timing {
@@ -265,6 +288,7 @@ pub(crate) fn schedule_json(s: &proto::Schedule, full: bool) -> Value {
         "update_time": time_json(&s.update_time),
         "revision": s.revision,
         "pause_note": s.pause_note,
+        "target": target_json(s),
     });
     if full {
         doc["headers"] = headers_json(&s.headers);

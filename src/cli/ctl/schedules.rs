@@ -27,7 +27,7 @@ fn status(arg: ScheduleStatusArg) -> proto::ScheduleStatus {
 
 fn schedules_table(schedules: &[proto::Schedule]) -> comfy_table::Table {
     let mut table = render::table(&[
-        "ID", "STATUS", "TIMING", "NEXT RUN", "LAST RUN", "RUNS", "JOB NAME",
+        "ID", "STATUS", "TIMING", "NEXT RUN", "LAST RUN", "RUNS", "JOB NAME", "TARGET",
     ]);
     for s in schedules {
         table.add_row(vec![
@@ -38,6 +38,7 @@ fn schedules_table(schedules: &[proto::Schedule]) -> comfy_table::Table {
             time_cell(&s.last_run_time),
             s.run_count.to_string(),
             or_dash(&s.job_name),
+            render::target_cell(s),
         ]);
     }
     table

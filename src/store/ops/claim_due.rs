@@ -5,7 +5,7 @@ use super::{
 };
 use crate::domain::{NextRun, OccurrenceKind, OccurrenceLease, ScheduleRecord};
 
-script!(ClaimDue<'_>: "claim_due", Schedule, Arity::Exactly(5), Arity::Exactly(19));
+script!(ClaimDue<'_>: "claim_due", Claim, Arity::Exactly(5), Arity::Exactly(19));
 
 /// Candidates one claim call examines at most (bounds the script's work).
 const CLAIM_CANDIDATES: u32 = 32;
@@ -243,6 +243,7 @@ mod tests {
         overlap: Default::default(),
         max_attempts: 0,
         jitter_ms: 0,
+        target: None,
         }
     }
 
@@ -381,7 +382,7 @@ mod tests {
         }
         let mut conn = redis.conn().await;
         let removed: usize = hdel.query_async(&mut conn).await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(removed, 14, "the copy held every policy field");
+        assert_eq!(removed, 15, "the copy held every policy field");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         let again = store.run("ns", &claim("t2", 30_000)).await.map(|a| a.reply);
         let Ok(ClaimReply::Claimed {

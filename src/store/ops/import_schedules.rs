@@ -100,6 +100,7 @@ pub(super) fn sample() -> ImportSchedules<'static> {
                 overlap: Default::default(),
                 max_attempts: 0,
                 jitter_ms: 0,
+                target: None,
             },
             status: ScheduleStatus::Active,
             run_count: 0,

@@ -4,7 +4,7 @@
 use super::{prelude::*, schedule_head};
 use crate::domain::{limits::PageShape, ScheduleRecord};
 
-script!(ListDueSchedules<'_>: "list_due_schedules", Schedule, Arity::Exactly(4), Arity::Exactly(9));
+script!(ListDueSchedules<'_>: "list_due_schedules", Schedule, Arity::Exactly(5), Arity::Exactly(9));
 
 pub(crate) struct ListDueSchedules<'a> {
     /// The next run (epoch ms) and id of the previous page's last entry.
@@ -34,7 +34,8 @@ impl Operation for ListDueSchedules<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         schedule_head(keys, call);
-        call.key(keys.due());
+        call.key(keys.due())
+            .key(keys.target_due());
         match self.after {
             Some((ms, id)) => call.arg("after_ms", ms).arg("after_id", id),
             None => call.arg("after_ms", "").arg("after_id", ""),

@@ -4,7 +4,7 @@
 use super::{prelude::*, under_lock};
 use crate::domain::SCHEDULE_SCHEMA;
 
-script!(MigrateFinish<'_>: "migrate_finish", Core, Arity::Exactly(4), Arity::Exactly(3));
+script!(MigrateFinish<'_>: "migrate_finish", Core, Arity::Exactly(5), Arity::Exactly(3));
 
 pub(crate) struct MigrateFinish<'a> {
     pub(crate) token: &'a str,
@@ -21,6 +21,7 @@ impl Operation for MigrateFinish<'_> {
             .key(keys.ids())
             .key(keys.due())
             .key(keys.migrate_lock())
+            .key(keys.target_due())
             .arg("token", self.token)
             .arg("schema", SCHEDULE_SCHEMA)
             .opt(

@@ -51,6 +51,7 @@ operations!(
     claim_due,
     claim_jobs,
     delete_schedule,
+    dispatch_due,
     enqueue_jobs,
     extend_lease,
     fail_job,

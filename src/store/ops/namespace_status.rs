@@ -3,7 +3,7 @@
 use super::prelude::*;
 use crate::domain::{Listing, NamespaceHealth};
 
-script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(6), Arity::Exactly(0));
+script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(7), Arity::Exactly(0));
 
 pub(crate) struct NamespaceStatus;
 
@@ -16,7 +16,8 @@ impl Operation for NamespaceStatus {
             .key(keys.listing_top())
             .key(keys.due())
             .key(keys.migrate_lock())
-            .key(keys.jobs_marker());
+            .key(keys.jobs_marker())
+            .key(keys.target_due());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

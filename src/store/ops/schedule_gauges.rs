@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::prelude::*;
 
-script!(ScheduleGauges: "schedule_gauges", Core, Arity::Exactly(3), Arity::Exactly(1));
+script!(ScheduleGauges: "schedule_gauges", Core, Arity::Exactly(4), Arity::Exactly(1));
 
 pub(crate) struct ScheduleGauges {
     /// `--overdue-after`.
@@ -27,6 +27,7 @@ impl Operation for ScheduleGauges {
         call.key(keys.meta())
             .key(keys.ids())
             .key(keys.due())
+            .key(keys.target_due())
             .arg("overdue_ms", overdue_ms);
     }
 

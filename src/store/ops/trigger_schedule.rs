@@ -15,7 +15,12 @@ pub(crate) struct TriggerSchedule<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Triggered {
     /// Waiting for the next claim, with this occurrence id and due time.
-    Done { occurrence_id: String, due_ms: i64 },
+    Done {
+        occurrence_id: String,
+        due_ms: i64,
+        /// A target schedule's: the dispatcher enqueues it.
+        target: bool,
+    },
     Missing,
     Paused,
     Completed,
@@ -43,6 +48,7 @@ impl Operation for TriggerSchedule<'_> {
             "ok" => Triggered::Done {
                 occurrence_id: reply.text()?,
                 due_ms: reply.int()?,
+                target: reply.flag()?,
             },
             "missing" => Triggered::Missing,
             "paused" => Triggered::Paused,

@@ -6,7 +6,7 @@ use crate::domain::{
 };
 use crate::timing::CatchUp;
 
-script!(UpsertSchedule<'_>: "upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(25));
+script!(UpsertSchedule<'_>: "upsert_schedule", Schedule, Arity::Exactly(5), Arity::Exactly(26));
 
 /// `next` is used when the timing changed or the schedule is new.
 pub(crate) struct UpsertSchedule<'a> {
@@ -75,7 +75,14 @@ impl Operation for UpsertSchedule<'_> {
             .opt("offset_ms", def.offset_ms)
             .arg("overlap", def.overlap.as_str())
             .arg("max_attempts", def.max_attempts)
-            .arg("jitter_ms", def.jitter_ms);
+            .arg("jitter_ms", def.jitter_ms)
+            .arg(
+                "target",
+                def.target
+                    .as_ref()
+                    .map(records::target_json)
+                    .unwrap_or_default(),
+            );
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -107,6 +114,7 @@ pub(super) fn sample() -> UpsertSchedule<'static> {
         overlap: Default::default(),
         max_attempts: 0,
         jitter_ms: 0,
+        target: None,
     });
     UpsertSchedule {
         def: &DEF,

@@ -9,7 +9,7 @@ mod schedule;
 
 #[cfg(test)]
 pub(crate) use schedule::field;
-pub(crate) use schedule::{claimed_schedule, schedule};
+pub(crate) use schedule::{claimed_schedule, schedule, target_json};
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -10,12 +10,16 @@
 //! the fields issue 17 added after schema 2's (policies, skip counts, pause note,
 //! trigger, backfill, jitter) may be absent. The copy is stored without a marker and
 //! stays so (the stored layout does not change); [`Migrate::migrate`] converts it,
-//! and is the one place where an absent field becomes its default.
+//! and is the one place where an absent field becomes its default. Issue 30 added
+//! `target` (lib/schedule.lua policies entry 17, the JSON [`target_json`] writes; ""
+//! for none) to what a marked record carries; the marker stays 3, because the stored
+//! record of a schedule without a target is unchanged (no Migrate step), and an
+//! unmarked copy (an occurrence's: never a target schedule's) reads it as none.
 
 use super::{Fields, StoreError};
 use crate::domain::{
-    catchup_parse, Follow, Overlap, ScheduleDef, ScheduleRecord, ScheduleStatus, SkipCounts,
-    TimingDef, SCHEDULE_SCHEMA,
+    catchup_parse, Backoff, BackoffKind, EnqueueTarget, Follow, Overlap, ScheduleDef,
+    ScheduleRecord, ScheduleStatus, SkipCounts, TimingDef, SCHEDULE_SCHEMA,
 };
 use crate::timing::CatchUpRule;
 
@@ -74,6 +78,7 @@ pub(crate) mod field {
         TRIGGER_MS = "trigger_ms",
         BACKFILL_MS = "backfill_ms",
         JITTER_MS = "jitter_ms",
+        TARGET = "target",
     }
 }
 
@@ -173,6 +178,7 @@ impl Migrate for Marked {
                 overlap: p.overlap.unwrap_or_default(),
                 max_attempts: p.max_attempts.unwrap_or(0),
                 jitter_ms: p.jitter_ms.unwrap_or(0),
+                target: p.target.flatten(),
                 buffered_ms: p.buffered_ms.flatten(),
                 trigger_ms: p.trigger_ms.flatten(),
                 backfill_ms: p.backfill_ms.flatten(),
@@ -191,6 +197,7 @@ impl Initial for Unmarked {
             overlap: f.present(field::OVERLAP, |f, name| f.word(name, Overlap::parse))?,
             max_attempts: f.present(field::MAX_ATTEMPTS, Fields::int)?,
             jitter_ms: f.present(field::JITTER_MS, Fields::i64)?,
+            target: f.present(field::TARGET, target)?,
             buffered_ms: f.present(field::BUFFERED_MS, Fields::opt_i64)?,
             trigger_ms: f.present(field::TRIGGER_MS, Fields::opt_i64)?,
             backfill_ms: f.present(field::BACKFILL_MS, Fields::opt_i64)?,
@@ -271,6 +278,7 @@ struct Policies {
     overlap: Overlap,
     max_attempts: u32,
     jitter_ms: i64,
+    target: Option<EnqueueTarget>,
     buffered_ms: Option<i64>,
     trigger_ms: Option<i64>,
     backfill_ms: Option<i64>,
@@ -285,6 +293,7 @@ struct PartialPolicies {
     overlap: Option<Overlap>,
     max_attempts: Option<u32>,
     jitter_ms: Option<i64>,
+    target: Option<Option<EnqueueTarget>>,
     buffered_ms: Option<Option<i64>>,
     trigger_ms: Option<Option<i64>>,
     backfill_ms: Option<Option<i64>>,
@@ -300,6 +309,7 @@ impl Policies {
             overlap: f.word(field::OVERLAP, Overlap::parse)?,
             max_attempts: f.int(field::MAX_ATTEMPTS)?,
             jitter_ms: f.i64(field::JITTER_MS)?,
+            target: target(f, field::TARGET)?,
             buffered_ms: f.opt_i64(field::BUFFERED_MS)?,
             trigger_ms: f.opt_i64(field::TRIGGER_MS)?,
             backfill_ms: f.opt_i64(field::BACKFILL_MS)?,
@@ -314,6 +324,75 @@ fn catchup(f: &Fields) -> Result<CatchUpRule, StoreError> {
         policy: f.word(field::CATCHUP, |w| catchup_parse(w, limit))?,
         window_ms: f.opt_i64(field::WINDOW_MS)?,
     })
+}
+
+/// A schedule's target as a record keeps it (lib/schedule.lua position 17, the JSON
+/// [`target_json`] writes; "" for none).
+fn target(f: &Fields, name: &str) -> Result<Option<EnqueueTarget>, StoreError> {
+    let raw = f.bytes(name)?;
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let bad = |why: &str| f.corrupt(format!("field {name}: {why}"));
+    let v: serde_json::Value =
+        serde_json::from_slice(raw).map_err(|e| bad(&format!("not JSON: {e}")))?;
+    let int = |key: &str| v.get(key).and_then(serde_json::Value::as_i64);
+    let text = |key: &str| v.get(key).and_then(serde_json::Value::as_str);
+    let kind = match text("backoff") {
+        Some("fixed") => BackoffKind::Fixed,
+        Some("exp") => BackoffKind::Exponential,
+        _ => return Err(bad("backoff kind")),
+    };
+    let mut headers = std::collections::BTreeMap::new();
+    if let Some(object) = v.get("headers").and_then(serde_json::Value::as_object) {
+        for (k, value) in object {
+            let value = value.as_str().ok_or_else(|| bad("a header is not text"))?;
+            headers.insert(k.clone(), value.to_owned());
+        }
+    }
+    let (Some(queue), Some(priority), Some(max_attempts), Some(base_ms), Some(cap_ms)) = (
+        text("queue"),
+        int("priority"),
+        int("max_attempts"),
+        int("base_ms"),
+        int("cap_ms"),
+    ) else {
+        return Err(bad("a field is missing"));
+    };
+    let jitter = text("jitter")
+        .and_then(|j| j.parse::<f64>().ok())
+        .filter(|j| (0.0..=1.0).contains(j))
+        .ok_or_else(|| bad("jitter"))?;
+    Ok(Some(EnqueueTarget {
+        queue: queue.to_owned(),
+        priority: i32::try_from(priority).map_err(|_| bad("priority"))?,
+        max_attempts: u32::try_from(max_attempts).map_err(|_| bad("max_attempts"))?,
+        backoff: Backoff {
+            kind,
+            base_ms,
+            cap_ms,
+            jitter,
+        },
+        headers,
+        lease_ms: int("lease_ms").ok_or_else(|| bad("lease_ms"))?,
+    }))
+}
+
+/// A target as the record keeps it and lua/dispatch_due.lua reads it (cjson): a JSON
+/// object; the jitter as text, as the job record keeps it (lib/job.lua job_save).
+pub(crate) fn target_json(t: &EnqueueTarget) -> String {
+    serde_json::json!({
+        "queue": t.queue,
+        "priority": t.priority,
+        "max_attempts": t.max_attempts,
+        "backoff": t.backoff.kind.as_str(),
+        "base_ms": t.backoff.base_ms,
+        "cap_ms": t.backoff.cap_ms,
+        "jitter": t.backoff.jitter.to_string(),
+        "lease_ms": t.lease_ms,
+        "headers": t.headers,
+    })
+    .to_string()
 }
 
 /// The skip counters (written together).
@@ -345,6 +424,7 @@ impl Marked {
                 overlap: policies.overlap,
                 max_attempts: policies.max_attempts,
                 jitter_ms: policies.jitter_ms,
+                target: policies.target,
             },
             status: base.status,
             run_count: base.run_count,

@@ -3,6 +3,7 @@
 
 mod basics;
 mod config;
+mod dispatch_failover;
 mod failover;
 mod harness;
 mod load;

@@ -13,4 +13,5 @@ mod occurrence_lease;
 mod overlap;
 mod policies;
 mod runs;
+pub(crate) mod target;
 mod trigger;

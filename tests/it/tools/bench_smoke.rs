@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "ceiling",
     "grpc",
     "consume",
@@ -16,6 +16,7 @@ const SECTIONS: [&str; 11] = [
     "memory",
     "migrate",
     "metrics",
+    "dispatch",
 ];
 
 /// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
@@ -77,6 +78,7 @@ fn bench_smoke_writes_every_section() {
         "memory",
         "migrate",
         "metrics",
+        "dispatch",
     ] {
         let rows = report["sections"][section]["rows"]
             .as_array()

@@ -242,6 +242,42 @@ async fn job_json_shows_one_job_whole() {
     assert_eq!(job["errors"], json!([]));
 }
 
+/// Pins: `dueq schedules` shows where a schedule's slots go: the target queue of a
+/// schedule that enqueues jobs (TARGET column, `target` in JSON), "-" otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_show_the_target() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let target = proto::EnqueueTarget {
+        queue: "invoices".into(),
+        priority: 5,
+        ..Default::default()
+    };
+    let feeding = proto::Schedule {
+        target: Some(proto::schedule::Target::Enqueue(target)),
+        ..cron("nightly", "0 3 * * *", "Europe/Berlin")
+    };
+    upsert(&mut client, "ns", feeding).await;
+    upsert(&mut client, "ns", every("worker", 60)).await;
+    let text = stdout(&dueq(&service, &["schedules", "-n", "ns"]));
+    assert!(text.contains("TARGET"), "{text}");
+    let row = |id: &str| {
+        text.lines()
+            .find(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_owned()
+    };
+    assert!(row("nightly").contains("queue invoices"), "{text}");
+    assert!(!row("worker").contains("queue "), "{text}");
+    let doc = json_of(&dueq(&service, &["schedules", "-n", "ns", "-o", "json"]));
+    let t = &doc["schedules"][0]["target"];
+    assert_eq!(t["queue"], json!("invoices"));
+    assert_eq!(t["priority"], json!(5));
+    assert_eq!(t["max_attempts"], json!(3), "Enqueue's default, filled in");
+    assert_eq!(doc["schedules"][1]["target"], Value::Null);
+}
+
 /// Pins: `dueq schedules --output json` lists schedules in id order (with
 /// --status), and `dueq schedule pause|resume|show` change and show one, as the
 /// service then reports it.
@@ -291,11 +327,13 @@ async fn schedules_json_and_schedule_pause_resume() {
             "run_limit",
             "start_time",
             "status",
+            "target",
             "timezone",
             "update_time",
         ]
     );
     assert_eq!(a["cron"], json!("0 7 * * *"));
+    assert_eq!(a["target"], Value::Null, "workers claim its occurrences");
     assert_eq!(a["every_seconds"], Value::Null);
     assert_eq!(a["timezone"], json!("America/New_York"));
     assert_eq!(a["status"], json!("active"));

@@ -26,6 +26,7 @@ impl Report {
         self.check_memory();
         self.check_migrate();
         self.check_watch();
+        self.check_dispatch();
     }
 
     fn target(&mut self, what: &str, check: Check) {
@@ -262,6 +263,15 @@ impl Report {
                 t,
             );
         }
+    }
+
+    /// A target schedule's due slot becomes a claimable job promptly (issue 30).
+    fn check_dispatch(&mut self) {
+        let t = self
+            .row("dispatch", "schedule target dispatch")
+            .and_then(|r| r.p99_ms)
+            .map(|p| (p <= 100.0, format!("p99 {p:.2} ms")));
+        self.target("schedule target dispatch p99 <= 100 ms", t);
     }
 
     /// No Migrate script long enough to stall Redis.

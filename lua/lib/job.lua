@@ -656,6 +656,9 @@ end
 -- retention.finish(K, meta, done, id, r, now) -> register (as finish_entry): call once the
 --   record r of job id is saved finished (after dead_add for a dead one).
 --   O(log N), plus TRIM_MAX removals at most.
+-- retention.forget(meta, id, r): a finished job leaves its expiry and kept entries
+--   (RetryJob, RetryDeadJobs, PurgeJobs), so a revived job does not count among a
+--   queue's last N. O(log N); nothing for a job without a rule.
 -- job_remove(K, meta, done, id, r): deletes finished job id (record r, as job_load
 --   read it) from every index: its record, payload key, listing entry, finished set,
 --   expiry and kept entries, dead set, its dedup key when that still names it, the
@@ -668,15 +671,18 @@ retention.TRIM_MAX = 100
 function retention.expiry(meta) return meta .. ':expire' end
 function retention.kept(meta, state, queue) return meta .. ':kept:' .. state .. ':' .. queue end
 
+function retention.forget(meta, id, r)
+  if r.retain == '' then return end
+  redis.call('ZREM', retention.expiry(meta), id)
+  redis.call('ZREM', retention.kept(meta, r.state, r.queue), id)
+end
+
 local function job_remove(K, meta, done, id, r)
   local key = K.job .. id
   redis.call('DEL', key)
   announce_gone(key, r.watch)
   redis.call('ZREM', done, id)
-  if r.retain ~= '' then
-    redis.call('ZREM', retention.expiry(meta), id)
-    redis.call('ZREM', retention.kept(meta, r.state, r.queue), id)
-  end
+  retention.forget(meta, id, r)
   if r.state == 'dead' then dead_remove(meta, id, r) end
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)

@@ -448,3 +448,42 @@ async fn the_retention_example_runs() {
     assert_eq!(gone.code(), Code::NotFound);
     c.get_job(get("welcome-2")).await.expect("the new job");
 }
+
+/// Pins: RetryJob takes a dead keep_last job out of its queue's kept set, so a
+/// revived job does not count among the last N of the dead jobs.
+#[tokio::test]
+async fn a_retried_job_leaves_the_kept_set() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    let kept_dead = || async {
+        let mut conn = redis.conn().await;
+        let n: i64 = cmd("ZCARD")
+            .arg("dueq:{ns}:meta:kept:dead:q")
+            .query_async(&mut conn)
+            .await
+            .expect("ZCARD");
+        n
+    };
+    let id = enqueue(&mut c, retained("q", None, Some(Rule::KeepLast(3))))
+        .await
+        .job_id;
+    kill(&mut c, "q", &id).await;
+    assert_eq!(kept_dead().await, 1);
+    c.retry_job(proto::RetryJobRequest {
+        namespace: "ns".into(),
+        job_id: id.clone(),
+    })
+    .await
+    .expect("retry");
+    assert_eq!(kept_dead().await, 0, "revived, out of the kept set");
+    complete(&mut c, "q", &id).await;
+    let kept_completed: i64 = cmd("ZCARD")
+        .arg("dueq:{ns}:meta:kept:completed:q")
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(kept_completed, 0, "on_complete keeps the server default");
+    assert!(job_exists(&mut c, &id).await);
+}

@@ -25,7 +25,7 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local outcome, register = complete_job(K, KEYS[1], ARGV[9], ARGV[10], now, nil,
+local outcome, register = complete_job(K, KEYS[2], KEYS[1], ARGV[9], ARGV[10], now, nil,
   ARGV[11])
 if outcome[1] ~= 'ok' then return outcome end
 return { 'ok', now, register, outcome[2] }

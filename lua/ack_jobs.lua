@@ -38,7 +38,7 @@ if result_count > 0 then
   for i = last + 1, #ARGV - 1, 2 do results[10 + 2 * tonumber(ARGV[i])] = ARGV[i + 1] end
 end
 for i = 10, last - 1, 2 do
-  local outcome = complete_job(K, KEYS[1], ARGV[i], ARGV[i + 1], now, completions,
+  local outcome = complete_job(K, KEYS[2], KEYS[1], ARGV[i], ARGV[i + 1], now, completions,
     results and results[i])
   if is_error(outcome) then
     out[#out + 1], out[#out + 2] = 'corrupt', outcome.err

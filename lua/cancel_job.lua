@@ -49,6 +49,6 @@ else
 end
 r.state, r.finished, r.updated = 'cancelled', now, now
 local packed = job_save(key, r)
-local out = { 'ok', finish_entry(KEYS[1], id, now) }
+local out = { 'ok', retention.finish(K, KEYS[2], KEYS[1], id, r, now) }
 push_job(out, K, id, packed, r.px)
 return out

@@ -86,7 +86,7 @@ for i = first_result + 2 * result_count, #ARGV do queues[#queues + 1] = ARGV[i] 
 local acked = {}
 local completions = completions_new(now)
 for i = 17, 16 + 2 * acks, 2 do
-  local outcome = complete_job(K, done, ARGV[i], ARGV[i + 1], now, completions,
+  local outcome = complete_job(K, KEYS[2], done, ARGV[i], ARGV[i + 1], now, completions,
     results and results[i])
   if is_error(outcome) then
     acked[#acked + 1], acked[#acked + 2] = 'corrupt', outcome.err
@@ -114,12 +114,12 @@ local function reclaim(queue)
         if r.cancel == 1 then
           r.state, r.finished = 'cancelled', now
           job_save(key, r)
-          register = math.max(register, finish_entry(done, id, now))
+          register = math.max(register, retention.finish(K, KEYS[2], done, id, r, now))
         elseif r.attempts >= r.max_attempts then
           r.state, r.finished = 'dead', now
           job_save(key, r)
-          register = math.max(register, finish_entry(done, id, now))
           dead_add(KEYS[2], id, r, now)
+          register = math.max(register, retention.finish(K, KEYS[2], done, id, r, now))
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)

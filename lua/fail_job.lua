@@ -40,14 +40,14 @@ redis.call('ZREM', K.leased .. r.queue, id)
 if r.cancel == 1 then
   r.state, r.finished = 'cancelled', now
   job_save(key, r)
-  return { 'ok', now, 'cancelled', '', finish_entry(KEYS[1], id, now), r.queue }
+  return { 'ok', now, 'cancelled', '', retention.finish(K, KEYS[2], KEYS[1], id, r, now), r.queue }
 end
 
 if ARGV[13] == '1' or r.attempts >= r.max_attempts then
   r.state, r.finished = 'dead', now
   job_save(key, r)
   dead_add(KEYS[2], id, r, now)
-  return { 'ok', now, 'dead', '', finish_entry(KEYS[1], id, now), r.queue }
+  return { 'ok', now, 'dead', '', retention.finish(K, KEYS[2], KEYS[1], id, r, now), r.queue }
 end
 
 local delay = tonumber(ARGV[12])

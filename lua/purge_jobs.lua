@@ -33,6 +33,7 @@ local function purge(id, r)
     redis.call('DEL', K.dedup .. r.dedup)
   end
   redis.call('ZREM', KEYS[1], id)
+  retention.forget(meta, id, r) -- (lib/job.lua, issue 36)
 end
 
 local function live(id)

@@ -7,9 +7,10 @@
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] after: list queues after this name ("" = from the first)
 -- ARGV[10] limit: most queues in the page
--- Returns { now ms, more (1 if queues after this page), n, then per queue 8 values:
+-- Returns { now ms, more (1 if queues after this page), n, then per queue 9 values:
 --           name, pending, delayed, active, dead, paused (0/1),
---           oldest pending run_at ms ("" none found), counted (0/1) }
+--           oldest pending run_at ms ("" none found), counted (0/1), removed (finished
+--           jobs removed by retention so far, lib/job.lua job_remove) }
 --   counted: 0 while the namespace's jobs predate the counts and Migrate has not
 --   recounted this queue yet (pending and dead are then not to be trusted).
 --
@@ -57,7 +58,7 @@ end
 
 local out = { now, more, #names }
 for _, q in ipairs(names) do
-  local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused')
+  local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused', 'removed')
   local counted = COUNTS_KEPT
   if not counted then counted = redis.call('HGET', meta, 'rc:' .. q) == '-1' end
   out[#out + 1] = q
@@ -68,5 +69,6 @@ for _, q in ipairs(names) do
   out[#out + 1] = (state[2] == '1') and 1 or 0
   out[#out + 1] = oldest_pending(q) or ''
   out[#out + 1] = counted and 1 or 0
+  out[#out + 1] = tonumber(state[3]) or 0
 end
 return out

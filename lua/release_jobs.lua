@@ -44,12 +44,12 @@ for i = 10, #ARGV - 1, 2 do
     if r.cancel == 1 then
       r.state, r.finished = 'cancelled', now
       job_save(key, r)
-      register = math.max(register, finish_entry(KEYS[1], id, now))
+      register = math.max(register, retention.finish(K, KEYS[2], KEYS[1], id, r, now))
     elseif abandoned and r.attempts >= r.max_attempts then
       r.state, r.finished = 'dead', now
       job_save(key, r)
-      register = math.max(register, finish_entry(KEYS[1], id, now))
       dead_add(KEYS[2], id, r, now)
+      register = math.max(register, retention.finish(K, KEYS[2], KEYS[1], id, r, now))
     else
       r.state, r.run_at = 'pending', now
       job_save(key, r)

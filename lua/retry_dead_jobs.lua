@@ -29,6 +29,7 @@ for _, id in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
   local r = job_load(key)
   if r and not is_error(r) and r.state == 'dead' and r.queue == queue then
     redis.call('ZREM', KEYS[1], id)
+    retention.forget(meta, id, r) -- (lib/job.lua, issue 36)
     r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
     r.finished, r.run_at, r.updated = '', now, now
     job_save(key, r)

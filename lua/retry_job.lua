@@ -24,6 +24,7 @@ local key, r = job_at(K, id)
 if not key then return r end
 if r.state ~= 'dead' then return { 'state', r.state } end
 redis.call('ZREM', KEYS[1], id)
+retention.forget(KEYS[2], id, r) -- (lib/job.lua, issue 36)
 r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
 r.finished, r.run_at, r.updated = '', now, now
 local packed = job_save(key, r)

@@ -42,6 +42,7 @@ pub fn enqueue_jobs(prefix: &str, namespace: &str, queue: &str, jobs: usize) -> 
             backoff: Backoff::default(),
             lease_ms: 30_000,
             dedup: None,
+            retention: Default::default(),
         })
         .collect();
     command(

@@ -54,7 +54,7 @@
 -- job_at(K, id) -> key, record | nil, the reply to return ({ "missing" }, or the
 --   record's DUEQ_CORRUPT error)
 -- leased_job(K, id, token, now) -> the same, also refusing a lease that does not count
--- complete_job(K, done, id, token, now[, batch[, result]]) -> AckJob's transition
+-- complete_job(K, meta, done, id, token, now[, batch[, result]]) -> AckJob's transition
 --   (below); with a batch (completions_new), its index writes wait for
 --   completions_flush; a non-empty result is kept with the completed job (issue 30)
 --
@@ -97,8 +97,10 @@ end
 --   16 run_at  17 updated | 18 worker  19 token  20 finished  21 lease_until
 --   22 headers  23 dedup  24 errors  25 px  26 version  27 cancel  28 watch
 --   29 fraction  30 message  31 progress_at  32 checkpoint  33 result  34 schedule
---   35 due  36 run
--- Issue 30 added 26-36, past the old end, so a record written before them is a
+--   35 due  36 run  37 retain
+-- Issue 36 added 37 (retain: the job's own retention rule, lib/job.lua
+-- `retention.finish`; empty for a job that keeps the server default), past the old end in
+-- the same way. Issue 30 added 26-36, past the old end, so a record written before them is a
 -- record of this layout with those positions empty (no Migrate step): version
 -- counts the record's writes (packed_save adds one; empty = 0, so a job's first
 -- write makes it 1), cancel is 1 once CancelJob asked the worker of an active job to
@@ -111,7 +113,7 @@ end
 -- stores none of them), most often set first. load and save below spell the
 -- positions out rather than loop over a name list: every job script runs them,
 -- and the unrolled form is the cheaper one in Redis's Lua.
-local REQUIRED, FIELDS = 17, 36
+local REQUIRED, FIELDS = 17, 37
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
   cancelled = 6 }
 local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
@@ -130,7 +132,7 @@ local P_ATTEMPTS, P_MAX_ATTEMPTS, P_BACKOFF, P_BASE, P_CAP, P_JITTER = 8, 9, 10,
 local P_LEASE_MS, P_CREATED, P_RUN_AT, P_UPDATED, P_WORKER, P_TOKEN = 14, 15, 16, 17, 18, 19
 local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_ERRORS, P_PX = 20, 21, 22, 23, 24, 25
 local P_VERSION, P_CANCEL, P_WATCH, P_FRACTION, P_MESSAGE, P_PROGRESS_AT = 26, 27, 28, 29, 30, 31
-local P_CHECKPOINT, P_RESULT, P_SCHEDULE, P_DUE, P_RUN = 32, 33, 34, 35, 36
+local P_CHECKPOINT, P_RESULT, P_SCHEDULE, P_DUE, P_RUN, P_RETAIN = 32, 33, 34, 35, 36, 37
 
 -- A record is a msgpack array of REQUIRED..FIELDS items, so it always opens with the
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
@@ -239,7 +241,7 @@ local function job_load(key)
     errors = p[24] or '', px = p[25] or '', version = p[26] or '', cancel = p[27] or '',
     watch = p[28] or '', fraction = p[29] or '', message = p[30] or '',
     progress_at = rel_in(p[31], created), checkpoint = p[32] or '', result = p[33] or '',
-    schedule = p[34] or '', due = p[35] or '', run = p[36] or '' }
+    schedule = p[34] or '', due = p[35] or '', run = p[36] or '', retain = p[37] or '' }
 end
 
 local function job_save(key, r)
@@ -253,7 +255,8 @@ local function job_save(key, r)
     r.worker, r.token, rel_out(r.finished, created), rel_out(r.lease_until, created),
     r.headers, r.dedup, r.errors, r.px, r.version or '', r.cancel or '', r.watch or '',
     r.fraction or '', r.message or '', rel_out(r.progress_at, created),
-    r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '' }
+    r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '',
+    r.retain or '' }
   return packed_save(key, p)
 end
 
@@ -457,7 +460,13 @@ end
 -- reply items { 'ok', queue } and whether the namespace must be registered for
 -- pruning (finish_entry), or the refusal (lease_check / job_at: { 'missing' },
 -- { 'stale', state }, { 'expired' }, or the record's DUEQ_CORRUPT error) and 0.
-local function complete_job(K, done, id, token, now, batch, result)
+-- Retention per job (issue 36), filled in at the end of this file: retention.finish
+-- applies a finished job's own rule, or finish_entry when it has none. (One table,
+-- not a local each: a script's main function may hold at most 200 locals, and
+-- dispatch_due.lua, which takes the schedule library too, is close to it.)
+local retention = {}
+
+local function complete_job(K, meta, done, id, token, now, batch, result)
   local key = K.job .. id
   local p = packed_load(key)
   if p == nil then return { 'missing' }, 0 end
@@ -472,6 +481,12 @@ local function complete_job(K, done, id, token, now, batch, result)
   if result and result ~= '' then packed_put(p, P_RESULT, result) end
   packed_save(key, p)
   local queue = p[P_QUEUE]
+  -- A job with its own retention rule (issue 36) takes the unbatched way; one
+  -- without (the record ends before P_RETAIN) pays this length check.
+  if #p >= P_RETAIN then
+    redis.call('ZREM', K.leased .. queue, id)
+    return { 'ok', queue }, retention.finish(K, meta, done, id, job_load(key), now)
+  end
   if batch then
     local ids = batch.leased[queue]
     if not ids then
@@ -562,7 +577,8 @@ end
 --   { queue, name, payload, headers (JSON text, '{}' or '' for none), priority,
 --   run_at (epoch ms), max_attempts, backoff ('exp' | 'fixed'), base, cap, jitter,
 --   lease_ms, dedup ('' none), dedup_ttl, schedule, due, run ('' unless a schedule's
---   target enqueued it) }: the record, its listing entry, its ready or delayed entry,
+--   target enqueued it), retain ('' or nil: the server default; else retention.finish's
+--   rule text) }: the record, its listing entry, its ready or delayed entry,
 --   the pending count and the dedup key. The caller checked that the id is free.
 -- jobs_stored(meta, created, now): counts `created` new records in meta `stored`, the
 --   job quota's count (enqueue_jobs.lua's header).
@@ -596,7 +612,7 @@ local function job_create(K, meta, now, id, n, gseq, j)
     lease_ms = j.lease_ms, created = now, run_at = j.run_at, updated = now,
     token = '', lease_until = '', worker = '', finished = '', errors = '',
     dedup = j.dedup, px = '', schedule = j.schedule or '', due = j.due or '',
-    run = j.run or '' }
+    run = j.run or '', retain = j.retain or '' }
   set_payload(K, id, record, j.payload)
   job_save(K.job .. id, record)
   listing_add(K, j.queue, n, id)
@@ -618,4 +634,109 @@ local function jobs_stored(meta, created, now)
     -- not counted, so prune_jobs.lua must not take them off.
     redis.call('HSETNX', meta, 'stored_since', now)
   end
+end
+
+-- Retention per job (issue 36). A job may carry its own rule for when it finishes:
+-- record position retain, "<on_complete>;<on_fail>", each '' (the server default),
+-- 'r' (remove as it finishes), 'n<N>' (keep the last N finished jobs of its queue
+-- and state) or 't<ms>' (keep it for ms after it finished); on_fail is the rule of a
+-- job that ends dead or cancelled. Every kept finished job stays in the finished set
+-- (`done`), so the quota's count (enqueue_jobs.lua) and RetryJob's ZREM are as they
+-- were; one kept by its own rule is scored RULE_BASE + its finish ms there, above
+-- every finish time, so the server default (prune_jobs.lua: the age horizon, and the
+-- count, which leaves out scores from RULE_BASE up) never reaches it. Keys composed
+-- from meta (keys.rs `retain_expiry`, `queue_kept`; a library test pins them):
+--   retention.expiry(meta)          zset meta .. ':expire'  id -> when it expires (ms):
+--     the keep_for jobs; prune_jobs.lua deletes the expired ones in its batches
+--   retention.kept(meta, state, q) zset meta .. ':kept:' .. state .. ':' .. q
+--     id -> finishing order (meta `fseq`, so "newest" is the order the scripts ran
+--     in, even within a millisecond): the keep_last jobs; the finishing script
+--     deletes the oldest beyond N, at most TRIM_MAX per call (a later finish deletes
+--     the rest)
+-- retention.finish(K, meta, done, id, r, now) -> register (as finish_entry): call once the
+--   record r of job id is saved finished (after dead_add for a dead one).
+--   O(log N), plus TRIM_MAX removals at most.
+-- retention.forget(meta, id, r): a finished job leaves its expiry and kept entries
+--   (RetryJob, RetryDeadJobs, PurgeJobs), so a revived job does not count among a
+--   queue's last N. O(log N); nothing for a job without a rule.
+-- job_remove(K, meta, done, id, r): deletes finished job id (record r, as job_load
+--   read it) from every index: its record, payload key, listing entry, finished set,
+--   expiry and kept entries, dead set, its dedup key when that still names it, the
+--   quota's `stored` count; counts it in its queue's `removed` (ListQueues); a
+--   watcher hears it is gone. O(log N). Not for a live job (its ready, delayed and
+--   lease entries and pending count are not touched).
+retention.RULE_BASE = 1125899906842624 -- 2^50 ms: past any finish time, exact in a double
+retention.TRIM_MAX = 100
+
+function retention.expiry(meta) return meta .. ':expire' end
+function retention.kept(meta, state, queue) return meta .. ':kept:' .. state .. ':' .. queue end
+
+function retention.forget(meta, id, r)
+  if r.retain == '' then return end
+  redis.call('ZREM', retention.expiry(meta), id)
+  redis.call('ZREM', retention.kept(meta, r.state, r.queue), id)
+end
+
+local function job_remove(K, meta, done, id, r)
+  local key = K.job .. id
+  redis.call('DEL', key)
+  announce_gone(key, r.watch)
+  redis.call('ZREM', done, id)
+  retention.forget(meta, id, r)
+  if r.state == 'dead' then dead_remove(meta, id, r) end
+  drop_payload(K, id, r)
+  listing_remove(K, r.queue, r.n)
+  if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
+    redis.call('DEL', K.dedup .. r.dedup)
+  end
+  -- enqueue_jobs.lua counts records created since `stored_since` in `stored`.
+  local since = tonumber(redis.call('HGET', meta, 'stored_since') or '')
+  if since and tonumber(r.created) >= since then redis.call('HINCRBY', meta, 'stored', -1) end
+  redis.call('HINCRBY', queue_state(meta, r.queue), 'removed', 1)
+end
+
+function retention.rule(retain, state)
+  local cut = string.find(retain, ';', 1, true) or (#retain + 1)
+  if state == 'completed' then return string.sub(retain, 1, cut - 1) end
+  return string.sub(retain, cut + 1)
+end
+
+-- keep_last: job id enters its queue's and state's kept set; the oldest beyond
+-- `keep` leave it, deleted (an entry whose job is no longer finished in that state,
+-- revived by RetryJob, is dropped alone).
+function retention.keep_last(K, meta, done, id, r, keep)
+  local kept = retention.kept(meta, r.state, r.queue)
+  redis.call('ZADD', kept, redis.call('HINCRBY', meta, 'fseq', 1), id)
+  local excess = math.min(redis.call('ZCARD', kept) - keep, retention.TRIM_MAX)
+  if excess <= 0 then return end
+  for _, old in ipairs(redis.call('ZRANGE', kept, 0, excess - 1)) do
+    local o = job_load(K.job .. old)
+    if o and not is_error(o) and o.state == r.state and o.queue == r.queue then
+      job_remove(K, meta, done, old, o)
+    else
+      redis.call('ZREM', kept, old)
+    end
+  end
+end
+
+function retention.finish(K, meta, done, id, r, now)
+  if r.retain == '' then return finish_entry(done, id, now) end
+  local rule = retention.rule(r.retain, r.state)
+  if rule == '' then return finish_entry(done, id, now) end
+  local kind, arg = string.sub(rule, 1, 1), tonumber(string.sub(rule, 2))
+  if kind == 'r' then
+    job_remove(K, meta, done, id, r)
+    return 0
+  end
+  -- As text: a number argument would go through '%.14g', too few digits for this.
+  redis.call('ZADD', done, string.format('%d', retention.RULE_BASE + now), id)
+  if kind == 'n' then
+    retention.keep_last(K, meta, done, id, r, arg)
+    return 0
+  end
+  -- keep_for: the namespace needs a visit when this is now its earliest expiry.
+  local expiry = retention.expiry(meta)
+  redis.call('ZADD', expiry, string.format('%d', now + arg), id)
+  if redis.call('ZRANGE', expiry, 0, 0)[1] == id then return 1 end
+  return 0
 end

@@ -95,6 +95,7 @@ fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
         oldest_pending_age: age,
         paused: q.paused,
         counted: q.counted,
+        removed: q.removed,
     }
 }
 

@@ -111,6 +111,55 @@ pub(crate) struct Dedup {
     pub(crate) mode: DedupMode,
 }
 
+/// What happens to a finished job of one outcome (issue 36; lib/job.lua
+/// `retention.finish`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum RetentionRule {
+    /// The server's `--job-retention` / `--job-retention-count`.
+    #[default]
+    ServerDefault,
+    /// Deleted by the script that finishes it.
+    Remove,
+    /// Kept while among the last N finished jobs of its queue and state.
+    KeepLast(u32),
+    /// Kept this many ms after it finished.
+    KeepForMs(i64),
+}
+
+impl RetentionRule {
+    fn record_text(self) -> String {
+        match self {
+            Self::ServerDefault => String::new(),
+            Self::Remove => "r".into(),
+            Self::KeepLast(n) => format!("n{n}"),
+            Self::KeepForMs(ms) => format!("t{ms}"),
+        }
+    }
+}
+
+/// A job's own retention: `on_complete` for a completed job, `on_fail` for a dead or
+/// cancelled one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct JobRetention {
+    pub(crate) on_complete: RetentionRule,
+    pub(crate) on_fail: RetentionRule,
+}
+
+impl JobRetention {
+    /// As the record keeps it (lib/job.lua position retain): empty for the server
+    /// default both ways, else "<on_complete>;<on_fail>".
+    pub(crate) fn record_text(self) -> String {
+        if self == Self::default() {
+            return String::new();
+        }
+        format!(
+            "{};{}",
+            self.on_complete.record_text(),
+            self.on_fail.record_text()
+        )
+    }
+}
+
 /// A validated job as the caller asked for it: what it left unset takes the defaults
 /// ([`NewJob::into_spec`]).
 #[derive(Debug, Clone)]
@@ -127,6 +176,7 @@ pub(crate) struct NewJob {
     pub(crate) backoff: Option<Backoff>,
     pub(crate) lease_ms: Option<i64>,
     pub(crate) dedup: Option<Dedup>,
+    pub(crate) retention: JobRetention,
 }
 
 impl NewJob {
@@ -152,6 +202,7 @@ impl NewJob {
                 .lease_ms
                 .unwrap_or(Self::DEFAULT_LEASE_MS.min(max_lease_ms)),
             dedup: self.dedup,
+            retention: self.retention,
         }
     }
 }
@@ -170,6 +221,7 @@ pub(crate) struct JobSpec {
     pub(crate) backoff: Backoff,
     pub(crate) lease_ms: i64,
     pub(crate) dedup: Option<Dedup>,
+    pub(crate) retention: JobRetention,
 }
 
 /// What an enqueue did.

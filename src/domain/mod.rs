@@ -18,8 +18,8 @@ pub(crate) use health::{
 };
 pub(crate) use job::{
     Backoff, BackoffKind, Dedup, DedupMode, EnqueueOutcome, Enqueued, Extended, Failed, Failure,
-    JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobSpec, JobState, NewJob, ProgressReport,
-    RunAt, StateCheck,
+    JobErrorEntry, JobProgress, JobRecord, JobRetention, JobSchedule, JobSpec, JobState, NewJob,
+    ProgressReport, RetentionRule, RunAt, StateCheck,
 };
 pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::Namespace;

@@ -21,6 +21,8 @@ pub(crate) struct QueueStats {
     /// False while the namespace's jobs predate the counts and Migrate has not
     /// recounted this queue: `pending` and `dead` are then not to be trusted.
     pub(crate) counted: bool,
+    /// Finished jobs removed so far, by their own retention rule or the server's.
+    pub(crate) removed: u64,
 }
 
 impl QueueStats {

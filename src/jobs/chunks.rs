@@ -67,6 +67,7 @@ mod tests {
             backoff: Default::default(),
             lease_ms: 1,
             dedup: None,
+            retention: Default::default(),
         }
     }
 

@@ -155,6 +155,7 @@ pub(crate) struct Metrics {
     queue_jobs: Family<QueueStateLabels, Gauge>,
     queue_oldest: Family<QueueLabels, Gauge<f64, AtomicU64>>,
     queue_paused: Family<QueueLabels, Gauge>,
+    queue_removed: Family<QueueLabels, Gauge>,
 
     occurrences: Counters<NamespaceLabels>,
     skipped_runs: Counters<SkipLabels>,
@@ -203,6 +204,7 @@ impl Metrics {
             queue_jobs: Family::default(),
             queue_oldest: Family::default(),
             queue_paused: Family::default(),
+            queue_removed: Family::default(),
             occurrences: counters(),
             skipped_runs: counters(),
             lateness: histograms(WAIT_BUCKETS),
@@ -303,6 +305,12 @@ impl Metrics {
             "dueq_queue_paused",
             "1 when the queue is paused (claims skip it).",
             self.queue_paused.clone(),
+        );
+        r.register(
+            "dueq_queue_jobs_removed",
+            "Finished jobs of a queue removed so far, by their own retention rule or the \
+             server's (read from Redis when scraped; ListQueues `removed`).",
+            self.queue_removed.clone(),
         );
     }
 

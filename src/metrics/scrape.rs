@@ -104,6 +104,7 @@ impl Metrics {
         self.queue_jobs.clear();
         self.queue_oldest.clear();
         self.queue_paused.clear();
+        self.queue_removed.clear();
         let mut queue_budget = self.bound.max();
         for namespace in self.scraped_namespaces(sources).await {
             self.refresh_queues(sources, &namespace, &mut queue_budget)
@@ -178,6 +179,9 @@ impl Metrics {
                 self.queue_paused
                     .get_or_create(&labels)
                     .set(i64::from(stats.paused));
+                self.queue_removed
+                    .get_or_create(&labels)
+                    .set(count(stats.removed));
             }
             match page.next_after {
                 Some(next) => after = next,

@@ -35,6 +35,8 @@
 //! | `<prefix>:{<ns>}:meta:q:<queue>` | hash | queue state: `pending` count, `paused` |
 //! | `<prefix>:{<ns>}:meta:dead:<queue>` | zset | dead job id -> finish ms, per queue |
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
+//! | `<prefix>:{<ns>}:meta:expire` | zset | keep_for job id -> when it expires (ms) |
+//! | `<prefix>:{<ns>}:meta:kept:<state>:<queue>` | zset | keep_last job id -> finish order |
 //! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
@@ -42,8 +44,9 @@
 //! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
-//! `queue_dead`, `queue_registry`, pinned to the functions here by a library test);
-//! their infixes (`q:`, `dead:`, `queues`, `jobs`) follow meta's own name, which no
+//! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, pinned to the
+//! functions here by a library test); their infixes (`q:`, `dead:`, `queues`,
+//! `jobs`, `expire`, `kept:`) follow meta's own name, which no
 //! other kind of key starts with.
 //!
 //! `prune-due`, `dispatch-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
@@ -239,6 +242,19 @@ impl NamespaceKeys {
     #[cfg(test)]
     pub(crate) fn queue_dead(&self, queue: &str) -> String {
         format!("{}:dead:{queue}", self.meta())
+    }
+
+    /// The keep_for jobs scored by when they expire (lib/job.lua `retention.expiry`).
+    #[cfg(test)]
+    pub(crate) fn retain_expiry(&self) -> String {
+        format!("{}:expire", self.meta())
+    }
+
+    /// A queue's keep_last jobs of one finished state, by finishing order (lib/job.lua
+    /// `retention.kept`).
+    #[cfg(test)]
+    pub(crate) fn queue_kept(&self, state: &str, queue: &str) -> String {
+        format!("{}:kept:{state}:{queue}", self.meta())
     }
 
     /// The namespace's queues, by name (lib/job.lua `queue_registry`).

@@ -79,6 +79,8 @@ pub(crate) mod pos {
         SCHEDULE = 34,
         DUE = 35,
         RUN = 36,
+        #[allow(dead_code, reason = "the job's own retention rule (issue 36), which only Lua reads")]
+        RETAIN = 37,
     }
 }
 
@@ -86,7 +88,7 @@ pub(crate) mod pos {
 /// empty.
 const REQUIRED: usize = pos::UPDATED;
 /// Positions a record may hold (job.lua `FIELDS`).
-const FIELDS: usize = pos::RUN;
+const FIELDS: usize = pos::RETAIN;
 /// State codes by position in job.lua's `STATE_NAME`.
 const STATES: [JobState; 6] = [
     JobState::Pending,

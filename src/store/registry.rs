@@ -157,7 +157,7 @@ mod tests {
     use deadpool_redis::redis;
 
     use crate::{
-        domain::{Failure, JobSpec, RunAt},
+        domain::{Failure, JobRetention, JobSpec, RetentionRule, RunAt},
         store::{
             keys::NamespaceKeys,
             ops::{
@@ -182,6 +182,7 @@ mod tests {
             backoff: Default::default(),
             lease_ms: 30_000,
             dedup: None,
+            retention: Default::default(),
         }
     }
 
@@ -272,6 +273,41 @@ mod tests {
         lua_keys_are_the_ones_keys_rs_names(&redis).await;
         retry_b_and_cancel_c_and_d(&store).await;
         queues_page_by_name(&store).await;
+    }
+
+    /// The retention keys lib/job.lua composes (issue 36) are the ones keys.rs names:
+    /// a keep_for job completed is in the expiry set, a keep_last one in its queue's
+    /// kept set of completed jobs.
+    #[tokio::test]
+    async fn retention_keys_are_the_ones_keys_rs_names() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let with = |id: &str, on_complete| JobSpec {
+            retention: JobRetention {
+                on_complete,
+                on_fail: RetentionRule::Remove,
+            },
+            ..spec(id, "q", RunAt::Now, 1)
+        };
+        enqueue(&store, &[with("f", RetentionRule::KeepForMs(60_000))]).await;
+        enqueue(&store, &[with("l", RetentionRule::KeepLast(5))]).await;
+        for _ in 0..2 {
+            let (id, token) = claim(&store, "q").await;
+            ack(&store, &id, &token).await;
+        }
+        let keys = NamespaceKeys::new("dueq", "ns");
+        let mut conn = redis.conn().await;
+        let (expires, kept): (Option<i64>, Option<i64>) = redis::pipe()
+            .cmd("ZSCORE")
+            .arg(keys.retain_expiry())
+            .arg("f")
+            .cmd("ZSCORE")
+            .arg(keys.queue_kept("completed", "q"))
+            .arg("l")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(expires.is_some() && kept.is_some(), "{expires:?} {kept:?}");
     }
 
     /// a, b, c pending in q (b with two attempts), d delayed in q, e pending in r;

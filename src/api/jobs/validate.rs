@@ -5,13 +5,17 @@ use crate::{
     api::{validate, ApiError, QueueApi},
     domain::{
         limits::{MAX_CHECKPOINT_LEN, MAX_PROGRESS_MESSAGE_LEN, MAX_RESULT_LEN},
-        Backoff, BackoffKind, Dedup, DedupMode, NewJob, ProgressReport, RunAt,
+        Backoff, BackoffKind, Dedup, DedupMode, JobRetention, NewJob, ProgressReport,
+        RetentionRule, RunAt,
     },
     proto,
 };
 
 const MAX_ATTEMPTS: u32 = 1000;
 const MAX_DEDUP_TTL_MS: i64 = 365 * 24 * 3_600_000;
+/// Bounds of a job's own retention (issue 36).
+const MAX_KEEP_LAST: u32 = 1_000_000;
+const MAX_KEEP_FOR_MS: i64 = 365 * 24 * 3_600_000;
 
 /// Validates one EnqueueRequest; `at` prefixes every field name ("jobs[3].").
 pub(in crate::api) fn new_job(
@@ -56,6 +60,13 @@ pub(in crate::api) fn new_job(
         Some(validate::id(&f("job_id"), &req.job_id)?.to_owned())
     };
     let dedup = dedup(at, &req)?;
+    let retention = match &req.retention {
+        None => JobRetention::default(),
+        Some(r) => JobRetention {
+            on_complete: retention_rule(&f("retention.on_complete"), r.on_complete.as_ref())?,
+            on_fail: retention_rule(&f("retention.on_fail"), r.on_fail.as_ref())?,
+        },
+    };
     Ok(NewJob {
         id,
         queue: req.queue,
@@ -68,6 +79,40 @@ pub(in crate::api) fn new_job(
         backoff,
         lease_ms,
         dedup,
+        retention,
+    })
+}
+
+/// One retention rule under `field` ("jobs[3].retention.on_fail"): unset is the
+/// server default; remove must be true, keep_last 1-1,000,000, keep_for 1 ms-365 days.
+fn retention_rule(
+    field: &str,
+    rule: Option<&proto::RetentionRule>,
+) -> Result<RetentionRule, ApiError> {
+    use proto::retention_rule::Rule;
+    Ok(match rule.and_then(|r| r.rule.as_ref()) {
+        None => RetentionRule::ServerDefault,
+        Some(Rule::Remove(true)) => RetentionRule::Remove,
+        Some(Rule::Remove(false)) => {
+            return Err(ApiError::invalid(
+                format!("{field}.remove"),
+                "must be true (leave the rule unset for the server default)",
+            ))
+        }
+        Some(Rule::KeepLast(n)) if (1..=MAX_KEEP_LAST).contains(n) => RetentionRule::KeepLast(*n),
+        Some(Rule::KeepLast(n)) => {
+            return Err(ApiError::invalid(
+                format!("{field}.keep_last"),
+                format!("must be 1-{MAX_KEEP_LAST}, got {n}"),
+            ))
+        }
+        Some(Rule::KeepFor(d)) => {
+            let name = format!("{field}.keep_for");
+            match validate::duration_ms(&name, d)? {
+                ms if (1..=MAX_KEEP_FOR_MS).contains(&ms) => RetentionRule::KeepForMs(ms),
+                _ => return Err(ApiError::invalid(name, "must be between 1 ms and 365 days")),
+            }
+        }
     })
 }
 

@@ -10,7 +10,7 @@ script!(EnqueueJobs<'_>:
     Arity::Exactly(2),
     Arity::Groups {
         fixed: 11,
-        group: 17
+        group: 18
     }
 );
 
@@ -65,7 +65,7 @@ impl Operation for EnqueueJobs<'_> {
     }
 }
 
-/// The 17 values of one job, in the order `spec(i)` in the script reads them.
+/// The 18 values of one job, in the order `spec(i)` in the script reads them.
 fn encode_job(call: &mut Call, spec: &JobSpec) {
     call.arg("id", &spec.id)
         .arg("queue", &spec.queue)
@@ -95,6 +95,7 @@ fn encode_job(call: &mut Call, spec: &JobSpec) {
             .arg("dedup_ttl_ms", "")
             .arg("dedup_mode", ""),
     };
+    call.arg("retain", spec.retention.record_text());
 }
 
 #[cfg(test)]
@@ -112,6 +113,7 @@ pub(super) fn sample() -> EnqueueJobs<'static> {
         backoff: Default::default(),
         lease_ms: 30_000,
         dedup: None,
+        retention: Default::default(),
     });
     static JOBS: LazyLock<Vec<JobSpec>> = LazyLock::new(|| vec![SPEC.clone(), SPEC.clone()]);
     EnqueueJobs {

@@ -40,6 +40,7 @@ impl Operation for QueueStatsPage<'_> {
                 paused: reply.flag()?,
                 oldest_pending_ms: reply.opt_int()?,
                 counted: reply.flag()?,
+                removed: reply.count()?,
             });
         }
         reply.finish()?;

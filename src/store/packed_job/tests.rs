@@ -185,6 +185,7 @@ fn spec(id: &str) -> JobSpec {
         },
         lease_ms: 30_000,
         dedup: None,
+        retention: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@ mod dedup;
 mod lifecycle;
 mod progress;
 mod retention;
+mod retention_per_job;
 mod validation;
 mod watch;
 mod work_stream;

@@ -491,3 +491,41 @@ async fn a_paused_queue_shows_as_paused() {
         0.0
     );
 }
+
+/// Jobs removed by their own retention rule (issue 36) show per queue in
+/// dueq_queue_jobs_removed, read from Redis like ListQueues `removed`.
+#[tokio::test]
+async fn removed_jobs_show_per_queue() {
+    let redis = Redis::start().await;
+    let (service, metrics) = start(&redis, |_| {}).await;
+    let mut c = service.client().await;
+    let remove = proto::RetentionRule {
+        rule: Some(proto::retention_rule::Rule::Remove(true)),
+    };
+    for _ in 0..2 {
+        let id = enqueue(
+            &mut c,
+            proto::EnqueueRequest {
+                retention: Some(proto::JobRetention {
+                    on_complete: Some(remove),
+                    on_fail: None,
+                }),
+                ..job("gone", "x")
+            },
+        )
+        .await
+        .job_id;
+        let j = claim_job(&mut c, &["gone"], 0, None).await.expect("claim");
+        ack_job(&mut c, &id, &j.lease_token).await.expect("ack");
+    }
+    enqueue(&mut c, job("kept", "waits")).await;
+    let s = scrape(&metrics).await;
+    assert_eq!(
+        s.value("dueq_queue_jobs_removed{namespace=\"ns\",queue=\"gone\"}"),
+        2.0
+    );
+    assert_eq!(
+        s.value("dueq_queue_jobs_removed{namespace=\"ns\",queue=\"kept\"}"),
+        0.0
+    );
+}

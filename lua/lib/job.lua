@@ -619,3 +619,75 @@ local function jobs_stored(meta, created, now)
     redis.call('HSETNX', meta, 'stored_since', now)
   end
 end
+
+-- Ending a lease without its holder (issue 15's release_jobs.lua, issue 36's
+-- release_job.lua share this one transition).
+-- lease_end(K, done, meta, key, id, r, now, count, message) -> the packed record it
+--   saved, register (finish_entry's: 1 when the namespace must be put in the prune
+--   due-set): active job r (at key) leaves its lease set, its token and deadline are
+--   cleared, so its holder's next ack, fail or extend is refused as stale
+--   (invariant 4); the attempt its claim counted stays counted when `count`, else it
+--   is given back; a message (nil: none) goes into the error history under the
+--   attempt that ended. Then, as a lease expiry (claim_jobs.lua `reclaim`): a job
+--   whose cancel was requested (issue 30) ends cancelled; a counted attempt that
+--   used max_attempts ends dead (its queue's dead set); else the job is pending at
+--   the head of its ready list (it was claimed before the jobs behind it) and counts
+--   in its queue's pending count. O(log N).
+local function lease_end(K, done, meta, key, id, r, now, count, message)
+  redis.call('ZREM', K.leased .. r.queue, id)
+  if message then push_error(r, r.attempts, message, now) end
+  if not count then r.attempts = math.max(r.attempts - 1, 0) end
+  r.token, r.lease_until, r.updated = '', '', now
+  local register = 0
+  if r.cancel == 1 then
+    r.state, r.finished = 'cancelled', now
+    register = finish_entry(done, id, now)
+  elseif count and r.attempts >= r.max_attempts then
+    r.state, r.finished = 'dead', now
+    register = finish_entry(done, id, now)
+    dead_add(meta, id, r, now)
+  else
+    r.state, r.run_at = 'pending', now
+    ready_push(K, r.queue, r.priority, r.n, true)
+    count_pending(meta, r, 1)
+  end
+  return job_save(key, r), register
+end
+
+-- job_remove(K, id, r, done, meta): deletes job `id` (r: its record as job_load read
+-- it, in any state) and every entry that names it, in the calling script
+-- (invariant 1): the record (a watcher hears it is gone: announce_gone, version 0),
+-- its payload key, its listing entry, its delayed-set, lease-set and finished-set
+-- entries, its queue's dead-set entry, its queue's pending count when it was
+-- pending, its dedup key when the key still names this job (so the key, like the id,
+-- is free at once), and meta `stored` (the job quota's count, enqueue_jobs.lua) when
+-- the record was counted there. A pending job's ready-list entry stays: its number
+-- no longer resolves (the listing entry is gone), so the claim or count that meets
+-- it drops or skips it (removing it here would be an O(N) LREM); a job enqueued later
+-- with the same id gets a new number. The caller decides which states may go: an
+-- active job's holder would meet a missing record (NOT_FOUND) rather than ABORTED.
+-- O(log N) and a few O(1) calls.
+local function job_remove(K, id, r, done, meta)
+  local key = K.job .. id
+  redis.call('DEL', key)
+  announce_gone(key, r.watch)
+  drop_payload(K, id, r)
+  listing_remove(K, r.queue, r.n)
+  if r.state == 'delayed' then
+    redis.call('ZREM', K.delayed .. r.queue, id)
+  elseif r.state == 'active' then
+    redis.call('ZREM', K.leased .. r.queue, id)
+  elseif r.state == 'pending' then
+    count_pending(meta, r, -1)
+  else
+    redis.call('ZREM', done, id)
+    if r.state == 'dead' then dead_remove(meta, id, r) end
+  end
+  if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
+    redis.call('DEL', K.dedup .. r.dedup)
+  end
+  local since = tonumber(redis.call('HGET', meta, 'stored_since') or '')
+  if since and tonumber(r.created) >= since then
+    redis.call('HINCRBY', meta, 'stored', -1)
+  end
+end

@@ -54,6 +54,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "TriggerSchedule",
         "BackfillSchedule",
         "CancelJob",
+        "DeleteJob",
         "PreviewSchedule",
     ];
     let worker = [
@@ -65,6 +66,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "ExtendLease",
         "ClaimDueSchedule",
         "AckOccurrence",
+        "ReleaseJob",
     ];
     match role {
         "admin" => true,
@@ -100,6 +102,8 @@ const RPCS: &[&str] = &[
     "QueueService/ListJobs",
     "QueueService/CancelJob",
     "QueueService/RetryJob",
+    "QueueService/DeleteJob",
+    "QueueService/ReleaseJob",
     "QueueService/WatchJob",
     "QueueService/ListNamespaces",
     "QueueService/ListQueues",
@@ -253,6 +257,8 @@ async fn call(
         "QueueService/ListJobs" => send!(queue.list_jobs(ListJobsRequest {})),
         "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
         "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
+        "QueueService/DeleteJob" => send!(queue.delete_job(DeleteJobRequest {})),
+        "QueueService/ReleaseJob" => send!(queue.release_job(ReleaseJobRequest {})),
         "QueueService/WatchJob" => send!(queue.watch_job(WatchJobRequest {})),
         "QueueService/ListNamespaces" => queue
             .list_namespaces(with_token(proto::ListNamespacesRequest::default(), token))

@@ -926,3 +926,51 @@ async fn operator_actions_are_audited_with_the_principal() {
         assert!(audit.contains(needle), "{audit} lacks {needle}");
     }
 }
+
+/// Pins (issue 36): DeleteJob and ReleaseJob are audited with the principal, let
+/// through (here to NOT_FOUND) or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_and_release_job_are_audited() {
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let channel = Channel::from_shared(format!("http://{}", service.addr))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel);
+    for method in ["DeleteJob", "ReleaseJob"] {
+        let answer = if method == "DeleteJob" {
+            let delete = proto::DeleteJobRequest {
+                namespace: "shop-eu".into(),
+                job_id: "gone".into(),
+            };
+            client
+                .delete_job(with_token(delete, Some("ops-token")))
+                .await
+                .map(|_| ())
+        } else {
+            let release = proto::ReleaseJobRequest {
+                namespace: "shop-eu".into(),
+                job_id: "gone".into(),
+                ..Default::default()
+            };
+            client
+                .release_job(with_token(release, Some("ops-token")))
+                .await
+                .map(|_| ())
+        };
+        assert_eq!(answer.expect_err("no such job").code(), Code::NotFound);
+        let patience = Patience::new(format!("the audit line of {method}"));
+        let audit = loop {
+            match service.lines.try_recv() {
+                Ok(line) if line.contains("dueq::audit") && line.contains(method) => break line,
+                Ok(_) => continue,
+                Err(_) => patience.wait().await,
+            }
+        };
+        for needle in ["\"principal\":\"ops\"", "shop-eu"] {
+            assert!(audit.contains(needle), "{audit} lacks {needle}");
+        }
+    }
+}

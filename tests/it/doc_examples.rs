@@ -36,6 +36,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "jobs::progress::the_progress_example_runs",
     ),
     (
+        "release-delete-example",
+        "jobs::delete_release::the_jobs_doc_example_runs",
+    ),
+    (
         "schedule-target-examples",
         "schedules::target::the_schedules_doc_target_example_runs",
     ),

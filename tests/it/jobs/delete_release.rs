@@ -565,3 +565,50 @@ async fn a_watcher_sees_the_release_and_a_delete_ends_its_stream() {
     };
     assert_eq!(end.code(), Code::NotFound, "{end:?}");
 }
+
+/// Pins: docs/jobs.md's ReleaseJob and DeleteJob example runs, as one script, against
+/// the service: the release makes the job pending with the reason recorded, the
+/// delete takes it away, and its dedup key then creates a new job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_jobs_doc_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let script = crate::doc_examples::fenced("release-delete-example")
+        .replace("localhost:50051", &service.addr.to_string());
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .output()
+            .expect("bash")
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the example failed:\n{text}");
+    for shown in [
+        "\"state\": \"JOB_STATE_PENDING\"",
+        "\"message\": \"w-stuck hung\"",
+    ] {
+        assert!(text.contains(shown), "{shown} is not in:\n{text}");
+    }
+    assert_eq!(text.matches("ENQUEUE_OUTCOME_CREATED").count(), 2, "{text}");
+    let mut c = service.client().await;
+    let gone = c
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "report-9".into(),
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), Code::NotFound);
+    c.get_job(proto::GetJobRequest {
+        namespace: "shop".into(),
+        job_id: "report-10".into(),
+    })
+    .await
+    .expect("the new job holds the key");
+}

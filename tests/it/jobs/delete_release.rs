@@ -612,3 +612,31 @@ async fn the_jobs_doc_example_runs() {
     .await
     .expect("the new job holds the key");
 }
+
+/// Pins: at maxmemory DeleteJob and ReleaseJob still run (they drop or give back
+/// work: `allow-oom`), so an operator can take back and clear jobs in a full Redis,
+/// while a claim is refused.
+#[tokio::test]
+async fn delete_and_release_run_when_redis_is_full() {
+    let redis = Redis::start().await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    enqueue(&mut c, deduped("q", "held")).await;
+    claim_only(&mut c, "q", "held").await;
+    enqueue(&mut c, deduped("q", "waste")).await;
+    crate::edge::faults::full::fill_redis(&mut conn).await;
+    let refused = c
+        .claim_job(claim_req(&["q"], 0, None))
+        .await
+        .expect_err("a claim at maxmemory is refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+
+    let released = release(&mut c, "held", false, "")
+        .await
+        .expect("ReleaseJob when full");
+    assert_eq!(state(&released), proto::JobState::Pending);
+    delete(&mut c, "waste").await.expect("DeleteJob when full");
+    let info = queue_info(&mut c, "q").await;
+    assert_eq!((info.pending, info.active), (1, 0), "{info:?}");
+}

@@ -42,7 +42,7 @@ local function delete(id)
     redis.call('ZREM', retention.expiry(meta), id)
     return
   end
-  job_remove(K, meta, done, id, r) -- (lib/job.lua)
+  job_remove(K, meta, done, id, r, true) -- (lib/job.lua)
 end
 
 local deleted = 0

@@ -19,7 +19,8 @@
 --   the attempt counts, the error 'worker stream closed' is recorded, and a job that
 --   has used max_attempts goes dead, so a job that kills its worker cannot loop.
 --   A job whose cancel was requested (issue 30) ends cancelled in either mode: no
---   worker is left to stop it, and it is not handed out again.
+--   worker is left to stop it, and it is not handed out again. The transition is
+--   lib/job.lua lease_end, which ReleaseJob (release_job.lua) shares.
 -- * 9 (work is never handed out that the reply cannot carry): the service calls this
 --   when an encoded claim reply would pass the message limit.
 -- * 5: refused while the namespace's jobs are in an older layout.
@@ -34,28 +35,14 @@ for i = 10, #ARGV - 1, 2 do
   local id = ARGV[i]
   local key, r = leased_job(K, id, ARGV[i + 1], now)
   if key then
-    redis.call('ZREM', K.leased .. r.queue, id)
-    r.token, r.lease_until, r.updated = '', '', now
-    if not abandoned then
-      r.attempts, r.worker = math.max(r.attempts - 1, 0), ''
+    local message = nil
+    if abandoned then
+      message = 'worker stream closed'
     else
-      push_error(r, r.attempts, 'worker stream closed', now)
+      r.worker = ''
     end
-    if r.cancel == 1 then
-      r.state, r.finished = 'cancelled', now
-      job_save(key, r)
-      register = math.max(register, retention.finish(K, KEYS[2], KEYS[1], id, r, now))
-    elseif abandoned and r.attempts >= r.max_attempts then
-      r.state, r.finished = 'dead', now
-      job_save(key, r)
-      dead_add(KEYS[2], id, r, now)
-      register = math.max(register, retention.finish(K, KEYS[2], KEYS[1], id, r, now))
-    else
-      r.state, r.run_at = 'pending', now
-      job_save(key, r)
-      ready_push(K, r.queue, r.priority, r.n, true)
-      count_pending(KEYS[2], r, 1)
-    end
+    local _, asked = lease_end(K, KEYS[1], KEYS[2], key, id, r, now, abandoned, message)
+    register = math.max(register, asked)
     released = released + 1
   end
 end

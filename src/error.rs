@@ -147,6 +147,10 @@ impl fmt::Display for LostLease {
 pub(crate) enum JobAction {
     Cancel,
     Retry,
+    /// DeleteJob (issue 36): refused for an active job.
+    Delete,
+    /// ReleaseJob (issue 36): only an active job.
+    Release,
 }
 
 impl JobAction {
@@ -154,6 +158,8 @@ impl JobAction {
         match self {
             JobAction::Cancel => "CancelJob",
             JobAction::Retry => "RetryJob",
+            JobAction::Delete => "DeleteJob",
+            JobAction::Release => "ReleaseJob",
         }
     }
 
@@ -161,6 +167,11 @@ impl JobAction {
         match self {
             JobAction::Cancel => "pending or delayed",
             JobAction::Retry => "dead",
+            JobAction::Delete => {
+                "a job no worker holds: release it first with ReleaseJob, or cancel it \
+                 (CancelJob) and let its worker stop"
+            }
+            JobAction::Release => "active",
         }
     }
 }

@@ -659,12 +659,19 @@ end
 -- retention.forget(meta, id, r): a finished job leaves its expiry and kept entries
 --   (RetryJob, RetryDeadJobs, PurgeJobs), so a revived job does not count among a
 --   queue's last N. O(log N); nothing for a job without a rule.
--- job_remove(K, meta, done, id, r): deletes finished job id (record r, as job_load
---   read it) from every index: its record, payload key, listing entry, finished set,
---   expiry and kept entries, dead set, its dedup key when that still names it, the
---   quota's `stored` count; counts it in its queue's `removed` (ListQueues); a
---   watcher hears it is gone. O(log N). Not for a live job (its ready, delayed and
---   lease entries and pending count are not touched).
+-- job_remove(K, meta, done, id, r, by_retention): deletes job id (record r, as
+--   job_load read it, in any state but active: its holder would meet a missing
+--   record rather than ABORTED, so the caller refuses that) and every entry that names
+--   it, in the calling script (invariant 1): the record (a watcher hears it is gone:
+--   announce_gone, version 0), its payload key, its listing entry, its delayed-set,
+--   finished-set, expiry and kept entries, its queue's dead-set entry, its queue's
+--   pending count when it was pending, its dedup key when that still names this job
+--   (so the key, like the id, is free at once), and meta `stored` (the job quota's
+--   count) when the record was counted there. A pending job's ready-list entry stays:
+--   its number no longer resolves (the listing entry is gone), so the claim or count
+--   that meets it drops or skips it (an LREM would be O(N)); a job enqueued later with
+--   the same id gets a new number. by_retention: counted in its queue's `removed`
+--   (ListQueues), as retention's deletions are and DeleteJob's are not. O(log N).
 retention.RULE_BASE = 1125899906842624 -- 2^50 ms: past any finish time, exact in a double
 retention.TRIM_MAX = 100
 
@@ -677,22 +684,30 @@ function retention.forget(meta, id, r)
   redis.call('ZREM', retention.kept(meta, r.state, r.queue), id)
 end
 
-local function job_remove(K, meta, done, id, r)
+local function job_remove(K, meta, done, id, r, by_retention)
   local key = K.job .. id
   redis.call('DEL', key)
   announce_gone(key, r.watch)
-  redis.call('ZREM', done, id)
-  retention.forget(meta, id, r)
-  if r.state == 'dead' then dead_remove(meta, id, r) end
   drop_payload(K, id, r)
   listing_remove(K, r.queue, r.n)
+  if r.state == 'delayed' then
+    redis.call('ZREM', K.delayed .. r.queue, id)
+  elseif r.state == 'active' then
+    redis.call('ZREM', K.leased .. r.queue, id)
+  elseif r.state == 'pending' then
+    count_pending(meta, r, -1)
+  else
+    redis.call('ZREM', done, id)
+    retention.forget(meta, id, r)
+    if r.state == 'dead' then dead_remove(meta, id, r) end
+  end
   if r.dedup ~= '' and redis.call('GET', K.dedup .. r.dedup) == id then
     redis.call('DEL', K.dedup .. r.dedup)
   end
   -- enqueue_jobs.lua counts records created since `stored_since` in `stored`.
   local since = tonumber(redis.call('HGET', meta, 'stored_since') or '')
   if since and tonumber(r.created) >= since then redis.call('HINCRBY', meta, 'stored', -1) end
-  redis.call('HINCRBY', queue_state(meta, r.queue), 'removed', 1)
+  if by_retention then redis.call('HINCRBY', queue_state(meta, r.queue), 'removed', 1) end
 end
 
 function retention.rule(retain, state)
@@ -712,7 +727,7 @@ function retention.keep_last(K, meta, done, id, r, keep)
   for _, old in ipairs(redis.call('ZRANGE', kept, 0, excess - 1)) do
     local o = job_load(K.job .. old)
     if o and not is_error(o) and o.state == r.state and o.queue == r.queue then
-      job_remove(K, meta, done, old, o)
+      job_remove(K, meta, done, old, o, true)
     else
       redis.call('ZREM', kept, old)
     end
@@ -725,7 +740,7 @@ function retention.finish(K, meta, done, id, r, now)
   if rule == '' then return finish_entry(done, id, now) end
   local kind, arg = string.sub(rule, 1, 1), tonumber(string.sub(rule, 2))
   if kind == 'r' then
-    job_remove(K, meta, done, id, r)
+    job_remove(K, meta, done, id, r, true)
     return 0
   end
   -- As text: a number argument would go through '%.14g', too few digits for this.
@@ -740,3 +755,39 @@ function retention.finish(K, meta, done, id, r, now)
   if redis.call('ZRANGE', expiry, 0, 0)[1] == id then return 1 end
   return 0
 end
+-- Ending a lease without its holder (issue 15's release_jobs.lua, issue 36's
+-- release_job.lua share this one transition).
+-- lease_end(K, done, meta, key, id, r, now, count, message) -> the packed record it
+--   saved, register (finish_entry's: 1 when the namespace must be put in the prune
+--   due-set; a finished job goes through retention.finish, its rule included): active
+--   job r (at key) leaves its lease set, its token and deadline are
+--   cleared, so its holder's next ack, fail or extend is refused as stale
+--   (invariant 4); the attempt its claim counted stays counted when `count`, else it
+--   is given back; a message (nil: none) goes into the error history under the
+--   attempt that ended. Then, as a lease expiry (claim_jobs.lua `reclaim`): a job
+--   whose cancel was requested (issue 30) ends cancelled; a counted attempt that
+--   used max_attempts ends dead (its queue's dead set); else the job is pending at
+--   the head of its ready list (it was claimed before the jobs behind it) and counts
+--   in its queue's pending count. O(log N).
+local function lease_end(K, done, meta, key, id, r, now, count, message)
+  redis.call('ZREM', K.leased .. r.queue, id)
+  if message then push_error(r, r.attempts, message, now) end
+  if not count then r.attempts = math.max(r.attempts - 1, 0) end
+  r.token, r.lease_until, r.updated = '', '', now
+  if r.cancel == 1 then
+    r.state, r.finished = 'cancelled', now
+  elseif count and r.attempts >= r.max_attempts then
+    r.state, r.finished = 'dead', now
+  else
+    r.state, r.run_at = 'pending', now
+  end
+  local packed = job_save(key, r)
+  if r.state == 'pending' then
+    ready_push(K, r.queue, r.priority, r.n, true)
+    count_pending(meta, r, 1)
+    return packed, 0
+  end
+  if r.state == 'dead' then dead_add(meta, id, r, now) end
+  return packed, retention.finish(K, meta, done, id, r, now)
+end
+

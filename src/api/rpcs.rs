@@ -197,6 +197,8 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Reader   Unary    quiet   ns ] ListJobs: list_jobs(ListJobsRequest -> ListJobsResponse) = jobs::list;
     [Producer Unary    audited ns ] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
     [Admin    Unary    audited ns ] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
+    [Producer Unary    audited ns ] DeleteJob: delete_job(DeleteJobRequest -> DeleteJobResponse) = jobs::delete;
+    [Worker   Unary    audited ns ] ReleaseJob: release_job(ReleaseJobRequest -> ReleaseJobResponse) = jobs::release;
     [Reader   Stream   quiet   ns ] WatchJob: watch_job(WatchJobRequest -> stream WatchJobStream) = jobs::watch;
     [Reader   Unary    quiet   own] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
     [Reader   Unary    quiet   ns ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;

@@ -31,7 +31,7 @@ pub enum OperatorCommand {
     /// Operator: the jobs of a queue, optionally in one state.
     #[command(after_help = CLIENT_HELP)]
     Jobs(JobsArgs),
-    /// Operator: one job, with its error history.
+    /// Operator: one job, with its error history; `delete` or `release` it.
     #[command(after_help = CLIENT_HELP)]
     Job(JobArgs),
     /// Operator: make a queue's dead jobs pending again (attempts reset, error
@@ -268,9 +268,39 @@ pub struct JobsArgs {
     pub client: ClientArgs,
 }
 
-/// `dueq job`: one job with its error history.
+/// `dueq job`: one job with its error history (`dueq job -n NS ID`), or an action on
+/// it (`dueq job delete|release -n NS ID`, issue 36).
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct JobArgs {
+    #[command(subcommand)]
+    pub action: Option<JobCommand>,
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE", required = true)]
+    pub namespace: Option<String>,
+    /// The job id.
+    #[arg(required = true)]
+    pub job_id: Option<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// What `dueq job` does to one job.
+#[derive(Debug, Clone, Subcommand)]
+pub enum JobCommand {
+    /// Delete a job no worker holds (DeleteJob): pending, delayed, completed, dead or
+    /// cancelled. Its id and dedup key are free again at once.
+    #[command(after_help = CLIENT_HELP)]
+    Delete(JobTarget),
+    /// Take an active job back from its worker now (ReleaseJob): pending again at the
+    /// head of its queue; the worker's next ack, fail or extend is refused (ABORTED).
+    #[command(after_help = CLIENT_HELP)]
+    Release(ReleaseJobTarget),
+}
+
+/// One job of one namespace.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobTarget {
     /// The namespace.
     #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
     pub namespace: String,
@@ -278,6 +308,21 @@ pub struct JobArgs {
     pub job_id: String,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// The job to release, and how.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReleaseJobTarget {
+    #[command(flatten)]
+    pub target: JobTarget,
+    /// Count the released attempt, as a lease expiry would (the job goes dead if it
+    /// has used max_attempts); by default the attempt is given back.
+    #[arg(long)]
+    pub count_attempt: bool,
+    /// Why (at most 4096 bytes), recorded in the job's error history; default
+    /// "released by an operator".
+    #[arg(long, default_value = "")]
+    pub reason: String,
 }
 
 /// `dueq schedules`: a namespace's schedules.

@@ -6,6 +6,7 @@
 
 mod chunks;
 mod coalesce;
+mod manage;
 mod queues;
 mod retention;
 mod work;
@@ -20,6 +21,7 @@ use std::{
 
 use tokio::time::Instant;
 
+pub(crate) use manage::DEFAULT_RELEASE_REASON;
 pub(crate) use retention::{Pruner, Retention};
 pub(crate) use work::{WorkInput, WorkOptions, WorkOutput};
 

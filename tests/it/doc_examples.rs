@@ -40,6 +40,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "jobs::retention_per_job::the_retention_example_runs",
     ),
     (
+        "release-delete-example",
+        "jobs::delete_release::the_jobs_doc_example_runs",
+    ),
+    (
         "schedule-target-examples",
         "schedules::target::the_schedules_doc_target_example_runs",
     ),

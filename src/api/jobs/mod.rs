@@ -1,10 +1,12 @@
 //! Handlers of the job RPCs: validate, call `crate::jobs`, convert.
 
 pub(super) mod convert;
+mod manage;
 pub(super) mod validate;
 mod watch;
 mod work;
 
+pub(super) use manage::{delete, release};
 pub(super) use watch::{watch, WatchJobStream};
 pub(super) use work::{work, WorkStream};
 

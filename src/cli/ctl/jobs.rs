@@ -1,8 +1,10 @@
 //! `dueq jobs` (a queue's jobs, paged through ListJobs up to --limit) and `dueq job`
-//! (GetJob).
+//! (GetJob; `delete` DeleteJob, `release` ReleaseJob).
 
 use dueq::{
-    config::ctl::{JobArgs, JobStateArg, JobsArgs},
+    config::ctl::{
+        ClientArgs, JobArgs, JobCommand, JobStateArg, JobTarget, JobsArgs, ReleaseJobTarget,
+    },
     proto,
 };
 use serde_json::json;
@@ -99,22 +101,96 @@ pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-pub(crate) async fn show(args: JobArgs) -> Result<(), Failure> {
-    let mut client = connect(&args.client, true).await?;
+/// `dueq job`: show one job, or delete or release it.
+pub(crate) async fn job(args: JobArgs) -> Result<(), Failure> {
+    match args.action {
+        Some(JobCommand::Delete(target)) => delete(target).await,
+        Some(JobCommand::Release(release)) => release_one(release).await,
+        None => match (args.namespace, args.job_id) {
+            (Some(namespace), Some(job_id)) => show(namespace, job_id, args.client).await,
+            // clap requires both without a subcommand.
+            _ => Err(Failure::Usage(
+                "a namespace (-n) and a job id are required".into(),
+            )),
+        },
+    }
+}
+
+/// `dueq job delete`: DeleteJob; prints the job as it was.
+async fn delete(target: JobTarget) -> Result<(), Failure> {
+    let mut client = connect(&target.client, true).await?;
     let job = client
-        .get_job(proto::GetJobRequest {
-            namespace: args.namespace.clone(),
-            job_id: args.job_id.clone(),
+        .delete_job(proto::DeleteJobRequest {
+            namespace: target.namespace.clone(),
+            job_id: target.job_id.clone(),
         })
         .await?
         .into_inner()
         .job
         .ok_or_else(|| Failure::Status(tonic::Status::internal("the answer held no job")))?;
     let doc = json!({
-        "namespace": args.namespace,
+        "namespace": target.namespace,
+        "deleted": job_json(&job, false),
+    });
+    emit(target.client.output, doc, || {
+        format!(
+            "deleted {} ({} in queue {})",
+            job.job_id,
+            render::job_state(job.state),
+            job.queue
+        )
+    });
+    Ok(())
+}
+
+/// `dueq job release`: ReleaseJob; prints the job's state now.
+async fn release_one(release: ReleaseJobTarget) -> Result<(), Failure> {
+    let target = release.target;
+    let mut client = connect(&target.client, true).await?;
+    let job = client
+        .release_job(proto::ReleaseJobRequest {
+            namespace: target.namespace.clone(),
+            job_id: target.job_id.clone(),
+            count_attempt: release.count_attempt,
+            reason: release.reason,
+        })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| Failure::Status(tonic::Status::internal("the answer held no job")))?;
+    let doc = json!({
+        "namespace": target.namespace,
+        "job": job_json(&job, false),
+    });
+    emit(target.client.output, doc, || {
+        format!(
+            "released {}: now {}, attempts {}/{}",
+            job.job_id,
+            render::job_state(job.state),
+            job.attempts,
+            job.max_attempts
+        )
+    });
+    Ok(())
+}
+
+/// `dueq job -n NS ID`: GetJob, the whole job.
+async fn show(namespace: String, job_id: String, client_args: ClientArgs) -> Result<(), Failure> {
+    let mut client = connect(&client_args, true).await?;
+    let job = client
+        .get_job(proto::GetJobRequest {
+            namespace: namespace.clone(),
+            job_id,
+        })
+        .await?
+        .into_inner()
+        .job
+        .ok_or_else(|| Failure::Status(tonic::Status::internal("the answer held no job")))?;
+    let doc = json!({
+        "namespace": namespace,
         "job": job_json(&job, true),
     });
-    emit(args.client.output, doc, || {
+    emit(client_args.output, doc, || {
         let mut headers: Vec<_> = job.headers.iter().collect();
         headers.sort();
         let mut text = render::fields(vec![

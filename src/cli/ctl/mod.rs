@@ -85,7 +85,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
         OperatorCommand::RetryDead(args) => queues::retry_dead(args).await,
         OperatorCommand::Purge(args) => queues::purge(args).await,
         OperatorCommand::Jobs(args) => jobs::list(args).await,
-        OperatorCommand::Job(args) => jobs::show(args).await,
+        OperatorCommand::Job(args) => jobs::job(args).await,
         OperatorCommand::Schedules(args) => schedules::list(args).await,
         OperatorCommand::Schedule(args) => schedules::act(args).await,
         OperatorCommand::Preview(args) => schedules::preview(args).await,
@@ -101,7 +101,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 }
 
 fn command_name(command: &OperatorCommand) -> &'static str {
-    use dueq::config::ctl::{QueueAction, ScheduleAction};
+    use dueq::config::ctl::{JobCommand, QueueAction, ScheduleAction};
     match command {
         OperatorCommand::Namespaces(_) => "namespaces",
         OperatorCommand::Queues(_) => "queues",
@@ -112,7 +112,11 @@ fn command_name(command: &OperatorCommand) -> &'static str {
         OperatorCommand::RetryDead(_) => "retry-dead",
         OperatorCommand::Purge(_) => "purge",
         OperatorCommand::Jobs(_) => "jobs",
-        OperatorCommand::Job(_) => "job",
+        OperatorCommand::Job(args) => match args.action {
+            None => "job",
+            Some(JobCommand::Delete(_)) => "job delete",
+            Some(JobCommand::Release(_)) => "job release",
+        },
         OperatorCommand::Schedules(_) => "schedules",
         OperatorCommand::Schedule(args) => match args.action {
             ScheduleAction::Show(_) => "schedule show",

@@ -596,6 +596,23 @@ async fn job_calls(
             "RetryJob",
             ok(c.retry_job(proto::RetryJobRequest {
                 namespace: ns.clone(),
+                job_id: id.clone(),
+            })
+            .await),
+        ),
+        (
+            "ReleaseJob",
+            ok(c.release_job(proto::ReleaseJobRequest {
+                namespace: ns.clone(),
+                job_id: id.clone(),
+                ..Default::default()
+            })
+            .await),
+        ),
+        (
+            "DeleteJob",
+            ok(c.delete_job(proto::DeleteJobRequest {
+                namespace: ns.clone(),
                 job_id: id,
             })
             .await),

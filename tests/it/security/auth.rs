@@ -54,6 +54,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "TriggerSchedule",
         "BackfillSchedule",
         "CancelJob",
+        "DeleteJob",
         "PreviewSchedule",
     ];
     let worker = [
@@ -65,6 +66,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "ExtendLease",
         "ClaimDueSchedule",
         "AckOccurrence",
+        "ReleaseJob",
     ];
     match role {
         "admin" => true,
@@ -100,6 +102,8 @@ const RPCS: &[&str] = &[
     "QueueService/ListJobs",
     "QueueService/CancelJob",
     "QueueService/RetryJob",
+    "QueueService/DeleteJob",
+    "QueueService/ReleaseJob",
     "QueueService/WatchJob",
     "QueueService/ListNamespaces",
     "QueueService/ListQueues",
@@ -253,6 +257,8 @@ async fn call(
         "QueueService/ListJobs" => send!(queue.list_jobs(ListJobsRequest {})),
         "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
         "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
+        "QueueService/DeleteJob" => send!(queue.delete_job(DeleteJobRequest {})),
+        "QueueService/ReleaseJob" => send!(queue.release_job(ReleaseJobRequest {})),
         "QueueService/WatchJob" => send!(queue.watch_job(WatchJobRequest {})),
         "QueueService/ListNamespaces" => queue
             .list_namespaces(with_token(proto::ListNamespacesRequest::default(), token))
@@ -918,5 +924,53 @@ async fn operator_actions_are_audited_with_the_principal() {
     };
     for needle in ["\"principal\":\"ops\"", "DeleteSchedule", "shop-eu"] {
         assert!(audit.contains(needle), "{audit} lacks {needle}");
+    }
+}
+
+/// Pins (issue 36): DeleteJob and ReleaseJob are audited with the principal, let
+/// through (here to NOT_FOUND) or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_and_release_job_are_audited() {
+    let redis = Redis::start().await;
+    let service = start_readme_service(&redis).await;
+    let channel = Channel::from_shared(format!("http://{}", service.addr))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = Client::new(channel);
+    for method in ["DeleteJob", "ReleaseJob"] {
+        let answer = if method == "DeleteJob" {
+            let delete = proto::DeleteJobRequest {
+                namespace: "shop-eu".into(),
+                job_id: "gone".into(),
+            };
+            client
+                .delete_job(with_token(delete, Some("ops-token")))
+                .await
+                .map(|_| ())
+        } else {
+            let release = proto::ReleaseJobRequest {
+                namespace: "shop-eu".into(),
+                job_id: "gone".into(),
+                ..Default::default()
+            };
+            client
+                .release_job(with_token(release, Some("ops-token")))
+                .await
+                .map(|_| ())
+        };
+        assert_eq!(answer.expect_err("no such job").code(), Code::NotFound);
+        let patience = Patience::new(format!("the audit line of {method}"));
+        let audit = loop {
+            match service.lines.try_recv() {
+                Ok(line) if line.contains("dueq::audit") && line.contains(method) => break line,
+                Ok(_) => continue,
+                Err(_) => patience.wait().await,
+            }
+        };
+        for needle in ["\"principal\":\"ops\"", "shop-eu"] {
+            assert!(audit.contains(needle), "{audit} lacks {needle}");
+        }
     }
 }

@@ -791,8 +791,9 @@ async fn tls_client_certificate_and_token() {
 }
 
 /// The state of the README's grpcurl tour that docs/cli.md's examples read: in `shop`,
-/// queue `emails`, digest-alice dead ("mailbox full") and welcome-alice pending; in
-/// `billing`, the schedule nightly-invoices.
+/// queue `emails`, digest-alice dead ("mailbox full") and welcome-alice pending, and
+/// export-7 of queue `exports` held by a worker; in `billing`, the schedule
+/// nightly-invoices.
 async fn readme_state(client: &mut Client) {
     let shop = |id: &str, name: &str| proto::EnqueueRequest {
         namespace: "shop".into(),
@@ -828,6 +829,15 @@ async fn readme_state(client: &mut Client) {
     let mut later = shop("report-2", "report.daily");
     later.when = Some(proto::enqueue_request::When::Delay(dur(3_600_000)));
     enqueue(client, later).await;
+    // Issue 36: an active job for `dueq job release`, in a queue of its own.
+    let mut export = shop("export-7", "export.csv");
+    export.queue = "exports".into();
+    enqueue(client, export).await;
+    let mut claim = claim_req(&["exports"], 0, Some(3_600_000));
+    claim.namespace = "shop".into();
+    claim.worker_id = "worker-3".into();
+    let held = client.claim_job(claim).await.expect("claim").into_inner();
+    assert_eq!(held.jobs.len(), 1, "export-7 is held");
     let mut nightly = cron("nightly-invoices", "0 3 * * *", "Europe/Berlin");
     nightly.job_name = "invoices.run".into();
     upsert(client, "billing", nightly).await;
@@ -843,7 +853,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 17, "{commands:#?}");
+    assert_eq!(commands.len(), 19, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -952,6 +962,35 @@ async fn every_cli_doc_example_runs() {
         "{}",
         outputs[16]
     );
+    assert_eq!(
+        outputs[17].trim(),
+        "deleted welcome-alice (pending in queue emails)"
+    );
+    assert_eq!(
+        outputs[18].trim(),
+        "released export-7: now pending, attempts 0/3"
+    );
+    let mut client = service.client().await;
+    let gone = client
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "welcome-alice".into(),
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+    let released = client
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "export-7".into(),
+        })
+        .await
+        .expect("export-7")
+        .into_inner()
+        .job
+        .expect("a job");
+    let reason = released.errors.last().map(|e| e.message.as_str());
+    assert_eq!(reason, Some("worker on host-3 hung"));
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary
@@ -1435,4 +1474,65 @@ async fn schedule_trigger_prints_the_occurrence_id_the_claim_hands_out() {
     let o = claim(&mut client, "ns", 0).await.expect("triggered");
     assert_eq!(out["occurrence_id"], json!(o.occurrence_id));
     assert_eq!(o.kind, proto::OccurrenceKind::Triggered as i32);
+}
+
+/// Pins (issue 36): `dueq job delete` prints the deleted job (JSON: `deleted`) and
+/// refuses an active one (exit 1, FAILED_PRECONDITION naming ReleaseJob); `dueq job
+/// release` prints the job pending again (--count-attempt keeps the attempt
+/// counted) and refuses a job that is not active; `dueq job -n NS ID` still shows one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_delete_and_release() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    three_jobs(&mut client).await;
+    let held = claim_job(&mut client, &["other"], 0, Some(3_600_000))
+        .await
+        .expect("o1 claimable");
+    assert_eq!(held.job_id, "o1");
+
+    let doc = json_of(&dueq(
+        &service,
+        &["job", "delete", "-n", "ns", "j1", "-o", "json"],
+    ));
+    assert_eq!(doc["namespace"], json!("ns"));
+    assert_eq!(doc["deleted"]["job_id"], json!("j1"));
+    assert_eq!(doc["deleted"]["state"], json!("dead"));
+    let (code, err) = failure(&dueq(&service, &["job", "-n", "ns", "j1"]));
+    assert_eq!(code, 1);
+    assert!(err.starts_with("dueq job: NOT_FOUND: "), "{err}");
+
+    let (code, err) = failure(&dueq(&service, &["job", "delete", "-n", "ns", "o1"]));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq job delete: FAILED_PRECONDITION: ") && err.contains("ReleaseJob"),
+        "{err}"
+    );
+    let doc = json_of(&dueq(
+        &service,
+        &[
+            "job",
+            "release",
+            "-n",
+            "ns",
+            "o1",
+            "--count-attempt",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(doc["job"]["state"], json!("pending"));
+    assert_eq!(doc["job"]["attempts"], json!(1));
+    let (code, err) = failure(&dueq(&service, &["job", "release", "-n", "ns", "o1"]));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq job release: FAILED_PRECONDITION: ") && err.contains("pending"),
+        "{err}"
+    );
+    let doc = json_of(&dueq(&service, &["job", "-n", "ns", "o1", "-o", "json"]));
+    let errors = doc["job"]["errors"].as_array().expect("errors");
+    assert_eq!(
+        errors.last().map(|e| &e["message"]),
+        Some(&json!("released by an operator"))
+    );
 }

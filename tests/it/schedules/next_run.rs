@@ -97,7 +97,7 @@ async fn advancing_hands_the_new_time_out_now_then_the_timing_goes_on() {
 async fn next_due(c: &mut Client) -> i64 {
     let patience = Patience::new("an occurrence");
     loop {
-        if let Some(o) = claim(c, "ns", 2_000).await {
+        if let Some(o) = claim(c, "ns", 5_000).await {
             return ms(&o.due_time);
         }
         patience.wait().await;
@@ -113,19 +113,20 @@ async fn postponing_every_and_cron_hands_out_the_new_time_then_the_timings_next_
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     for (id, schedule) in [
-        ("every", every("every", 2)),
-        ("cron", cron("cron", "*/2 * * * * *", "UTC")),
+        ("every", every("every", 3)),
+        ("cron", cron("cron", "*/3 * * * * *", "UTC")),
     ] {
         upsert(&mut c, "ns", schedule).await;
         let next = ms(&get(&mut c, "ns", id).await.next_run_time);
-        // Two slots later, plus 700 ms: off the timing.
-        let at = next + 4_700;
+        // A slot later, plus 1.1 s: off the timing, and 1.9 s before the next slot
+        // (the margin a slow claim has before that slot is due too).
+        let at = next + 4_100;
         let set = set_next_run(&mut c, id, at, 0).await.expect("postpone");
         assert_eq!(ms(&set.next_run_time), at);
         assert_eq!(next_due(&mut c).await, at, "{id}: the new time first");
         assert_eq!(
             next_due(&mut c).await,
-            grid_after(at, 2_000),
+            grid_after(at, 3_000),
             "{id}: then the timing's next slot"
         );
         c.delete_schedule(proto::DeleteScheduleRequest {
@@ -455,4 +456,54 @@ async fn claims_and_next_run_changes_through_two_instances_never_share_a_slot() 
     // Both sides won some races, or the test proved nothing (it logs the split).
     eprintln!("SetScheduleNextRun won {won} of {RACED} races");
     assert!(won > 0 && won < RACED, "one-sided: {won} of {RACED}");
+}
+
+/// Pins what later writes do to a hand-set next run: an upsert that leaves the timing
+/// alone keeps it (and the revision); one that changes the timing recomputes the next
+/// run from now; pausing and resuming computes it from now too.
+#[tokio::test]
+async fn an_upsert_keeps_a_hand_set_next_run_unless_the_timing_changes() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    upsert(&mut c, "ns", every("s", 3600)).await;
+    let at = redis_now(&mut conn).await + 5 * HOUR + 17;
+    set_next_run(&mut c, "s", at, 0).await.expect("set");
+
+    let renamed = proto::Schedule {
+        job_name: "renamed".into(),
+        ..every("s", 3600)
+    };
+    let kept = upsert(&mut c, "ns", renamed).await.schedule.expect("s");
+    assert_eq!((ms(&kept.next_run_time), kept.revision), (at, 1));
+
+    let retimed = upsert(&mut c, "ns", every("s", 7200))
+        .await
+        .schedule
+        .expect("s");
+    assert_eq!(retimed.revision, 2);
+    let now = redis_now(&mut conn).await;
+    assert_eq!(ms(&retimed.next_run_time), grid_after(now, 2 * HOUR));
+
+    set_next_run(&mut c, "s", at, 2).await.expect("set again");
+    c.pause_schedule(proto::PauseScheduleRequest {
+        namespace: "ns".into(),
+        id: "s".into(),
+        note: String::new(),
+    })
+    .await
+    .expect("pause");
+    let resumed = c
+        .resume_schedule(proto::ResumeScheduleRequest {
+            namespace: "ns".into(),
+            id: "s".into(),
+        })
+        .await
+        .expect("resume")
+        .into_inner()
+        .schedule
+        .expect("s");
+    let now = redis_now(&mut conn).await;
+    assert_eq!(ms(&resumed.next_run_time), grid_after(now, 2 * HOUR));
 }

@@ -56,6 +56,10 @@
 --   nothing was written: the schedule is still due and the next claimer computes it.
 --   `follow_ms` (the slot after next_ms, precomputed) lets a cron claim finish in one
 --   call; when it is missing or already past, the script asks instead of guessing.
+--   An `every` schedule has one only after SetScheduleNextRun (set_schedule_next_run.lua)
+--   set its next run, which may lie off the interval's grid: it is then used as a
+--   cron's, so the grid goes on after the hand-set run (lib/claim.lua cl_plan,
+--   cl_behind), and the claim that hands that run out clears it.
 -- * 4 (at-least-once with a lease): a leased claim writes, in this same script, an
 --   occurrence record <prefix>:{<ns>}:o:<occurrence id> (the schedule's fields at the
 --   claim, the token, the deadline, the attempt) and indexes it in KEYS[5] by deadline.

@@ -60,6 +60,17 @@ pub(crate) enum Error {
     /// changed.
     #[error("schedule {id:?} {why}")]
     Refused { id: String, why: String },
+    /// SetScheduleNextRun's `expected_revision` is not the schedule's revision: its
+    /// timing changed since the caller read it. Nothing changed.
+    #[error(
+        "schedule {id:?} is at revision {current}, not the expected_revision {expected}: its \
+         timing changed; read it again (GetSchedule) and decide again"
+    )]
+    RevisionMismatch {
+        id: String,
+        expected: u64,
+        current: u64,
+    },
     /// A per-server cap is reached (the message names its flag). Nothing changed.
     #[error("server busy: {0}")]
     Busy(String),
@@ -71,9 +82,10 @@ impl Error {
             Error::Store(store) => store.kind(),
             Error::Timing(_) => FailureKind::Invalid,
             Error::NotFound(_) => FailureKind::NotFound,
-            Error::LeaseLost(_) | Error::MigrateBusy { .. } | Error::MigrateLockLost(_) => {
-                FailureKind::Lost
-            }
+            Error::LeaseLost(_)
+            | Error::MigrateBusy { .. }
+            | Error::MigrateLockLost(_)
+            | Error::RevisionMismatch { .. } => FailureKind::Lost,
             Error::WrongState { .. }
             | Error::Newer { .. }
             | Error::Foreign { .. }

@@ -31,6 +31,7 @@ use crate::{
         pause_schedule::PauseSchedule,
         resume_schedule::{ResumeSchedule, Resumed},
         set_follow::SetFollow,
+        set_schedule_next_run::{CompletedBy, NextRunSet, SetScheduleNextRun},
         trigger_schedule::{TriggerSchedule, Triggered},
         upsert_schedule::UpsertSchedule,
     },
@@ -47,6 +48,24 @@ pub(crate) enum BadRange {
     TooManySlots,
     /// It ends after now.
     InTheFuture,
+}
+
+pub(crate) use crate::store::ops::set_schedule_next_run::EarliestBy as NextRunEarliestBy;
+
+/// How far in the past SetScheduleNextRun may put the next run of a schedule without
+/// a catch-up window (one with a window: the window).
+pub(crate) const MAX_NEXT_RUN_PAST_MS: i64 = 86_400_000;
+
+/// Why SetScheduleNextRun refuses a `next_run_time` before anything is written.
+#[derive(Debug)]
+pub(crate) enum BadNextRun {
+    /// Before the earliest time allowed, and why that is the earliest.
+    TooEarly {
+        earliest_ms: i64,
+        by: NextRunEarliestBy,
+    },
+    /// After the schedule's end_time (this).
+    AfterEnd(i64),
 }
 
 /// PauseSchedule's `note` is at most this many bytes.
@@ -307,6 +326,66 @@ impl Schedules {
             Triggered::Overlap(occurrence) => Err(refused(format!(
                 "has occurrence {occurrence} outstanding and its overlap_policy refuses                  another; ack it, or set ignore_overlap"
             ))),
+        }
+    }
+
+    /// SetScheduleNextRun: the next run becomes `next_ms` (handed out as a slot, with
+    /// its own occurrence id), then the timing goes on with its first slot after it;
+    /// the revision, run count and last run do not change. `expected_revision` 0: not
+    /// checked. Retries if the timing moves between reading it and writing.
+    pub(crate) async fn set_next_run(
+        &self,
+        namespace: &Namespace,
+        id: &str,
+        next_ms: i64,
+        expected_revision: u64,
+    ) -> Result<Result<ScheduleRecord, BadNextRun>, Error> {
+        let refused = |why: &str| Error::Refused {
+            id: id.to_owned(),
+            why: why.to_owned(),
+        };
+        loop {
+            let current = self.get(namespace, id).await?;
+            let follow = Follow::from_next(current.def.timing()?.next_after(next_ms));
+            let set = SetScheduleNextRun {
+                id,
+                revision: current.revision,
+                expected_revision,
+                next_ms,
+                follow,
+                max_past_ms: MAX_NEXT_RUN_PAST_MS,
+            };
+            return match self.cx.store.run(namespace, &set).await? {
+                NextRunSet::Moved => continue,
+                NextRunSet::Done(record) => {
+                    let entry = self.cx.namespaces.entry(namespace);
+                    let effects = Effects::ready(Work::Schedules, Ready::At(record.next_run_ms));
+                    self.cx.apply(&entry, effects).await;
+                    self.dispatch_soon(namespace, &record).await;
+                    Ok(Ok(*record))
+                }
+                NextRunSet::Missing => Err(Error::NotFound(Missing::Schedule(id.to_owned()))),
+                NextRunSet::Revision(current) => Err(Error::RevisionMismatch {
+                    id: id.to_owned(),
+                    expected: expected_revision,
+                    current,
+                }),
+                NextRunSet::Paused => Err(refused("is paused; resume it (ResumeSchedule) first")),
+                NextRunSet::Completed(CompletedBy::RunLimit) => Err(refused(
+                    "is completed: its run_limit is used up; raise it (UpsertSchedule) first",
+                )),
+                NextRunSet::Completed(CompletedBy::EndTime) => Err(refused(
+                    "is completed: its end_time has passed; move it later (UpsertSchedule) first",
+                )),
+                NextRunSet::NoNextRun => Err(refused(
+                    "has no next run: its last slot waits for its outstanding occurrence \
+                     (OVERLAP_POLICY_BUFFER_ONE); ack it first",
+                )),
+                NextRunSet::TooEarly { earliest_ms, by } => {
+                    Ok(Err(BadNextRun::TooEarly { earliest_ms, by }))
+                }
+                NextRunSet::AfterEnd(end_ms) => Ok(Err(BadNextRun::AfterEnd(end_ms))),
+            };
         }
     }
 

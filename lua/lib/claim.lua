@@ -209,7 +209,7 @@ local function cl_behind(r)
   if r.window_ms ~= '' and r.next_ms < CL.now - r.window_ms then return true end
   if r.catchup == 'one' then return false end
   local after = r.follow_ms
-  if r.kind == 'every' then
+  if r.kind == 'every' and after == '' then
     after = r.next_ms + r.every_ms
     if r.end_ms ~= '' and after > r.end_ms then after = 'end' end
   end
@@ -236,7 +236,9 @@ local function cl_plan(c)
     return cl_next_due(c), new_next, new_follow, 0, 0, c.other
   end
   if cl_behind(r) then return nil end
-  if r.kind == 'every' then
+  -- An `every` schedule's follow_ms is set only by SetScheduleNextRun: its next run may
+  -- then lie off the interval's grid, and the grid goes on at follow_ms, as a cron's.
+  if r.kind == 'every' and r.follow_ms == '' then
     local new_next, skipped = every_advance(r.next_ms, r.every_ms, CL.now, r.end_ms)
     return r.next_ms, new_next, '', skipped, 0, 'scheduled'
   elseif r.follow_ms == 'end' then

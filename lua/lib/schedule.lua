@@ -14,7 +14,8 @@
 --   1 timing: the cron expression (a string) or the interval (a number, see above)
 --   2 tz  3 start  4 end  5 limit  6 job_name  7 payload  8 headers ('' for none)
 --   9 status  10 rev  11 runs  12 created  13 updated  14 last  15 next
---   16 follow (ms, '' unknown, 'end' none)
+--   16 follow (ms, '' unknown, 'end' none: the slot after next; an `every` schedule's is
+--      '' except after SetScheduleNextRun set its next run, which may lie off the grid)
 --   17 policies (optional; absent while every policy field has its default, so
 --      records written before it existed read as the defaults): an array of
 --      1 catchup policy (1 ONE, 2 SKIP, 3 ALL)  2 catchup limit (0 none)

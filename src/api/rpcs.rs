@@ -185,6 +185,7 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Reader   Unary    quiet   own] PreviewSchedule: preview_schedule(PreviewScheduleRequest -> PreviewScheduleResponse) = schedules::preview;
     [Producer Unary    audited ns ] TriggerSchedule: trigger_schedule(TriggerScheduleRequest -> TriggerScheduleResponse) = schedules::trigger;
     [Producer Unary    audited ns ] BackfillSchedule: backfill_schedule(BackfillScheduleRequest -> BackfillScheduleResponse) = schedules::backfill;
+    [Producer Unary    audited ns ] SetScheduleNextRun: set_schedule_next_run(SetScheduleNextRunRequest -> SetScheduleNextRunResponse) = schedules::set_next_run;
     [Producer Unary    quiet   ns ] Enqueue: enqueue(EnqueueRequest -> EnqueueResponse) = jobs::enqueue;
     [Producer Unary    quiet   ns ] EnqueueBatch: enqueue_batch(EnqueueBatchRequest -> EnqueueBatchResponse) = jobs::enqueue_batch;
     [Worker   LongPoll quiet   ns ] ClaimJob: claim_job(ClaimJobRequest -> ClaimJobResponse) = jobs::claim;

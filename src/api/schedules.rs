@@ -2,7 +2,7 @@
 
 use tonic::Request;
 
-use crate::schedules::{BadRange, MAX_BACKFILL_SLOTS};
+use crate::schedules::{BadNextRun, BadRange, NextRunEarliestBy, MAX_BACKFILL_SLOTS};
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
@@ -531,6 +531,59 @@ pub(super) async fn backfill(
             "end_time",
             "must not be in the future (Redis clock)",
         )),
+    }
+}
+
+pub(super) async fn set_next_run(
+    api: &QueueApi,
+    namespace: &Namespace,
+    request: Request<proto::SetScheduleNextRunRequest>,
+) -> Result<proto::SetScheduleNextRunResponse, ApiError> {
+    let req = request.into_inner();
+    let id = validate::id("id", &req.id)?;
+    let Some(at) = &req.next_run_time else {
+        return Err(ApiError::invalid("next_run_time", "is required"));
+    };
+    let next_ms = validate::timestamp_ms("next_run_time", at)?;
+    match api
+        .schedules
+        .set_next_run(namespace, id, next_ms, req.expected_revision)
+        .await?
+    {
+        Ok(record) => Ok(proto::SetScheduleNextRunResponse {
+            schedule: Some(convert::schedule_to_proto(record)),
+        }),
+        Err(bad) => Err(ApiError::invalid("next_run_time", bad_next_run(&bad))),
+    }
+}
+
+/// What is wrong with a refused `next_run_time`, with the earliest or latest allowed.
+fn bad_next_run(bad: &BadNextRun) -> String {
+    let at = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+            || format!("{ms} ms"),
+            |t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        )
+    };
+    match bad {
+        BadNextRun::TooEarly { earliest_ms, by } => {
+            let why = match by {
+                NextRunEarliestBy::Window => "its catchup_window before now",
+                NextRunEarliestBy::MaxPast => "one day before now (it has no catchup_window)",
+                NextRunEarliestBy::LastRun => {
+                    "just after its last run (a slot handed out is not handed out again)"
+                }
+                NextRunEarliestBy::StartTime => "its start_time",
+            };
+            format!(
+                "must not be before {} for this schedule: {why}",
+                at(*earliest_ms)
+            )
+        }
+        BadNextRun::AfterEnd(end_ms) => format!(
+            "must not be after the schedule's end_time ({})",
+            at(*end_ms)
+        ),
     }
 }
 

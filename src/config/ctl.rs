@@ -381,6 +381,32 @@ pub enum ScheduleAction {
     /// does not move. Prints the occurrence id workers will get.
     #[command(after_help = CLIENT_HELP)]
     Trigger(TriggerScheduleTarget),
+    /// Set or postpone the next run without touching the timing (SetScheduleNextRun):
+    /// the next run is handed out at TIME, then the timing goes on with its first slot
+    /// after TIME.
+    #[command(after_help = CLIENT_HELP)]
+    NextRun(NextRunScheduleTarget),
+}
+
+/// The schedule whose next run moves, and where to.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NextRunScheduleTarget {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+    /// The new next run, RFC 3339 (e.g. 2026-12-24T05:00:00Z or
+    /// 2026-12-24T06:00:00+01:00).
+    #[arg(value_name = "TIME", value_parser = parse_rfc3339)]
+    pub time: chrono::DateTime<chrono::Utc>,
+    /// Refuse (ABORTED) unless the schedule is still at this revision (its timing did
+    /// not change since you looked); 0 or unset: not checked.
+    #[arg(long, default_value_t = 0)]
+    pub expected_revision: u64,
+}
+
+fn parse_rfc3339(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("not an RFC 3339 time ({e}), e.g. 2026-12-24T05:00:00Z"))
 }
 
 /// The schedule to trigger.

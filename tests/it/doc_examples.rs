@@ -433,6 +433,12 @@ async fn every_grpcurl_example_runs_against_the_service() {
         backfilled.contains("\"slots\": 3") && backfilled.contains("\"added\": 3"),
         "three 06:00 slots in the range, all new:\n{backfilled}"
     );
+    let moved = output_of("SetScheduleNextRun")[0];
+    assert!(
+        moved.contains("\"nextRunTime\": \"2030-01-02T05:00:00Z\"")
+            && moved.contains("\"revision\": \"1\""),
+        "{moved}"
+    );
     let listed = output_of("ListSchedules");
     assert!(listed[0].contains("heartbeat") && listed[0].contains("nightly-invoices"));
     assert!(

@@ -123,6 +123,7 @@ fn command_name(command: &OperatorCommand) -> &'static str {
             ScheduleAction::Pause(_) => "schedule pause",
             ScheduleAction::Resume(_) => "schedule resume",
             ScheduleAction::Trigger(_) => "schedule trigger",
+            ScheduleAction::NextRun(_) => "schedule next-run",
         },
         OperatorCommand::Preview(_) => "preview",
         OperatorCommand::Migrate(_) => "migrate",

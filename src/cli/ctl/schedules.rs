@@ -1,11 +1,12 @@
 //! `dueq schedules` (ListSchedules, paged up to --limit), `dueq schedule
-//! show|pause|resume` (GetSchedule, PauseSchedule, ResumeSchedule) and `dueq preview`
+//! show|pause|resume|trigger|next-run` (GetSchedule, PauseSchedule, ResumeSchedule,
+//! TriggerSchedule, SetScheduleNextRun) and `dueq preview`
 //! (PreviewSchedule of a cron, an interval or a stored schedule).
 
 use dueq::{
     config::ctl::{
-        PauseScheduleTarget, PreviewArgs, ScheduleAction, ScheduleArgs, ScheduleOrderArg,
-        ScheduleStatusArg, ScheduleTarget, SchedulesArgs, TriggerScheduleTarget,
+        NextRunScheduleTarget, PauseScheduleTarget, PreviewArgs, ScheduleAction, ScheduleArgs,
+        ScheduleOrderArg, ScheduleStatusArg, ScheduleTarget, SchedulesArgs, TriggerScheduleTarget,
     },
     proto,
 };
@@ -132,6 +133,26 @@ pub(crate) async fn act(args: ScheduleArgs) -> Result<(), Failure> {
             target,
             ignore_overlap,
         }) => return trigger(target, ignore_overlap).await,
+        ScheduleAction::NextRun(NextRunScheduleTarget {
+            target,
+            time,
+            expected_revision,
+        }) => {
+            let mut client = connect(&target.client, true).await?;
+            let answer = client
+                .set_schedule_next_run(proto::SetScheduleNextRunRequest {
+                    namespace: target.namespace.clone(),
+                    id: target.id.clone(),
+                    next_run_time: Some(prost_types::Timestamp {
+                        seconds: time.timestamp(),
+                        nanos: i32::try_from(time.timestamp_subsec_nanos()).unwrap_or(0),
+                    }),
+                    expected_revision,
+                })
+                .await?
+                .into_inner();
+            (target, answer.schedule)
+        }
         ScheduleAction::Resume(target) => {
             let mut client = connect(&target.client, true).await?;
             let answer = client

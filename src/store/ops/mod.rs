@@ -66,6 +66,7 @@ operations!(
     retry_dead_jobs,
     retry_job,
     set_follow,
+    set_schedule_next_run,
     trigger_schedule,
     upsert_schedule,
     ;

@@ -9,6 +9,7 @@ pub(crate) mod concurrency;
 mod dst;
 mod jitter;
 mod longpoll;
+mod next_run;
 mod occurrence_lease;
 mod overlap;
 mod policies;

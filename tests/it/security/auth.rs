@@ -53,6 +53,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "DeleteSchedule",
         "TriggerSchedule",
         "BackfillSchedule",
+        "SetScheduleNextRun",
         "CancelJob",
         "DeleteJob",
         "PreviewSchedule",
@@ -90,6 +91,7 @@ const RPCS: &[&str] = &[
     "QueueService/PreviewSchedule",
     "QueueService/TriggerSchedule",
     "QueueService/BackfillSchedule",
+    "QueueService/SetScheduleNextRun",
     "QueueService/Enqueue",
     "QueueService/EnqueueBatch",
     "QueueService/ClaimJob",
@@ -231,6 +233,9 @@ async fn call(
         "QueueService/TriggerSchedule" => send!(queue.trigger_schedule(TriggerScheduleRequest {})),
         "QueueService/BackfillSchedule" => {
             send!(queue.backfill_schedule(BackfillScheduleRequest {}))
+        }
+        "QueueService/SetScheduleNextRun" => {
+            send!(queue.set_schedule_next_run(SetScheduleNextRunRequest {}))
         }
         "QueueService/Enqueue" => send!(queue.enqueue(EnqueueRequest {
             queue: "q".into(),

@@ -853,7 +853,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 19, "{commands:#?}");
+    assert_eq!(commands.len(), 20, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -991,6 +991,17 @@ async fn every_cli_doc_example_runs() {
         .expect("a job");
     let reason = released.errors.last().map(|e| e.message.as_str());
     assert_eq!(reason, Some("worker on host-3 hung"));
+    assert!(
+        outputs[19].contains("nightly-invoices") && outputs[19].contains("2030-01-02T04:00:00"),
+        "{}",
+        outputs[19]
+    );
+    let moved = get(&mut client, "billing", "nightly-invoices").await;
+    assert_eq!(
+        ms(&moved.next_run_time),
+        1_893_556_800_000,
+        "2030-01-02T04:00:00Z"
+    );
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary
@@ -1534,5 +1545,83 @@ async fn job_delete_and_release() {
     assert_eq!(
         errors.last().map(|e| &e["message"]),
         Some(&json!("released by an operator"))
+    );
+}
+
+/// Pins `dueq schedule next-run`: an RFC 3339 time with an offset moves the next run
+/// (JSON shows it in UTC, the revision unchanged); a stale --expected-revision is
+/// ABORTED, a time in the far past INVALID_ARGUMENT naming next_run_time, and a time
+/// that is not RFC 3339 a usage error (exit 2, nothing sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_next_run_moves_the_next_run_and_says_why_it_refuses() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    upsert(&mut client, "ns", every("s", 3600)).await;
+    let out = json_of(&dueq(
+        &service,
+        &[
+            "schedule",
+            "next-run",
+            "-n",
+            "ns",
+            "s",
+            "2031-05-06T07:08:09.5+02:00",
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(
+        out["schedule"]["next_run_time"],
+        json!("2031-05-06T05:08:09.500Z"),
+        "{out}"
+    );
+    assert_eq!(out["schedule"]["revision"], json!(1), "{out}");
+
+    let (code, err) = failure(&dueq(
+        &service,
+        &[
+            "schedule",
+            "next-run",
+            "-n",
+            "ns",
+            "s",
+            "2031-05-06T08:00:00Z",
+            "--expected-revision",
+            "7",
+        ],
+    ));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq schedule next-run: ABORTED: ") && err.contains("revision 1"),
+        "{err}"
+    );
+    let (code, err) = failure(&dueq(
+        &service,
+        &[
+            "schedule",
+            "next-run",
+            "-n",
+            "ns",
+            "s",
+            "2001-01-01T00:00:00Z",
+        ],
+    ));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq schedule next-run: INVALID_ARGUMENT: ")
+            && err.contains("next_run_time"),
+        "{err}"
+    );
+    let out = dueq(
+        &service,
+        &["schedule", "next-run", "-n", "ns", "s", "tomorrow"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("RFC 3339"), "{}", stderr(&out));
+    let s = get(&mut client, "ns", "s").await;
+    assert_eq!(
+        rfc3339(&s.next_run_time).as_deref(),
+        Some("2031-05-06T05:08:09.500Z")
     );
 }

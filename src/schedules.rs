@@ -321,10 +321,10 @@ impl Schedules {
                 "is completed; raise its run_limit or end_time (UpsertSchedule) first".into(),
             )),
             Triggered::Pending(occurrence) => Err(refused(format!(
-                "already has a triggered occurrence ({occurrence}) waiting for a claim;                  claim it first"
+                "already has a triggered occurrence ({occurrence}) waiting for a claim; claim it first"
             ))),
             Triggered::Overlap(occurrence) => Err(refused(format!(
-                "has occurrence {occurrence} outstanding and its overlap_policy refuses                  another; ack it, or set ignore_overlap"
+                "has occurrence {occurrence} outstanding and its overlap_policy refuses another; ack it, or set ignore_overlap"
             ))),
         }
     }

@@ -157,6 +157,26 @@ pub(crate) fn fenced(name: &str) -> &'static str {
     &text[body..body + close]
 }
 
+/// Runs the fenced code block of `name` as one bash script (`-euo pipefail`) against
+/// `service` (its `localhost:50051` becomes the service's address) and returns what
+/// it printed, stdout then stderr; panics with that text when the script fails.
+pub(crate) fn run_fenced(name: &str, service: &Service) -> String {
+    let script = fenced(name).replace("localhost:50051", &service.addr.to_string());
+    let out = tokio::task::block_in_place(|| {
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .output()
+            .expect("bash")
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the example {name} failed:\n{text}");
+    text
+}
+
 /// The shell commands of the block `name`, one per entry (entries are separated by
 /// blank lines; continuation lines are kept, comments dropped).
 pub(crate) fn commands_between(name: &str) -> Vec<String> {

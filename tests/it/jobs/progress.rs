@@ -989,20 +989,7 @@ async fn the_progress_example_runs() {
     crate::common::tools::require("grpcurl");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
-    let script = crate::doc_examples::fenced("progress-example")
-        .replace("localhost:50051", &service.addr.to_string());
-    let out = tokio::task::block_in_place(|| {
-        std::process::Command::new("bash")
-            .args(["-euo", "pipefail", "-c", &script])
-            .output()
-            .expect("bash")
-    });
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the example failed:\n{text}");
+    let text = crate::doc_examples::run_fenced("progress-example", &service);
     for shown in [
         "\"fraction\": 0.4",
         "\"message\": \"400 of 1000 rows\"",

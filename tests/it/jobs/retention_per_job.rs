@@ -423,20 +423,7 @@ async fn the_retention_example_runs() {
     crate::common::tools::require("grpcurl");
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
-    let script = crate::doc_examples::fenced("retention-per-job")
-        .replace("localhost:50051", &service.addr.to_string());
-    let out = tokio::task::block_in_place(|| {
-        std::process::Command::new("bash")
-            .args(["-euo", "pipefail", "-c", &script])
-            .output()
-            .expect("bash")
-    });
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the example failed:\n{text}");
+    let text = crate::doc_examples::run_fenced("retention-per-job", &service);
     assert_eq!(text.matches("ENQUEUE_OUTCOME_CREATED").count(), 2, "{text}");
     assert!(text.contains("\"removed\": \"1\""), "{text}");
     let mut c = service.client().await;

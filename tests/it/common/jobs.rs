@@ -130,3 +130,52 @@ pub async fn list_all_jobs(
         token = page.next_page_token;
     }
 }
+
+/// A Work stream of "ns" on `queue` with capacity 1 and a lease no test outlasts
+/// (so only the test gives its job back): the sender for the worker's further
+/// messages (wrap each with [`work_request`]) and the server's side.
+pub async fn open_work(
+    client: &mut Client,
+    queue: &str,
+) -> (
+    tokio::sync::mpsc::Sender<proto::WorkRequest>,
+    tonic::Streaming<proto::WorkResponse>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    tx.send(work_request(proto::work_request::Request::Start(
+        proto::WorkStart {
+            namespace: "ns".into(),
+            queues: vec![queue.into()],
+            worker_id: "w".into(),
+            lease: Some(dur(600_000)),
+            capacity: 1,
+        },
+    )))
+    .await
+    .expect("start");
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let work = super::patience::within_patience("opening a Work stream", client.work(stream))
+        .await
+        .expect("Work")
+        .into_inner();
+    (tx, work)
+}
+
+/// One message of a worker on its Work stream.
+pub fn work_request(request: proto::work_request::Request) -> proto::WorkRequest {
+    proto::WorkRequest {
+        request: Some(request),
+    }
+}
+
+/// The Work stream's next message (panics when it fails or ends).
+pub async fn next_work(
+    work: &mut tonic::Streaming<proto::WorkResponse>,
+) -> proto::work_response::Response {
+    super::patience::within_patience("the Work stream's next message", work.message())
+        .await
+        .expect("healthy")
+        .expect("open")
+        .response
+        .expect("a response")
+}

@@ -5,8 +5,6 @@
 //! recorded, dead at max_attempts; a release racing an ack across two instances; a
 //! watcher hearing both; bad inputs.
 
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status};
 
 use crate::common::*;
@@ -409,15 +407,6 @@ async fn watched_next(
     within_patience("the watcher's next message", stream.message()).await
 }
 
-async fn next_out(work: &mut tonic::Streaming<proto::WorkResponse>) -> Out {
-    within_patience("the Work stream's next message", work.message())
-        .await
-        .expect("healthy")
-        .expect("open")
-        .response
-        .expect("a response")
-}
-
 /// Pins: a Work stream holding a released job gets ABORTED on its ack of the old
 /// lease, which frees the slot: the stream is handed the job again under a new one.
 #[tokio::test]
@@ -426,44 +415,28 @@ async fn a_work_stream_holding_a_released_job_is_aborted_on_its_ack() {
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     enqueue(&mut c, deduped("q", "streamed")).await;
-    let (tx, rx) = mpsc::channel(8);
-    let send = |request| proto::WorkRequest {
-        request: Some(request),
-    };
-    tx.send(send(In::Start(proto::WorkStart {
-        namespace: "ns".into(),
-        queues: vec!["q".into()],
-        worker_id: "w".into(),
-        lease: Some(dur(600_000)),
-        capacity: 1,
-    })))
-    .await
-    .expect("start");
-    let mut work = within_patience("opening a Work stream", c.work(ReceiverStream::new(rx)))
-        .await
-        .expect("Work")
-        .into_inner();
-    let Out::Job(held) = next_out(&mut work).await else {
+    let (tx, mut work) = open_work(&mut c, "q").await;
+    let Out::Job(held) = next_work(&mut work).await else {
         panic!("expected the job")
     };
     release(&mut c, "streamed", false, "")
         .await
         .expect("release");
-    tx.send(send(In::Ack(proto::JobLease {
+    tx.send(work_request(In::Ack(proto::JobLease {
         job_id: "streamed".into(),
         lease_token: held.lease_token.clone(),
         result: Vec::new(),
     })))
     .await
     .expect("ack");
-    match next_out(&mut work).await {
+    match next_work(&mut work).await {
         Out::Ack(result) => {
             assert_eq!(result.job_id, "streamed");
             assert_eq!(result.code, Code::Aborted as i32, "{result:?}");
         }
         other => panic!("expected the ack's result, got {other:?}"),
     }
-    match next_out(&mut work).await {
+    match next_work(&mut work).await {
         Out::Job(again) => {
             assert_eq!(again.job_id, "streamed");
             assert_ne!(again.lease_token, held.lease_token);

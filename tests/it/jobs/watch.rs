@@ -3,8 +3,6 @@
 //! when the job goes; one read per change however many watch; the cap; and the
 //! Work stream's cancel message, which rides on the same announcements.
 
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
 
 use crate::common::*;
@@ -351,39 +349,14 @@ async fn watches_beyond_max_watches_are_refused_naming_the_flag() {
     }
 }
 
-async fn next_out(work: &mut Streaming<proto::WorkResponse>) -> Out {
-    within_patience("the Work stream's next message", work.message())
-        .await
-        .expect("healthy")
-        .expect("open")
-        .response
-        .expect("a response")
-}
-
 #[tokio::test]
 async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     enqueue_id(&mut c, "k1").await;
-    let (tx, rx) = mpsc::channel(8);
-    let send = |request| proto::WorkRequest {
-        request: Some(request),
-    };
-    tx.send(send(In::Start(proto::WorkStart {
-        namespace: "ns".into(),
-        queues: vec!["q".into()],
-        worker_id: "w".into(),
-        lease: Some(dur(600_000)),
-        capacity: 1,
-    })))
-    .await
-    .expect("start");
-    let mut work = within_patience("opening a Work stream", c.work(ReceiverStream::new(rx)))
-        .await
-        .expect("Work")
-        .into_inner();
-    let Out::Job(held) = next_out(&mut work).await else {
+    let (tx, mut work) = open_work(&mut c, "q").await;
+    let Out::Job(held) = next_work(&mut work).await else {
         panic!("expected the job")
     };
     // The subscription must be up before the cancel is announced.
@@ -399,7 +372,7 @@ async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
         .job
         .expect("the job");
     assert!(cancelled.cancel_requested, "{cancelled:?}");
-    match next_out(&mut work).await {
+    match next_work(&mut work).await {
         Out::Cancel(lease) => {
             assert_eq!(lease.job_id, "k1");
             assert_eq!(lease.lease_token, held.lease_token);
@@ -424,14 +397,14 @@ async fn a_work_stream_is_told_once_of_a_cancel_of_a_job_it_holds() {
         .into_inner();
     assert!(extended.cancel_requested, "the extend's reply tells it too");
     assert!(next_job(&mut watcher).await.version > version);
-    tx.send(send(In::Ack(proto::JobLease {
+    tx.send(work_request(In::Ack(proto::JobLease {
         job_id: "k1".into(),
         lease_token: held.lease_token.clone(),
         result: Vec::new(),
     })))
     .await
     .expect("ack");
-    match next_out(&mut work).await {
+    match next_work(&mut work).await {
         Out::Ack(a) => assert_eq!(a.code, 0, "{a:?}"),
         other => panic!("expected the ack's answer and no second cancel, got {other:?}"),
     }

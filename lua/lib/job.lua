@@ -35,7 +35,7 @@
 --   (invariant 1: no script re-creates metadata over existing data). The marker is
 --   read only when meta lacks `jobs`, so the hot path pays nothing for it.
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
--- job_save(key, record) -> the packed record it stored
+-- job_save(key, record[, fresh]) -> the packed record it stored (fresh: just created)
 -- push_job(out, K, id, packed, px): appends a job to a reply the one way every job
 --   script replies with one: its id, its packed record (as stored, or packed_of an
 --   array), and its payload when kept in its own key (px = 1; else ''). Rust decodes
@@ -102,8 +102,8 @@ end
 -- `retention.finish`; empty for a job that keeps the server default), past the old end in
 -- the same way. Issue 30 added 26-36, past the old end, so a record written before them is a
 -- record of this layout with those positions empty (no Migrate step): version
--- counts the record's writes (packed_save adds one; empty = 0, so a job's first
--- write makes it 1), cancel is 1 once CancelJob asked the worker of an active job to
+-- counts the record's writes (empty = 1: a job as created, or a record written before
+-- versions; each later write through packed_save adds one), cancel is 1 once CancelJob asked the worker of an active job to
 -- stop, watch is when a WatchJob's interest in it ends (epoch ms; a write before
 -- then is announced), fraction/message/progress_at/checkpoint are the worker's last
 -- progress report (progress_at relative to created), result is what AckJob
@@ -124,7 +124,8 @@ local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cance
 --   the stored bytes;
 -- packed_put(p, pos, v) sets a position, filling the empty ones before it;
 -- packed_of(p) -> the array packed, its empty positions past REQUIRED trimmed;
--- packed_save(key, p) -> the packed record it stored (packed_of), as job_save stores.
+-- packed_save(key, p[, fresh]) -> the packed record it stored (packed_of), as job_save
+--   stores; counts the write in version unless `fresh` (a record just created).
 -- Every position is named here as src/store/packed_job.rs `pos` names it (a library
 -- test holds the two equal); job_load and job_save spell the numbers out (above).
 local P_QUEUE, P_NAME, P_PAYLOAD, P_PRIORITY, P_GSEQ, P_N, P_STATE = 1, 2, 3, 4, 5, 6, 7
@@ -210,9 +211,14 @@ local function announce_gone(key, watch)
   if watch ~= nil and watch ~= '' and tonumber(watch) > now_ms() then announce(key, 0, '') end
 end
 
-local function packed_save(key, p)
-  local version = (tonumber(p[P_VERSION]) or 0) + 1
-  packed_put(p, P_VERSION, version)
+local function packed_save(key, p, fresh)
+  -- A new record stores no version (empty reads as 1): positions 18-26 stay off the
+  -- end of a fresh job's record, nine bytes that can move it up an allocator size.
+  local version = 1
+  if not fresh then
+    version = (tonumber(p[P_VERSION]) or 1) + 1
+    packed_put(p, P_VERSION, version)
+  end
   local token, watch = nil, p[P_WATCH]
   if watch ~= nil and watch ~= '' then
     if tonumber(watch) > now_ms() then token = '' else p[P_WATCH] = '' end
@@ -244,7 +250,7 @@ local function job_load(key)
     schedule = p[34] or '', due = p[35] or '', run = p[36] or '', retain = p[37] or '' }
 end
 
-local function job_save(key, r)
+local function job_save(key, r, fresh)
   local created = r.created
   local jitter = (tonumber(r.jitter) or 0) * 1000
   if jitter ~= math.floor(jitter) then jitter = r.jitter end
@@ -257,7 +263,7 @@ local function job_save(key, r)
     r.fraction or '', r.message or '', rel_out(r.progress_at, created),
     r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '',
     r.retain or '' }
-  return packed_save(key, p)
+  return packed_save(key, p, fresh)
 end
 
 -- Payloads up to this size live in the record; a larger one gets a key of its own
@@ -614,7 +620,7 @@ local function job_create(K, meta, now, id, n, gseq, j)
     dedup = j.dedup, px = '', schedule = j.schedule or '', due = j.due or '',
     run = j.run or '', retain = j.retain or '' }
   set_payload(K, id, record, j.payload)
-  job_save(K.job .. id, record)
+  job_save(K.job .. id, record, true)
   listing_add(K, j.queue, n, id)
   if state == 'delayed' then
     redis.call('ZADD', K.delayed .. j.queue, j.run_at, id)

@@ -285,7 +285,8 @@ pub(crate) struct JobRecord {
     pub(crate) dedup_key: String,
     /// The job's number within its queue: where a listing continues after it.
     pub(crate) seq: i64,
-    /// How many times the record was written (0: never since versions were kept).
+    /// 1 as created (or as written before versions were kept), then one more for
+    /// each write.
     pub(crate) version: u64,
     /// CancelJob asked the worker of the active job to stop.
     pub(crate) cancel_requested: bool,

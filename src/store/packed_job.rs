@@ -160,7 +160,7 @@ pub(crate) fn packed_job(
         finish_ms: p.after(FINISHED, created)?,
         dedup_key: p.text(DEDUP)?,
         seq: p.int(N)?,
-        version: p.opt_int(VERSION)?.unwrap_or(0).max(0).unsigned_abs(),
+        version: p.opt_int(VERSION)?.unwrap_or(1).max(0).unsigned_abs(),
         cancel_requested: p.opt_int(CANCEL)? == Some(1),
         progress: p.progress(created)?,
         checkpoint: p.bytes(CHECKPOINT)?,

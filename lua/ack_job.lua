@@ -9,7 +9,8 @@
 -- ARGV[11] result: what the job returned (issue 30), kept with the completed job
 --          ("" = none)
 -- Returns { "ok", now, register (1: put the namespace in the prune due-set), the
---           job's queue (for the metrics) }
+--           job's queue (for the metrics), woke (1: a flow slot it freed may let a
+--           waiting claim run: lib/flow.lua flow.finish) }
 --       | { "missing" } | { "stale", state } | { "expired" }
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
@@ -28,4 +29,4 @@ local K = job_keys(ARGV, 1)
 local outcome, register = complete_job(K, KEYS[2], KEYS[1], ARGV[9], ARGV[10], now, nil,
   ARGV[11])
 if outcome[1] ~= 'ok' then return outcome end
-return { 'ok', now, register, outcome[2] }
+return { 'ok', now, register, outcome[2], flow.woke or 0 }

@@ -10,7 +10,8 @@
 -- ARGV[10..] leases, results: the acks (job id, lease token: 2 values each, at most
 --            1,000; the service bounds it), then the R results (the ack's index from
 --            0, the result: 2R values)
--- Returns { now, register (1: put the namespace in the prune due-set), then per ack
+-- Returns { now, register (1: put the namespace in the prune due-set), woke (1: a flow
+--           slot freed may let a waiting claim run: lib/flow.lua flow.finish), then per ack
 --           in ARGV order: tag, detail } (tag, detail as claim_jobs.lua's acks)
 --
 -- Invariants kept (numbered in docs/DESIGN.md):
@@ -27,7 +28,7 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
-local out = { now, 0 }
+local out = { now, 0, 0 }
 local completions = completions_new(now)
 local result_count = tonumber(ARGV[9])
 local last = #ARGV - 2 * result_count
@@ -47,4 +48,5 @@ for i = 10, last - 1, 2 do
   end
 end
 out[2] = completions_flush(K, KEYS[1], completions)
+out[3] = flow.woke or 0
 return out

@@ -123,9 +123,10 @@ local function reclaim(queue)
         else
           r.state, r.run_at = 'pending', now
           job_save(key, r)
-          ready_push(K, queue, r.priority, r.n, true)
+          flow.ready(K, KEYS[2], r, true)
           count_pending(KEYS[2], r, 1)
         end
+        flow.finish(KEYS[2], queue, r.ckey)
       else
         redis.call('ZADD', lkey, r.lease_until, id) -- stale score: the record says later
       end
@@ -147,7 +148,7 @@ local function promote(queue)
       else
         r.state = 'pending'
         job_save(key, r)
-        ready_push(K, queue, r.priority, r.n, false)
+        flow.ready(K, KEYS[2], r, false)
         count_pending(KEYS[2], r, 1)
       end
     end
@@ -156,10 +157,17 @@ end
 
 -- A paused queue is left alone: nothing of it is reclaimed, promoted or claimed, and
 -- it adds nothing to next_ms or more (so no timer wakes a long-poll for it).
+-- One HMGET per queue reads `paused` with the flow policy (lib/flow.lua flow.gate).
 local all_queues = queues
+local policies, laned = {}, {}
 queues = {}
 for _, q in ipairs(all_queues) do
-  if not queue_paused(KEYS[2], q) then queues[#queues + 1] = q end
+  local paused, pol, had_lanes = flow.gate(KEYS[2], q)
+  if not paused then
+    queues[#queues + 1] = q
+    policies[q] = pol
+    laned[q] = had_lanes or pol.fair ~= 'f'
+  end
 end
 
 -- The earliest score of a sorted set, nil when it is empty. O(log N).
@@ -194,7 +202,7 @@ end
 -- in a buffer at the end goes back to the head of its list in the same order (nothing
 -- runs in between), so a call touches each list, bucket and index once, not once per
 -- job.
-local buffers, exhausted, skips = {}, {}, 0
+local buffers, plain_done, skips = {}, {}, 0
 
 -- Pops queue q's best ready list into its buffer: false when no ready list is left.
 -- A registered priority whose list is gone is dropped on the way.
@@ -229,8 +237,12 @@ local function front(q, want)
     end
     local id = b.ids[b.next]
     local p = id and packed_load(K.job .. id)
+    -- A job with a flow key waits in its lane (lib/flow.lua), never here: an entry
+    -- for one is stale.
     if p and not is_error(p) and p[P_STATE] == STATE_CODE.pending and p[P_QUEUE] == q
-        and p[P_N] == b.nums[b.next] and -p[P_PRIORITY] == b.score then
+        and p[P_N] == b.nums[b.next] and -p[P_PRIORITY] == b.score
+        and (#p < P_FKEY or (p[P_FKEY] == '' and (p[P_CKEY] or '') == ''
+          and (p[P_RKEY] or '') == '')) then
       b.id, b.p = id, p
       return b
     end
@@ -238,6 +250,25 @@ local function front(q, want)
     skips = skips + 1
   end
   return nil
+end
+
+-- The flow side of each queue that has lanes (lib/flow.lua), and the running count
+-- of each queue whose policy caps it (its lease set, now that expired leases are
+-- taken back above).
+local flows, running, gate = {}, {}, {}
+for _, q in ipairs(queues) do
+  if laned[q] then flows[q] = flow.open(K, KEYS[2], q, policies[q], now) end
+  if policies[q].mr > 0 then running[q] = redis.call('ZCARD', K.leased .. q) end
+end
+local flow_done = {}
+local function skip()
+  skips = skips + 1
+  return skips < budget
+end
+-- Whether candidate c goes before `best`: higher priority, then earlier enqueued.
+local function better(c, best)
+  return best == nil or c.score < best.score
+    or (c.score == best.score and c.p[P_GSEQ] < best.p[P_GSEQ])
 end
 
 -- The reply's head (now, next_ms, more, register, count) is filled in at the end;
@@ -248,49 +279,76 @@ local bytes = 0
 -- Claims with the same lease length share a deadline: its text is made once.
 local until_last, until_text = nil, nil
 while claimed < max_jobs and skips < budget do
-  -- The best front across the queues: highest priority, then earliest enqueued.
+  -- The best front across the queues and, within a queue, its plain lists and its
+  -- lanes' rotation (which already chose by the queue's fairness).
   local best = nil
   for _, q in ipairs(queues) do
-    if not exhausted[q] then
-      -- Each queue pops its share of what is left; one that wins more refills.
-      local b = front(q, math.ceil((max_jobs - claimed) / #queues))
-      if b == nil then
-        exhausted[q] = true
-      elseif best == nil or b.score < best.score
-          or (b.score == best.score and b.p[P_GSEQ] < best.p[P_GSEQ]) then
-        best = b
+    if not gate[q] then
+      if not plain_done[q] then
+        -- Each queue pops its share of what is left; one that wins more refills.
+        local b = front(q, math.ceil((max_jobs - claimed) / #queues))
+        if b == nil then
+          plain_done[q] = true
+        elseif better(b, best) then
+          best = b
+        end
+      end
+      if flows[q] and not flow_done[q] then
+        local c = flow.front(flows[q], skip)
+        if c == nil then
+          flow_done[q] = true
+        elseif better(c, best) then
+          best = c
+        end
       end
     end
   end
   if best == nil then break end
   local id, p, q = best.id, best.p, best.queue
-  bytes = bytes + packed_bytes(K, id, p, true, false, true) + #worker
-  if claimed > 0 and bytes > max_bytes then break end
-  best.id, best.p, best.next = nil, nil, best.next + 1
-  -- The claim's change, on the array: active, leased to this worker and token.
-  local created = p[P_CREATED]
-  local until_ms = now + (lease_override or secs_in(p[P_LEASE_MS]))
-  p[P_STATE], p[P_ATTEMPTS], p[P_UPDATED] = STATE_CODE.active, p[P_ATTEMPTS] + 1,
-    now - created
-  packed_put(p, P_LEASE_UNTIL, until_ms - created)
-  -- Numbers as text by '%d': concatenating or passing a number makes Redis's Lua
-  -- format it with '%.14g', several times the cost, once per job.
-  p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', claimed + 1)
-  local packed = packed_save(K.job .. id, p)
-  if until_ms ~= until_last then
-    until_last, until_text = until_ms, string.format('%d', until_ms)
+  local pol = policies[q]
+  local cost = tonumber(p[P_COST] or '') or 1
+  local why, at = nil, nil
+  if pol.mr > 0 or pol.rl > 0 then
+    why, at = flow.queue_blocked(KEYS[2], q, pol, now, running[q] or 0, cost)
   end
-  if not leases[q] then leases[q] = {} end
-  local l = leases[q]
-  l[#l + 1], l[#l + 2] = until_text, id
-  if not soonest[q] or until_ms < soonest[q] then soonest[q] = until_ms end
-  if COUNTS_KEPT then
-    taken[q] = (taken[q] or 0) + 1
+  if why then
+    -- The queue as a whole is at its limit: nothing more of it in this call.
+    gate[q] = { reason = why, at = at }
   else
-    count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
+    bytes = bytes + packed_bytes(K, id, p, true, false, true) + #worker
+    if claimed > 0 and bytes > max_bytes then break end
+    if best.flow then
+      flow.take(best.flow)
+    else
+      best.id, best.p, best.next = nil, nil, best.next + 1
+    end
+    if pol.rl > 0 then flow.queue_take(KEYS[2], q, pol, now, cost) end
+    if running[q] then running[q] = running[q] + 1 end
+    -- The claim's change, on the array: active, leased to this worker and token.
+    local created = p[P_CREATED]
+    local until_ms = now + (lease_override or secs_in(p[P_LEASE_MS]))
+    p[P_STATE], p[P_ATTEMPTS], p[P_UPDATED] = STATE_CODE.active, p[P_ATTEMPTS] + 1,
+      now - created
+    packed_put(p, P_LEASE_UNTIL, until_ms - created)
+    -- Numbers as text by '%d': concatenating or passing a number makes Redis's Lua
+    -- format it with '%.14g', several times the cost, once per job.
+    p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', claimed + 1)
+    local packed = packed_save(K.job .. id, p)
+    if until_ms ~= until_last then
+      until_last, until_text = until_ms, string.format('%d', until_ms)
+    end
+    if not leases[q] then leases[q] = {} end
+    local l = leases[q]
+    l[#l + 1], l[#l + 2] = until_text, id
+    if not soonest[q] or until_ms < soonest[q] then soonest[q] = until_ms end
+    if COUNTS_KEPT then
+      taken[q] = (taken[q] or 0) + 1
+    else
+      count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
+    end
+    claimed = claimed + 1
+    push_job(out, K, id, packed, p[P_PX])
   end
-  claimed = claimed + 1
-  push_job(out, K, id, packed, p[P_PX])
 end
 
 for _, q in ipairs(queues) do
@@ -316,7 +374,13 @@ local function consider(s)
   end
 end
 for _, q in ipairs(queues) do
-  if more == 0 and redis.call('ZCARD', K.prio .. q) > 0 then more = 1 end
+  local g = gate[q]
+  if g == nil and more == 0 and (redis.call('ZCARD', K.prio .. q) > 0
+      or (flows[q] and redis.call('ZCARD', flows[q].rot) > 0)) then
+    more = 1
+  end
+  if g and g.at then consider(g.at) end
+  if flows[q] then consider(flow.next_time(KEYS[2], q)) end
   consider(heads[q].delayed)
   consider(heads[q].leased)
   consider(soonest[q])
@@ -325,4 +389,17 @@ end
 out[2], out[3], out[4], out[5] = next_ms or '', more, register, claimed
 for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
 for i = 1, #acked do out[#out + 1] = acked[i] end
+-- Per queue in ARGV order: the limits met ('' none; else "reason=count ..."), for
+-- dueq_flow_throttled_total.
+for _, q in ipairs(all_queues) do
+  local met = {}
+  local F, g = flows[q], gate[q]
+  if F then
+    for reason, count in pairs(F.reasons) do
+      met[#met + 1] = reason .. '=' .. string.format('%d', count)
+    end
+  end
+  if g then met[#met + 1] = g.reason .. '=1' end
+  out[#out + 1] = table.concat(met, ' ')
+end
 return out

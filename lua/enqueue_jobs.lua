@@ -9,10 +9,12 @@
 -- ARGV[11] max_jobs: most unfinished jobs the namespace may hold (0: no limit)
 -- ARGV[12..] job{id, queue, name, payload, headers, priority, when, when_ms,
 --   max_attempts, backoff, base_ms, cap_ms, jitter, lease_ms, dedup_key, dedup_ttl_ms,
---   dedup_mode, retain}: 18 values per job: headers a JSON object, when "" (now) |
+--   dedup_mode, retain, flow}: 19 values per job: headers a JSON object, when "" (now) |
 --   "at" | "delay" and when_ms its value, backoff "fixed" | "exp", jitter in 0..1,
 --   dedup_key "" for none, dedup_mode "skip" | "replace" | "extend", retain the job's
---   own retention rule ("" the server default; lib/job.lua retention.finish)
+--   own retention rule ("" the server default; lib/job.lua retention.finish), flow
+--   its flow keys and cost (issue 32): "" for none and cost 1, else
+--   "<cost>:<lane>" (cost "" for 1; lane as lib/flow.lua flow.lane composes it)
 -- Returns one triple per job, in order: { outcome, job id, state }
 --   outcome: "created" | "duplicate" | "replaced" | "extended"
 --            | "quota" (not written: the namespace holds ARGV[11] unfinished jobs;
@@ -52,13 +54,13 @@ if quota > 0 then
   unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[2])
 end
 local created = 0
--- Job i's 18 values start after b = 11 + i * FIELDS; these name their offsets, the
+-- Job i's 19 values start after b = 11 + i * FIELDS; these name their offsets, the
 -- one place their order is read. (Read in place: a table or closures per job measured
 -- about 15% more Redis CPU per Enqueue.)
-local FIELDS = 18
+local FIELDS = 19
 local ID, QUEUE, NAME, PAYLOAD, HEADERS, PRIORITY, WHEN, WHEN_MS = 1, 2, 3, 4, 5, 6, 7, 8
 local MAX_ATTEMPTS, BACKOFF, BASE, CAP, JITTER, LEASE = 9, 10, 11, 12, 13, 14
-local DEDUP_KEY, DEDUP_TTL, DEDUP_MODE, RETAIN = 15, 16, 17, 18
+local DEDUP_KEY, DEDUP_TTL, DEDUP_MODE, RETAIN, FLOW = 15, 16, 17, 18, 19
 local out = {}
 
 -- One counter step per queue per batch: the batch's jobs of a queue take consecutive
@@ -127,6 +129,13 @@ for i = 0, n - 1 do
     elseif ARGV[b + WHEN] == 'delay' then
       run_at = now + tonumber(ARGV[b + WHEN_MS])
     end
+    local fkey, ckey, rkey, cost = '', '', '', ''
+    local flow_arg = ARGV[b + FLOW]
+    if flow_arg ~= '' then
+      local cut = string.find(flow_arg, ':', 1, true)
+      cost = string.sub(flow_arg, 1, cut - 1)
+      if cut < #flow_arg then fkey, ckey, rkey = flow.lane_keys(string.sub(flow_arg, cut + 1)) end
+    end
     state = job_create(K, meta, now, id, job_n, gseq + i + 1, {
       queue = queue, name = ARGV[b + NAME], payload = ARGV[b + PAYLOAD],
       headers = ARGV[b + HEADERS], priority = tonumber(ARGV[b + PRIORITY]),
@@ -134,7 +143,8 @@ for i = 0, n - 1 do
       backoff = ARGV[b + BACKOFF], base = tonumber(ARGV[b + BASE]),
       cap = tonumber(ARGV[b + CAP]), jitter = ARGV[b + JITTER],
       lease_ms = tonumber(ARGV[b + LEASE]), dedup = dedup_key, dedup_ttl = dedup_ttl,
-      retain = ARGV[b + RETAIN] })
+      retain = ARGV[b + RETAIN], fkey = fkey, ckey = ckey, rkey = rkey,
+      cost = tonumber(cost) or '' })
   end
 
   if state == nil then

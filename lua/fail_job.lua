@@ -36,6 +36,7 @@ if not key then return r end
 push_error(r, r.attempts, ARGV[11], now)
 r.lease_until, r.updated = '', now
 redis.call('ZREM', K.leased .. r.queue, id)
+flow.finish(KEYS[2], r.queue, r.ckey)
 
 if r.cancel == 1 then
   r.state, r.finished = 'cancelled', now
@@ -64,7 +65,7 @@ end
 if delay <= 0 then
   r.state, r.run_at = 'pending', now
   job_save(key, r)
-  ready_push(K, r.queue, r.priority, r.n, true)
+  flow.ready(K, KEYS[2], r, true)
   count_pending(KEYS[2], r, 1)
   return { 'ok', now, 'pending', now, 0, r.queue }
 end

@@ -119,7 +119,7 @@ if mode == 'ready' then
     local r, rmember = convert(id)
     if r and r.state == 'pending' and rmember == member then
       pushed = pushed + 1
-      if not dry then ready_push(K, r.queue, r.priority, r.n, false) end
+      if not dry then flow.ready(K, meta, r, false) end
     end
   end
   if not dry and #members > 0 then redis.call('ZREM', KEYS[3], unpack(members)) end
@@ -129,7 +129,7 @@ elseif mode == 'records' then
     local r = convert(ARGV[i])
     if r and r.state == 'pending' then
       pushed = pushed + 1
-      if not dry then ready_push(K, r.queue, r.priority, r.n, false) end
+      if not dry then flow.ready(K, meta, r, false) end
     end
   end
 elseif mode == 'recount' then

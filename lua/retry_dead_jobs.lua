@@ -33,7 +33,7 @@ for _, id in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
     r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
     r.finished, r.run_at, r.updated = '', now, now
     job_save(key, r)
-    ready_push(K, r.queue, r.priority, r.n, true)
+    flow.ready(K, meta, r, true)
     count_pending(meta, r, 1)
     retried = retried + 1
   end

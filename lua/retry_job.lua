@@ -28,7 +28,7 @@ retention.forget(KEYS[2], id, r) -- (lib/job.lua, issue 36)
 r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
 r.finished, r.run_at, r.updated = '', now, now
 local packed = job_save(key, r)
-ready_push(K, r.queue, r.priority, r.n, true)
+flow.ready(K, KEYS[2], r, true)
 dead_remove(KEYS[2], id, r)
 count_pending(KEYS[2], r, 1)
 local out = { 'ok' }

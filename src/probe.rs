@@ -43,6 +43,7 @@ pub fn enqueue_jobs(prefix: &str, namespace: &str, queue: &str, jobs: usize) -> 
             lease_ms: 30_000,
             dedup: None,
             retention: Default::default(),
+            flow: Default::default(),
         })
         .collect();
     command(

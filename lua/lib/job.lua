@@ -97,7 +97,9 @@ end
 --   16 run_at  17 updated | 18 worker  19 token  20 finished  21 lease_until
 --   22 headers  23 dedup  24 errors  25 px  26 version  27 cancel  28 watch
 --   29 fraction  30 message  31 progress_at  32 checkpoint  33 result  34 schedule
---   35 due  36 run  37 retain
+--   35 due  36 run  37 retain  38 fkey  39 ckey  40 rkey  41 cost
+-- Issue 32 added 38-41 (the job's fairness, concurrency and rate keys and its cost
+-- against rate limits, '' for 1: lib/flow.lua), past the old end in the same way.
 -- Issue 36 added 37 (retain: the job's own retention rule, lib/job.lua
 -- `retention.finish`; empty for a job that keeps the server default), past the old end in
 -- the same way. Issue 30 added 26-36, past the old end, so a record written before them is a
@@ -113,7 +115,7 @@ end
 -- stores none of them), most often set first. load and save below spell the
 -- positions out rather than loop over a name list: every job script runs them,
 -- and the unrolled form is the cheaper one in Redis's Lua.
-local REQUIRED, FIELDS = 17, 37
+local REQUIRED, FIELDS = 17, 41
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
   cancelled = 6 }
 local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
@@ -134,6 +136,7 @@ local P_LEASE_MS, P_CREATED, P_RUN_AT, P_UPDATED, P_WORKER, P_TOKEN = 14, 15, 16
 local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_ERRORS, P_PX = 20, 21, 22, 23, 24, 25
 local P_VERSION, P_CANCEL, P_WATCH, P_FRACTION, P_MESSAGE, P_PROGRESS_AT = 26, 27, 28, 29, 30, 31
 local P_CHECKPOINT, P_RESULT, P_SCHEDULE, P_DUE, P_RUN, P_RETAIN = 32, 33, 34, 35, 36, 37
+local P_FKEY, P_CKEY, P_RKEY, P_COST = 38, 39, 40, 41
 
 -- A record is a msgpack array of REQUIRED..FIELDS items, so it always opens with the
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
@@ -247,7 +250,8 @@ local function job_load(key)
     errors = p[24] or '', px = p[25] or '', version = p[26] or '', cancel = p[27] or '',
     watch = p[28] or '', fraction = p[29] or '', message = p[30] or '',
     progress_at = rel_in(p[31], created), checkpoint = p[32] or '', result = p[33] or '',
-    schedule = p[34] or '', due = p[35] or '', run = p[36] or '', retain = p[37] or '' }
+    schedule = p[34] or '', due = p[35] or '', run = p[36] or '', retain = p[37] or '',
+    fkey = p[38] or '', ckey = p[39] or '', rkey = p[40] or '', cost = p[41] or '' }
 end
 
 local function job_save(key, r, fresh)
@@ -262,7 +266,7 @@ local function job_save(key, r, fresh)
     r.headers, r.dedup, r.errors, r.px, r.version or '', r.cancel or '', r.watch or '',
     r.fraction or '', r.message or '', rel_out(r.progress_at, created),
     r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '',
-    r.retain or '' }
+    r.retain or '', r.fkey or '', r.ckey or '', r.rkey or '', r.cost or '' }
   return packed_save(key, p, fresh)
 end
 
@@ -471,6 +475,9 @@ end
 -- not a local each: a script's main function may hold at most 200 locals, and
 -- dispatch_due.lua, which takes the schedule library too, is close to it.)
 local retention = {}
+-- Flow control (issue 32): lib/flow.lua, prepended after this file, fills it in;
+-- the transitions here call it (a job made ready, a lease ended).
+local flow = {}
 
 local function complete_job(K, meta, done, id, token, now, batch, result)
   local key = K.job .. id
@@ -487,6 +494,7 @@ local function complete_job(K, meta, done, id, token, now, batch, result)
   if result and result ~= '' then packed_put(p, P_RESULT, result) end
   packed_save(key, p)
   local queue = p[P_QUEUE]
+  flow.woke = math.max(flow.woke or 0, flow.finish(meta, queue, p[P_CKEY]))
   -- A job with its own retention rule (issue 36) takes the unbatched way; one
   -- without (the record ends before P_RETAIN) pays this length check.
   if #p >= P_RETAIN then
@@ -618,14 +626,15 @@ local function job_create(K, meta, now, id, n, gseq, j)
     lease_ms = j.lease_ms, created = now, run_at = j.run_at, updated = now,
     token = '', lease_until = '', worker = '', finished = '', errors = '',
     dedup = j.dedup, px = '', schedule = j.schedule or '', due = j.due or '',
-    run = j.run or '', retain = j.retain or '' }
+    run = j.run or '', retain = j.retain or '', fkey = j.fkey or '', ckey = j.ckey or '',
+    rkey = j.rkey or '', cost = j.cost or '' }
   set_payload(K, id, record, j.payload)
   job_save(K.job .. id, record, true)
   listing_add(K, j.queue, n, id)
   if state == 'delayed' then
     redis.call('ZADD', K.delayed .. j.queue, j.run_at, id)
   else
-    ready_push(K, j.queue, j.priority, n, false)
+    flow.ready(K, meta, record, false)
     count_pending(meta, record, 1)
   end
   if j.dedup ~= '' then
@@ -777,6 +786,7 @@ end
 --   in its queue's pending count. O(log N).
 local function lease_end(K, done, meta, key, id, r, now, count, message)
   redis.call('ZREM', K.leased .. r.queue, id)
+  flow.finish(meta, r.queue, r.ckey)
   if message then push_error(r, r.attempts, message, now) end
   if not count then r.attempts = math.max(r.attempts - 1, 0) end
   r.token, r.lease_until, r.updated = '', '', now
@@ -789,7 +799,7 @@ local function lease_end(K, done, meta, key, id, r, now, count, message)
   end
   local packed = job_save(key, r)
   if r.state == 'pending' then
-    ready_push(K, r.queue, r.priority, r.n, true)
+    flow.ready(K, meta, r, true)
     count_pending(meta, r, 1)
     return packed, 0
   end

@@ -177,6 +177,8 @@ pub(crate) struct NewJob {
     pub(crate) lease_ms: Option<i64>,
     pub(crate) dedup: Option<Dedup>,
     pub(crate) retention: JobRetention,
+    /// Flow keys and cost (issue 32).
+    pub(crate) flow: super::FlowKeys,
 }
 
 impl NewJob {
@@ -203,6 +205,7 @@ impl NewJob {
                 .unwrap_or(Self::DEFAULT_LEASE_MS.min(max_lease_ms)),
             dedup: self.dedup,
             retention: self.retention,
+            flow: self.flow,
         }
     }
 }
@@ -222,6 +225,8 @@ pub(crate) struct JobSpec {
     pub(crate) lease_ms: i64,
     pub(crate) dedup: Option<Dedup>,
     pub(crate) retention: JobRetention,
+    /// Flow keys and cost (issue 32).
+    pub(crate) flow: super::FlowKeys,
 }
 
 /// What an enqueue did.

@@ -3,6 +3,7 @@
 //! translate to and from these types.
 
 mod failure;
+mod flow;
 mod health;
 mod job;
 mod lease;
@@ -13,6 +14,10 @@ mod queue;
 mod schedule;
 
 pub(crate) use failure::FailureKind;
+pub(crate) use flow::{
+    Fairness, FlowKeys, KeyLimit, QueuePolicy, Rate, MAX_FLOW_KEY_LEN, MAX_RATE, MAX_RATE_PERIOD_MS,
+    MAX_THROTTLE_MS, MAX_WEIGHT, MAX_WEIGHTS,
+};
 pub(crate) use health::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,
 };

@@ -68,6 +68,7 @@ mod tests {
             lease_ms: 1,
             dedup: None,
             retention: Default::default(),
+            flow: Default::default(),
         }
     }
 

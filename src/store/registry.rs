@@ -183,6 +183,7 @@ mod tests {
             lease_ms: 30_000,
             dedup: None,
             retention: Default::default(),
+            flow: Default::default(),
         }
     }
 

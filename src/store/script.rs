@@ -21,7 +21,7 @@ pub(crate) enum Prelude {
     Core,
     /// core, rules, the schema guard, the packed schedule record and its listing.
     Schedule,
-    /// core and the job layout.
+    /// core, the job layout and flow control (`lua/lib/flow.lua`).
     Job,
     /// Schedule's, and how a due slot is taken (`lua/lib/claim.lua`): claim_due.
     Claim,
@@ -36,15 +36,16 @@ const GUARD: &str = include_str!("../../lua/lib/guard.lua");
 const SCHEDULE: &str = include_str!("../../lua/lib/schedule.lua");
 const JOB: &str = include_str!("../../lua/lib/job.lua");
 const CLAIM: &str = include_str!("../../lua/lib/claim.lua");
+const FLOW: &str = include_str!("../../lua/lib/flow.lua");
 
 impl Prelude {
     pub(crate) fn parts(self) -> &'static [&'static str] {
         match self {
             Prelude::Core => &[CORE],
             Prelude::Schedule => &[CORE, RULES, GUARD, SCHEDULE],
-            Prelude::Job => &[CORE, JOB],
+            Prelude::Job => &[CORE, JOB, FLOW],
             Prelude::Claim => &[CORE, RULES, GUARD, SCHEDULE, CLAIM],
-            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, CLAIM],
+            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, FLOW, CLAIM],
         }
     }
 }

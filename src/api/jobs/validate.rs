@@ -5,8 +5,8 @@ use crate::{
     api::{validate, ApiError, QueueApi},
     domain::{
         limits::{MAX_CHECKPOINT_LEN, MAX_PROGRESS_MESSAGE_LEN, MAX_RESULT_LEN},
-        Backoff, BackoffKind, Dedup, DedupMode, JobRetention, NewJob, ProgressReport,
-        RetentionRule, RunAt,
+        Backoff, BackoffKind, Dedup, DedupMode, FlowKeys, JobRetention, NewJob, ProgressReport,
+        RetentionRule, RunAt, MAX_FLOW_KEY_LEN, MAX_RATE,
     },
     proto,
 };
@@ -67,6 +67,7 @@ pub(in crate::api) fn new_job(
             on_fail: retention_rule(&f("retention.on_fail"), r.on_fail.as_ref())?,
         },
     };
+    let flow = flow_keys(at, &req)?;
     Ok(NewJob {
         id,
         queue: req.queue,
@@ -80,6 +81,36 @@ pub(in crate::api) fn new_job(
         lease_ms,
         dedup,
         retention,
+        flow,
+    })
+}
+
+/// The job's flow keys (issue 32): each at most 128 bytes, cost 0-1,000,000 (unset: 1).
+fn flow_keys(at: &str, req: &proto::EnqueueRequest) -> Result<FlowKeys, ApiError> {
+    for (name, key) in [
+        ("fairness_key", &req.fairness_key),
+        ("concurrency_key", &req.concurrency_key),
+        ("rate_key", &req.rate_key),
+    ] {
+        validate::max_len(&format!("{at}{name}"), key, MAX_FLOW_KEY_LEN)?;
+    }
+    let cost = match req.cost {
+        None => 1,
+        Some(c) => u32::try_from(c)
+            .ok()
+            .filter(|&c| c <= MAX_RATE)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    format!("{at}cost"),
+                    format!("must be 0-{MAX_RATE}, got {c}"),
+                )
+            })?,
+    };
+    Ok(FlowKeys {
+        fairness: req.fairness_key.clone(),
+        concurrency: req.concurrency_key.clone(),
+        rate: req.rate_key.clone(),
+        cost,
     })
 }
 

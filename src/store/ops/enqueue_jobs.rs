@@ -65,7 +65,7 @@ impl Operation for EnqueueJobs<'_> {
     }
 }
 
-/// The 18 values of one job, in the order `spec(i)` in the script reads them.
+/// The 19 values of one job, in the order `spec(i)` in the script reads them.
 fn encode_job(call: &mut Call, spec: &JobSpec) {
     call.arg("id", &spec.id)
         .arg("queue", &spec.queue)
@@ -95,7 +95,8 @@ fn encode_job(call: &mut Call, spec: &JobSpec) {
             .arg("dedup_ttl_ms", "")
             .arg("dedup_mode", ""),
     };
-    call.arg("retain", spec.retention.record_text());
+    call.arg("retain", spec.retention.record_text())
+        .arg("flow", spec.flow.record_text());
 }
 
 #[cfg(test)]
@@ -114,6 +115,7 @@ pub(super) fn sample() -> EnqueueJobs<'static> {
         lease_ms: 30_000,
         dedup: None,
         retention: Default::default(),
+        flow: Default::default(),
     });
     static JOBS: LazyLock<Vec<JobSpec>> = LazyLock::new(|| vec![SPEC.clone(), SPEC.clone()]);
     EnqueueJobs {

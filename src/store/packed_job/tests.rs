@@ -186,6 +186,7 @@ fn spec(id: &str) -> JobSpec {
         lease_ms: 30_000,
         dedup: None,
         retention: Default::default(),
+        flow: Default::default(),
     }
 }
 

@@ -290,7 +290,9 @@ function flow.blocked(F, f, c, r, cost)
   if r ~= '' then
     local _, rate = flow.limits(F, r)
     if rate then
-      local at = flow.gcra_wait(F.now_us, flow.tat(flow.key(F.meta, 'a', F.q, r)), rate, cost)
+      local tat = flow.tat(flow.key(F.meta, 'a', F.q, r))
+      F.tat = tat -- flow.take moves it on without reading it again
+      local at = flow.gcra_wait(F.now_us, tat, rate, cost)
       if at then return 'rate', at end
     end
   end
@@ -368,8 +370,7 @@ function flow.take(F)
   if cand.r ~= '' then
     local _, rate = flow.limits(F, cand.r)
     if rate then
-      local t_key = flow.key(meta, 'a', q, cand.r)
-      flow.gcra_take(t_key, F.now_us, flow.tat(t_key), rate, cand.cost)
+      flow.gcra_take(flow.key(meta, 'a', q, cand.r), F.now_us, F.tat, rate, cand.cost)
     end
   end
   local pass = cand.pass

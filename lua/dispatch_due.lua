@@ -61,128 +61,135 @@
 -- * 5: refused (lib/guard.lua, lib/job.lua jobs_guard) in a namespace whose schedules
 --   or jobs need Migrate.
 -- * 7 (one clock): "now" is Redis TIME.
+--
+-- The body is one function: its locals and the preludes' (schedule, job, flow and
+-- claim libraries together) would pass Lua's 200 locals per function in one chunk.
 
-local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
-if refused then return refused end
-local meta = KEYS[1]
-local refused_jobs, layout = jobs_guard(meta)
-if refused_jobs then return refused_jobs end
+local function dispatch()
+  local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
+  if refused then return refused end
+  local meta = KEYS[1]
+  local refused_jobs, layout = jobs_guard(meta)
+  if refused_jobs then return refused_jobs end
 
-local now = now_ms()
-local K = job_keys(ARGV, 3)
-CL.now, CL.meta, CL.due_key, CL.base_due = now, meta, KEYS[4], KEYS[5]
-CL.prefix, CL.namespace = ARGV[1], ARGV[11]
-CL.backfill_prefix, CL.runs_prefix, CL.worker = ARGV[14], ARGV[15], ''
-CL.targets, CL.track, CL.outcome = true, true, 'enqueued'
-local max_slots, max_cands = tonumber(ARGV[12]), tonumber(ARGV[13])
-local quota, unfinished, at_quota = tonumber(ARGV[16]), 0, 0
-if quota > 0 then
-  unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[6])
-end
-
--- Whether the job quota leaves room for one more job (else the call stops).
-local function room()
-  if quota > 0 and unfinished >= quota then at_quota = 1 end
-  return at_quota == 0
-end
-
--- The overlap check: the schedule's previous job is pending, delayed or active.
-local UNFINISHED = { [1] = true, [2] = true, [3] = true }
-CL.live = function(r)
-  local p = packed_load(K.job .. r.outstanding)
-  return type(p) == 'table' and p.err == nil and UNFINISHED[p[P_STATE]] == true
-end
--- A backfilled slot whose job exists already is not taken again.
-CL.leased = function(occ)
-  return redis.call('EXISTS', K.job .. occ) == 1
-end
-
-local slots, computes, created = {}, {}, 0
-local SLOT_ITEMS = 8
-
--- The schedule's slot as a job (its target, lib/schedule.lua position 17).
-local function enqueue(c, occ, due_ms, kind, skipped)
-  local r = c.r
-  local outcome = 'duplicate'
-  local t = cjson.decode(r.target)
-  if redis.call('EXISTS', K.job .. occ) == 0 then
-    if layout == nil then
-      jobs_first(meta) -- the namespace's first jobs (lib/job.lua)
-      layout = JOBS_LAYOUT
-    end
-    local headers = t.headers or {}
-    if r.headers ~= '' and r.headers ~= '{}' then
-      local own = cjson.decode(r.headers)
-      for k, v in pairs(headers) do own[k] = v end
-      headers = own
-    end
-    local encoded = '{}'
-    if next(headers) ~= nil then encoded = cjson.encode(headers) end
-    local gseq = redis.call('HINCRBY', meta, 'gseq', 1)
-    job_create(K, meta, now, occ, job_numbers(meta, t.queue, 1), gseq, {
-      queue = t.queue, name = r.job_name, payload = r.payload, headers = encoded,
-      priority = t.priority, run_at = now, max_attempts = t.max_attempts,
-      backoff = t.backoff, base = t.base_ms, cap = t.cap_ms, jitter = t.jitter,
-      lease_ms = t.lease_ms, dedup = '', dedup_ttl = '', schedule = c.id, due = due_ms,
-      run = r.runs })
-    created = created + 1
-    unfinished = unfinished + 1
-    outcome = 'created'
+  local now = now_ms()
+  local K = job_keys(ARGV, 3)
+  CL.now, CL.meta, CL.due_key, CL.base_due = now, meta, KEYS[4], KEYS[5]
+  CL.prefix, CL.namespace = ARGV[1], ARGV[11]
+  CL.backfill_prefix, CL.runs_prefix, CL.worker = ARGV[14], ARGV[15], ''
+  CL.targets, CL.track, CL.outcome = true, true, 'enqueued'
+  local max_slots, max_cands = tonumber(ARGV[12]), tonumber(ARGV[13])
+  local quota, unfinished, at_quota = tonumber(ARGV[16]), 0, 0
+  if quota > 0 then
+    unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[6])
   end
-  local n = #slots
-  slots[n + 1], slots[n + 2], slots[n + 3], slots[n + 4] = c.id, occ, due_ms, outcome
-  slots[n + 5], slots[n + 6], slots[n + 7], slots[n + 8] = kind, r.runs, skipped, t.queue
-end
 
-local function take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
-  local occ
-  occ, skipped = cl_take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
-  if occ then enqueue(c, occ, due_ms, kind, skipped) end
-end
-
--- 1. The caller's plans, each re-checked (lib/claim.lua cl_hint).
-for b = 17, #ARGV, 8 do
-  if not room() then break end
-  local c = cl_hint(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5],
-    ARGV[b + 6], ARGV[b + 7])
-  if is_error(c) then return c end
-  if c then
-    take(c, tonumber(ARGV[b + 6]), tonumber(ARGV[b + 3]), ARGV[b + 4],
-      tonumber(ARGV[b + 5]) or 0, tonumber(ARGV[b + 7]) or 0, 'scheduled')
+  -- Whether the job quota leaves room for one more job (else the call stops).
+  local function room()
+    if quota > 0 and unfinished >= quota then at_quota = 1 end
+    return at_quota == 0
   end
-end
 
--- 2. The earliest due candidates, in score order; a schedule whose plan must be
--- computed is answered, and the others go on.
-local cands = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'WITHSCORES', 'LIMIT', 0,
-  max_cands)
-for i = 1, #cands, 2 do
-  if #slots / SLOT_ITEMS >= max_slots or not room() then break end
-  local c = cl_validate(cands[i], cands[i + 1])
-  if is_error(c) then return c end
-  if c then
-    local due_ms, new_next, new_follow, skipped, skipped_window, kind = cl_plan(c)
-    if due_ms == nil then
-      local fields = sched_reply(c.id, c.r)
-      computes[#computes + 1] = #fields
-      for j = 1, #fields do computes[#computes + 1] = fields[j] end
-    else
-      take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+  -- The overlap check: the schedule's previous job is pending, delayed or active.
+  local UNFINISHED = { [1] = true, [2] = true, [3] = true }
+  CL.live = function(r)
+    local p = packed_load(K.job .. r.outstanding)
+    return type(p) == 'table' and p.err == nil and UNFINISHED[p[P_STATE]] == true
+  end
+  -- A backfilled slot whose job exists already is not taken again.
+  CL.leased = function(occ)
+    return redis.call('EXISTS', K.job .. occ) == 1
+  end
+
+  local slots, computes, created = {}, {}, 0
+  local SLOT_ITEMS = 8
+
+  -- The schedule's slot as a job (its target, lib/schedule.lua position 17).
+  local function enqueue(c, occ, due_ms, kind, skipped)
+    local r = c.r
+    local outcome = 'duplicate'
+    local t = cjson.decode(r.target)
+    if redis.call('EXISTS', K.job .. occ) == 0 then
+      if layout == nil then
+        jobs_first(meta) -- the namespace's first jobs (lib/job.lua)
+        layout = JOBS_LAYOUT
+      end
+      local headers = t.headers or {}
+      if r.headers ~= '' and r.headers ~= '{}' then
+        local own = cjson.decode(r.headers)
+        for k, v in pairs(headers) do own[k] = v end
+        headers = own
+      end
+      local encoded = '{}'
+      if next(headers) ~= nil then encoded = cjson.encode(headers) end
+      local gseq = redis.call('HINCRBY', meta, 'gseq', 1)
+      job_create(K, meta, now, occ, job_numbers(meta, t.queue, 1), gseq, {
+        queue = t.queue, name = r.job_name, payload = r.payload, headers = encoded,
+        priority = t.priority, run_at = now, max_attempts = t.max_attempts,
+        backoff = t.backoff, base = t.base_ms, cap = t.cap_ms, jitter = t.jitter,
+        lease_ms = t.lease_ms, dedup = '', dedup_ttl = '', schedule = c.id, due = due_ms,
+        run = r.runs })
+      created = created + 1
+      unfinished = unfinished + 1
+      outcome = 'created'
+    end
+    local n = #slots
+    slots[n + 1], slots[n + 2], slots[n + 3], slots[n + 4] = c.id, occ, due_ms, outcome
+    slots[n + 5], slots[n + 6], slots[n + 7], slots[n + 8] = kind, r.runs, skipped, t.queue
+  end
+
+  local function take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+    local occ
+    occ, skipped = cl_take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+    if occ then enqueue(c, occ, due_ms, kind, skipped) end
+  end
+
+  -- 1. The caller's plans, each re-checked (lib/claim.lua cl_hint).
+  for b = 17, #ARGV, 8 do
+    if not room() then break end
+    local c = cl_hint(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5],
+      ARGV[b + 6], ARGV[b + 7])
+    if is_error(c) then return c end
+    if c then
+      take(c, tonumber(ARGV[b + 6]), tonumber(ARGV[b + 3]), ARGV[b + 4],
+        tonumber(ARGV[b + 5]) or 0, tonumber(ARGV[b + 7]) or 0, 'scheduled')
     end
   end
+
+  -- 2. The earliest due candidates, in score order; a schedule whose plan must be
+  -- computed is answered, and the others go on.
+  local cands = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+    max_cands)
+  for i = 1, #cands, 2 do
+    if #slots / SLOT_ITEMS >= max_slots or not room() then break end
+    local c = cl_validate(cands[i], cands[i + 1])
+    if is_error(c) then return c end
+    if c then
+      local due_ms, new_next, new_follow, skipped, skipped_window, kind = cl_plan(c)
+      if due_ms == nil then
+        local fields = sched_reply(c.id, c.r)
+        computes[#computes + 1] = #fields
+        for j = 1, #fields do computes[#computes + 1] = fields[j] end
+      else
+        take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
+      end
+    end
+  end
+
+  jobs_stored(meta, created, now)
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0, at_quota }
+  for j = 1, #slots do out[#out + 1] = slots[j] end
+  local n_computes = 0
+  local j = 1
+  while j <= #computes do
+    local len = computes[j]
+    for k = j, j + len do out[#out + 1] = computes[k] end
+    j = j + len + 1
+    n_computes = n_computes + 1
+  end
+  out[5] = n_computes
+  return out
 end
 
-jobs_stored(meta, created, now)
-local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0, at_quota }
-for j = 1, #slots do out[#out + 1] = slots[j] end
-local n_computes = 0
-local j = 1
-while j <= #computes do
-  local len = computes[j]
-  for k = j, j + len do out[#out + 1] = computes[k] end
-  j = j + len + 1
-  n_computes = n_computes + 1
-end
-out[5] = n_computes
-return out
+return dispatch()

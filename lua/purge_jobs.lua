@@ -10,7 +10,8 @@
 -- Returns { purged, more (1 if jobs in that state may remain in the queue) }
 --
 -- The state's own index is the work list: the delayed set, the queue's dead set, or
--- the ready lists (popped from the head, best priority first). Each entry is
+-- the ready lists (popped from the head, best priority first) and then the queue's
+-- flow lanes (lib/flow.lua flow.purge_lanes: every place a lane can be). Each entry is
 -- re-validated against its record (invariant 1): only a job still in that state and
 -- queue is deleted (record, payload, listing entry, its dedup key when it still
 -- names the job, its finished-set entry), and a pending one leaves the queue's pending
@@ -77,6 +78,31 @@ elseif state == 'pending' then
     end
   end
   if redis.call('ZCARD', pkey) > 0 then more = 1 end
+  -- Then the jobs waiting in flow lanes (issue 32, lib/flow.lua), lane by lane.
+  if more == 0 and visited < limit then
+    local lanes_left = flow.purge_lanes(meta, queue, function(L)
+      local lkey = flow.key(meta, 'l', queue, L)
+      local entries = redis.call('ZRANGE', lkey, 0, limit - visited - 1)
+      for _, m in ipairs(entries) do
+        visited = visited + 1
+        local n = tonumber(m)
+        local id = listing_id(K, queue, n)
+        local r = id and live(id)
+        if r and r.n == n then
+          purge(id, r)
+          count_pending(meta, r, -1)
+          purged = purged + 1
+        end
+      end
+      if #entries > 0 then
+        redis.call('ZREM', lkey, unpack(entries))
+        local f, c, rk = flow.lane_keys(L)
+        flow.backlog(meta, queue, f, c, rk, -#entries)
+      end
+      return redis.call('EXISTS', lkey) == 0
+    end)
+    if lanes_left then more = 1 end
+  end
 else
   return redis.error_reply('DUEQ_BAD_STATE ' .. state)
 end

@@ -24,6 +24,7 @@
 --   p        zset  lane -> pass (round-robin and weighted rotation: the lane with
 --                  the lowest pass goes next; each job it starts adds 1/weight)
 --   w..ckey  set   lanes parked on that concurrency key
+--   W        set   concurrency keys with lanes parked on them (PurgeJobs finds them)
 --   t        zset  lane -> when it may run again (rate, throttle)
 --   c        zset  concurrency key -> jobs of the key leased now (its slots)
 --   b        zset  key -> ready jobs carrying it (any role): ListFlowKeys' backlog
@@ -182,10 +183,12 @@ function flow.finish(meta, q, c)
   if c ~= nil and c ~= '' then
     local ckey = flow.key(meta, 'c', q)
     if tonumber(redis.call('ZINCRBY', ckey, -1, c)) <= 0 then redis.call('ZREM', ckey, c) end
-    local lanes = redis.call('SPOP', flow.key(meta, 'w', q, c), flow.PARK_MAX)
+    local wkey = flow.key(meta, 'w', q, c)
+    local lanes = redis.call('SPOP', wkey, flow.PARK_MAX)
     if #lanes > 0 then
       local pol = flow.policy(meta, q)
       for _, L in ipairs(lanes) do flow.enter(meta, q, pol, L) end
+      if redis.call('EXISTS', wkey) == 0 then redis.call('SREM', flow.key(meta, 'W', q), c) end
       woke = 1
     end
   end
@@ -331,6 +334,7 @@ function flow.front(F, skip)
         redis.call('ZREM', F.rot, L)
         if reason == 'concurrency' then
           redis.call('SADD', flow.key(meta, 'w', q, c), L)
+          redis.call('SADD', flow.key(meta, 'W', q), c)
         else
           redis.call('ZADD', flow.key(meta, 't', q), string.format('%d', until_ms), L)
         end
@@ -410,4 +414,32 @@ function flow.next_time(meta, q)
   local top = redis.call('ZRANGE', flow.key(meta, 't', q), 0, 0, 'WITHSCORES')
   if #top == 0 then return nil end
   return tonumber(top[2])
+end
+
+-- PurgeJobs of pending jobs (purge_jobs.lua): every place a lane of queue q can be —
+-- the two rotations, the time park, and the sets of lanes parked on a concurrency
+-- key — as { kind, key, the lanes of one step }. purge(L) deletes up to what the
+-- batch has left of lane L's entries and says whether the lane is empty now; an
+-- emptied lane leaves its place. -> whether lanes may remain.
+function flow.purge_lanes(meta, q, purge)
+  for _, kind in ipairs({ 'r', 'p', 't' }) do
+    local place = flow.key(meta, kind, q)
+    while true do
+      local top = redis.call('ZRANGE', place, 0, 0)
+      if #top == 0 then break end
+      if not purge(top[1]) then return true end
+      redis.call('ZREM', place, top[1])
+    end
+  end
+  local parked = flow.key(meta, 'W', q)
+  while true do
+    local c = redis.call('SRANDMEMBER', parked)
+    if not c then return false end
+    local wkey = flow.key(meta, 'w', q, c)
+    for _, L in ipairs(redis.call('SMEMBERS', wkey)) do
+      if not purge(L) then return true end
+      redis.call('SREM', wkey, L)
+    end
+    redis.call('SREM', parked, c)
+  end
 end

@@ -8,7 +8,10 @@
 -- ARGV[9..] queues: queue names
 -- Returns { now ms, earliest future delayed run or lease deadline ("" none),
 --           then per queue: about how many jobs are claimable now (ready-list
---           lengths of its best 16 priorities + due delayed + expired leases) }
+--           lengths of its best 16 priorities + due delayed + expired leases + flow
+--           lanes in the rotation, lib/flow.lua, + 1 when a parked lane's time came) }
+--   The earliest time includes the flow time park's head (a rate window opening, a
+--   throttle ending).
 --
 -- Read-only. O(Q log N): per queue ZRANGE of at most 16 priorities, an LLEN each,
 -- and per delayed and leased set its head (ZRANGE 0 0), then ZCOUNT and ZRANGEBYSCORE
@@ -27,9 +30,22 @@ local earliest = nil
 local counts = {}
 -- About how many jobs of queue q are claimable now; records the earliest future time.
 local function claimable(q)
-  -- A paused queue has nothing claimable and nothing to wake for (one HGET).
-  if queue_paused(KEYS[2], q) then return 0 end
+  -- A paused queue has nothing claimable and nothing to wake for (one HMGET, which
+  -- also says whether the queue ever had a flow lane).
+  local paused, _, lanes = flow.gate(KEYS[2], q)
+  if paused then return 0 end
   local n = 0
+  if lanes then
+    -- Flow control (lib/flow.lua): lanes in either rotation may be claimable; the
+    -- time park's head is when a rate window opens or a throttle ends.
+    n = redis.call('ZCARD', flow.key(KEYS[2], 'r', q)) + redis.call('ZCARD', flow.key(KEYS[2], 'p', q))
+    local at = flow.next_time(KEYS[2], q)
+    if at and at <= now then
+      n = n + 1
+    elseif at and (earliest == nil or at < earliest) then
+      earliest = at
+    end
+  end
   for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 15)) do
     n = n + redis.call('LLEN', ready_list(K, q, priority))
   end

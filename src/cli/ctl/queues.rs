@@ -90,17 +90,7 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
     let doc = json!({
         "namespace": args.namespace,
         "read_time": render::time_json(&read_time),
-        "queues": queues.iter().map(|q| json!({
-            "queue": q.queue,
-            "pending": q.pending,
-            "delayed": q.delayed,
-            "active": q.active,
-            "dead": q.dead,
-            "oldest_pending_age_seconds": render::seconds(&q.oldest_pending_age),
-            "paused": q.paused,
-            "counted": q.counted,
-            "policy": super::flow::policy_json(&q.policy),
-        })).collect::<Vec<_>>(),
+        "queues": queues.iter().map(queue_json).collect::<Vec<_>>(),
         "more": more,
     });
     emit(args.client.output, doc, || {
@@ -142,6 +132,20 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
         text
     });
     Ok(())
+}
+
+fn queue_json(q: &proto::QueueInfo) -> serde_json::Value {
+    json!({
+        "queue": q.queue,
+        "pending": q.pending,
+        "delayed": q.delayed,
+        "active": q.active,
+        "dead": q.dead,
+        "oldest_pending_age_seconds": render::seconds(&q.oldest_pending_age),
+        "paused": q.paused,
+        "counted": q.counted,
+        "policy": super::flow::policy_json(&q.policy),
+    })
 }
 
 /// An age to the whole second, for a table.

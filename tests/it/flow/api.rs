@@ -654,3 +654,40 @@ async fn an_ack_that_frees_a_slot_wakes_a_waiting_claim() {
 async fn a_fail_that_frees_a_slot_wakes_a_waiting_claim() {
     a_freed_slot_wakes_a_waiting_claim("fail").await;
 }
+
+/// docs/flow.md's example: with per_key_max_running 1, a claim of up to 10 jobs
+/// gets one of the two jobs of a key, and ListFlowKeys shows the key with one leased
+/// and one ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_flow_doc_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let text = crate::doc_examples::run_fenced("flow-example", &service);
+    assert!(text.contains("\"sync-1\""), "{text}");
+    assert_eq!(
+        text.matches("\"leaseToken\"").count(),
+        1,
+        "one job claimed:\n{text}"
+    );
+    for shown in [
+        "\"key\": \"account-42\"",
+        "\"backlog\": \"1\"",
+        "\"running\": \"1\"",
+    ] {
+        assert!(text.contains(shown), "{shown} is not in:\n{text}");
+    }
+    let mut c = service.client().await;
+    let second = c
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "sync-2".into(),
+        })
+        .await
+        .expect("sync-2")
+        .into_inner()
+        .job
+        .expect("a job");
+    assert_eq!(second.state, proto::JobState::Pending as i32);
+}

@@ -234,6 +234,11 @@ async fn job_json_shows_one_job_whole() {
     assert_eq!(job["priority"], json!(5));
     assert_eq!(job["payload_base64"], json!("aGVsbG8="));
     assert_eq!(job["headers"], json!({"tenant": "acme"}));
+    // No flow keys (docs/flow.md), and the default cost.
+    for key in ["fairness_key", "concurrency_key", "rate_key"] {
+        assert_eq!(job[key], json!(""), "{key}");
+    }
+    assert_eq!(job["cost"], json!(1));
     assert_eq!(job["lease_seconds"], json!(30.0));
     assert_eq!(
         job["backoff"],

@@ -82,6 +82,23 @@ pub(crate) struct QueueStateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FlowReasonLabels {
+    pub(crate) namespace: String,
+    pub(crate) queue: String,
+    /// `concurrency`, `rate`, `throttled`, `queue_running` or `queue_rate`.
+    pub(crate) reason: &'static str,
+}
+
+/// One flow key of a queue (issue 32): only the top keys of a queue with a policy
+/// (`scrape::TOP_FLOW_KEYS`), so a queue adds at most that many series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FlowKeyLabels {
+    pub(crate) namespace: String,
+    pub(crate) queue: String,
+    pub(crate) key: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct SkipLabels {
     pub(crate) namespace: String,
     /// `catchup` (runs a late claim stepped over), `window`, `overlap`.
@@ -151,11 +168,14 @@ pub(crate) struct Metrics {
     jobs_failed: Counters<FailedLabels>,
     jobs_lease_expired: Counters<QueueLabels>,
     job_wait: Histograms<QueueLabels>,
+    flow_throttled: Counters<FlowReasonLabels>,
 
     queue_jobs: Family<QueueStateLabels, Gauge>,
     queue_oldest: Family<QueueLabels, Gauge<f64, AtomicU64>>,
     queue_paused: Family<QueueLabels, Gauge>,
     queue_removed: Family<QueueLabels, Gauge>,
+    flow_key_running: Family<FlowKeyLabels, Gauge>,
+    flow_key_backlog: Family<FlowKeyLabels, Gauge>,
 
     occurrences: Counters<NamespaceLabels>,
     skipped_runs: Counters<SkipLabels>,
@@ -201,10 +221,13 @@ impl Metrics {
             jobs_failed: counters(),
             jobs_lease_expired: counters(),
             job_wait: histograms(WAIT_BUCKETS),
+            flow_throttled: counters(),
             queue_jobs: Family::default(),
             queue_oldest: Family::default(),
             queue_paused: Family::default(),
             queue_removed: Family::default(),
+            flow_key_running: Family::default(),
+            flow_key_backlog: Family::default(),
             occurrences: counters(),
             skipped_runs: counters(),
             lateness: histograms(WAIT_BUCKETS),
@@ -286,6 +309,13 @@ impl Metrics {
             "Time from when a job became claimable to its claim, in seconds.",
             self.job_wait.clone(),
         );
+        r.register(
+            "dueq_flow_throttled",
+            "Times a claim passed over work held back by a flow limit (docs/flow.md), by \
+             reason: concurrency, rate or throttled (a key's lane parked), queue_running \
+             or queue_rate (the queue's own limit met).",
+            self.flow_throttled.clone(),
+        );
     }
 
     /// The queue families, read from Redis when scraped.
@@ -311,6 +341,18 @@ impl Metrics {
             "Finished jobs of a queue removed so far, by their own retention rule or the \
              server's (read from Redis when scraped; ListQueues `removed`).",
             self.queue_removed.clone(),
+        );
+        r.register(
+            "dueq_flow_key_running",
+            "Jobs of a concurrency key leased now, for the 10 keys of a queue with a flow \
+             policy that have the most (read from Redis when scraped; ListFlowKeys).",
+            self.flow_key_running.clone(),
+        );
+        r.register(
+            "dueq_flow_key_backlog",
+            "Ready jobs carrying a flow key, for the 10 keys of a queue with a flow policy \
+             that have the most (read from Redis when scraped; ListFlowKeys).",
+            self.flow_key_backlog.clone(),
         );
     }
 
@@ -433,6 +475,26 @@ impl Metrics {
         if count > 0 {
             self.jobs_lease_expired
                 .get_or_create(&self.queue(namespace, queue))
+                .inc_by(count);
+        }
+    }
+
+    /// A claim met a flow limit `count` times for `reason`.
+    pub(crate) fn flow_throttled(
+        &self,
+        namespace: &str,
+        queue: &str,
+        reason: &'static str,
+        count: u64,
+    ) {
+        if count > 0 {
+            let QueueLabels { namespace, queue } = self.queue(namespace, queue);
+            self.flow_throttled
+                .get_or_create(&FlowReasonLabels {
+                    namespace,
+                    queue,
+                    reason,
+                })
                 .inc_by(count);
         }
     }

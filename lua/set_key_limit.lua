@@ -33,10 +33,5 @@ else
   redis.call('HSET', kkey, key, text)
 end
 local woke = 0
-local lanes = redis.call('SPOP', flow.key(meta, 'w', queue, key), flow.PARK_MAX)
-if #lanes > 0 then
-  local pol = flow.policy(meta, queue)
-  for _, L in ipairs(lanes) do flow.enter(meta, queue, pol, L) end
-  woke = 1
-end
+if flow.unpark(meta, queue, key) > 0 then woke = 1 end
 return { 1, woke }

@@ -174,6 +174,18 @@ function flow.ready(K, meta, r, at_head)
   end
 end
 
+-- The lanes parked on concurrency key c go back to the rotation (at most PARK_MAX;
+-- a key that keeps more stays listed in W). -> how many came back.
+function flow.unpark(meta, q, c)
+  local wkey = flow.key(meta, 'w', q, c)
+  local lanes = redis.call('SPOP', wkey, flow.PARK_MAX)
+  if #lanes == 0 then return 0 end
+  local pol = flow.policy(meta, q)
+  for _, L in ipairs(lanes) do flow.enter(meta, q, pol, L) end
+  if redis.call('EXISTS', wkey) == 0 then redis.call('SREM', flow.key(meta, 'W', q), c) end
+  return #lanes
+end
+
 -- A lease of a job of queue q with concurrency key c (maybe '') ended: its slot is
 -- free, and the lanes parked on the key go back to the rotation. Returns 1 when work
 -- may have become claimable for waiters (a lane came back, or the queue has a
@@ -183,14 +195,7 @@ function flow.finish(meta, q, c)
   if c ~= nil and c ~= '' then
     local ckey = flow.key(meta, 'c', q)
     if tonumber(redis.call('ZINCRBY', ckey, -1, c)) <= 0 then redis.call('ZREM', ckey, c) end
-    local wkey = flow.key(meta, 'w', q, c)
-    local lanes = redis.call('SPOP', wkey, flow.PARK_MAX)
-    if #lanes > 0 then
-      local pol = flow.policy(meta, q)
-      for _, L in ipairs(lanes) do flow.enter(meta, q, pol, L) end
-      if redis.call('EXISTS', wkey) == 0 then redis.call('SREM', flow.key(meta, 'W', q), c) end
-      woke = 1
-    end
+    if flow.unpark(meta, q, c) > 0 then woke = 1 end
   end
   if flow.policy(meta, q).mr > 0 then woke = 1 end
   return woke
@@ -246,7 +251,8 @@ end
 
 -- Opens the flow side of queue q for one claim call: lanes whose time came go back
 -- to the rotation, lanes of the other rotation (the fairness changed) move over, a
--- bounded number each; throttles that ended are dropped. -> F, the claim's state
+-- bounded number each; throttles that ended are dropped; a key with parked lanes and
+-- a free slot gets them back. -> F, the claim's state
 -- for the queue.
 function flow.open(K, meta, q, pol, now)
   local F = { K = K, meta = meta, q = q, pol = pol, now = now, now_us = now * 1000,
@@ -268,6 +274,16 @@ function flow.open(K, meta, q, pol, now)
   redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
   F.throttles = redis.call('EXISTS', hkey) == 1
   F.overrides = redis.call('EXISTS', flow.key(meta, 'k', q)) == 1
+  -- One concurrency key with parked lanes, at random: when it has room (its lanes
+  -- outnumbered PARK_MAX and those put back ran dry, or its limit was raised), its
+  -- lanes come back. So no lane stays parked on a key with a free slot.
+  local c = redis.call('SRANDMEMBER', flow.key(meta, 'W', q))
+  if c then
+    local mr = flow.limits(F, c)
+    if mr == 0 or tonumber(redis.call('ZSCORE', flow.key(meta, 'c', q), c) or '0') < mr then
+      flow.unpark(meta, q, c)
+    end
+  end
   return F
 end
 

@@ -445,3 +445,31 @@ async fn a_key_limit_holds_on_redis_cluster_with_every_flow_key_in_the_namespace
         .expect("ack");
     assert_eq!(names(&claim_many(&mut c, Q, 10).await), ["a1"]);
 }
+
+/// Pins: a long-poll parked on a queue is woken by the enqueue of a job with flow
+/// keys (which waits in its lane, not in a plain ready list), on the same instance
+/// and through another one.
+#[tokio::test]
+async fn a_long_poll_is_woken_by_the_enqueue_of_a_keyed_job() {
+    let (redis, service, _c) = with_policy(per_key_max_running(1)).await;
+    let other = Service::start(&redis.url()).await;
+    let mut conn = redis.conn().await;
+    for (i, via) in [&service, &other].into_iter().enumerate() {
+        let before = script_calls(&mut conn).await;
+        let mut waiter = service.client().await;
+        let poll =
+            tokio::spawn(
+                async move { claim_job(&mut waiter, &[Q], LONG_POLL_MS, Some(600_000)).await },
+            );
+        wait_parked(&mut conn, before, 1).await;
+        let mut by = via.client().await;
+        let id = enqueue(&mut by, keyed_job(Q, "k", "t", &format!("c{i}"), ""))
+            .await
+            .job_id;
+        let woken = within_patience("the parked long-poll", poll)
+            .await
+            .expect("poll task")
+            .expect("the enqueued job, within the wait");
+        assert_eq!(woken.job_id, id);
+    }
+}

@@ -33,7 +33,11 @@ local function claimable(q)
   for _, priority in ipairs(redis.call('ZRANGE', K.prio .. q, 0, 15)) do
     n = n + redis.call('LLEN', ready_list(K, q, priority))
   end
-  for _, k in ipairs({ K.delayed .. q, K.leased .. q }) do
+  -- Flow control (lib/flow.lua): the lanes in the rotation are claimable now, and
+  -- the lanes parked until a time (rate, throttle) count like delayed jobs.
+  n = n + redis.call('ZCARD', flow.key(KEYS[2], 'r', q))
+    + redis.call('ZCARD', flow.key(KEYS[2], 'p', q))
+  for _, k in ipairs({ K.delayed .. q, K.leased .. q, flow.key(KEYS[2], 't', q) }) do
     -- The head alone answers the idle case (empty, or nothing due yet) in one call.
     local later = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #later > 0 and tonumber(later[2]) <= now then

@@ -44,12 +44,13 @@ pub fn concurrency_job(queue: &str, name: &str, key: &str) -> proto::EnqueueRequ
     keyed_job(queue, name, "", key, "")
 }
 
-/// Sets `queue`'s policy in "ns"; returns it as stored.
+/// Sets `queue`'s policy in "ns"; returns it as stored (none for a policy with
+/// nothing in it).
 pub async fn set_policy(
     c: &mut Client,
     queue: &str,
     policy: proto::QueuePolicy,
-) -> proto::QueuePolicy {
+) -> Option<proto::QueuePolicy> {
     c.set_queue_policy(proto::SetQueuePolicyRequest {
         namespace: "ns".into(),
         queue: queue.into(),
@@ -59,7 +60,6 @@ pub async fn set_policy(
     .expect("SetQueuePolicy")
     .into_inner()
     .policy
-    .expect("the policy as stored")
 }
 
 /// A policy with only `per_key_max_running`.

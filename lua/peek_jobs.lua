@@ -6,15 +6,18 @@
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9..] queues: queue names
--- Returns { now ms, earliest future delayed run or lease deadline ("" none),
---           then per queue: about how many jobs are claimable now (ready-list
---           lengths of its best 16 priorities + due delayed + expired leases) }
+-- Returns { now ms, earliest future delayed run, lease deadline or parked flow lane's
+--           time ("" none), then per queue: about how many jobs are claimable now
+--           (ready-list lengths of its best 16 priorities + flow lanes in its
+--           rotation + due delayed + expired leases + flow lanes whose time came) }
 --
 -- Read-only. O(Q log N): per queue ZRANGE of at most 16 priorities, an LLEN each,
--- and per delayed and leased set its head (ZRANGE 0 0), then ZCOUNT and ZRANGEBYSCORE
--- LIMIT 1 only when the head is due (an idle queue costs three commands). The count wakes that many waiters; it may include
--- stale ready entries (their claims drop them) and ignores priorities past the
--- 16th (the claims that follow report `more`). A paused queue counts 0 and adds no
+-- a ZCARD of each flow rotation (lib/flow.lua: 'r' and 'p'), and per delayed set,
+-- leased set and flow time park ('t') its head (ZRANGE 0 0), then ZCOUNT and
+-- ZRANGEBYSCORE LIMIT 1 only when the head is due (an idle queue costs six
+-- commands). The count wakes that many waiters; it may include stale ready entries
+-- (their claims drop them) and lanes a limit will park (their claims park them), and
+-- ignores priorities past the 16th (the claims that follow report `more`). A paused queue counts 0 and adds no
 -- earliest time: no timer wakes a long-poll for it. Invariant 7 (docs/DESIGN.md): now is Redis TIME, so
 -- every replica's timer agrees on what is claimable. Invariant 5: refused while the
 -- namespace's jobs are in an older layout.

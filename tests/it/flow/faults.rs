@@ -174,7 +174,7 @@ async fn an_idle_key_costs_no_redis_key() {
         }
         for j in got {
             turn += 1;
-            if turn % 7 == 0 && j.attempt < 3 {
+            if turn.is_multiple_of(7) && j.attempt < 3 {
                 fail_job(&mut c, &j.job_id, &j.lease_token, "retry")
                     .await
                     .expect("fail");

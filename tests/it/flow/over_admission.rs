@@ -120,7 +120,7 @@ async fn worker(w: usize, clients: [Client; 2], shared: Shared) {
                 continue;
             }
             // Some work holds the job a while, so leases of a key overlap.
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 work_for(rng.next() % 30).await;
             }
             let sent = host_us();

@@ -8,14 +8,19 @@
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] queue: the queue   ARGV[10] key: the flow key (1-128 bytes)
 -- ARGV[11] for_ms: how long from now (Redis clock), at most a day; 0 lifts it
--- Returns { now, until (epoch ms; "" when lifted) }
+-- Returns { now, until (epoch ms; "" when lifted), woke (1: lanes the key's last
+--           throttle held came back to the rotation, for the caller to wake waiting
+--           claims) }
 --
 -- The throttle is the key's score in the queue's throttles zset (lib/flow.lua `h`):
--- a claim parks a lane carrying the key (as any of its three keys) until then
--- (flow.blocked) and drops ended throttles (flow.open). A new throttle replaces the
--- key's last one. Lifting removes it; lanes already parked by it run at their parked
--- time. O(log K). Invariant 5: refused while the namespace's jobs are in an older
--- layout.
+-- a claim parks a lane carrying the key (as any of its three keys) in the time park
+-- `t` until then (flow.blocked), and drops ended throttles (flow.open). A new
+-- throttle replaces the key's last one. When that one ended later than the new end
+-- (a shorter throttle, or a lift), the lanes it parked come back to the rotation now:
+-- they are the lanes carrying the key parked until exactly its end (at most
+-- flow.PARK_MAX of them per call; any others run at that end), and a lane still held
+-- by another limit parks again at the next claim. O(log K) plus the lanes put back.
+-- Invariant 5: refused while the namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
@@ -23,10 +28,29 @@ local meta, queue, key = KEYS[2], ARGV[9], ARGV[10]
 local for_ms = tonumber(ARGV[11])
 local now = now_ms()
 local hkey = flow.key(meta, 'h', queue)
-if for_ms <= 0 then
+local before = tonumber(redis.call('ZSCORE', hkey, key) or '')
+local until_ms = nil
+if for_ms > 0 then
+  until_ms = now + for_ms
+  redis.call('ZADD', hkey, until_ms, key)
+else
   redis.call('ZREM', hkey, key)
-  return { now, '' }
 end
-local until_ms = now + for_ms
-redis.call('ZADD', hkey, until_ms, key)
-return { now, until_ms }
+
+-- The lanes the last throttle parked, back in the rotation when it ended later.
+local woke = 0
+if before and before > now and (until_ms == nil or until_ms < before) then
+  local tkey = flow.key(meta, 't', queue)
+  local parked = redis.call('ZRANGEBYSCORE', tkey, before, before, 'LIMIT', 0, flow.PARK_MAX)
+  local pol = nil
+  for _, L in ipairs(parked) do
+    local f, c, r = flow.lane_keys(L)
+    if f == key or c == key or r == key then
+      redis.call('ZREM', tkey, L)
+      pol = pol or flow.policy(meta, queue)
+      flow.enter(meta, queue, pol, L)
+      woke = 1
+    end
+  end
+end
+return { now, until_ms or '', woke }

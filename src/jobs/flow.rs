@@ -72,7 +72,8 @@ impl Jobs {
         Ok(set.changed)
     }
 
-    /// Throttles a key for `for_ms` (0 lifts it); when the throttle ends.
+    /// Throttles a key for `for_ms` (0 lifts it); when the throttle ends. Lanes a
+    /// lifted or shortened throttle held come back, and waiting claims are woken.
     pub(crate) async fn throttle_key(
         &self,
         namespace: &Namespace,
@@ -80,11 +81,18 @@ impl Jobs {
         key: &str,
         for_ms: i64,
     ) -> Result<Option<i64>, Error> {
-        Ok(self
+        let entry = self.entry(namespace);
+        let throttled = self
             .cx
             .store
             .run(namespace, &ThrottleKey { queue, key, for_ms })
-            .await?)
+            .await?;
+        if throttled.woke {
+            self.cx
+                .apply(&entry, Effects::ready(Work::Jobs, Ready::Now))
+                .await;
+        }
+        Ok(throttled.until_ms)
     }
 
     pub(crate) async fn list_flow_keys(

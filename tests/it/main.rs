@@ -8,6 +8,7 @@
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
 //! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
+//! - `flow/`       flow control: concurrency keys, rate limits, fairness, their RPCs
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover

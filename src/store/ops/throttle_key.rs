@@ -11,9 +11,17 @@ pub(crate) struct ThrottleKey<'a> {
     pub(crate) for_ms: i64,
 }
 
-impl Operation for ThrottleKey<'_> {
+/// What ThrottleKey did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Throttled {
     /// When the throttle ends (epoch ms, Redis clock); `None` when it was lifted.
-    type Output = Option<i64>;
+    pub(crate) until_ms: Option<i64>,
+    /// Lanes the key's last throttle held came back: wake waiting claims.
+    pub(crate) woke: bool,
+}
+
+impl Operation for ThrottleKey<'_> {
+    type Output = Throttled;
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
@@ -24,9 +32,10 @@ impl Operation for ThrottleKey<'_> {
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         reply.int()?; // Redis now
-        let until = reply.opt_int()?;
+        let until_ms = reply.opt_int()?;
+        let woke = reply.flag()?;
         reply.finish()?;
-        Ok(until)
+        Ok(Throttled { until_ms, woke })
     }
 }
 

@@ -1,6 +1,7 @@
-//! Flow control (issue 32): concurrency keys, rate limits and fairness between
-//! tenants, enforced inside the claim.
+//! Flow control (issue 32; docs/flow.md): concurrency keys, rate limits, fairness
+//! and the RPCs that set and show them, enforced inside the claim.
 
+mod api;
 mod fairness;
 mod faults;
 mod over_admission;

@@ -88,7 +88,10 @@ async fn per_key_rate_starts_in_every_window_are_at_most_limit_plus_burst() {
             most <= bound,
             "{key}: {most} starts in a window: {of_key:?}"
         );
-        assert_eq!(most, bound, "{key}: the burst was used, so the rate bound");
+        // The burst was used (burst + 1 at once from idle), and the rate held the
+        // rest back (not all in one window).
+        assert!(most > burst as usize, "{key}: {of_key:?}");
+        assert!(most < of_key.len(), "{key}: {of_key:?}");
     }
 }
 
@@ -126,7 +129,8 @@ async fn the_queue_rate_bounds_all_its_starts_in_every_window() {
     let most = most_in_a_window(&starts, period as i64);
     let bound = (limit + burst) as usize;
     assert!(most <= bound, "{most} starts in a window: {starts:?}");
-    assert_eq!(most, bound, "the burst was used, so the rate bound");
+    assert!(most > burst as usize, "the burst was used: {starts:?}");
+    assert!(most < starts.len(), "the rate held starts back: {starts:?}");
 }
 
 /// Pins: a key out of its rate is passed over: the jobs of other keys and plain

@@ -473,3 +473,41 @@ async fn a_long_poll_is_woken_by_the_enqueue_of_a_keyed_job() {
         assert_eq!(woken.job_id, id);
     }
 }
+
+/// Pins: PurgeJobs of the pending jobs takes the jobs waiting in flow lanes too (not
+/// only those in the plain ready lists), and leaves no lane behind.
+#[tokio::test]
+async fn purging_pending_jobs_takes_those_with_flow_keys() {
+    let (redis, _service, mut c) = with_policy(per_key_max_running(1)).await;
+    let mut conn = redis.conn().await;
+    enqueue_all(
+        &mut c,
+        vec![
+            concurrency_job(Q, "a0", "A"),
+            keyed_job(Q, "t0", "t", "", ""),
+            job(Q, "plain"),
+        ],
+    )
+    .await;
+    let mut purged = 0;
+    loop {
+        let r = c
+            .purge_jobs(proto::PurgeJobsRequest {
+                namespace: "ns".into(),
+                queue: Q.into(),
+                state: proto::JobState::Pending as i32,
+                limit: 100,
+            })
+            .await
+            .expect("PurgeJobs")
+            .into_inner();
+        purged += r.purged;
+        if !r.more {
+            break;
+        }
+    }
+    assert_eq!(purged, 3, "every pending job, keyed or not");
+    assert!(claim_many(&mut c, Q, 10).await.is_empty());
+    let left = flow_keys(&mut conn).await;
+    assert!(left.is_empty(), "{left:?}");
+}

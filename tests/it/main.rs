@@ -6,6 +6,7 @@
 //! The areas (run one with `cargo test --test it <area>::`):
 //! - `common/`     the harness: redis-server, the service, clients, patience, programs
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
+//! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
 //! - `flow/`       flow control: concurrency keys, rate limits, fairness, their RPCs
 //! - `queues/`     queue inspection and controls, per-namespace quotas

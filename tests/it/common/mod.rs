@@ -4,6 +4,7 @@
 mod admin;
 mod certs;
 mod cluster;
+mod flow;
 mod jobs;
 mod layout;
 mod metrics;
@@ -19,6 +20,7 @@ pub use admin::*;
 pub use certs::*;
 pub use cluster::*;
 pub use dueq::proto;
+pub use flow::*;
 pub use jobs::*;
 pub use layout::*;
 pub use metrics::*;

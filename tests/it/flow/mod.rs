@@ -1,4 +1,9 @@
 //! Flow control (issue 32; docs/flow.md): concurrency keys, rate limits, fairness
-//! and the RPCs that set and show them.
+//! and the RPCs that set and show them, enforced inside the claim.
 
 mod api;
+mod fairness;
+mod faults;
+mod over_admission;
+mod rate;
+mod semantics;

@@ -13,9 +13,9 @@
 --
 -- The policy is field `flow` of the queue state (removed for no policy), the weights
 -- the queue's weights hash (lib/flow.lua `g`), replaced whole. Claims read both at
--- their next call: nothing else changes here (lanes parked on a key's concurrency
--- come back when a slot of the key frees; a rotation of the other fairness moves over
--- at the next claim, flow.open). Setting a policy registers the queue, so a queue
+-- their next call, and the lanes parked under the old limits come back to the
+-- rotation to be checked again then (lib/flow.lua flow.release_parked; a rotation of
+-- the other fairness moves over at the next claim, flow.open). Setting a policy registers the queue, so a queue
 -- given one before its first job is listed. The service validated every part (the
 -- weights at most 1,000). Invariant 5: refused while the namespace's jobs are in an
 -- older layout.
@@ -28,9 +28,11 @@ local gkey = flow.key(meta, 'g', queue)
 redis.call('DEL', gkey)
 if text == '' then
   redis.call('HDEL', state, 'flow')
-  return 1
+else
+  redis.call('ZADD', queue_registry(meta), 'NX', 0, queue)
+  redis.call('HSET', state, 'flow', text)
+  if #ARGV > 10 then redis.call('HSET', gkey, unpack(ARGV, 11)) end
 end
-redis.call('ZADD', queue_registry(meta), 'NX', 0, queue)
-redis.call('HSET', state, 'flow', text)
-if #ARGV > 10 then redis.call('HSET', gkey, unpack(ARGV, 11)) end
+flow.cache[queue] = flow.parse(text)
+flow.release_parked(meta, queue)
 return 1

@@ -459,3 +459,23 @@ function flow.purge_lanes(meta, q, purge)
     redis.call('SREM', parked, c)
   end
 end
+
+-- A policy changed (set_queue_policy.lua): lanes parked under the old limits come
+-- back to the rotation, to be checked again at the next claim — those parked on up to
+-- PARK_KEYS concurrency keys and up to PARK_KEYS * PARK_MAX parked until a time (a
+-- queue with more meets the rest as slots free, windows open, or a claim's sampling
+-- in flow.open finds them).
+flow.PARK_KEYS = 16
+
+function flow.release_parked(meta, q)
+  for _, c in ipairs(redis.call('SRANDMEMBER', flow.key(meta, 'W', q), flow.PARK_KEYS)) do
+    flow.unpark(meta, q, c)
+  end
+  local tkey = flow.key(meta, 't', q)
+  local lanes = redis.call('ZRANGE', tkey, 0, flow.PARK_KEYS * flow.PARK_MAX - 1)
+  if #lanes > 0 then
+    redis.call('ZREM', tkey, unpack(lanes))
+    local pol = flow.policy(meta, q)
+    for _, L in ipairs(lanes) do flow.enter(meta, q, pol, L) end
+  end
+end

@@ -22,7 +22,10 @@
 --           record as stored, its payload when kept in its own key (else '')
 --           (lib/job.lua push_job; src/store/packed_job.rs reads them), then per
 --           queue in ARGV order: leases that expired here,
---           then per ack in ARGV order: tag, detail }
+--           then per ack in ARGV order: tag, detail,
+--           then per queue in ARGV order: the flow limits met (lib/flow.lua; ""
+--           none, else "reason=count ..." with reason concurrency | rate |
+--           throttled | queue_running | queue_rate) }
 --   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
 --            'expired', '' | 'corrupt', the error (lib/job.lua complete_job)
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),

@@ -65,8 +65,12 @@
 local refused = schema_guard(KEYS[1], KEYS[2], KEYS[3])
 if refused then return refused end
 local meta = KEYS[1]
-local refused_jobs, layout = jobs_guard(meta)
-if refused_jobs then return refused_jobs end
+-- (The main function may hold at most 200 locals, and the preludes take most of
+-- them: this body reuses `refused`, inlines its one-use constants and keeps its
+-- later values inside blocks and functions.)
+local layout
+refused, layout = jobs_guard(meta)
+if refused then return refused end
 
 local now = now_ms()
 local K = job_keys(ARGV, 3)
@@ -74,7 +78,7 @@ CL.now, CL.meta, CL.due_key, CL.base_due = now, meta, KEYS[4], KEYS[5]
 CL.prefix, CL.namespace = ARGV[1], ARGV[11]
 CL.backfill_prefix, CL.runs_prefix, CL.worker = ARGV[14], ARGV[15], ''
 CL.targets, CL.track, CL.outcome = true, true, 'enqueued'
-local max_slots, max_cands = tonumber(ARGV[12]), tonumber(ARGV[13])
+local max_slots = tonumber(ARGV[12])
 local quota, unfinished, at_quota = tonumber(ARGV[16]), 0, 0
 if quota > 0 then
   unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[6])
@@ -87,10 +91,12 @@ local function room()
 end
 
 -- The overlap check: the schedule's previous job is pending, delayed or active.
-local UNFINISHED = { [1] = true, [2] = true, [3] = true }
 CL.live = function(r)
   local p = packed_load(K.job .. r.outstanding)
-  return type(p) == 'table' and p.err == nil and UNFINISHED[p[P_STATE]] == true
+  if type(p) ~= 'table' or p.err ~= nil then return false end
+  local state = p[P_STATE]
+  return state == STATE_CODE.pending or state == STATE_CODE.delayed
+    or state == STATE_CODE.active
 end
 -- A backfilled slot whose job exists already is not taken again.
 CL.leased = function(occ)
@@ -154,11 +160,10 @@ end
 
 -- 2. The earliest due candidates, in score order; a schedule whose plan must be
 -- computed is answered, and the others go on.
-local cands = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'WITHSCORES', 'LIMIT', 0,
-  max_cands)
-for i = 1, #cands, 2 do
-  if #slots / SLOT_ITEMS >= max_slots or not room() then break end
-  local c = cl_validate(cands[i], cands[i + 1])
+-- One candidate (a function of its own: the main function's locals are near Lua's
+-- limit of 200); an error reply to return, else nil.
+local function consider(id, score)
+  local c = cl_validate(id, score)
   if is_error(c) then return c end
   if c then
     local due_ms, new_next, new_follow, skipped, skipped_window, kind = cl_plan(c)
@@ -170,19 +175,34 @@ for i = 1, #cands, 2 do
       take(c, due_ms, new_next, new_follow, skipped, skipped_window, kind)
     end
   end
+  return nil
+end
+
+do
+  local cands = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'WITHSCORES', 'LIMIT', 0,
+    tonumber(ARGV[13]))
+  for i = 1, #cands, 2 do
+    if #slots / SLOT_ITEMS >= max_slots or not room() then break end
+    local refusal = consider(cands[i], cands[i + 1])
+    if refusal then return refusal end
+  end
 end
 
 jobs_stored(meta, created, now)
-local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0, at_quota }
-for j = 1, #slots do out[#out + 1] = slots[j] end
-local n_computes = 0
-local j = 1
-while j <= #computes do
-  local len = computes[j]
-  for k = j, j + len do out[#out + 1] = computes[k] end
-  j = j + len + 1
-  n_computes = n_computes + 1
+local function reply()
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  local out = { now, tonumber(first[2]) or '', CL.overlap_skips, #slots / SLOT_ITEMS, 0,
+    at_quota }
+  for j = 1, #slots do out[#out + 1] = slots[j] end
+  local n_computes = 0
+  local j = 1
+  while j <= #computes do
+    local len = computes[j]
+    for k = j, j + len do out[#out + 1] = computes[k] end
+    j = j + len + 1
+    n_computes = n_computes + 1
+  end
+  out[5] = n_computes
+  return out
 end
-out[5] = n_computes
-return out
+return reply()

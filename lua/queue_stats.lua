@@ -7,10 +7,13 @@
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] after: list queues after this name ("" = from the first)
 -- ARGV[10] limit: most queues in the page
--- Returns { now ms, more (1 if queues after this page), n, then per queue 9 values:
+-- Returns { now ms, more (1 if queues after this page), n, then per queue:
 --           name, pending, delayed, active, dead, paused (0/1),
 --           oldest pending run_at ms ("" none found), counted (0/1), removed (finished
---           jobs removed by retention so far, lib/job.lua job_remove) }
+--           jobs removed by retention so far, lib/job.lua job_remove), policy (the
+--           state's `flow` field, lib/flow.lua; "" none), w (the number of weight
+--           items that follow: the weights hash as key, weight pairs, read only for
+--           a weighted policy) }
 --   counted: 0 while the namespace's jobs predate the counts and Migrate has not
 --   recounted this queue yet (pending and dead are then not to be trusted).
 --
@@ -18,7 +21,8 @@
 -- and dead sets) and the oldest pending job from the heads of its ready lists: of
 -- its best 2 priorities, the first 2 entries each (a job coming back from a lease or
 -- a retry goes to the head with a fresh run_at, so the oldest is among the first few),
--- skipping stale entries. The queue registry is read by name (ZRANGE BYLEX). The page
+-- skipping stale entries; a weighted queue's weights (at most 1,000, SetQueuePolicy
+-- bounds them). The queue registry is read by name (ZRANGE BYLEX). The page
 -- is bounded by the caller (at most 25 queues per call). Invariant 5: refused while the namespace's
 -- jobs are in an older layout.
 
@@ -58,7 +62,8 @@ end
 
 local out = { now, more, #names }
 for _, q in ipairs(names) do
-  local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused', 'removed')
+  local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused', 'removed',
+    'flow')
   local counted = COUNTS_KEPT
   if not counted then counted = redis.call('HGET', meta, 'rc:' .. q) == '-1' end
   out[#out + 1] = q
@@ -70,5 +75,13 @@ for _, q in ipairs(names) do
   out[#out + 1] = oldest_pending(q) or ''
   out[#out + 1] = counted and 1 or 0
   out[#out + 1] = tonumber(state[3]) or 0
+  local policy = state[4] or ''
+  out[#out + 1] = policy
+  local weights = {}
+  if flow.parse(policy).fair == 'w' then
+    weights = redis.call('HGETALL', flow.key(meta, 'g', q))
+  end
+  out[#out + 1] = #weights
+  for _, item in ipairs(weights) do out[#out + 1] = item end
 end
 return out

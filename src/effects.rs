@@ -27,6 +27,8 @@ pub(crate) struct Effects<'a> {
     pub(crate) failed: Option<(String, bool)>,
     /// Leases found expired (their jobs made claimable again), by queue.
     pub(crate) expired: Vec<(&'a str, u64)>,
+    /// Flow limits a claim met (issue 32): queue, reason (the metric's label), times.
+    pub(crate) throttled: Vec<(&'a str, &'static str, u64)>,
     /// Occurrences handed out, or target slots enqueued as jobs (issue 30).
     pub(crate) occurrences: Vec<HandedOut>,
     /// Runs skipped because an earlier occurrence was still leased (the overlap
@@ -106,6 +108,9 @@ impl Context {
         }
         for (queue, expired) in effects.expired {
             self.metrics.leases_expired(namespace, queue, expired);
+        }
+        for (queue, reason, count) in effects.throttled {
+            self.metrics.flow_throttled(namespace, queue, reason, count);
         }
         for handed in effects.occurrences {
             self.metrics

@@ -11,6 +11,7 @@ mod convert;
 mod cpu;
 mod deadline;
 mod error;
+mod flow;
 mod jobs;
 mod limits;
 mod queues;

@@ -28,7 +28,7 @@ fn limit(value: u32, max: u32) -> Result<u32, ApiError> {
 }
 
 /// A queue name: required, an id's rules.
-fn queue(value: &str) -> Result<&str, ApiError> {
+pub(super) fn queue(value: &str) -> Result<&str, ApiError> {
     if value.is_empty() {
         return Err(ApiError::invalid("queue", "is required"));
     }
@@ -96,6 +96,7 @@ fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
         paused: q.paused,
         counted: q.counted,
         removed: q.removed,
+        policy: q.policy.map(super::flow::policy_to_proto),
     }
 }
 

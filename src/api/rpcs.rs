@@ -23,6 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::{
     admin::{self, MigrateStream},
     authorize::{authorize, namespace, Scoped},
+    flow,
     jobs::{self, WatchJobStream},
     queues, schedules, AdminApi, ApiError, QueueApi,
 };
@@ -205,6 +206,11 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Reader   Unary    quiet   ns ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
     [Admin    Unary    audited ns ] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;
     [Admin    Unary    audited ns ] ResumeQueue: resume_queue(ResumeQueueRequest -> ResumeQueueResponse) = queues::resume;
+    [Admin    Unary    audited ns ] SetQueuePolicy: set_queue_policy(SetQueuePolicyRequest -> SetQueuePolicyResponse) = flow::set_policy;
+    [Reader   Unary    quiet   ns ] GetQueuePolicy: get_queue_policy(GetQueuePolicyRequest -> GetQueuePolicyResponse) = flow::get_policy;
+    [Admin    Unary    audited ns ] SetKeyLimit: set_key_limit(SetKeyLimitRequest -> SetKeyLimitResponse) = flow::set_key_limit;
+    [Worker   Unary    audited ns ] ThrottleKey: throttle_key(ThrottleKeyRequest -> ThrottleKeyResponse) = flow::throttle_key;
+    [Reader   Unary    quiet   ns ] ListFlowKeys: list_flow_keys(ListFlowKeysRequest -> ListFlowKeysResponse) = flow::list_keys;
     [Admin    Unary    audited ns ] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
     [Admin    Unary    audited ns ] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
     [Admin    Stream   audited own] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;

@@ -303,6 +303,8 @@ pub(crate) struct JobRecord {
     pub(crate) result: Vec<u8>,
     /// The schedule slot that enqueued the job (a schedule's target).
     pub(crate) schedule: Option<JobSchedule>,
+    /// Its flow keys and cost, as enqueued (issue 32).
+    pub(crate) flow: super::FlowKeys,
 }
 
 /// A worker's last progress report (the checkpoint is kept apart, in

@@ -15,8 +15,8 @@ mod schedule;
 
 pub(crate) use failure::FailureKind;
 pub(crate) use flow::{
-    Fairness, FlowKeys, KeyLimit, QueuePolicy, Rate, MAX_FLOW_KEY_LEN, MAX_RATE, MAX_RATE_PERIOD_MS,
-    MAX_THROTTLE_MS, MAX_WEIGHT, MAX_WEIGHTS,
+    Fairness, FlowKeys, KeyLimit, QueuePolicy, Rate, MAX_FLOW_KEY_LEN, MAX_RATE,
+    MAX_RATE_PERIOD_MS, MAX_THROTTLE_MS, MAX_WEIGHT, MAX_WEIGHTS,
 };
 pub(crate) use health::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,

@@ -6,6 +6,7 @@
 
 mod chunks;
 mod coalesce;
+mod flow;
 mod manage;
 mod queues;
 mod retention;
@@ -280,6 +281,15 @@ impl Jobs {
             .map(String::as_str)
             .zip(batch.expired.iter().copied())
             .collect();
+        effects.throttled = claim
+            .queues
+            .iter()
+            .zip(&batch.throttled)
+            .flat_map(|(queue, met)| {
+                met.iter()
+                    .map(move |(reason, count)| (queue.as_str(), reason.as_str(), *count))
+            })
+            .collect();
         // The claim stamped each job's update time with Redis's now.
         effects.claimed = batch
             .jobs
@@ -315,6 +325,9 @@ impl Jobs {
             .run(namespace, &AckJobs { leases, results })
             .await?;
         let mut effects = Effects::finished(batch.register);
+        if batch.woke {
+            effects.ready = Some((Work::Jobs, Ready::Now));
+        }
         let acked = acked(leases, batch.acked, &mut effects);
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(acked)
@@ -381,6 +394,10 @@ impl Jobs {
         let acked = lease_result(id, check)?;
         let mut effects = Effects::finished(acked.register);
         effects.completed.push(acked.queue);
+        // A flow slot it freed may let a parked claim or Work stream run now.
+        if acked.woke {
+            effects.ready = Some((Work::Jobs, Ready::Now));
+        }
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(())
     }
@@ -403,16 +420,16 @@ impl Jobs {
             register: asked,
             queue,
         } = lease_result(id, self.cx.store.run(namespace, &fail).await?)?;
-        let mut effects = Effects::finished(asked);
+        // The fail ended a lease, which frees its flow slot (lib/flow.lua
+        // `flow.finish`): work parked on the slot may be claimable now, whatever
+        // becomes of this job.
+        let mut effects = Effects::finished(asked).and_ready(Work::Jobs, Ready::Now);
         match failed.state {
             // A cancel was requested (issue 30): the job ends as a cancelled one,
             // which no failure counter counts.
             JobState::Cancelled => {}
             JobState::Dead => effects.failed = Some((queue, true)),
-            _ => {
-                effects.failed = Some((queue, false));
-                effects.ready = Some((Work::Jobs, Ready::At(failed.run_at_ms)));
-            }
+            _ => effects.failed = Some((queue, false)),
         }
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(failed)

@@ -82,6 +82,14 @@ pub(crate) struct QueueStateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FlowReasonLabels {
+    pub(crate) namespace: String,
+    pub(crate) queue: String,
+    /// `concurrency`, `rate`, `throttled`, `queue_running` or `queue_rate`.
+    pub(crate) reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct SkipLabels {
     pub(crate) namespace: String,
     /// `catchup` (runs a late claim stepped over), `window`, `overlap`.
@@ -151,6 +159,7 @@ pub(crate) struct Metrics {
     jobs_failed: Counters<FailedLabels>,
     jobs_lease_expired: Counters<QueueLabels>,
     job_wait: Histograms<QueueLabels>,
+    flow_throttled: Counters<FlowReasonLabels>,
 
     queue_jobs: Family<QueueStateLabels, Gauge>,
     queue_oldest: Family<QueueLabels, Gauge<f64, AtomicU64>>,
@@ -201,6 +210,7 @@ impl Metrics {
             jobs_failed: counters(),
             jobs_lease_expired: counters(),
             job_wait: histograms(WAIT_BUCKETS),
+            flow_throttled: counters(),
             queue_jobs: Family::default(),
             queue_oldest: Family::default(),
             queue_paused: Family::default(),
@@ -285,6 +295,13 @@ impl Metrics {
             "dueq_job_wait_seconds",
             "Time from when a job became claimable to its claim, in seconds.",
             self.job_wait.clone(),
+        );
+        r.register(
+            "dueq_flow_throttled",
+            "Times a claim passed over work held back by a flow limit (docs/flow.md), by \
+             reason: concurrency, rate or throttled (a key's lane parked), queue_running \
+             or queue_rate (the queue's own limit met).",
+            self.flow_throttled.clone(),
         );
     }
 
@@ -433,6 +450,26 @@ impl Metrics {
         if count > 0 {
             self.jobs_lease_expired
                 .get_or_create(&self.queue(namespace, queue))
+                .inc_by(count);
+        }
+    }
+
+    /// A claim met a flow limit `count` times for `reason`.
+    pub(crate) fn flow_throttled(
+        &self,
+        namespace: &str,
+        queue: &str,
+        reason: &'static str,
+        count: u64,
+    ) {
+        if count > 0 {
+            let QueueLabels { namespace, queue } = self.queue(namespace, queue);
+            self.flow_throttled
+                .get_or_create(&FlowReasonLabels {
+                    namespace,
+                    queue,
+                    reason,
+                })
                 .inc_by(count);
         }
     }

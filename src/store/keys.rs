@@ -37,6 +37,7 @@
 //! | `<prefix>:{<ns>}:meta:queues` | zset | queue registry: queue name -> 0 (by name) |
 //! | `<prefix>:{<ns>}:meta:expire` | zset | keep_for job id -> when it expires (ms) |
 //! | `<prefix>:{<ns>}:meta:kept:<state>:<queue>` | zset | keep_last job id -> finish order |
+//! | `<prefix>:{<ns>}:meta:f<kind>:<len>:<queue><rest>` | (by kind) | flow control (issue 32): a queue's lanes, rotation, slots, rates, throttles, key limits and weights (lib/flow.lua's header names each kind) |
 //! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
@@ -44,10 +45,11 @@
 //! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
-//! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, pinned to the
-//! functions here by a library test); their infixes (`q:`, `dead:`, `queues`,
-//! `jobs`, `expire`, `kept:`) follow meta's own name, which no
-//! other kind of key starts with.
+//! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, lib/flow.lua
+//! `flow.key`, pinned to the functions here by library tests); their infixes (`q:`,
+//! `dead:`, `queues`, `jobs`, `expire`, `kept:`, `f<kind>:`) follow meta's own name,
+//! which no other kind of key starts with. A flow key carries the queue's length
+//! before the queue, so no two queues' flow keys meet whatever follows the queue.
 //!
 //! `prune-due`, `dispatch-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
 //! (invariant 6): it is written by plain commands after the job scripts that tell
@@ -236,6 +238,14 @@ impl NamespaceKeys {
     #[cfg(test)]
     pub(crate) fn queue_state(&self, queue: &str) -> String {
         format!("{}:q:{queue}", self.meta())
+    }
+
+    /// A flow-control key of `queue` (issue 32; lib/flow.lua `flow.key`): `kind` is
+    /// one letter (lib/flow.lua's header lists them), `rest` the lane or flow key some
+    /// kinds append ("" for the others).
+    #[cfg(test)]
+    pub(crate) fn flow_key(&self, kind: char, queue: &str, rest: &str) -> String {
+        format!("{}:f{kind}:{}:{queue}{rest}", self.meta(), queue.len())
     }
 
     /// A queue's dead jobs scored by when they died (lib/job.lua `queue_dead`).

@@ -19,7 +19,8 @@ use rmpv::Value;
 
 use super::{reply::Reply, StoreError};
 use crate::domain::{
-    Backoff, BackoffKind, JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobState, JOB_LAYOUT,
+    Backoff, BackoffKind, FlowKeys, JobErrorEntry, JobProgress, JobRecord, JobSchedule, JobState,
+    JOB_LAYOUT,
 };
 
 // The layout this decoder reads. A new layout needs a decoder of its own beside this
@@ -81,6 +82,10 @@ pub(crate) mod pos {
         RUN = 36,
         #[allow(dead_code, reason = "the job's own retention rule (issue 36), which only Lua reads")]
         RETAIN = 37,
+        FKEY = 38,
+        CKEY = 39,
+        RKEY = 40,
+        COST = 41,
     }
 }
 
@@ -88,7 +93,7 @@ pub(crate) mod pos {
 /// empty.
 const REQUIRED: usize = pos::UPDATED;
 /// Positions a record may hold (job.lua `FIELDS`).
-const FIELDS: usize = pos::RETAIN;
+const FIELDS: usize = pos::COST;
 /// State codes by position in job.lua's `STATE_NAME`.
 const STATES: [JobState; 6] = [
     JobState::Pending,
@@ -166,6 +171,15 @@ pub(crate) fn packed_job(
         checkpoint: p.bytes(CHECKPOINT)?,
         result: p.bytes(RESULT)?,
         schedule: p.schedule()?,
+        flow: FlowKeys {
+            fairness: p.text(FKEY)?,
+            concurrency: p.text(CKEY)?,
+            rate: p.text(RKEY)?,
+            // '' (or absent) for 1.
+            cost: p.opt_int(COST)?.map_or(Ok(1), |c| {
+                u32::try_from(c).map_err(|_| p.corrupt(COST, format!("out of range: {c}")))
+            })?,
+        },
         id,
     })
 }

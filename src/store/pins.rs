@@ -3,7 +3,8 @@
 //! on any difference — the `every` advance and its skip cap (lua/lib/rules.lua
 //! `every_advance`, `timing::Timing::advance`), the occurrence id (`occurrence_id`
 //! in both), and the two job keys Lua composes (lua/lib/job.lua `ready_list` and
-//! `listing_bucket`, `keys.rs`).
+//! `listing_bucket`, `keys.rs`), and the flow-control keys (lua/lib/flow.lua
+//! `flow.key`, `keys.rs` `flow_key`).
 
 use deadpool_redis::redis::{self, aio::MultiplexedConnection, Value};
 
@@ -268,6 +269,34 @@ async fn the_target_index_lua_composes_is_the_one_keys_rs_names() {
     )
     .await;
     assert_eq!(lua, vec![keys.target_due()]);
+}
+
+#[tokio::test]
+async fn the_flow_keys_lua_composes_are_the_ones_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let queues = ["q", "a:b", "{x}", "ü 🦀", "12:q", ""];
+    let rests = ["", "1:a1:bc", "tenant:42", "ü"];
+    let kinds = ['l', 'r', 'p', 'w', 't', 'c', 'b', 'h', 'k', 'g', 'a', 'q'];
+    for (prefix, namespace) in [("dueq", "ns"), ("app:dueq", "billing.eu")] {
+        let keys = NamespaceKeys::new(prefix, namespace);
+        let mut args = vec![keys.meta()];
+        let mut expected = Vec::new();
+        for (i, queue) in queues.iter().enumerate() {
+            for (j, kind) in kinds.iter().enumerate() {
+                let rest = rests[(i + j) % rests.len()];
+                args.extend([kind.to_string(), (*queue).to_owned(), rest.to_owned()]);
+                expected.push(keys.flow_key(*kind, queue, rest));
+            }
+        }
+        let body = "local out = {}
+for i = 2, #ARGV, 3 do
+  out[#out + 1] = flow.key(ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2])
+end
+return out";
+        let lua = eval(&mut conn, Prelude::Job, body, &args).await;
+        assert_eq!(lua, expected);
+    }
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@
 //! - `common/`     the harness: redis-server, the service, clients, patience, programs
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
+//! - `flow/`       flow control: concurrency keys, rate limits, fairness, their RPCs
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
@@ -33,6 +34,7 @@ mod common;
 mod cluster;
 mod doc_examples;
 mod edge;
+mod flow;
 mod jobs;
 mod migrate;
 mod queues;

@@ -111,6 +111,10 @@ pub(super) fn job_to_proto(r: JobRecord) -> proto::Job {
         result: r.result,
         cancel_requested: r.cancel_requested,
         version: r.version,
+        fairness_key: r.flow.fairness,
+        concurrency_key: r.flow.concurrency,
+        rate_key: r.flow.rate,
+        cost: i32::try_from(r.flow.cost).unwrap_or(i32::MAX),
     }
 }
 

@@ -19,6 +19,9 @@ pub(crate) struct AckedJob {
     pub(crate) register: bool,
     /// The job's queue.
     pub(crate) queue: String,
+    /// The flow slot it freed may let a waiting claim run (lib/flow.lua
+    /// `flow.finish`): wake waiters.
+    pub(crate) woke: bool,
 }
 
 impl Operation for AckJob<'_> {
@@ -37,6 +40,7 @@ impl Operation for AckJob<'_> {
             Ok(AckedJob {
                 register: reply.flag()?,
                 queue: reply.text()?,
+                woke: reply.flag()?,
             })
         })
     }

@@ -32,6 +32,9 @@ pub(crate) struct AckedBatch {
     /// A job entered the finished set such that the namespace must be put in the
     /// prune due-set.
     pub(crate) register: bool,
+    /// A flow slot freed may let a waiting claim run (lib/flow.lua `flow.finish`):
+    /// wake waiters.
+    pub(crate) woke: bool,
     /// One outcome per lease, in order.
     pub(crate) acked: Vec<Acked>,
 }
@@ -51,9 +54,14 @@ impl Operation for AckJobs<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         reply.int()?; // Redis now
         let register = reply.flag()?;
+        let woke = reply.flag()?;
         let acked = decode_acks(&mut reply, self.leases.len())?;
         reply.finish()?;
-        Ok(AckedBatch { register, acked })
+        Ok(AckedBatch {
+            register,
+            woke,
+            acked,
+        })
     }
 }
 

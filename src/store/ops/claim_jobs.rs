@@ -45,6 +45,59 @@ pub(crate) struct ClaimedBatch {
     pub(crate) expired: Vec<u64>,
     /// One outcome per carried ack, in order.
     pub(crate) acked: Vec<Acked>,
+    /// The flow limits this call met, per queue (in the order of
+    /// `ClaimJobs::queues`): each reason with how many times (lib/flow.lua).
+    pub(crate) throttled: Vec<Vec<(FlowReason, u64)>>,
+}
+
+/// Why a claim passed over work (issue 32; lib/flow.lua): a lane parked on a key's
+/// concurrency, rate or throttle, or a queue at its own max_running or rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum FlowReason {
+    Concurrency,
+    Rate,
+    Throttled,
+    QueueRunning,
+    QueueRate,
+}
+
+impl FlowReason {
+    /// Its word in the script's reply and in the metric's `reason` label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            FlowReason::Concurrency => "concurrency",
+            FlowReason::Rate => "rate",
+            FlowReason::Throttled => "throttled",
+            FlowReason::QueueRunning => "queue_running",
+            FlowReason::QueueRate => "queue_rate",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Self> {
+        [
+            FlowReason::Concurrency,
+            FlowReason::Rate,
+            FlowReason::Throttled,
+            FlowReason::QueueRunning,
+            FlowReason::QueueRate,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == word)
+    }
+}
+
+/// One queue's "reason=count reason=count" ('' none).
+fn read_reasons(reply: &mut Reply) -> Result<Vec<(FlowReason, u64)>, StoreError> {
+    let text = reply.text()?;
+    text.split_whitespace()
+        .map(|item| {
+            item.split_once('=')
+                .and_then(|(word, n)| Some((FlowReason::parse(word)?, n.parse().ok()?)))
+                .ok_or_else(|| {
+                    StoreError::corrupt("claim_jobs reply", format!("flow limits {text:?}"))
+                })
+        })
+        .collect()
 }
 
 impl Operation for ClaimJobs<'_> {
@@ -85,6 +138,11 @@ impl Operation for ClaimJobs<'_> {
             .map(|_| reply.count())
             .collect::<Result<_, _>>()?;
         let acked = decode_acks(&mut reply, self.acks.len())?;
+        let throttled = self
+            .queues
+            .iter()
+            .map(|_| read_reasons(&mut reply))
+            .collect::<Result<_, _>>()?;
         reply.finish()?;
         Ok(ClaimedBatch {
             next_ms,
@@ -93,6 +151,7 @@ impl Operation for ClaimJobs<'_> {
             jobs,
             expired,
             acked,
+            throttled,
         })
     }
 }

@@ -10,7 +10,7 @@ script!(EnqueueJobs<'_>:
     Arity::Exactly(2),
     Arity::Groups {
         fixed: 11,
-        group: 18
+        group: 19
     }
 );
 

@@ -66,15 +66,20 @@ operations!(
     retry_dead_jobs,
     retry_job,
     set_follow,
+    set_key_limit,
+    set_queue_policy,
     set_schedule_next_run,
+    throttle_key,
     trigger_schedule,
     upsert_schedule,
     ;
     // Reads (listings, stats, gauges, peeks), Migrate's steps and the pruner.
     unwaited:
     get_job,
+    get_queue_policy,
     get_schedule,
     list_due_schedules,
+    list_flow_keys,
     list_jobs,
     list_schedules,
     migrate_apply,

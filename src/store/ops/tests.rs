@@ -283,8 +283,10 @@ const RUN_WHEN_FULL: &[&str] = &[
     "extend_lease",
     "fail_job",
     "get_job",
+    "get_queue_policy",
     "get_schedule",
     "list_due_schedules",
+    "list_flow_keys",
     "list_jobs",
     "list_schedules",
     "migrate_lock",
@@ -299,6 +301,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "release_job",
     "release_jobs",
     "set_follow",
+    "throttle_key",
     "watch_job",
 ];
 

@@ -37,6 +37,8 @@ const READS: &[&str] = &[
     "GetNamespaceStatus",
     "ListNamespaces",
     "ListQueues",
+    "GetQueuePolicy",
+    "ListFlowKeys",
 ];
 
 /// RPCs over every namespace at once: a principal needs the pattern `*` for them.
@@ -68,6 +70,7 @@ fn allowed(role: &str, method: &str) -> bool {
         "ClaimDueSchedule",
         "AckOccurrence",
         "ReleaseJob",
+        "ThrottleKey",
     ];
     match role {
         "admin" => true,
@@ -111,6 +114,11 @@ const RPCS: &[&str] = &[
     "QueueService/ListQueues",
     "QueueService/PauseQueue",
     "QueueService/ResumeQueue",
+    "QueueService/SetQueuePolicy",
+    "QueueService/GetQueuePolicy",
+    "QueueService/SetKeyLimit",
+    "QueueService/ThrottleKey",
+    "QueueService/ListFlowKeys",
     "QueueService/RetryDeadJobs",
     "QueueService/PurgeJobs",
     "QueueService/Migrate",
@@ -275,6 +283,24 @@ async fn call(
         }
         "QueueService/ResumeQueue" => {
             send!(queue.resume_queue(ResumeQueueRequest { queue: "q".into() }))
+        }
+        "QueueService/SetQueuePolicy" => {
+            send!(queue.set_queue_policy(SetQueuePolicyRequest { queue: "q".into() }))
+        }
+        "QueueService/GetQueuePolicy" => {
+            send!(queue.get_queue_policy(GetQueuePolicyRequest { queue: "q".into() }))
+        }
+        "QueueService/SetKeyLimit" => send!(queue.set_key_limit(SetKeyLimitRequest {
+            queue: "q".into(),
+            key: "k".into()
+        })),
+        "QueueService/ThrottleKey" => send!(queue.throttle_key(ThrottleKeyRequest {
+            queue: "q".into(),
+            key: "k".into(),
+            r#for: Some(prost_types::Duration::default())
+        })),
+        "QueueService/ListFlowKeys" => {
+            send!(queue.list_flow_keys(ListFlowKeysRequest { queue: "q".into() }))
         }
         "QueueService/RetryDeadJobs" => {
             send!(queue.retry_dead_jobs(RetryDeadJobsRequest { queue: "q".into() }))

@@ -3,6 +3,7 @@
 //! running slots and a lost wake-up of a park; a namespace without flow control pays
 //! nothing. Against a real redis-server and the real service.
 
+use deadpool_redis::redis::aio::MultiplexedConnection;
 use dueq::proto;
 
 use crate::common::*;
@@ -33,7 +34,7 @@ async fn claim(c: &mut Client) -> Option<proto::ClaimedJob> {
 }
 
 fn name_of(claimed: &proto::ClaimedJob) -> String {
-    claimed.job.as_ref().expect("job").name.clone()
+    claimed.name.clone()
 }
 
 /// Claims until none is left: the names, in order.
@@ -56,6 +57,15 @@ async fn per_key_max_running(c: &mut Client, n: u32) {
     })
     .await
     .expect("SetQueuePolicy");
+}
+
+/// How many SCAN commands Redis has run.
+async fn scan_calls(conn: &mut MultiplexedConnection) -> u64 {
+    let info: String = query(conn, cmd("INFO").arg("commandstats")).await;
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_scan:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().expect("calls"))
 }
 
 async fn repaired(a: &mut Admin, dry_run: bool) -> u64 {
@@ -129,8 +139,7 @@ async fn lost_slots_are_recounted_so_no_key_runs_over_its_limit() {
     enqueue(&mut c, keyed("k2", "x", "k")).await;
     assert!(claim(&mut c).await.is_none(), "k is at its limit");
 
-    let first_job = first.job.expect("job");
-    ack_job(&mut c, &first_job.id, &first.lease_token)
+    ack_job(&mut c, &first.job_id, &first.lease_token)
         .await
         .expect("ack");
     assert_eq!(claim_all(&mut c).await, ["k2"]);
@@ -208,9 +217,12 @@ async fn namespace_without_flow_control_pays_nothing() {
         enqueue(&mut c, job("q", name)).await;
     }
     claim(&mut c).await.expect("p1 leased");
+    let scans = scan_calls(&mut conn).await;
     let done = migrate_done(&mut a, migrate_req("ns")).await;
     assert_eq!(done.repaired, 0, "{done:?}");
     assert!(done.problems.is_empty(), "{done:?}");
+    // No walk over the keyspace for lanes, which only a namespace with flow state pays.
+    assert_eq!(scan_calls(&mut conn).await, scans);
     let flow_keys: Vec<String> = query(&mut conn, cmd("KEYS").arg("dueq:{ns}:meta:f*")).await;
     assert!(flow_keys.is_empty(), "{flow_keys:?}");
 }

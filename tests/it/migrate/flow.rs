@@ -120,6 +120,40 @@ async fn lost_lane_is_repaired() {
 }
 
 #[tokio::test]
+async fn lost_turns_of_a_round_robin_queue_are_repaired() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut a = admin(&service).await;
+    let mut conn = redis.conn().await;
+    c.set_queue_policy(proto::SetQueuePolicyRequest {
+        namespace: "ns".into(),
+        queue: "q".into(),
+        policy: Some(proto::QueuePolicy {
+            fairness: proto::Fairness::RoundRobin as i32,
+            ..Default::default()
+        }),
+    })
+    .await
+    .expect("SetQueuePolicy");
+    // Keyless jobs of a queue that takes turns wait in lane "0:0:".
+    for name in ["x1", "x2"] {
+        enqueue(&mut c, job("q", name)).await;
+    }
+    enqueue(&mut c, keyed("t1", "t", "")).await;
+    assert_eq!(repaired(&mut a, false).await, 0, "nothing lost yet");
+    let _: () = query(&mut conn, cmd("DEL").arg("dueq:{ns}:meta:fp:1:q")).await;
+    let _: () = query(&mut conn, cmd("DEL").arg(lane_key("", ""))).await;
+    assert!(claim(&mut c).await.is_none(), "lost with the turns");
+
+    // x1's and x2's entries, their lane's turn, t's turn.
+    assert_eq!(repaired(&mut a, false).await, 4);
+    let mut names = claim_all(&mut c).await;
+    names.sort();
+    assert_eq!(names, ["t1", "x1", "x2"]);
+}
+
+#[tokio::test]
 async fn lost_slots_are_recounted_so_no_key_runs_over_its_limit() {
     let redis = Redis::start().await;
     let service = Service::start(&redis.url()).await;

@@ -26,7 +26,7 @@ pub enum OperatorCommand {
     #[command(after_help = CLIENT_HELP)]
     Queues(QueuesArgs),
     /// Operator: pause or resume one queue (claims skip a paused queue; enqueues
-    /// still land).
+    /// still land); its flow policy, key limits, throttles and active keys.
     Queue(QueueArgs),
     /// Operator: the jobs of a queue, optionally in one state.
     #[command(after_help = CLIENT_HELP)]
@@ -189,6 +189,177 @@ pub enum QueueAction {
     /// Resume a paused queue; waiting workers are woken.
     #[command(after_help = CLIENT_HELP)]
     Resume(QueueTarget),
+    /// A queue's flow policy (docs/flow.md): set it or show it.
+    Policy(PolicyArgs),
+    /// Give one key of a queue its own max-running and/or rate (neither: remove
+    /// them, back to the policy's per-key limits).
+    #[command(after_help = CLIENT_HELP)]
+    KeyLimit(KeyLimitArgs),
+    /// Stop a key's jobs from starting for a while (0s lifts it).
+    #[command(after_help = CLIENT_HELP)]
+    Throttle(ThrottleArgs),
+    /// A queue's active flow keys: ready jobs, leased jobs, throttle and own limits.
+    #[command(after_help = CLIENT_HELP)]
+    Keys(KeysArgs),
+}
+
+/// `dueq queue policy …`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub action: PolicyAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum PolicyAction {
+    /// Set a queue's flow policy, replacing the one before (no flags: no policy).
+    #[command(after_help = CLIENT_HELP)]
+    Set(PolicySetArgs),
+    /// Show a queue's flow policy.
+    #[command(after_help = CLIENT_HELP)]
+    Get(QueueTarget),
+}
+
+/// A rate on the command line: `N/PERIOD` (`100/1s`, `5/1m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateArg {
+    pub limit: u32,
+    pub period: Duration,
+}
+
+fn parse_rate(text: &str) -> Result<RateArg, String> {
+    let (limit, period) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not N/PERIOD (for example 100/1s)"))?;
+    let limit = limit
+        .trim()
+        .parse()
+        .map_err(|_| format!("{limit:?} is not a whole number of starts"))?;
+    let period = humantime::parse_duration(period.trim()).map_err(|e| e.to_string())?;
+    Ok(RateArg { limit, period })
+}
+
+/// How a queue takes turns between lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FairnessArg {
+    Fifo,
+    RoundRobin,
+    Weighted,
+}
+
+fn parse_weight(text: &str) -> Result<(String, u32), String> {
+    let (key, weight) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{text:?} is not KEY=WEIGHT"))?;
+    let weight = weight
+        .parse()
+        .map_err(|_| format!("{weight:?} is not a whole number"))?;
+    Ok((key.to_owned(), weight))
+}
+
+/// `dueq queue policy set`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicySetArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// Most jobs of the queue leased at once.
+    #[arg(long, value_name = "N")]
+    pub max_running: Option<u32>,
+    /// Starts of the queue as a whole, N/PERIOD (100/1s).
+    #[arg(long, value_name = "N/PERIOD", value_parser = parse_rate)]
+    pub rate: Option<RateArg>,
+    /// Extra starts --rate allows at once after an idle spell.
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub burst: Option<u32>,
+    /// Most jobs leased at once per concurrency key.
+    #[arg(long, value_name = "N")]
+    pub per_key_max_running: Option<u32>,
+    /// Starts per rate key, N/PERIOD.
+    #[arg(long, value_name = "N/PERIOD", value_parser = parse_rate)]
+    pub per_key_rate: Option<RateArg>,
+    /// Extra starts --per-key-rate allows at once after an idle spell.
+    #[arg(long, value_name = "N", requires = "per_key_rate")]
+    pub per_key_burst: Option<u32>,
+    /// How the queue takes turns between lanes (fifo by default).
+    #[arg(long, value_enum)]
+    pub fairness: Option<FairnessArg>,
+    /// A fairness key's weight under --fairness weighted, KEY=N (repeat it).
+    #[arg(long, value_name = "KEY=N", value_parser = parse_weight)]
+    pub weight: Vec<(String, u32)>,
+    /// The weight of a key without --weight (1 by default).
+    #[arg(long, value_name = "N")]
+    pub default_weight: Option<u32>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queue key-limit`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KeyLimitArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// The key (a concurrency key for --max-running, a rate key for --rate).
+    pub key: String,
+    /// Most jobs with this concurrency key leased at once (0: no limit for it).
+    #[arg(long, value_name = "N")]
+    pub max_running: Option<u32>,
+    /// Starts of this rate key, N/PERIOD.
+    #[arg(long, value_name = "N/PERIOD", value_parser = parse_rate)]
+    pub rate: Option<RateArg>,
+    /// Extra starts --rate allows at once after an idle spell.
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub burst: Option<u32>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq queue throttle`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ThrottleArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// The key (a fairness, concurrency or rate key of the queue's jobs).
+    pub key: String,
+    /// How long (at most 1d); 0s lifts the throttle.
+    #[arg(value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// What `dueq queue keys` orders by (most first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FlowKeyOrderArg {
+    Backlog,
+    Running,
+    Throttled,
+}
+
+/// `dueq queue keys`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KeysArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// What to order by, most first.
+    #[arg(long, value_enum, default_value = "backlog")]
+    pub order_by: FlowKeyOrderArg,
+    /// Most keys to show (1-100000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 /// One queue of one namespace.

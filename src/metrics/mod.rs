@@ -89,6 +89,15 @@ pub(crate) struct FlowReasonLabels {
     pub(crate) reason: &'static str,
 }
 
+/// One flow key of a queue (issue 32): only the top keys of a queue with a policy
+/// (`scrape::TOP_FLOW_KEYS`), so a queue adds at most that many series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FlowKeyLabels {
+    pub(crate) namespace: String,
+    pub(crate) queue: String,
+    pub(crate) key: String,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct SkipLabels {
     pub(crate) namespace: String,
@@ -165,6 +174,8 @@ pub(crate) struct Metrics {
     queue_oldest: Family<QueueLabels, Gauge<f64, AtomicU64>>,
     queue_paused: Family<QueueLabels, Gauge>,
     queue_removed: Family<QueueLabels, Gauge>,
+    flow_key_running: Family<FlowKeyLabels, Gauge>,
+    flow_key_backlog: Family<FlowKeyLabels, Gauge>,
 
     occurrences: Counters<NamespaceLabels>,
     skipped_runs: Counters<SkipLabels>,
@@ -215,6 +226,8 @@ impl Metrics {
             queue_oldest: Family::default(),
             queue_paused: Family::default(),
             queue_removed: Family::default(),
+            flow_key_running: Family::default(),
+            flow_key_backlog: Family::default(),
             occurrences: counters(),
             skipped_runs: counters(),
             lateness: histograms(WAIT_BUCKETS),
@@ -328,6 +341,18 @@ impl Metrics {
             "Finished jobs of a queue removed so far, by their own retention rule or the \
              server's (read from Redis when scraped; ListQueues `removed`).",
             self.queue_removed.clone(),
+        );
+        r.register(
+            "dueq_flow_key_running",
+            "Jobs of a concurrency key leased now, for the 10 keys of a queue with a flow \
+             policy that have the most (read from Redis when scraped; ListFlowKeys).",
+            self.flow_key_running.clone(),
+        );
+        r.register(
+            "dueq_flow_key_backlog",
+            "Ready jobs carrying a flow key, for the 10 keys of a queue with a flow policy \
+             that have the most (read from Redis when scraped; ListFlowKeys).",
+            self.flow_key_backlog.clone(),
         );
     }
 

@@ -3,7 +3,8 @@
 //! `--metrics-max-series` of them: per namespace one O(log N) script call for the
 //! schedules (`schedule_gauges`) and one per page of 1000 queues for the queues
 //! (`Store::queue_stats`, O(1) per queue), at most `--metrics-max-series` queues in
-//! all. A refresh serves every scrape for `SCRAPE_CACHE`, so many scrapers (or one
+//! all; for each of those queues that has a flow policy, two more calls for its top
+//! [`TOP_FLOW_KEYS`] keys by leased and by ready jobs. A refresh serves every scrape for `SCRAPE_CACHE`, so many scrapers (or one
 //! scraping each of many replicas) do not multiply the load on Redis; scrapes wait
 //! for one another's refresh.
 
@@ -14,11 +15,24 @@ use std::{
 
 use tokio::sync::Mutex;
 
-use super::{Metrics, NamespaceLabels, QueueLabels, QueueStateLabels, StatusLabels, OTHER};
+use super::{
+    FlowKeyLabels, Metrics, NamespaceLabels, QueueLabels, QueueStateLabels, StatusLabels, OTHER,
+};
 use crate::{
     namespaces::Namespaces,
-    store::{ops::schedule_gauges::ScheduleGauges, Store},
+    store::{
+        ops::{
+            list_flow_keys::{FlowKeyOrder, ListFlowKeys},
+            schedule_gauges::ScheduleGauges,
+        },
+        Store,
+    },
 };
+
+/// How many keys of a queue the flow-key gauges show, by each measure: the bound on
+/// the series a queue adds (the queues themselves are bounded by
+/// `--metrics-max-series`).
+pub(crate) const TOP_FLOW_KEYS: u32 = 10;
 
 /// How long one refresh of the Redis-read gauges serves scrapes.
 pub(crate) const SCRAPE_CACHE: Duration = Duration::from_secs(5);
@@ -105,6 +119,8 @@ impl Metrics {
         self.queue_oldest.clear();
         self.queue_paused.clear();
         self.queue_removed.clear();
+        self.flow_key_running.clear();
+        self.flow_key_backlog.clear();
         let mut queue_budget = self.bound.max();
         for namespace in self.scraped_namespaces(sources).await {
             self.refresh_queues(sources, &namespace, &mut queue_budget)
@@ -152,10 +168,15 @@ impl Metrics {
             };
             *budget = budget.saturating_sub(page.queues.len().max(1));
             for stats in &page.queues {
-                let (namespace, queue) = self.bound.queue(namespace, &stats.queue);
+                let (labelled, queue) = self.bound.queue(namespace, &stats.queue);
                 if queue == OTHER {
                     continue;
                 }
+                if stats.policy.is_some() {
+                    self.refresh_flow_keys(sources, namespace, &labelled, &queue)
+                        .await;
+                }
+                let namespace = labelled;
                 let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
                 let mut states = vec![("delayed", stats.delayed), ("active", stats.active)];
                 // Until Migrate recounts a store older than the counts, they are unknown.
@@ -186,6 +207,54 @@ impl Metrics {
             match page.next_after {
                 Some(next) => after = next,
                 None => return,
+            }
+        }
+    }
+
+    /// The flow-key gauges of one queue with a policy: its top keys by leased jobs
+    /// and by ready jobs, one bounded script call each. `labelled`: the namespace's
+    /// label value.
+    async fn refresh_flow_keys(
+        &self,
+        sources: &Sources,
+        namespace: &str,
+        labelled: &str,
+        queue: &str,
+    ) {
+        let gauges = [
+            (FlowKeyOrder::Running, &self.flow_key_running),
+            (FlowKeyOrder::Backlog, &self.flow_key_backlog),
+        ];
+        for (order, family) in gauges {
+            let op = ListFlowKeys {
+                queue,
+                order,
+                offset: 0,
+                limit: TOP_FLOW_KEYS,
+            };
+            let page = match sources.store.run(namespace, &op).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::debug!(%namespace, %queue, %error, "metrics: could not read flow keys");
+                    return;
+                }
+            };
+            for key in page.keys {
+                let n = match order {
+                    FlowKeyOrder::Running => key.running,
+                    _ => key.backlog,
+                };
+                // A key of the other measure's top comes along with 0: not shown.
+                if n == 0 {
+                    continue;
+                }
+                family
+                    .get_or_create(&FlowKeyLabels {
+                        namespace: labelled.to_owned(),
+                        queue: queue.to_owned(),
+                        key: key.key,
+                    })
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
             }
         }
     }

@@ -68,6 +68,7 @@ const BLOCKS: &[(&str, &str)] = &[
         "watch-example",
         "jobs::watch::the_docs_watch_example_prints_the_finished_job_once",
     ),
+    ("flow-example", "flow::api::the_flow_doc_example_runs"),
     (
         "metrics-table",
         "tools::metrics::the_dashboard_queries_only_documented_metrics",

@@ -207,6 +207,10 @@ async fn show(namespace: String, job_id: String, client_args: ClientArgs) -> Res
             ("finished", time_cell(&job.finish_time)),
             ("worker", or_dash(&job.worker_id)),
             ("dedup_key", or_dash(&job.dedup_key)),
+            ("fairness_key", or_dash(&job.fairness_key)),
+            ("concurrency_key", or_dash(&job.concurrency_key)),
+            ("rate_key", or_dash(&job.rate_key)),
+            ("cost", job.cost.to_string()),
             ("lease", render::duration_cell(&job.lease)),
             (
                 "headers",

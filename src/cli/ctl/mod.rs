@@ -1,10 +1,12 @@
-//! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue`, `dueq
+//! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue` (with the
+//! flow-control subcommands of `flow`), `dueq
 //! retry-dead`, `dueq purge`, `dueq jobs`, `dueq job`, `dueq schedules`, `dueq
 //! schedule`, `dueq preview`, `dueq migrate`): clients of a running service over the generated
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
 pub(crate) mod connect;
+mod flow;
 mod jobs;
 mod migrate;
 mod queues;
@@ -101,13 +103,22 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 }
 
 fn command_name(command: &OperatorCommand) -> &'static str {
-    use dueq::config::ctl::{JobCommand, QueueAction, ScheduleAction};
+    use dueq::config::ctl::{JobCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction};
     match command {
         OperatorCommand::Namespaces(_) => "namespaces",
         OperatorCommand::Queues(_) => "queues",
         OperatorCommand::Queue(args) => match args.action {
             QueueAction::Pause(_) => "queue pause",
             QueueAction::Resume(_) => "queue resume",
+            QueueAction::Policy(PolicyArgs {
+                action: PolicyAction::Set(_),
+            }) => "queue policy set",
+            QueueAction::Policy(PolicyArgs {
+                action: PolicyAction::Get(_),
+            }) => "queue policy get",
+            QueueAction::KeyLimit(_) => "queue key-limit",
+            QueueAction::Throttle(_) => "queue throttle",
+            QueueAction::Keys(_) => "queue keys",
         },
         OperatorCommand::RetryDead(_) => "retry-dead",
         OperatorCommand::Purge(_) => "purge",

@@ -1,11 +1,12 @@
 //! `dueq namespaces` (ListNamespaces), `dueq queues` (ListQueues), `dueq queue
-//! pause|resume` (PauseQueue, ResumeQueue), `dueq retry-dead` (RetryDeadJobs) and
+//! pause|resume` (PauseQueue, ResumeQueue; the flow-control subcommands are `flow`'s), `dueq retry-dead` (RetryDeadJobs) and
 //! `dueq purge` (PurgeJobs). The bulk commands call the service in bounded batches
 //! until it says no more remain, or the --limit is reached.
 
 use dueq::{
     config::ctl::{
-        NamespacesArgs, PurgeArgs, PurgeStateArg, QueueAction, QueueArgs, QueuesArgs, RetryDeadArgs,
+        NamespacesArgs, PolicyAction, PurgeArgs, PurgeStateArg, QueueAction, QueueArgs, QueuesArgs,
+        RetryDeadArgs,
     },
     proto,
 };
@@ -89,16 +90,7 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
     let doc = json!({
         "namespace": args.namespace,
         "read_time": render::time_json(&read_time),
-        "queues": queues.iter().map(|q| json!({
-            "queue": q.queue,
-            "pending": q.pending,
-            "delayed": q.delayed,
-            "active": q.active,
-            "dead": q.dead,
-            "oldest_pending_age_seconds": render::seconds(&q.oldest_pending_age),
-            "paused": q.paused,
-            "counted": q.counted,
-        })).collect::<Vec<_>>(),
+        "queues": queues.iter().map(queue_json).collect::<Vec<_>>(),
         "more": more,
     });
     emit(args.client.output, doc, || {
@@ -110,6 +102,7 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
             "DEAD",
             "OLDEST PENDING",
             "PAUSED",
+            "POLICY",
         ]);
         let mut uncounted = false;
         for q in &queues {
@@ -122,6 +115,7 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
                 format!("{}{}", q.dead, if q.counted { "" } else { "?" }),
                 render::duration_cell(&q.oldest_pending_age.map(whole_seconds)),
                 if q.paused { "yes" } else { "no" }.into(),
+                super::flow::policy_cell(&q.policy),
             ]);
         }
         let mut text = table.to_string();
@@ -140,6 +134,20 @@ pub(crate) async fn queues(args: QueuesArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+fn queue_json(q: &proto::QueueInfo) -> serde_json::Value {
+    json!({
+        "queue": q.queue,
+        "pending": q.pending,
+        "delayed": q.delayed,
+        "active": q.active,
+        "dead": q.dead,
+        "oldest_pending_age_seconds": render::seconds(&q.oldest_pending_age),
+        "paused": q.paused,
+        "counted": q.counted,
+        "policy": super::flow::policy_json(&q.policy),
+    })
+}
+
 /// An age to the whole second, for a table.
 fn whole_seconds(d: prost_types::Duration) -> prost_types::Duration {
     prost_types::Duration {
@@ -152,6 +160,15 @@ pub(crate) async fn queue(args: QueueArgs) -> Result<(), Failure> {
     let (target, paused) = match args.action {
         QueueAction::Pause(target) => (target, true),
         QueueAction::Resume(target) => (target, false),
+        QueueAction::Policy(policy) => {
+            return match policy.action {
+                PolicyAction::Set(args) => super::flow::set_policy(args).await,
+                PolicyAction::Get(target) => super::flow::get_policy(target).await,
+            }
+        }
+        QueueAction::KeyLimit(args) => return super::flow::key_limit(args).await,
+        QueueAction::Throttle(args) => return super::flow::throttle(args).await,
+        QueueAction::Keys(args) => return super::flow::keys(args).await,
     };
     let mut client = connect(&target.client, true).await?;
     let changed = if paused {

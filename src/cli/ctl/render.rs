@@ -217,6 +217,10 @@ pub(crate) fn job_json(job: &proto::Job, full: bool) -> Value {
             })
             .unwrap_or(Value::Null);
         doc["headers"] = headers_json(&job.headers);
+        doc["fairness_key"] = json!(job.fairness_key);
+        doc["concurrency_key"] = json!(job.concurrency_key);
+        doc["rate_key"] = json!(job.rate_key);
+        doc["cost"] = json!(job.cost);
         doc["payload_base64"] = payload_json(&job.payload);
         doc["result_base64"] = payload_json(&job.result);
     }

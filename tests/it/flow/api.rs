@@ -654,3 +654,105 @@ async fn an_ack_that_frees_a_slot_wakes_a_waiting_claim() {
 async fn a_fail_that_frees_a_slot_wakes_a_waiting_claim() {
     a_freed_slot_wakes_a_waiting_claim("fail").await;
 }
+
+/// docs/flow.md's example: with per_key_max_running 1, a claim of up to 10 jobs
+/// gets one of the two jobs of a key, and ListFlowKeys shows the key with one leased
+/// and one ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_flow_doc_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let text = crate::doc_examples::run_fenced("flow-example", &service);
+    assert!(text.contains("\"sync-1\""), "{text}");
+    assert_eq!(
+        text.matches("\"leaseToken\"").count(),
+        1,
+        "one job claimed:\n{text}"
+    );
+    for shown in [
+        "\"key\": \"account-42\"",
+        "\"backlog\": \"1\"",
+        "\"running\": \"1\"",
+    ] {
+        assert!(text.contains(shown), "{shown} is not in:\n{text}");
+    }
+    let mut c = service.client().await;
+    let second = c
+        .get_job(proto::GetJobRequest {
+            namespace: "shop".into(),
+            job_id: "sync-2".into(),
+        })
+        .await
+        .expect("sync-2")
+        .into_inner()
+        .job
+        .expect("a job");
+    assert_eq!(second.state, proto::JobState::Pending as i32);
+}
+
+/// A claim that parks a lane on its key's concurrency counts it in
+/// dueq_flow_throttled_total; the top keys of a queue with a policy show their
+/// leased and ready jobs in dueq_flow_key_running and dueq_flow_key_backlog, a
+/// queue without a policy none.
+#[tokio::test]
+async fn flow_metrics_count_limits_met_and_show_the_top_keys() {
+    let redis = Redis::start().await;
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut config = config_without_background_work(&redis.url());
+    config.metrics_listen = Some(addr.clone());
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let per_key = proto::QueuePolicy {
+        per_key_max_running: 1,
+        ..Default::default()
+    };
+    set_policy(&mut c, "q", Some(per_key)).await.expect("set");
+    for name in ["a1", "a2", "a3"] {
+        enqueue(&mut c, keyed(name, "a")).await;
+    }
+    enqueue(&mut c, keyed("b1", "b")).await;
+    enqueue(
+        &mut c,
+        proto::EnqueueRequest {
+            concurrency_key: "p".into(),
+            ..job("plain", "p1")
+        },
+    )
+    .await;
+    // a1 and b1 are leased; a2 parks the "a" lane on its key, once.
+    assert_eq!(claim_ids(&mut c, 10).await.len(), 2);
+
+    let s = scrape(&addr).await;
+    let series = |name: &str, labels: &str| format!("{name}{{namespace=\"ns\",{labels}}}");
+    assert_eq!(
+        s.value(&series(
+            "dueq_flow_throttled_total",
+            "queue=\"q\",reason=\"concurrency\""
+        )),
+        1.0
+    );
+    let running = s.series_of("dueq_flow_key_running");
+    assert_eq!(
+        running,
+        [
+            (
+                series("dueq_flow_key_running", "queue=\"q\",key=\"a\"").as_str(),
+                1.0
+            ),
+            (
+                series("dueq_flow_key_running", "queue=\"q\",key=\"b\"").as_str(),
+                1.0
+            ),
+        ]
+    );
+    let backlog = s.series_of("dueq_flow_key_backlog");
+    assert_eq!(
+        backlog,
+        [(
+            series("dueq_flow_key_backlog", "queue=\"q\",key=\"a\"").as_str(),
+            2.0
+        )]
+    );
+}

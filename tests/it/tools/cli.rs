@@ -234,6 +234,11 @@ async fn job_json_shows_one_job_whole() {
     assert_eq!(job["priority"], json!(5));
     assert_eq!(job["payload_base64"], json!("aGVsbG8="));
     assert_eq!(job["headers"], json!({"tenant": "acme"}));
+    // No flow keys (docs/flow.md), and the default cost.
+    for key in ["fairness_key", "concurrency_key", "rate_key"] {
+        assert_eq!(job[key], json!(""), "{key}");
+    }
+    assert_eq!(job["cost"], json!(1));
     assert_eq!(job["lease_seconds"], json!(30.0));
     assert_eq!(
         job["backoff"],
@@ -853,7 +858,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 20, "{commands:#?}");
+    assert_eq!(commands.len(), 25, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -1218,6 +1223,7 @@ async fn namespaces_and_queues_json() {
         json!({
             "queue": "emails", "pending": 1, "delayed": 1, "active": 1, "dead": 1,
             "oldest_pending_age_seconds": "checked", "paused": false, "counted": true,
+            "policy": null,
         })
     );
     assert_eq!(doc["queues"][1]["pending"], json!(1));
@@ -1234,6 +1240,7 @@ async fn namespaces_and_queues_json() {
         .collect();
     assert_eq!(&cells[..5], ["emails", "1", "1", "1", "1"], "{row}");
     assert_eq!(cells[6], "no", "{row}");
+    assert_eq!(cells[7], "-", "no policy: {row}");
 }
 
 /// Pins: `dueq queue pause|resume` pause and resume a queue (claims skip it while

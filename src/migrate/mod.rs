@@ -15,6 +15,7 @@
 
 mod boringnode;
 mod counts;
+mod flow;
 mod jobs;
 mod lock;
 mod progress;
@@ -265,6 +266,15 @@ impl Migrator {
             if state.jobs_layout.is_some() || state.jobs_need_migrate() || state.jobs_meta_lost() {
                 self.count_queues(&mut run).await?;
             }
+        }
+        // 3c. Flow control's indexes (issue 32), checked against the jobs and
+        // repaired; a dry run counts them (only once the jobs are in the current
+        // layout, which a dry run does not convert).
+        let jobs_stored =
+            state.jobs_layout.is_some() || state.jobs_need_migrate() || state.jobs_meta_lost();
+        let jobs_current = !state.jobs_need_migrate() && !state.jobs_meta_lost();
+        if jobs_stored && (jobs_current || !options.dry_run) {
+            self.repair_flow(&mut run).await?;
         }
         // 4. The version, last.
         run.progress.to_schema = if options.dry_run {

@@ -273,6 +273,33 @@ impl NamespaceKeys {
         format!("{}:queues", self.meta())
     }
 
+    /// The SCAN pattern of the namespace's flow lanes and concurrency parks (issue 32,
+    /// lib/flow.lua `flow.key` kinds `l` and `w`: meta, `:f`, the kind, `:`, the
+    /// queue's length, `:`, the queue, the lane or key). The namespace and prefix hold
+    /// no glob characters (both are validated).
+    pub(crate) fn flow_index_pattern(&self) -> String {
+        format!("{}:f[lw]:*", self.meta())
+    }
+
+    /// A key found by [`NamespaceKeys::flow_index_pattern`]: its kind (`l` a lane,
+    /// `w` a park), queue and rest (the lane, or the concurrency key), or `None` for a
+    /// key that is not one.
+    pub(crate) fn flow_index_of(&self, key: &[u8]) -> Option<(char, String, String)> {
+        let meta = self.meta();
+        let rest = key.strip_prefix(meta.as_bytes())?.strip_prefix(b":f")?;
+        let (&kind, rest) = rest.split_first()?;
+        let rest = rest.strip_prefix(b":")?;
+        let colon = rest.iter().position(|&b| b == b':')?;
+        let len: usize = std::str::from_utf8(&rest[..colon]).ok()?.parse().ok()?;
+        let rest = &rest[colon + 1..];
+        if !matches!(kind, b'l' | b'w') || rest.len() < len {
+            return None;
+        }
+        let queue = std::str::from_utf8(&rest[..len]).ok()?;
+        let name = std::str::from_utf8(&rest[len..]).ok()?;
+        Some((kind as char, queue.to_owned(), name.to_owned()))
+    }
+
     /// Finished (completed, dead, cancelled) job ids scored by finish time.
     pub(crate) fn jobs_done(&self) -> String {
         format!("{}jdone", self.base)

@@ -35,7 +35,7 @@ pub(crate) use error::StoreError;
 pub(crate) use notify::Notice;
 pub(crate) use script::{Call, Operation, Prelude};
 pub(crate) use tls::RedisTls;
-pub(crate) use walk::{LegacyJobWalk, NamespaceWalk};
+pub(crate) use walk::{FlowIndexWalk, LegacyJobWalk, NamespaceWalk};
 
 use conn::Connections;
 use keys::NamespaceKeys;

@@ -298,3 +298,47 @@ return out";
         assert_eq!(lua, expected);
     }
 }
+
+#[tokio::test]
+async fn the_flow_indexes_lua_composes_are_the_ones_keys_rs_finds() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("app:dueq", "billing.eu");
+    let queues = ["q", "a:b", "{x}", "12:q", "ü", "*?[l]"];
+    let names = ["0:0:", "1:a0:", "3:a:b2:cdr", "0:1:k", "k", "ü 🦀"];
+    let mut args = vec![keys.meta()];
+    let mut want = Vec::new();
+    for (i, queue) in queues.iter().enumerate() {
+        for (j, name) in names.iter().enumerate() {
+            let kind = if (i + j) % 2 == 0 { 'l' } else { 'w' };
+            args.extend([kind.to_string(), (*queue).to_owned(), (*name).to_owned()]);
+            want.push((kind, (*queue).to_owned(), (*name).to_owned()));
+        }
+    }
+    // Every key composed, and one of every other kind, which the pattern must skip.
+    let body = "local out = {}
+for i = 2, #ARGV, 3 do
+  local key = flow.key(ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2])
+  redis.call('SET', key, '1')
+  redis.call('SET', flow.key(ARGV[1], 'c', ARGV[i + 1]), '1')
+  out[#out + 1] = key
+end
+return out";
+    let lua = eval(&mut conn, Prelude::Job, body, &args).await;
+    for (key, want) in lua.iter().zip(&want) {
+        assert_eq!(keys.flow_index_of(key.as_bytes()).as_ref(), Some(want));
+    }
+    let found: Vec<String> = redis::cmd("KEYS")
+        .arg(keys.flow_index_pattern())
+        .query_async(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("keys: {e}"));
+    let mut found: Vec<_> = found
+        .iter()
+        .filter_map(|key| keys.flow_index_of(key.as_bytes()))
+        .collect();
+    found.sort();
+    want.sort();
+    want.dedup();
+    assert_eq!(found, want);
+}

@@ -270,3 +270,51 @@ impl LegacyJobWalk {
             .collect()
     }
 }
+
+/// A namespace's flow lanes and concurrency parks (issue 32), a SCAN step at a time,
+/// for Migrate's flow repair.
+pub(crate) struct FlowIndexWalk {
+    /// The next SCAN cursor; `None` once the scan has come back to 0.
+    cursor: Option<u64>,
+}
+
+/// One key a [`FlowIndexWalk`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FlowIndexKey {
+    /// `'l'` a lane, `'w'` the park of a concurrency key.
+    pub(crate) kind: char,
+    pub(crate) queue: String,
+    /// The lane, or the concurrency key.
+    pub(crate) name: String,
+}
+
+impl FlowIndexWalk {
+    pub(crate) fn new() -> Self {
+        FlowIndexWalk { cursor: Some(0) }
+    }
+
+    /// The keys of the next SCAN step (possibly none), or `None` when the walk is over.
+    pub(crate) async fn next(
+        &mut self,
+        store: &Store,
+        namespace: &str,
+        count: u32,
+    ) -> Result<Option<Vec<FlowIndexKey>>, StoreError> {
+        let Some(cursor) = self.cursor else {
+            return Ok(None);
+        };
+        let keys = store.keys(namespace);
+        let pattern = keys.flow_index_pattern();
+        let (next, found) = store
+            .scan_step(&ScanAt::PatternSlot, cursor, &pattern, count, None)
+            .await?;
+        self.cursor = (next != 0).then_some(next);
+        Ok(Some(
+            found
+                .iter()
+                .filter_map(|key| keys.flow_index_of(key))
+                .map(|(kind, queue, name)| FlowIndexKey { kind, queue, name })
+                .collect(),
+        ))
+    }
+}

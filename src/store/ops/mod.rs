@@ -85,6 +85,7 @@ operations!(
     migrate_apply,
     migrate_counts,
     migrate_finish,
+    migrate_flow,
     migrate_index,
     migrate_jobs,
     migrate_lock,

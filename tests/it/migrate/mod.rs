@@ -5,6 +5,7 @@
 mod checks;
 mod concurrency;
 mod fixtures;
+mod flow;
 mod import;
 mod jobs;
 mod repair;

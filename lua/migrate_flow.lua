@@ -95,6 +95,7 @@ local function unpark(F, c, running)
   if mr > 0 and running >= mr then return 0 end
   if not dry then
     for _, L in ipairs(redis.call('SPOP', wkey, parked)) do flow.enter(meta, q, pol, L) end
+    redis.call('SREM', flow.key(meta, 'W', q), c)
   end
   return parked
 end
@@ -223,7 +224,11 @@ if mode == 'places' then
       end
     elseif kind == 'w' then
       local running = tonumber(redis.call('ZSCORE', flow.key(meta, 'c', q), name) or '0')
-      repaired = repaired + unpark(F, name, running)
+      local back = unpark(F, name, running)
+      repaired = repaired + back
+      -- A key that keeps its parked lanes is listed where PurgeJobs and the claims'
+      -- sampling find it (lib/flow.lua `W`), in case that list was lost.
+      if back == 0 and not dry then redis.call('SADD', flow.key(meta, 'W', q), name) end
     end
   end
   out[3], out[4] = visited, repaired

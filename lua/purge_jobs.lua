@@ -44,6 +44,20 @@ local function live(id)
 end
 
 local purged, visited, more = 0, 0, 0
+
+-- A ready entry (a job number, as a ready list or a lane holds it) met: its job is
+-- deleted when it is still that pending job of the queue.
+local function purge_pending(entry)
+  visited = visited + 1
+  local n = tonumber(entry)
+  local id = listing_id(K, queue, n)
+  local r = id and live(id)
+  if r and r.n == n then
+    purge(id, r)
+    count_pending(meta, r, -1)
+    purged = purged + 1
+  end
+end
 if state == 'dead' or state == 'delayed' then
   local index = K.delayed .. queue
   if state == 'dead' then index = queue_dead(meta, queue) end
@@ -66,15 +80,7 @@ elseif state == 'pending' then
     if not entry then
       redis.call('ZREM', pkey, top[1])
     else
-      visited = visited + 1
-      local n = tonumber(entry)
-      local id = listing_id(K, queue, n)
-      local r = id and live(id)
-      if r and r.n == n then
-        purge(id, r)
-        count_pending(meta, r, -1)
-        purged = purged + 1
-      end
+      purge_pending(entry)
     end
   end
   if redis.call('ZCARD', pkey) > 0 then more = 1 end
@@ -83,17 +89,7 @@ elseif state == 'pending' then
     local lanes_left = flow.purge_lanes(meta, queue, function(L)
       local lkey = flow.key(meta, 'l', queue, L)
       local entries = redis.call('ZRANGE', lkey, 0, limit - visited - 1)
-      for _, m in ipairs(entries) do
-        visited = visited + 1
-        local n = tonumber(m)
-        local id = listing_id(K, queue, n)
-        local r = id and live(id)
-        if r and r.n == n then
-          purge(id, r)
-          count_pending(meta, r, -1)
-          purged = purged + 1
-        end
-      end
+      for _, m in ipairs(entries) do purge_pending(m) end
       if #entries > 0 then
         redis.call('ZREM', lkey, unpack(entries))
         local f, c, rk = flow.lane_keys(L)

@@ -84,6 +84,9 @@ pub(crate) enum Family {
     /// Issue 30: schedules that enqueue jobs (dispatch latency), WatchJob's latency
     /// and the memory of open watch streams.
     Dispatch,
+    /// Issue 32: flow control's cost when its limits do not bind, slot-freed dispatch
+    /// latency, fairness (Jain's index, weighted shares) and memory per key.
+    Flow,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

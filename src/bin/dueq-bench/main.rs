@@ -10,7 +10,7 @@
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `consume`, `claim_scaling`, `peers`, `longpoll`, `memory`,
 //! `migrate`, `security`, `cluster`, `metrics`, `dispatch` (target schedules: `dispatch`;
-//! WatchJob: `watch`).
+//! WatchJob: `watch`), `flow` (flow control: `flow` and its parts in `flow/`).
 
 // The decisions clippy.toml keeps: short functions, the host clock read only where a
 // measurement needs it, raw Redis commands only where the bench seeds or inspects
@@ -27,6 +27,7 @@ mod consume;
 mod cpu;
 mod dispatch;
 mod env;
+mod flow;
 mod grpc;
 mod idle_cost;
 mod load;
@@ -154,6 +155,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
         dispatch::run(plan, env, report).await?;
         env.reset().await?;
         watch::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Flow) {
+        step("flow");
+        flow::run(plan, env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::Metrics) {

@@ -48,7 +48,7 @@ async fn used_now(conn: &mut MultiplexedConnection) -> Result<f64> {
 /// used_memory once it has settled: after a burst of writes Redis may still be
 /// rehashing its main dict incrementally, with the old and the new table both
 /// allocated, which would count tens of bytes per record that go away on their own.
-async fn used(conn: &mut MultiplexedConnection) -> Result<f64> {
+pub(crate) async fn used(conn: &mut MultiplexedConnection) -> Result<f64> {
     let mut last = used_now(conn).await?;
     for _ in 0..20 {
         crate::local::pause(std::time::Duration::from_millis(100)).await;

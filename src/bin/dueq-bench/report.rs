@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 12] = [
+pub(crate) const SECTIONS: [&str; 13] = [
     "ceiling",
     "grpc",
     "consume",
@@ -27,6 +27,7 @@ pub(crate) const SECTIONS: [&str; 12] = [
     "migrate",
     "metrics",
     "dispatch",
+    "flow",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

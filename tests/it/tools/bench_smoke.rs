@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 12] = [
+const SECTIONS: [&str; 13] = [
     "ceiling",
     "grpc",
     "consume",
@@ -17,6 +17,7 @@ const SECTIONS: [&str; 12] = [
     "migrate",
     "metrics",
     "dispatch",
+    "flow",
 ];
 
 /// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
@@ -79,6 +80,7 @@ fn bench_smoke_writes_every_section() {
         "migrate",
         "metrics",
         "dispatch",
+        "flow",
     ] {
         let rows = report["sections"][section]["rows"]
             .as_array()
@@ -183,6 +185,7 @@ fn bench_smoke_writes_every_section() {
     assert!(first["redis_commands"].as_u64().is_some(), "{first}");
     assert!(first["response_bytes"].as_u64().unwrap_or(0) > 0, "{first}");
     consume_rows(&report, &text);
+    flow_rows(&report, &text);
     assert!(report["targets"].as_array().is_some_and(|t| t.len() >= 10));
     assert!(report["meta"]["cores"].as_u64().is_some());
 }
@@ -265,6 +268,78 @@ fn consume_rows(report: &serde_json::Value, text: &str) {
     }
 }
 
+/// The flow section (issue 32): the four paired drains with their ratios, the
+/// slot-freed dispatch samples and the fast path's script calls, Jain's index and
+/// the weighted shares, memory per active key and what idle keys leave; each flow
+/// target met or missed (never n/a: the family measured them all).
+fn flow_rows(report: &serde_json::Value, text: &str) {
+    let rows = report["sections"]["flow"]["rows"]
+        .as_array()
+        .expect("flow rows");
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no flow row {name} in {text}"))
+    };
+    let ops = |row: &serde_json::Value| row["ops_per_s"].as_f64().unwrap_or(0.0);
+    let plain = find("keyless jobs, no policy");
+    for (name, baseline) in [
+        ("keyed jobs, limits not binding", "keyed jobs, no policy"),
+        ("keyed jobs, no policy", "keyless jobs, no policy"),
+        (
+            "keyless jobs, queue limits not binding",
+            "keyless jobs, no policy",
+        ),
+    ] {
+        let row = find(name);
+        let ratio = row["ratio_to_ceiling"].as_f64().expect("a ratio");
+        assert!(
+            (ratio - ops(row) / ops(find(baseline))).abs() < 1e-9,
+            "{row}"
+        );
+        assert_eq!(row["ratio_to"], baseline, "{row}");
+        assert_eq!(
+            row["jobs_s_rounds"].as_array().map(Vec::len),
+            Some(2),
+            "{row}"
+        );
+    }
+    assert!(ops(plain) > 0.0, "{plain}");
+    let slot = find("slot freed -> dispatch, another worker waiting");
+    assert!(slot["samples"].as_u64().unwrap_or(0) > 0, "{slot}");
+    assert!(slot["p99_ms"].as_f64().is_some(), "{slot}");
+    let fast = find("keys at their limit, Work stream fast path");
+    assert!(fast["script_calls_per_job"].as_f64().is_some(), "{fast}");
+    assert!(fast["stalled"].is_boolean(), "{fast}");
+    let jain = find("round-robin, one huge backlog")["jain"]
+        .as_f64()
+        .expect("jain");
+    assert!(jain > 0.0 && jain <= 1.0 + 1e-9, "{jain}");
+    let weighted = find("weighted shares");
+    assert_eq!(weighted["claims"], 1000, "{weighted}");
+    assert!(weighted["worst_relative_deviation"].as_f64().is_some());
+    let active = find("per active key");
+    assert_eq!(active["keys"], 10_000, "{active}");
+    assert!(active["bytes"].as_f64().is_some(), "{active}");
+    assert!(find("idle keys after drain")["flow_keys"]
+        .as_u64()
+        .is_some());
+    let targets = report["targets"].as_array().expect("targets");
+    for what in [
+        "flow limits not binding >= 0.9x unlimited",
+        "flow slot freed -> dispatch p99 <= 5 ms",
+        "flow fairness Jain >= 0.99",
+        "flow active key <= 200 B",
+        "flow idle keys 0 bytes",
+    ] {
+        let t = targets
+            .iter()
+            .find(|t| t["target"] == what)
+            .unwrap_or_else(|| panic!("no target {what} in {text}"));
+        assert!(t["met"].is_boolean(), "{t}");
+    }
+}
+
 /// What CI runs (`--smoke --peers`) with npm unable to install anything: the peers
 /// are a note, the run succeeds, the consume rows are there and the targets that
 /// need the BullMQ Worker row are neither met nor missed.
@@ -329,6 +404,7 @@ fn only_runs_the_families_asked_for() {
         "longpoll",
         "migrate",
         "metrics",
+        "flow",
     ] {
         assert_eq!(rows(skipped), 0, "{skipped} should not have run");
     }

@@ -27,6 +27,7 @@ impl Report {
         self.check_migrate();
         self.check_watch();
         self.check_dispatch();
+        self.check_flow();
     }
 
     fn target(&mut self, what: &str, check: Check) {
@@ -304,5 +305,57 @@ impl Report {
                 self.target("10k WatchJob streams RSS <= 100 MB", t);
             }
         }
+    }
+    /// Flow control (issue 32): its cost when no limit binds, slot-freed dispatch,
+    /// fairness and memory per key, all against baselines of the same run.
+    fn check_flow(&mut self) {
+        use crate::flow::{fairness, memory, slot, throughput, S};
+        let t = self
+            .row(S, throughput::TARGET_ROW)
+            .and_then(|r| r.ratio.zip(r.ops_s))
+            .map(|(x, ops)| {
+                (
+                    x >= 0.9,
+                    format!("{x:.2}x ({ops:.0} jobs/s, medians of paired rounds)"),
+                )
+            });
+        self.target("flow limits not binding >= 0.9x unlimited", t);
+        let p99 = self.row(S, slot::SLOT_ROW).and_then(|r| r.p99_ms);
+        let calls = self.extra(S, slot::FAST_ROW, "script_calls_per_job");
+        let stalled = self
+            .row(S, slot::FAST_ROW)
+            .and_then(|r| r.extra.get("stalled"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let t = p99.zip(calls).map(|(p, c)| {
+            let fast = if stalled {
+                "fast path STALLED".to_string()
+            } else {
+                format!("fast path {c:.2} script calls/job (<= 1)")
+            };
+            (
+                p <= 5.0 && c <= 1.0 && !stalled,
+                format!("p99 {p:.2} ms; {fast}"),
+            )
+        });
+        self.target("flow slot freed -> dispatch p99 <= 5 ms", t);
+        let t = self
+            .extra(S, fairness::JAIN_ROW, "jain")
+            .map(|j| (j >= 0.99, format!("{j:.4}")));
+        self.target("flow fairness Jain >= 0.99", t);
+        let t = self
+            .extra(S, memory::ACTIVE_ROW, "bytes")
+            .map(|b| (b <= 200.0, format!("{b:.0} B")));
+        self.target("flow active key <= 200 B", t);
+        let t = self.extra(S, memory::IDLE_ROW, "flow_keys").map(|k| {
+            let left = self
+                .extra(S, memory::IDLE_ROW, "bytes_vs_keyless")
+                .unwrap_or(0.0);
+            (
+                k == 0.0,
+                format!("{k:.0} flow keys left; used_memory {left:+.0} B vs the keyless run"),
+            )
+        });
+        self.target("flow idle keys 0 bytes", t);
     }
 }

@@ -165,11 +165,11 @@ local all_queues = queues
 local policies, laned = {}, {}
 queues = {}
 for _, q in ipairs(all_queues) do
-  local paused, pol, had_lanes = flow.gate(KEYS[2], q)
+  local paused, pol, had_lanes, marks = flow.gate(KEYS[2], q)
   if not paused then
     queues[#queues + 1] = q
     policies[q] = pol
-    laned[q] = had_lanes or pol.fair ~= 'f'
+    if had_lanes or pol.fair ~= 'f' then laned[q] = marks end
   end
 end
 
@@ -260,7 +260,7 @@ end
 -- taken back above).
 local flows, running, gate = {}, {}, {}
 for _, q in ipairs(queues) do
-  if laned[q] then flows[q] = flow.open(K, KEYS[2], q, policies[q], now) end
+  if laned[q] then flows[q] = flow.open(K, KEYS[2], q, policies[q], now, laned[q]) end
   if policies[q].mr > 0 then running[q] = redis.call('ZCARD', K.leased .. q) end
 end
 local flow_done = {}
@@ -311,7 +311,7 @@ while claimed < max_jobs and skips < budget do
   local pol = policies[q]
   local cost = tonumber(p[P_COST] or '') or 1
   local why, at = nil, nil
-  if pol.mr > 0 or pol.rl > 0 then
+  if pol.mr > 0 or pol.rate then
     why, at = flow.queue_blocked(KEYS[2], q, pol, now, running[q] or 0, cost)
   end
   if why then
@@ -325,7 +325,7 @@ while claimed < max_jobs and skips < budget do
     else
       best.id, best.p, best.next = nil, nil, best.next + 1
     end
-    if pol.rl > 0 then flow.queue_take(KEYS[2], q, pol, now, cost) end
+    flow.queue_take(KEYS[2], q, pol, now, cost)
     if running[q] then running[q] = running[q] + 1 end
     -- The claim's change, on the array: active, leased to this worker and token.
     local created = p[P_CREATED]

@@ -101,6 +101,18 @@ local function unpark(F, c, running)
 end
 
 if mode == 'slots' then
+  -- The queue state's marks (lib/flow.lua fk, fh, fm), set again when their index
+  -- is there: a lost mark would hide key overrides, throttles or a fairness change
+  -- from the claims.
+  if not dry then
+    local state = queue_state(meta, q)
+    for mark, kind in pairs({ fk = 'k', fh = 'h' }) do
+      if redis.call('EXISTS', flow.key(meta, kind, q)) == 1 then redis.call('HSET', state, mark, '1') end
+    end
+    if redis.call('EXISTS', flow.key(meta, (pol.fair == 'f') and 'p' or 'r', q)) == 1 then
+      redis.call('HSET', state, 'fm', '1')
+    end
+  end
   local lkey = K.leased .. q
   local leased = redis.call('ZCARD', lkey)
   if leased > batch then

@@ -29,8 +29,10 @@ local before = redis.call('HGET', kkey, key) or ''
 if before == text then return { 0, 0 } end
 if text == '' then
   redis.call('HDEL', kkey, key)
+  if redis.call('EXISTS', kkey) == 0 then redis.call('HDEL', queue_state(meta, queue), 'fk') end
 else
   redis.call('HSET', kkey, key, text)
+  redis.call('HSET', queue_state(meta, queue), 'fk', '1') -- claims look at overrides
 end
 local woke = 0
 if flow.unpark(meta, queue, key) > 0 then woke = 1 end

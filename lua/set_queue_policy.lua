@@ -26,6 +26,10 @@ local meta, queue, text = KEYS[2], ARGV[9], ARGV[10]
 local state = queue_state(meta, queue)
 local gkey = flow.key(meta, 'g', queue)
 redis.call('DEL', gkey)
+-- From FIFO to turns or back, the lanes move to the other rotation over the next
+-- claims (lib/flow.lua flow.open, while `fm` is set).
+local was_fifo = flow.parse(redis.call('HGET', state, 'flow')).fair == 'f'
+if was_fifo ~= (flow.parse(text).fair == 'f') then redis.call('HSET', state, 'fm', '1') end
 if text == '' then
   redis.call('HDEL', state, 'flow')
 else

@@ -33,8 +33,10 @@ local until_ms = nil
 if for_ms > 0 then
   until_ms = now + for_ms
   redis.call('ZADD', hkey, until_ms, key)
+  redis.call('HSET', queue_state(meta, queue), 'fh', '1') -- claims look at throttles
 else
   redis.call('ZREM', hkey, key)
+  if redis.call('EXISTS', hkey) == 0 then redis.call('HDEL', queue_state(meta, queue), 'fh') end
 end
 
 -- The lanes the last throttle parked, back in the rotation when it ended later.

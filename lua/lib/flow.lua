@@ -39,7 +39,10 @@
 -- key_burst,fairness,default_weight" ('' or 0 for unset, fairness f | r | w), read
 -- with `paused` in one HMGET; field `vt` is the rotation's virtual time (the pass of
 -- the lane served last; a lane entering round-robin starts there); field `fl` is set
--- once the queue has had a lane, so a queue that never had one pays nothing here.
+-- once the queue has had a lane, so a queue that never had one pays nothing here;
+-- `fk` while the queue has key overrides (k), `fh` while it has throttles (h), and
+-- `fm` while lanes of the other rotation wait to move over (a fairness change), so a
+-- claim reads those only when they are there.
 --
 -- Slots: a concurrency slot is taken when a job of the key is leased and given back
 -- by the script that ends that lease (ack, fail, release, expiry in the claim), the
@@ -86,10 +89,13 @@ function flow.parse(text)
   local v = flow_numbers(text)
   local fair = v[9]
   if fair ~= 'r' and fair ~= 'w' then fair = 'f' end
-  return { mr = tonumber(v[1]) or 0, rl = tonumber(v[2]) or 0, rp = tonumber(v[3]) or 0,
+  local pol = { mr = tonumber(v[1]) or 0, rl = tonumber(v[2]) or 0, rp = tonumber(v[3]) or 0,
     rb = tonumber(v[4]) or 0, kmr = tonumber(v[5]) or 0, krl = tonumber(v[6]) or 0,
     krp = tonumber(v[7]) or 0, krb = tonumber(v[8]) or 0, fair = fair,
     dw = tonumber(v[10]) or 1 }
+  if pol.rl > 0 then pol.rate = { limit = pol.rl, period = pol.rp, burst = pol.rb } end
+  if pol.krl > 0 then pol.key_rate = { limit = pol.krl, period = pol.krp, burst = pol.krb } end
+  return pol
 end
 
 -- The queue's policy (flow.NONE when it has none), read once per script call.
@@ -102,12 +108,13 @@ function flow.policy(meta, q)
   return pol
 end
 
--- Whether the queue is paused, its policy, and whether it ever had a lane: one HMGET.
+-- Whether the queue is paused, its policy, whether it ever had a lane, and its marks
+-- ({ k, h, m }: fields fk, fh, fm): one HMGET.
 function flow.gate(meta, q)
-  local got = redis.call('HMGET', queue_state(meta, q), 'paused', 'flow', 'fl')
+  local got = redis.call('HMGET', queue_state(meta, q), 'paused', 'flow', 'fl', 'fk', 'fh', 'fm')
   local pol = flow.parse(got[2])
   flow.cache[q] = pol
-  return got[1] == '1', pol, got[3] == '1'
+  return got[1] == '1', pol, got[3] == '1', { k = got[4] == '1', h = got[5] == '1', m = got[6] == '1' }
 end
 
 -- The FIFO rotation's score of a lane whose head is job number n at `priority`.
@@ -230,23 +237,21 @@ end
 -- -> max_running (0: none), rate ({limit, period, burst} or nil)
 function flow.limits(F, key)
   local pol = F.pol
-  local mr, rate = pol.kmr, nil
-  if pol.krl > 0 then rate = { limit = pol.krl, period = pol.krp, burst = pol.krb } end
-  if F.overrides then
-    local o = F.override_cache[key]
-    if o == nil then
-      o = redis.call('HGET', flow.key(F.meta, 'k', F.q), key) or false
-      F.override_cache[key] = o
-    end
-    if o then
-      local v = flow_numbers(o)
-      if v[1] ~= '' then mr = tonumber(v[1]) end
+  if not F.overrides then return pol.kmr, pol.key_rate end
+  local o = F.override_cache[key]
+  if o == nil then
+    o = { mr = pol.kmr, rate = pol.key_rate }
+    local text = redis.call('HGET', flow.key(F.meta, 'k', F.q), key)
+    if text then
+      local v = flow_numbers(text)
+      if v[1] ~= '' then o.mr = tonumber(v[1]) end
       if v[2] ~= '' then
-        rate = { limit = tonumber(v[2]), period = tonumber(v[3]), burst = tonumber(v[4]) or 0 }
+        o.rate = { limit = tonumber(v[2]), period = tonumber(v[3]), burst = tonumber(v[4]) or 0 }
       end
     end
+    F.override_cache[key] = o
   end
-  return mr, rate
+  return o.mr, o.rate
 end
 
 -- Opens the flow side of queue q for one claim call: lanes whose time came go back
@@ -254,26 +259,31 @@ end
 -- bounded number each; throttles that ended are dropped; a key with parked lanes and
 -- a free slot gets them back. -> F, the claim's state
 -- for the queue.
-function flow.open(K, meta, q, pol, now)
+function flow.open(K, meta, q, pol, now, marks)
   local F = { K = K, meta = meta, q = q, pol = pol, now = now, now_us = now * 1000,
     rot = flow.key(meta, (pol.fair == 'f') and 'r' or 'p', q), reasons = {},
-    override_cache = {} }
+    override_cache = {}, overrides = marks.k, throttles = false }
   local tkey = flow.key(meta, 't', q)
   local due = redis.call('ZRANGEBYSCORE', tkey, '-inf', now, 'LIMIT', 0, flow.PARK_MAX)
   if #due > 0 then
     redis.call('ZREM', tkey, unpack(due))
     for _, L in ipairs(due) do flow.enter(meta, q, pol, L) end
   end
-  local other = flow.key(meta, (pol.fair == 'f') and 'p' or 'r', q)
-  local moved = redis.call('ZRANGE', other, 0, flow.PARK_MAX - 1)
-  if #moved > 0 then
-    redis.call('ZREM', other, unpack(moved))
-    for _, L in ipairs(moved) do flow.enter(meta, q, pol, L) end
+  if marks.m then
+    local other = flow.key(meta, (pol.fair == 'f') and 'p' or 'r', q)
+    local moved = redis.call('ZRANGE', other, 0, flow.PARK_MAX - 1)
+    if #moved > 0 then
+      redis.call('ZREM', other, unpack(moved))
+      for _, L in ipairs(moved) do flow.enter(meta, q, pol, L) end
+    end
+    if redis.call('EXISTS', other) == 0 then redis.call('HDEL', queue_state(meta, q), 'fm') end
   end
-  local hkey = flow.key(meta, 'h', q)
-  redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
-  F.throttles = redis.call('EXISTS', hkey) == 1
-  F.overrides = redis.call('EXISTS', flow.key(meta, 'k', q)) == 1
+  if marks.h then
+    local hkey = flow.key(meta, 'h', q)
+    redis.call('ZREMRANGEBYSCORE', hkey, '-inf', now)
+    F.throttles = redis.call('EXISTS', hkey) == 1
+    if not F.throttles then redis.call('HDEL', queue_state(meta, q), 'fh') end
+  end
   -- One concurrency key with parked lanes, at random: when it has room (its lanes
   -- outnumbered PARK_MAX and those put back ran dry, or its limit was raised), its
   -- lanes come back. So no lane stays parked on a key with a free slot.
@@ -410,19 +420,18 @@ end
 -- -> nil when it may, else the reason and, for the rate, when it may (epoch ms).
 function flow.queue_blocked(meta, q, pol, now, running, cost)
   if pol.mr > 0 and running >= pol.mr then return 'queue_running' end
-  if pol.rl > 0 then
-    local rate = { limit = pol.rl, period = pol.rp, burst = pol.rb }
-    local at = flow.gcra_wait(now * 1000, flow.tat(flow.key(meta, 'q', q)), rate, cost)
+  if pol.rate then
+    local tat = flow.tat(flow.key(meta, 'q', q))
+    pol.tat = tat -- flow.queue_take moves it on without reading it again
+    local at = flow.gcra_wait(now * 1000, tat, pol.rate, cost)
     if at then return 'queue_rate', at end
   end
   return nil
 end
 
 function flow.queue_take(meta, q, pol, now, cost)
-  if pol.rl <= 0 then return end
-  local t_key = flow.key(meta, 'q', q)
-  flow.gcra_take(t_key, now * 1000, flow.tat(t_key),
-    { limit = pol.rl, period = pol.rp, burst = pol.rb }, cost)
+  if not pol.rate then return end
+  flow.gcra_take(flow.key(meta, 'q', q), now * 1000, pol.tat, pol.rate, cost)
 end
 
 -- When the next parked lane of the queue may run (epoch ms), or nil.

@@ -325,7 +325,7 @@ while claimed < max_jobs and skips < budget do
     else
       best.id, best.p, best.next = nil, nil, best.next + 1
     end
-    flow.queue_take(KEYS[2], q, pol, now, cost)
+    flow.queue_take(pol, now, cost)
     if running[q] then running[q] = running[q] + 1 end
     -- The claim's change, on the array: active, leased to this worker and token.
     local created = p[P_CREATED]
@@ -355,6 +355,8 @@ while claimed < max_jobs and skips < budget do
 end
 
 for _, q in ipairs(queues) do
+  if flows[q] then flow.flush(flows[q]) end
+  flow.queue_flush(KEYS[2], q, policies[q], now)
   local b = buffers[q]
   if b and b.next <= #b.ns then
     local back = {}

@@ -222,11 +222,12 @@ function flow.gcra_wait(now_us, tat, rate, cost)
   return math.ceil(at_us / 1000)
 end
 
-function flow.gcra_take(t_key, now_us, tat, rate, cost)
-  if cost <= 0 then return end
-  local after = math.max(tat, now_us) + cost * flow.interval(rate)
-  redis.call('SET', t_key, string.format('%d', after), 'PX',
-    string.format('%d', math.ceil((after - now_us) / 1000) + 1))
+-- Stores a key's GCRA time `tat` (µs), expiring once it is past (an idle key's time
+-- is no time at all).
+function flow.tat_put(t_key, now_us, tat)
+  if tat <= now_us then return end
+  redis.call('SET', t_key, string.format('%d', tat), 'PX',
+    string.format('%d', math.ceil((tat - now_us) / 1000) + 1))
 end
 
 function flow.tat(t_key)
@@ -262,7 +263,9 @@ end
 function flow.open(K, meta, q, pol, now, marks)
   local F = { K = K, meta = meta, q = q, pol = pol, now = now, now_us = now * 1000,
     rot = flow.key(meta, (pol.fair == 'f') and 'r' or 'p', q), reasons = {},
-    override_cache = {}, overrides = marks.k, throttles = false }
+    override_cache = {}, overrides = marks.k, throttles = false, tats = {}, moved = {},
+    kc = flow.key(meta, 'c', q), kh = flow.key(meta, 'h', q), kt = flow.key(meta, 't', q),
+    kl = flow.key(meta, 'l', q), ka = flow.key(meta, 'a', q) }
   local tkey = flow.key(meta, 't', q)
   local due = redis.call('ZRANGEBYSCORE', tkey, '-inf', now, 'LIMIT', 0, flow.PARK_MAX)
   if #due > 0 then
@@ -298,34 +301,50 @@ function flow.open(K, meta, q, pol, now, marks)
 end
 
 -- Why the lane's next job (cost) may not start now: nil, or the reason and, for a
--- time, when it may ('throttled' | 'rate', epoch ms) or ('concurrency').
+-- time, when it may ('throttled' | 'rate', epoch ms) or ('concurrency'). A rate
+-- key's time is read once per call (F.tats; flow.flush writes what moved). The
+-- concurrency check comes last and takes the slot as it checks (one ZINCRBY where a
+-- read and a write would be two): a candidate that is not leased after all gives it
+-- back in flow.flush, in the same script.
 function flow.blocked(F, f, c, r, cost)
   if F.throttles then
     local until_ms = nil
     for _, key in ipairs({ f, c, r }) do
       if key ~= '' then
-        local s = tonumber(redis.call('ZSCORE', flow.key(F.meta, 'h', F.q), key) or '')
+        local s = tonumber(redis.call('ZSCORE', F.kh, key) or '')
         if s and s > F.now and (until_ms == nil or s > until_ms) then until_ms = s end
       end
     end
     if until_ms then return 'throttled', until_ms end
   end
-  if c ~= '' then
-    local mr = flow.limits(F, c)
-    if mr > 0 and tonumber(redis.call('ZSCORE', flow.key(F.meta, 'c', F.q), c) or '0') >= mr then
-      return 'concurrency'
-    end
-  end
   if r ~= '' then
     local _, rate = flow.limits(F, r)
     if rate then
-      local tat = flow.tat(flow.key(F.meta, 'a', F.q, r))
-      F.tat = tat -- flow.take moves it on without reading it again
+      local tat = F.tats[r]
+      if tat == nil then
+        tat = flow.tat(F.ka .. r)
+        F.tats[r] = tat
+      end
       local at = flow.gcra_wait(F.now_us, tat, rate, cost)
       if at then return 'rate', at end
     end
   end
+  if c ~= '' then
+    local mr = flow.limits(F, c)
+    if mr > 0 then
+      if tonumber(redis.call('ZINCRBY', F.kc, 1, c)) > mr then
+        flow.slot_back(F, c)
+        return 'concurrency'
+      end
+      return nil, nil, true
+    end
+  end
   return nil
+end
+
+-- Gives back a slot of concurrency key c taken in this call.
+function flow.slot_back(F, c)
+  if tonumber(redis.call('ZINCRBY', F.kc, -1, c)) <= 0 then redis.call('ZREM', F.kc, c) end
 end
 
 -- The lane at the head of the rotation with its next job loaded, or nil. Lanes over
@@ -338,7 +357,7 @@ function flow.front(F, skip)
     local top = redis.call('ZRANGE', F.rot, 0, 0, 'WITHSCORES')
     if #top == 0 then return nil end
     local L = top[1]
-    local lkey = flow.key(meta, 'l', q, L)
+    local lkey = F.kl .. L
     local head = redis.call('ZRANGE', lkey, 0, 0)
     if #head == 0 then
       redis.call('ZREM', F.rot, L)
@@ -350,11 +369,11 @@ function flow.front(F, skip)
       if p and not is_error(p) and p[P_STATE] == STATE_CODE.pending and p[P_QUEUE] == q
           and p[P_N] == n then
         local cost = tonumber(p[P_COST] or '') or 1
-        local reason, until_ms = flow.blocked(F, f, c, r, cost)
+        local reason, until_ms, reserved = flow.blocked(F, f, c, r, cost)
         if reason == nil then
           F.cand = { queue = q, lane = L, lkey = lkey, member = head[1], id = id, p = p,
             score = -p[P_PRIORITY], f = f, c = c, r = r, cost = cost,
-            pass = tonumber(top[2]), flow = F }
+            pass = tonumber(top[2]), flow = F, reserved = reserved }
           return F.cand
         end
         redis.call('ZREM', F.rot, L)
@@ -362,7 +381,7 @@ function flow.front(F, skip)
           redis.call('SADD', flow.key(meta, 'w', q, c), L)
           redis.call('SADD', flow.key(meta, 'W', q), c)
         else
-          redis.call('ZADD', flow.key(meta, 't', q), string.format('%d', until_ms), L)
+          redis.call('ZADD', F.kt, string.format('%d', until_ms), L)
         end
         F.reasons[reason] = (F.reasons[reason] or 0) + 1
       else
@@ -396,11 +415,12 @@ function flow.take(F)
   local meta, q = F.meta, F.q
   redis.call('ZREM', cand.lkey, cand.member)
   flow.backlog(meta, q, cand.f, cand.c, cand.r, -1)
-  if cand.c ~= '' then redis.call('ZINCRBY', flow.key(meta, 'c', q), 1, cand.c) end
-  if cand.r ~= '' then
+  if cand.c ~= '' and not cand.reserved then redis.call('ZINCRBY', F.kc, 1, cand.c) end
+  if cand.r ~= '' and cand.cost > 0 then
     local _, rate = flow.limits(F, cand.r)
     if rate then
-      flow.gcra_take(flow.key(meta, 'a', q, cand.r), F.now_us, F.tat, rate, cand.cost)
+      F.tats[cand.r] = math.max(F.tats[cand.r], F.now_us) + cand.cost * flow.interval(rate)
+      F.moved[cand.r] = true
     end
   end
   local pass = cand.pass
@@ -409,29 +429,45 @@ function flow.take(F)
     if F.pol.fair == 'w' then
       weight = tonumber(redis.call('HGET', flow.key(meta, 'g', q), cand.f) or '') or F.pol.dw
     end
-    redis.call('HSET', queue_state(meta, q), 'vt', string.format('%.17g', pass))
+    F.vt = pass
     pass = pass + 1 / weight
   end
   flow.rescore(F, cand.lane, cand.lkey, pass)
 end
 
+-- The end of the claim call for the queue: a slot its unleased candidate took goes
+-- back, the rate times that moved and the rotation's virtual time are written.
+function flow.flush(F)
+  if F.cand and F.cand.reserved then flow.slot_back(F, F.cand.c) end
+  for r in pairs(F.moved) do flow.tat_put(F.ka .. r, F.now_us, F.tats[r]) end
+  if F.vt then
+    redis.call('HSET', queue_state(F.meta, F.q), 'vt', string.format('%.17g', F.vt))
+  end
+end
+
 -- The queue's own limits (max_running over all its jobs, rate over all starts), for
 -- a claim about to lease a job of `cost` with `running` of the queue's jobs leased.
 -- -> nil when it may, else the reason and, for the rate, when it may (epoch ms).
+-- The queue's time is read once per call (pol.tat) and written once at its end
+-- (flow.queue_flush).
 function flow.queue_blocked(meta, q, pol, now, running, cost)
   if pol.mr > 0 and running >= pol.mr then return 'queue_running' end
   if pol.rate then
-    local tat = flow.tat(flow.key(meta, 'q', q))
-    pol.tat = tat -- flow.queue_take moves it on without reading it again
-    local at = flow.gcra_wait(now * 1000, tat, pol.rate, cost)
+    if pol.tat == nil then pol.tat = flow.tat(flow.key(meta, 'q', q)) end
+    local at = flow.gcra_wait(now * 1000, pol.tat, pol.rate, cost)
     if at then return 'queue_rate', at end
   end
   return nil
 end
 
-function flow.queue_take(meta, q, pol, now, cost)
-  if not pol.rate then return end
-  flow.gcra_take(flow.key(meta, 'q', q), now * 1000, pol.tat, pol.rate, cost)
+function flow.queue_take(pol, now, cost)
+  if not pol.rate or cost <= 0 then return end
+  pol.tat = math.max(pol.tat, now * 1000) + cost * flow.interval(pol.rate)
+  pol.tat_moved = true
+end
+
+function flow.queue_flush(meta, q, pol, now)
+  if pol.tat_moved then flow.tat_put(flow.key(meta, 'q', q), now * 1000, pol.tat) end
 end
 
 -- When the next parked lane of the queue may run (epoch ms), or nil.

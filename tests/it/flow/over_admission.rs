@@ -143,11 +143,19 @@ async fn worker(w: usize, clients: [Client; 2], shared: Shared) {
     }
 }
 
-/// Waits until `more` claims beyond `from` were received.
+/// Waits until `more` claims beyond `from` were received. Patience runs from the
+/// last claim seen, not from the start: the test waits on progress, never on a rate
+/// (a loaded box is slow, a stuck claim path is stuck).
 async fn wait_claims(claims: &AtomicU64, from: u64, more: u64, what: &str) {
-    let patience = Patience::new(what);
-    while claims.load(Ordering::Relaxed) < from + more {
+    let mut seen = claims.load(Ordering::Relaxed);
+    let mut patience = Patience::new(format!("{what}: {seen} of {}", from + more));
+    while seen < from + more {
         patience.wait().await;
+        let now = claims.load(Ordering::Relaxed);
+        if now > seen {
+            seen = now;
+            patience = Patience::new(format!("{what}: {seen} of {}", from + more));
+        }
     }
 }
 

@@ -80,7 +80,7 @@ local function claimable(q)
     n = math.min(n, math.max(0, pol.mr - redis.call('ZCARD', K.leased .. q) + expired))
   end
   if pol.rl > 0 and n > 0 then
-    local at = flow.gcra_wait(now * 1000, flow.tat(flow.key(KEYS[2], 'q', q)),
+    local at = flow.gcra_wait(flow.now_us(), flow.tat(flow.key(KEYS[2], 'q', q)),
       { limit = pol.rl, period = pol.rp, burst = pol.rb }, 1)
     if at then
       n = 0

@@ -211,6 +211,16 @@ end
 -- GCRA (see the header). rate = { limit, period_ms, burst }; t_key holds tat in µs.
 -- flow.gcra_wait(now_us, tat, rate, cost) -> nil when a start of `cost` is allowed
 -- now, else the epoch ms it will be.
+-- Redis TIME in µs, read once per script call: rates of more than one start per
+-- millisecond need the finer clock (the claim's `now` is in ms).
+function flow.now_us()
+  if not flow.clock then
+    local t = redis.call('TIME')
+    flow.clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return flow.clock
+end
+
 function flow.interval(rate) return math.ceil(rate.period * 1000 / rate.limit) end
 
 function flow.gcra_wait(now_us, tat, rate, cost)
@@ -261,7 +271,7 @@ end
 -- a free slot gets them back. -> F, the claim's state
 -- for the queue.
 function flow.open(K, meta, q, pol, now, marks)
-  local F = { K = K, meta = meta, q = q, pol = pol, now = now, now_us = now * 1000,
+  local F = { K = K, meta = meta, q = q, pol = pol, now = now, now_us = flow.now_us(),
     rot = flow.key(meta, (pol.fair == 'f') and 'r' or 'p', q), reasons = {},
     override_cache = {}, overrides = marks.k, throttles = false, tats = {}, moved = {},
     kc = flow.key(meta, 'c', q), kh = flow.key(meta, 'h', q), kt = flow.key(meta, 't', q),
@@ -454,7 +464,7 @@ function flow.queue_blocked(meta, q, pol, now, running, cost)
   if pol.mr > 0 and running >= pol.mr then return 'queue_running' end
   if pol.rate then
     if pol.tat == nil then pol.tat = flow.tat(flow.key(meta, 'q', q)) end
-    local at = flow.gcra_wait(now * 1000, pol.tat, pol.rate, cost)
+    local at = flow.gcra_wait(flow.now_us(), pol.tat, pol.rate, cost)
     if at then return 'queue_rate', at end
   end
   return nil
@@ -462,12 +472,12 @@ end
 
 function flow.queue_take(pol, now, cost)
   if not pol.rate or cost <= 0 then return end
-  pol.tat = math.max(pol.tat, now * 1000) + cost * flow.interval(pol.rate)
+  pol.tat = math.max(pol.tat, flow.now_us()) + cost * flow.interval(pol.rate)
   pol.tat_moved = true
 end
 
 function flow.queue_flush(meta, q, pol, now)
-  if pol.tat_moved then flow.tat_put(flow.key(meta, 'q', q), now * 1000, pol.tat) end
+  if pol.tat_moved then flow.tat_put(flow.key(meta, 'q', q), flow.now_us(), pol.tat) end
 end
 
 -- When the next parked lane of the queue may run (epoch ms), or nil.

@@ -18,6 +18,29 @@ pub fn job(queue: &str, name: &str) -> proto::EnqueueRequest {
     }
 }
 
+/// A queue of namespace "ns" as ListQueues shows it, or None when it is not listed.
+pub async fn queue_info(client: &mut Client, queue: &str) -> Option<proto::QueueInfo> {
+    client
+        .list_queues(proto::ListQueuesRequest {
+            namespace: "ns".into(),
+            page_size: 1000,
+            page_token: String::new(),
+        })
+        .await
+        .expect("ListQueues")
+        .into_inner()
+        .queues
+        .into_iter()
+        .find(|q| q.queue == queue)
+}
+
+/// A queue of namespace "ns" that must be listed.
+pub async fn listed_queue(client: &mut Client, queue: &str) -> proto::QueueInfo {
+    queue_info(client, queue)
+        .await
+        .unwrap_or_else(|| panic!("queue {queue} is listed"))
+}
+
 pub async fn enqueue(client: &mut Client, req: proto::EnqueueRequest) -> proto::EnqueueResponse {
     client.enqueue(req).await.expect("enqueue").into_inner()
 }

@@ -44,20 +44,6 @@ async fn get(c: &mut Client, id: &str) -> Result<proto::Job, Status> {
     .map(|r| r.into_inner().job.expect("the job"))
 }
 
-async fn queue_info(c: &mut Client, queue: &str) -> proto::QueueInfo {
-    c.list_queues(proto::ListQueuesRequest {
-        namespace: "ns".into(),
-        ..Default::default()
-    })
-    .await
-    .expect("list queues")
-    .into_inner()
-    .queues
-    .into_iter()
-    .find(|q| q.queue == queue)
-    .expect("the queue is listed")
-}
-
 /// Job `id` in queue `queue` holding dedup key `dk-<id>`.
 fn deduped(queue: &str, id: &str) -> proto::EnqueueRequest {
     let mut req = job(queue, "deleted");
@@ -136,7 +122,7 @@ async fn delete_removes_a_job_in_each_state_from_every_index() {
     let service = Service::start(&redis.url()).await;
     let mut c = service.client().await;
     one_of_each_state(&mut c).await;
-    let before = queue_info(&mut c, "q").await;
+    let before = listed_queue(&mut c, "q").await;
     assert_eq!((before.pending, before.delayed, before.dead), (1, 1, 1));
 
     for (id, was) in STATES {
@@ -149,7 +135,7 @@ async fn delete_removes_a_job_in_each_state_from_every_index() {
         assert_eq!(again.code(), Code::NotFound, "{again:?}");
     }
     assert!(list_all_jobs(&mut c, "ns", "q", 100).await.is_empty());
-    let after = queue_info(&mut c, "q").await;
+    let after = listed_queue(&mut c, "q").await;
     assert_eq!(
         (after.pending, after.delayed, after.active, after.dead),
         (0, 0, 0, 0)
@@ -258,7 +244,7 @@ async fn a_released_job_is_pending_again_and_the_old_token_is_aborted() {
     let mut c = service.client().await;
     enqueue(&mut c, deduped("q", "stuck")).await;
     let held = claim_only(&mut c, "q", "stuck").await;
-    assert_eq!(queue_info(&mut c, "q").await.active, 1);
+    assert_eq!(listed_queue(&mut c, "q").await.active, 1);
     // A worker waiting on the queue, woken by the release.
     let mut waiting = service.client().await;
     let waiter =
@@ -341,7 +327,7 @@ async fn a_counted_release_spends_an_attempt_and_the_last_one_makes_it_dead() {
         .expect("release");
     assert_eq!((state(&dead), dead.attempts), (proto::JobState::Dead, 2));
     assert!(dead.finish_time.is_some());
-    let info = queue_info(&mut c, "q").await;
+    let info = listed_queue(&mut c, "q").await;
     assert_eq!((info.pending, info.active, info.dead), (0, 0, 1));
     assert!(claim_job(&mut c, &["q"], 0, None).await.is_none());
     c.retry_job(proto::RetryJobRequest {
@@ -482,7 +468,7 @@ async fn a_release_racing_an_ack_on_two_instances_has_one_winner() {
         }
     }
     assert_eq!(acks + releases, 30);
-    let info = queue_info(&mut worker, "q").await;
+    let info = listed_queue(&mut worker, "q").await;
     assert_eq!((info.pending, info.active), (0, 0), "{info:?}");
 }
 
@@ -597,6 +583,6 @@ async fn delete_and_release_run_when_redis_is_full() {
         .expect("ReleaseJob when full");
     assert_eq!(state(&released), proto::JobState::Pending);
     delete(&mut c, "waste").await.expect("DeleteJob when full");
-    let info = queue_info(&mut c, "q").await;
+    let info = listed_queue(&mut c, "q").await;
     assert_eq!((info.pending, info.active), (1, 0), "{info:?}");
 }

@@ -98,20 +98,7 @@ fn assert_invalid(status: &Status, field: &str) {
 
 /// (pending, delayed, active, dead) of queue `q` of "ns".
 async fn counts(c: &mut Client, queue: &str) -> (u64, u64, u64, u64) {
-    let page = c
-        .list_queues(proto::ListQueuesRequest {
-            namespace: "ns".into(),
-            page_size: 100,
-            page_token: String::new(),
-        })
-        .await
-        .expect("ListQueues")
-        .into_inner();
-    let q = page
-        .queues
-        .into_iter()
-        .find(|q| q.queue == queue)
-        .expect("the queue is listed");
+    let q = listed_queue(c, queue).await;
     (q.pending, q.delayed, q.active, q.dead)
 }
 

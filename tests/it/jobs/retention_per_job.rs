@@ -69,19 +69,6 @@ async fn kill(c: &mut Client, queue: &str, id: &str) {
     assert_eq!(r.state, proto::JobState::Dead as i32);
 }
 
-async fn queue_info(c: &mut Client, queue: &str) -> Option<proto::QueueInfo> {
-    c.list_queues(proto::ListQueuesRequest {
-        namespace: "ns".into(),
-        ..Default::default()
-    })
-    .await
-    .expect("ListQueues")
-    .into_inner()
-    .queues
-    .into_iter()
-    .find(|q| q.queue == queue)
-}
-
 fn with_dedup(mut req: proto::EnqueueRequest, key: &str) -> proto::EnqueueRequest {
     req.dedup_key = key.into();
     req.dedup_ttl = Some(dur(3_600_000));

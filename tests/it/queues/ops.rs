@@ -20,17 +20,9 @@ async fn queues(c: &mut Client, ns: &str) -> Vec<proto::QueueInfo> {
     .queues
 }
 
-async fn queue_info(c: &mut Client, queue: &str) -> proto::QueueInfo {
-    queues(c, "ns")
-        .await
-        .into_iter()
-        .find(|q| q.queue == queue)
-        .unwrap_or_else(|| panic!("queue {queue} is listed"))
-}
-
 /// (pending, delayed, active, dead) of a queue of namespace "ns".
 async fn counts(c: &mut Client, queue: &str) -> (u64, u64, u64, u64) {
-    let q = queue_info(c, queue).await;
+    let q = listed_queue(c, queue).await;
     assert!(q.counted, "{q:?}");
     (q.pending, q.delayed, q.active, q.dead)
 }
@@ -155,7 +147,7 @@ async fn counts_are_exact_after_known_operations() {
     .expect("cancel");
     assert_eq!(counts(&mut c, "q").await, (2, 0, 0, 0));
 
-    let q = queue_info(&mut c, "q").await;
+    let q = listed_queue(&mut c, "q").await;
     assert!(!q.paused);
     let age = q.oldest_pending_age.expect("a pending job has an age");
     assert!(age.seconds >= 0 && age.nanos >= 0, "{age:?}");
@@ -281,7 +273,7 @@ async fn a_paused_queue_is_skipped_and_its_waiters_are_not_woken_for_it() {
     let mut c = service.client().await;
     assert!(pause(&mut c, "q", true).await);
     assert!(!pause(&mut c, "q", true).await, "paused already");
-    let q = queue_info(&mut c, "q").await;
+    let q = listed_queue(&mut c, "q").await;
     assert!(q.paused, "a queue paused before its first job is listed");
 
     // Each waiter below is parked (its claim found nothing) before the write that
@@ -319,7 +311,7 @@ async fn a_paused_queue_is_skipped_and_its_waiters_are_not_woken_for_it() {
     assert!(!pause(&mut c, "q", false).await, "resumed already");
     let got = waiting.await.expect("join").expect("the held job");
     assert_eq!(got.job_id, id);
-    assert!(!queue_info(&mut c, "q").await.paused);
+    assert!(!listed_queue(&mut c, "q").await.paused);
 }
 
 /// More dead jobs than one call retries: calls of `limit` (each run as several
@@ -499,7 +491,7 @@ async fn migrate_recounts_a_store_written_before_the_counts() {
         .expect("as an old store");
     // The queue registry is kept so the queue shows (uncounted); the recount would
     // register it anyway.
-    let q = queue_info(&mut c, "q").await;
+    let q = listed_queue(&mut c, "q").await;
     assert!(!q.counted);
 
     // Jobs keep moving while uncounted: an ack.

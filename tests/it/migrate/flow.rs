@@ -11,6 +11,33 @@ use crate::common::*;
 const ROTATION: &str = "dueq:{ns}:meta:fr:1:q";
 const SLOTS: &str = "dueq:{ns}:meta:fc:1:q";
 
+/// A Redis, a service on it, and a client, an admin client and a raw connection to
+/// them (the Redis and the service live as long as the bindings of their fields).
+struct Setup {
+    redis: Redis,
+    service: Service,
+    c: Client,
+    a: Admin,
+    conn: MultiplexedConnection,
+}
+
+impl Setup {
+    async fn start() -> Setup {
+        let redis = Redis::start().await;
+        let service = Service::start(&redis.url()).await;
+        let c = service.client().await;
+        let a = admin(&service).await;
+        let conn = redis.conn().await;
+        Setup {
+            redis,
+            service,
+            c,
+            a,
+            conn,
+        }
+    }
+}
+
 /// The lane key of fairness key `f`, concurrency key `c` in queue "q" (lib/flow.lua
 /// `flow.key` of `flow.lane`).
 fn lane_key(f: &str, c: &str) -> String {
@@ -83,11 +110,13 @@ async fn repaired(a: &mut Admin, dry_run: bool) -> u64 {
 
 #[tokio::test]
 async fn lost_rotation_is_repaired() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     for name in ["a1", "a2", "a3"] {
         enqueue(&mut c, keyed(name, "a", "")).await;
     }
@@ -103,11 +132,13 @@ async fn lost_rotation_is_repaired() {
 
 #[tokio::test]
 async fn lost_lane_is_repaired() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     for name in ["a1", "a2", "a3"] {
         enqueue(&mut c, keyed(name, "a", "")).await;
     }
@@ -121,11 +152,13 @@ async fn lost_lane_is_repaired() {
 
 #[tokio::test]
 async fn lost_turns_of_a_round_robin_queue_are_repaired() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     c.set_queue_policy(proto::SetQueuePolicyRequest {
         namespace: "ns".into(),
         queue: "q".into(),
@@ -155,11 +188,13 @@ async fn lost_turns_of_a_round_robin_queue_are_repaired() {
 
 #[tokio::test]
 async fn lost_slots_are_recounted_so_no_key_runs_over_its_limit() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     per_key_max_running(&mut c, 1).await;
     enqueue(&mut c, keyed("k1", "", "k")).await;
     let first = claim(&mut c).await.expect("k1 leased");
@@ -181,11 +216,13 @@ async fn lost_slots_are_recounted_so_no_key_runs_over_its_limit() {
 
 #[tokio::test]
 async fn lost_wake_up_of_a_park_is_repaired() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     per_key_max_running(&mut c, 1).await;
     enqueue(&mut c, keyed("k1", "", "k")).await;
     // The lane parked on k while k has a free slot: no finish will wake it.
@@ -200,11 +237,13 @@ async fn lost_wake_up_of_a_park_is_repaired() {
 
 #[tokio::test]
 async fn dry_run_reports_and_writes_nothing() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     per_key_max_running(&mut c, 1).await;
     for name in ["a1", "a2"] {
         enqueue(&mut c, keyed(name, "a", "")).await;
@@ -242,11 +281,13 @@ async fn dry_run_reports_and_writes_nothing() {
 
 #[tokio::test]
 async fn namespace_without_flow_control_pays_nothing() {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let mut a = admin(&service).await;
-    let mut conn = redis.conn().await;
+    let Setup {
+        redis: _redis,
+        service: _service,
+        mut c,
+        mut a,
+        mut conn,
+    } = Setup::start().await;
     for name in ["p1", "p2", "p3"] {
         enqueue(&mut c, job("q", name)).await;
     }

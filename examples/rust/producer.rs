@@ -1,47 +1,19 @@
-//! A dueq job producer in Rust: enqueues --count jobs and exits.
+//! A dueq producer in Rust: enqueues three JSON jobs named "welcome" into queue
+//! "emails", printing `enqueued <job_id>` for each. The connection comes from the
+//! DUEQ_* environment (DUEQ_ADDR, DUEQ_TOKEN, DUEQ_NAMESPACE, DUEQ_TLS_*).
 //!
-//!     cargo run --example producer -- --target localhost:50051 --namespace shop --count 3
+//!     DUEQ_ADDR=http://127.0.0.1:50051 cargo run -p dueq-client --example producer
 
-use clap::Parser;
-use dueq::proto::{self, BackoffKind, EnqueueOutcome};
-
-#[path = "common.rs"]
-mod common;
-
-#[derive(Parser, Debug)]
-struct Args {
-    #[command(flatten)]
-    common: common::Common,
-    /// The queue to put the jobs in.
-    #[arg(long, default_value = "emails")]
-    queue: String,
-}
+use dueq_client::{Client, Config, Job};
+use serde_json::json;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    let mut client = common::connect(&args.common.target).await?;
-    for i in 0..args.common.count {
-        let reply = client
-            .enqueue(proto::EnqueueRequest {
-                namespace: args.common.namespace.clone(),
-                queue: args.queue.clone(),
-                name: "demo.greet".into(),
-                payload: format!("{{\"hello\": {i}}}").into_bytes(),
-                headers: [("source".to_owned(), "producer.rs".to_owned())].into(),
-                max_attempts: Some(5),
-                backoff: Some(proto::Backoff {
-                    kind: BackoffKind::Exponential as i32,
-                    base: common::seconds(1),
-                    cap: common::seconds(60),
-                    jitter: 0.0,
-                }),
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        let outcome = EnqueueOutcome::try_from(reply.outcome).unwrap_or_default();
-        println!("enqueued {} {}", reply.job_id, outcome.as_str_name());
+async fn main() -> dueq_client::Result<()> {
+    let client = Client::connect(Config::from_env()?).await?;
+    for n in 1..=3 {
+        let job = Job::json("emails", "welcome", &json!({"to": format!("user{n}@example.com")}));
+        let enqueued = client.enqueue(job).await?;
+        println!("enqueued {}", enqueued.job_id);
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! examples/rust: the `producer`, `worker` and `schedule_worker` cargo examples,
-//! over the tonic client generated from proto/ (`dueq::proto`).
+//! examples/rust: the `producer`, `worker` and `schedule_worker` examples of the
+//! dueq-client crate (clients/rust), written on the client library.
 
 use std::path::PathBuf;
 
@@ -7,9 +7,9 @@ use tokio::process::Command;
 
 use super::*;
 
-/// Where cargo puts the example binaries: beside this test binary's deps/ folder.
-/// `cargo test` builds them; a filtered `cargo test --test it` does not, so they
-/// are built here when missing.
+/// Where cargo puts the example binaries: beside this test binary's deps/ folder
+/// (one target dir for the workspace). A filtered `cargo test --test it` does not
+/// build another package's examples, so they are built here when missing.
 async fn examples_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
@@ -22,9 +22,9 @@ async fn examples_dir() -> PathBuf {
         .any(|name| !dir.join(name).exists())
     {
         run_ok(
-            "cargo build --examples",
+            "cargo build -p dueq-client --examples",
             Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--locked", "--examples"])
+                .args(["build", "--quiet", "--locked", "-p", "dueq-client", "--examples"])
                 .current_dir(env!("CARGO_MANIFEST_DIR")),
         )
         .await;

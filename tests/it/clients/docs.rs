@@ -50,7 +50,10 @@ fn every_file_block_in_the_docs_is_the_file_it_names() {
         for (page, path, block) in file_blocks(&page, &text) {
             let file = std::fs::read_to_string(repo(&path))
                 .unwrap_or_else(|e| panic!("{page} shows {path}, which cannot be read: {e}"));
-            assert_eq!(block, file, "{page}: the block marked {path} is not that file");
+            assert_eq!(
+                block, file,
+                "{page}: the block marked {path} is not that file"
+            );
             assert!(Path::new(&path).is_relative(), "{page}: {path}");
             checked += 1;
         }

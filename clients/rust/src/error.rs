@@ -203,7 +203,15 @@ impl std::error::Error for Error {}
 
 impl From<tonic::Status> for Error {
     fn from(status: tonic::Status) -> Error {
-        let kind = ErrorKind::from_code(status.code()).unwrap_or(ErrorKind::Unknown);
+        let mut kind = ErrorKind::from_code(status.code()).unwrap_or(ErrorKind::Unknown);
+        // A status with a source was made here, from a transport failure (a
+        // connection closed during or after the TLS handshake comes as CANCELLED
+        // "operation was canceled"): the service was not reached, UNAVAILABLE as
+        // gRPC defines it. A status the service sent has no source.
+        let transport = std::error::Error::source(&status).is_some();
+        if transport && matches!(kind, ErrorKind::Cancelled | ErrorKind::Unknown) {
+            kind = ErrorKind::Unavailable;
+        }
         let mut message = status.message().to_owned();
         // A transport failure ("transport error") says why only in its source chain.
         let mut cause = std::error::Error::source(&status);

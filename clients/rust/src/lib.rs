@@ -1,4 +1,4 @@
-//! The Rust client of [dueq](https://github.com/dueq/dueq), a gRPC job queue and
+//! The Rust client of dueq, a gRPC job queue and
 //! recurring-schedule service: a producer API, a job [`Worker`] over the Work
 //! stream and a [`ScheduleWorker`], on tokio and tonic.
 //!

@@ -68,6 +68,11 @@ struct Held {
     cancel: CancellationToken,
     extend_at: Instant,
     phase: Phase,
+    /// Extensions sent and not answered: progress waits while one is in flight.
+    extending: u32,
+    /// Progress reported while an extension was in flight: sent with the next one,
+    /// the latest value of each field winning.
+    progress: Option<proto::JobProgress>,
 }
 
 /// A unary call of the loop: an ack, fail or extension sent outside a stream.
@@ -245,6 +250,10 @@ impl Engine {
     fn on_broken(&mut self, status: Status) -> Result<()> {
         self.session = None;
         self.connecting = None;
+        // Extensions in flight on the lost stream are never answered.
+        for held in self.held.values_mut() {
+            held.extending = 0;
+        }
         if is_fatal(status.code()) {
             self.abandon();
             return Err(Error::from(status));
@@ -288,6 +297,8 @@ impl Engine {
             cancel: CancellationToken::new(),
             extend_at: Instant::now() + self.w.lease / 2,
             phase: Phase::Waiting,
+            extending: 0,
+            progress: None,
         };
         // The same job again under a new lease: the old one was lost.
         if let Some(old) = self.held.insert(job.job_id.clone(), held) {
@@ -398,16 +409,22 @@ impl Engine {
     }
 
     fn on_extended(&mut self, id: &str, code: i32, cancel_requested: bool) {
-        let Some(held) = self.held.get(id) else {
+        let Some(held) = self.held.get_mut(id) else {
             return;
         };
+        held.extending = held.extending.saturating_sub(1);
         match Code::from(code) {
             Code::Ok if cancel_requested => held.cancel.cancel(),
             Code::Aborted | Code::NotFound => {
                 tracing::warn!(job_id = id, "dueq worker: the job's lease was lost; cancelling its handler");
                 held.cancel.cancel();
+                held.progress = None;
             }
             _ => {}
+        }
+        if held.extending == 0 && held.progress.is_some() && matches!(held.phase, Phase::Running) {
+            let token = held.token.clone();
+            self.extend(id, &token);
         }
     }
 
@@ -418,9 +435,15 @@ impl Engine {
         if held.token != token || !matches!(held.phase, Phase::Running) {
             return;
         }
-        held.extend_at = Instant::now() + self.w.lease / 2;
-        let extend = self.extension(&job_id, &token, Some(progress));
-        self.extend(extend);
+        held.progress = Some(match held.progress.take() {
+            Some(earlier) => merge(earlier, progress),
+            None => progress,
+        });
+        // At most one extension in flight per job: a report made meanwhile rides
+        // on the next one.
+        if held.extending == 0 {
+            self.extend(&job_id, &token);
+        }
     }
 
     /// Extends the leases due for it, sends again the answers due for it.
@@ -444,26 +467,28 @@ impl Engine {
             }
         }
         for (id, token) in extends {
-            let extend = self.extension(&id, &token, None);
-            self.extend(extend);
+            self.extend(&id, &token);
         }
         for (id, request) in resends {
             self.answer(id, request);
         }
     }
 
-    fn extension(&self, id: &str, token: &str, progress: Option<proto::JobProgress>) -> proto::ExtendLeaseRequest {
-        proto::ExtendLeaseRequest {
+    /// Extends the job's lease, with the progress waiting to be reported: on the
+    /// stream, or by a unary call without one.
+    fn extend(&mut self, id: &str, token: &str) {
+        let Some(held) = self.held.get_mut(id) else {
+            return;
+        };
+        held.extending += 1;
+        held.extend_at = Instant::now() + self.w.lease / 2;
+        let extend = proto::ExtendLeaseRequest {
             namespace: String::new(),
             job_id: id.to_owned(),
             lease_token: token.to_owned(),
             lease: Some(duration(self.w.lease)),
-            progress,
-        }
-    }
-
-    /// An extension on the stream, or by a unary call without one.
-    fn extend(&mut self, extend: proto::ExtendLeaseRequest) {
+            progress: held.progress.take(),
+        };
         if self.session.is_some() {
             self.send(In::Extend(extend));
         } else {
@@ -550,6 +575,16 @@ impl Engine {
         if !self.held.is_empty() {
             tracing::warn!(jobs = self.held.len(), "dueq worker: stopping with jobs unfinished; they go back to the queue");
         }
+    }
+}
+
+/// Two progress reports as one: each field of `later` that is set wins.
+fn merge(earlier: proto::JobProgress, later: proto::JobProgress) -> proto::JobProgress {
+    proto::JobProgress {
+        fraction: later.fraction.or(earlier.fraction),
+        message: later.message.or(earlier.message),
+        checkpoint: later.checkpoint.or(earlier.checkpoint),
+        update_time: None,
     }
 }
 
@@ -698,6 +733,21 @@ mod tests {
             panic!("not a fail");
         };
         assert!(fail.error.starts_with("result: "), "{}", fail.error);
+    }
+
+    #[test]
+    fn progress_reports_merge_the_latest_fields() {
+        let earlier = proto::JobProgress {
+            fraction: Some(0.1),
+            message: Some("a".into()),
+            ..Default::default()
+        };
+        let later = proto::JobProgress {
+            fraction: Some(0.5),
+            ..Default::default()
+        };
+        let m = merge(earlier, later);
+        assert_eq!((m.fraction, m.message.as_deref(), m.checkpoint), (Some(0.5), Some("a"), None));
     }
 
     #[test]

@@ -11,7 +11,11 @@ use serde_json::json;
 async fn main() -> dueq_client::Result<()> {
     let client = Client::connect(Config::from_env()?).await?;
     for n in 1..=3 {
-        let job = Job::json("emails", "welcome", &json!({"to": format!("user{n}@example.com")}));
+        let job = Job::json(
+            "emails",
+            "welcome",
+            &json!({"to": format!("user{n}@example.com")}),
+        );
         let enqueued = client.enqueue(job).await?;
         println!("enqueued {}", enqueued.job_id);
     }

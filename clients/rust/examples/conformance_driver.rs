@@ -13,8 +13,8 @@ use std::{
 };
 
 use dueq_client::{
-    ActiveJob, Backoff, Client, Config, HandlerError, Job, NonRetryable, Occurrence, Output, Progress, Schedule,
-    ScheduleWorker, Worker,
+    ActiveJob, Backoff, Client, Config, HandlerError, Job, NonRetryable, Occurrence, Output,
+    Progress, Schedule, ScheduleWorker, Worker,
 };
 use serde_json::{json, Value};
 
@@ -55,7 +55,11 @@ async fn connect() -> Result<Client, Failure> {
 fn queues(params: &Value) -> Vec<String> {
     params["queues"]
         .as_array()
-        .map(|q| q.iter().filter_map(|q| q.as_str().map(str::to_owned)).collect())
+        .map(|q| {
+            q.iter()
+                .filter_map(|q| q.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -111,7 +115,9 @@ async fn work(params: &Value) -> Result<(), Failure> {
 
 /// The work mode's handler: what the payload asks for.
 async fn handle(job: ActiveJob) -> Result<Output, HandlerError> {
-    emit(json!({"event": "start", "job_id": job.id(), "attempt": job.attempt(), "name": job.name()}));
+    emit(
+        json!({"event": "start", "job_id": job.id(), "attempt": job.attempt(), "name": job.name()}),
+    );
     let asks: Value = job.json()?;
     if asks["progress"].is_object() {
         job.progress(Progress::from_json(&asks["progress"]));
@@ -126,7 +132,9 @@ async fn handle(job: ActiveJob) -> Result<Output, HandlerError> {
         return Err(HandlerError::msg("cancelled"));
     }
     match asks["fail"].as_str() {
-        Some("retry") if u64::from(job.attempt()) <= asks["fail_attempts"].as_u64().unwrap_or(1) => {
+        Some("retry")
+            if u64::from(job.attempt()) <= asks["fail_attempts"].as_u64().unwrap_or(1) =>
+        {
             return Err(HandlerError::msg("planned failure"));
         }
         Some("fatal") => return Err(NonRetryable::new("planned fatal").into()),
@@ -188,15 +196,26 @@ async fn produce_jobs(client: &Client, queue: &str, dead_job_id: &str) -> Result
         .job_id("p-1")
         .header("h", "v")
         .max_attempts(7)
-        .backoff(Backoff::exponential(Duration::from_secs(2), Duration::from_secs(3600)));
+        .backoff(Backoff::exponential(
+            Duration::from_secs(2),
+            Duration::from_secs(3600),
+        ));
     let e = client.enqueue(job).await?;
-    emit(call_event("enqueue", json!({"job_id": e.job_id, "duplicate": e.is_duplicate()})));
+    emit(call_event(
+        "enqueue",
+        json!({"job_id": e.job_id, "duplicate": e.is_duplicate()}),
+    ));
     for _ in 0..2 {
-        let job = Job::json(queue, "json", &json!({"n": 1})).dedup("d-1", Duration::from_secs(3600));
+        let job =
+            Job::json(queue, "json", &json!({"n": 1})).dedup("d-1", Duration::from_secs(3600));
         let e = client.enqueue(job).await?;
-        emit(call_event("enqueue_json", json!({"job_id": e.job_id, "duplicate": e.is_duplicate()})));
+        emit(call_event(
+            "enqueue_json",
+            json!({"job_id": e.job_id, "duplicate": e.is_duplicate()}),
+        ));
     }
-    let batch = ["b-1", "b-2", "b-3"].map(|id| Job::json(queue, "batch", &json!({"id": id})).job_id(id));
+    let batch =
+        ["b-1", "b-2", "b-3"].map(|id| Job::json(queue, "batch", &json!({"id": id})).job_id(id));
     let mut ids = Vec::new();
     for item in client.enqueue_batch(batch).await? {
         ids.push(item?.job_id);
@@ -209,9 +228,15 @@ async fn produce_jobs(client: &Client, queue: &str, dead_job_id: &str) -> Result
                "max_attempts": job.max_attempts, "headers": job.headers}),
     ));
     let job = client.cancel("p-1").await?;
-    emit(call_event("cancel", json!({"job_id": job.job_id, "state": job.state().as_str_name()})));
+    emit(call_event(
+        "cancel",
+        json!({"job_id": job.job_id, "state": job.state().as_str_name()}),
+    ));
     let job = client.retry(dead_job_id).await?;
-    emit(call_event("retry", json!({"job_id": job.job_id, "state": job.state().as_str_name()})));
+    emit(call_event(
+        "retry",
+        json!({"job_id": job.job_id, "state": job.state().as_str_name()}),
+    ));
     Ok(())
 }
 
@@ -220,17 +245,37 @@ async fn produce_schedules(client: &Client) -> Result<(), Failure> {
         .job_name("tick")
         .json(&json!({"s": 1}));
     let up = client.upsert_schedule(schedule).await?;
-    emit(call_event("upsert_schedule", json!({"id": up.schedule.id, "created": up.created})));
+    emit(call_event(
+        "upsert_schedule",
+        json!({"id": up.schedule.id, "created": up.created}),
+    ));
     let s = client.get_schedule("s-1").await?;
-    emit(call_event("get_schedule", json!({"id": s.id, "payload": String::from_utf8_lossy(&s.payload)})));
-    let ids: Vec<String> = client.list_schedules().await?.into_iter().map(|s| s.id).collect();
+    emit(call_event(
+        "get_schedule",
+        json!({"id": s.id, "payload": String::from_utf8_lossy(&s.payload)}),
+    ));
+    let ids: Vec<String> = client
+        .list_schedules()
+        .await?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     emit(call_event("list_schedules", json!({"ids": ids})));
     let s = client.pause_schedule("s-1").await?;
-    emit(call_event("pause_schedule", json!({"id": s.id, "paused": s.status() == dueq_client::proto::ScheduleStatus::Paused})));
+    emit(call_event(
+        "pause_schedule",
+        json!({"id": s.id, "paused": s.status() == dueq_client::proto::ScheduleStatus::Paused}),
+    ));
     let s = client.resume_schedule("s-1").await?;
-    emit(call_event("resume_schedule", json!({"id": s.id, "paused": s.status() == dueq_client::proto::ScheduleStatus::Paused})));
+    emit(call_event(
+        "resume_schedule",
+        json!({"id": s.id, "paused": s.status() == dueq_client::proto::ScheduleStatus::Paused}),
+    ));
     let t = client.trigger_schedule("s-1").await?;
-    emit(call_event("trigger_schedule", json!({"id": "s-1", "occurrence_id": t.occurrence_id})));
+    emit(call_event(
+        "trigger_schedule",
+        json!({"id": "s-1", "occurrence_id": t.occurrence_id}),
+    ));
     client.delete_schedule("s-1").await?;
     emit(call_event("delete_schedule", json!({"id": "s-1"})));
     Ok(())
@@ -240,7 +285,10 @@ async fn call(params: &Value) -> Result<(), Failure> {
     let client = connect().await?;
     let queue = params["queue"].as_str().unwrap_or("");
     let size = params["payload_bytes"].as_u64().unwrap_or(0) as usize;
-    match client.enqueue(Job::new(queue, "call", vec![0u8; size])).await {
+    match client
+        .enqueue(Job::new(queue, "call", vec![0u8; size]))
+        .await
+    {
         Ok(e) => emit(json!({"event": "ok", "job_id": e.job_id})),
         Err(e) => emit(json!({
             "event": "error",
@@ -281,7 +329,10 @@ async fn bench(params: &Value) -> Result<(), Failure> {
     .concurrency(concurrency(params));
     let _ = stop.set(worker.stop_handle());
     worker.run().await?;
-    let started = first.lock().map_err(|_| "poisoned")?.unwrap_or_else(Instant::now);
+    let started = first
+        .lock()
+        .map_err(|_| "poisoned")?
+        .unwrap_or_else(Instant::now);
     emit(json!({
         "event": "bench",
         "jobs": done.load(Ordering::Relaxed),

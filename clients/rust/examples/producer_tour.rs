@@ -15,13 +15,18 @@ async fn main() -> dueq_client::Result<()> {
         .job_id("report-2026-12") // an idempotency key: a second enqueue is a duplicate
         .header("tenant", "acme")
         .max_attempts(7)
-        .backoff(Backoff::exponential(Duration::from_secs(2), Duration::from_secs(600)));
+        .backoff(Backoff::exponential(
+            Duration::from_secs(2),
+            Duration::from_secs(600),
+        ));
     let enqueued = client.enqueue(job).await?;
     println!("{} {:?}", enqueued.job_id, enqueued.outcome);
 
     // JSON only when asked for; a dedup key makes a repeat within the hour a duplicate.
     let welcome = Job::json("emails", "welcome", &json!({"to": "ada@example.com"}));
-    let first = client.enqueue(welcome.dedup("welcome:ada", Duration::from_secs(3600))).await?;
+    let first = client
+        .enqueue(welcome.dedup("welcome:ada", Duration::from_secs(3600)))
+        .await?;
     println!("duplicate: {}", first.is_duplicate());
 
     let batch = (1..=3).map(|n| Job::json("emails", "digest", &json!({"n": n})));
@@ -34,8 +39,13 @@ async fn main() -> dueq_client::Result<()> {
     let cancelled = client.cancel("report-2026-12").await?;
     println!("{:?}", cancelled.state());
 
-    let nightly = Schedule::cron("nightly-report", "0 3 * * *").timezone("Europe/Paris").job_name("render");
-    println!("created: {}", client.upsert_schedule(nightly).await?.created);
+    let nightly = Schedule::cron("nightly-report", "0 3 * * *")
+        .timezone("Europe/Paris")
+        .job_name("render");
+    println!(
+        "created: {}",
+        client.upsert_schedule(nightly).await?.created
+    );
     client.pause_schedule("nightly-report").await?;
 
     match client.retry("no-such-job").await {

@@ -32,7 +32,9 @@ pub struct Bearer(Option<MetadataValue<Ascii>>);
 impl Interceptor for Bearer {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
         if let Some(value) = &self.0 {
-            request.metadata_mut().insert("authorization", value.clone());
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
         }
         Ok(request)
     }
@@ -141,7 +143,12 @@ impl Client {
     }
 
     /// As [`unary`](Client::unary), with `timeout` instead of the configured one.
-    pub(crate) async fn call_within<T, F, Fut>(&self, timeout: Duration, message: T, call: F) -> Result<Fut::Output>
+    pub(crate) async fn call_within<T, F, Fut>(
+        &self,
+        timeout: Duration,
+        message: T,
+        call: F,
+    ) -> Result<Fut::Output>
     where
         F: FnOnce(GrpcClient, Request<T>) -> Fut,
         Fut: Future,
@@ -150,7 +157,12 @@ impl Client {
         request.set_timeout(timeout);
         tokio::time::timeout(timeout, call(self.grpc.clone(), request))
             .await
-            .map_err(|_| Error::new(ErrorKind::DeadlineExceeded, format!("no answer within {timeout:?}")))
+            .map_err(|_| {
+                Error::new(
+                    ErrorKind::DeadlineExceeded,
+                    format!("no answer within {timeout:?}"),
+                )
+            })
     }
 
     /// Enqueues one job. The queue and name must be 1-256 bytes and the payload at
@@ -169,7 +181,10 @@ impl Client {
     /// default). Every job is checked first: one bad job is InvalidArgument naming
     /// it (`jobs[3].queue`) and nothing is sent. The service answers each item on
     /// its own: an item it refuses is an `Err` in its place, the others are stored.
-    pub async fn enqueue_batch(&self, jobs: impl IntoIterator<Item = Job>) -> Result<Vec<Result<Enqueued>>> {
+    pub async fn enqueue_batch(
+        &self,
+        jobs: impl IntoIterator<Item = Job>,
+    ) -> Result<Vec<Result<Enqueued>>> {
         let max = self.inner.max_payload_size;
         let jobs = jobs
             .into_iter()
@@ -186,15 +201,23 @@ impl Client {
             .await?
             .map_err(Error::from)?
             .into_inner();
-        let mut out: Vec<Result<Enqueued>> =
-            (0..count).map(|i| Err(Error::new(ErrorKind::Internal, format!("jobs[{i}]: no answer")))).collect();
+        let mut out: Vec<Result<Enqueued>> = (0..count)
+            .map(|i| {
+                Err(Error::new(
+                    ErrorKind::Internal,
+                    format!("jobs[{i}]: no answer"),
+                ))
+            })
+            .collect();
         for item in reply.results {
             let Some(slot) = out.get_mut(item.index as usize) else {
                 continue;
             };
             *slot = match item.result {
                 Some(proto::enqueue_batch_result::Result::Ok(ok)) => Ok(Enqueued::from_proto(ok)),
-                Some(proto::enqueue_batch_result::Result::Error(e)) => Err(Error::from_code(e.code, e.message)),
+                Some(proto::enqueue_batch_result::Result::Error(e)) => {
+                    Err(Error::from_code(e.code, e.message))
+                }
                 None => continue,
             };
         }
@@ -208,7 +231,9 @@ impl Client {
             namespace: self.namespace().to_owned(),
             job_id: job_id.to_owned(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.get_job(r).await }).await?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.get_job(r).await })
+            .await?;
         job_of(reply.map(|r| r.into_inner().job))
     }
 
@@ -221,7 +246,9 @@ impl Client {
             namespace: self.namespace().to_owned(),
             job_id: job_id.to_owned(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.cancel_job(r).await }).await?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.cancel_job(r).await })
+            .await?;
         job_of(reply.map(|r| r.into_inner().job))
     }
 
@@ -232,7 +259,9 @@ impl Client {
             namespace: self.namespace().to_owned(),
             job_id: job_id.to_owned(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.retry_job(r).await }).await?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.retry_job(r).await })
+            .await?;
         job_of(reply.map(|r| r.into_inner().job))
     }
 
@@ -243,7 +272,10 @@ impl Client {
             schedule: Some(schedule.into_proto()?),
         };
         let reply = self
-            .unary(request, |mut g, r| async move { g.upsert_schedule(r).await })
+            .unary(
+                request,
+                |mut g, r| async move { g.upsert_schedule(r).await },
+            )
             .await?
             .map_err(Error::from)?
             .into_inner();
@@ -260,7 +292,9 @@ impl Client {
             namespace: self.namespace().to_owned(),
             id: id.to_owned(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.get_schedule(r).await }).await?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.get_schedule(r).await })
+            .await?;
         schedule_of(reply.map(|r| r.into_inner().schedule))
     }
 
@@ -297,7 +331,9 @@ impl Client {
             id: id.to_owned(),
             note: String::new(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.pause_schedule(r).await }).await?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.pause_schedule(r).await })
+            .await?;
         schedule_of(reply.map(|r| r.into_inner().schedule))
     }
 
@@ -308,7 +344,12 @@ impl Client {
             namespace: self.namespace().to_owned(),
             id: id.to_owned(),
         };
-        let reply = self.unary(request, |mut g, r| async move { g.resume_schedule(r).await }).await?;
+        let reply = self
+            .unary(
+                request,
+                |mut g, r| async move { g.resume_schedule(r).await },
+            )
+            .await?;
         schedule_of(reply.map(|r| r.into_inner().schedule))
     }
 
@@ -321,7 +362,10 @@ impl Client {
             ignore_overlap: false,
         };
         let reply = self
-            .unary(request, |mut g, r| async move { g.trigger_schedule(r).await })
+            .unary(
+                request,
+                |mut g, r| async move { g.trigger_schedule(r).await },
+            )
             .await?
             .map_err(Error::from)?
             .into_inner();
@@ -338,9 +382,12 @@ impl Client {
             namespace: self.namespace().to_owned(),
             id: id.to_owned(),
         };
-        self.unary(request, |mut g, r| async move { g.delete_schedule(r).await })
-            .await?
-            .map_err(Error::from)?;
+        self.unary(
+            request,
+            |mut g, r| async move { g.delete_schedule(r).await },
+        )
+        .await?
+        .map_err(Error::from)?;
         Ok(())
     }
 }
@@ -375,7 +422,8 @@ async fn tls(config: &Config) -> Result<ClientTlsConfig> {
 
 /// A small PEM file, read once at connect.
 async fn read(path: &std::path::Path, field: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::invalid(field, format!("cannot read {}: {e}", path.display())))
+    std::fs::read(path)
+        .map_err(|e| Error::invalid(field, format!("cannot read {}: {e}", path.display())))
 }
 
 /// An error with its causes, on one line.

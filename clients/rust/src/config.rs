@@ -307,7 +307,10 @@ mod tests {
     #[test]
     fn the_scheme_follows_the_tls_settings() {
         assert_eq!(Config::new("h:1").url().unwrap(), "http://h:1");
-        assert_eq!(Config::new("h:1").tls_ca("/ca").url().unwrap(), "https://h:1");
+        assert_eq!(
+            Config::new("h:1").tls_ca("/ca").url().unwrap(),
+            "https://h:1"
+        );
         let e = Config::new("http://h:1").tls_ca("/ca").url().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("addr: "), "{e}");
@@ -317,7 +320,12 @@ mod tests {
 
     #[test]
     fn a_client_cert_needs_its_key() {
-        let e = from(&[("DUEQ_TLS_CLIENT_CERT", "/c.pem")]).validate().unwrap_err();
+        let e = from(&[
+            ("DUEQ_ADDR", "https://h:1"),
+            ("DUEQ_TLS_CLIENT_CERT", "/c.pem"),
+        ])
+        .validate()
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("tls_client_key: "), "{e}");
     }

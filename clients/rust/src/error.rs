@@ -246,11 +246,16 @@ mod tests {
 
     #[test]
     fn a_status_keeps_its_code_and_message() {
-        let e = Error::from(tonic::Status::permission_denied("role reader may not enqueue"));
+        let e = Error::from(tonic::Status::permission_denied(
+            "role reader may not enqueue",
+        ));
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
         assert_eq!(e.code() as i32, 7);
         assert_eq!(e.message(), "role reader may not enqueue");
-        assert_eq!(e.to_string(), "PermissionDenied: role reader may not enqueue");
+        assert_eq!(
+            e.to_string(),
+            "PermissionDenied: role reader may not enqueue"
+        );
     }
 
     #[test]

@@ -43,7 +43,11 @@ pub struct Job {
 
 impl Job {
     /// A job of `name` in `queue` carrying `payload` as given (opaque bytes).
-    pub fn new(queue: impl Into<String>, name: impl Into<String>, payload: impl Into<Vec<u8>>) -> Job {
+    pub fn new(
+        queue: impl Into<String>,
+        name: impl Into<String>,
+        payload: impl Into<Vec<u8>>,
+    ) -> Job {
         Job {
             request: proto::EnqueueRequest {
                 queue: queue.into(),
@@ -58,12 +62,19 @@ impl Job {
     /// A job whose payload is `value` encoded as JSON. A value that cannot be
     /// encoded makes the enqueue fail with InvalidArgument naming `payload`, before
     /// anything is sent.
-    pub fn json<T: Serialize + ?Sized>(queue: impl Into<String>, name: impl Into<String>, value: &T) -> Job {
+    pub fn json<T: Serialize + ?Sized>(
+        queue: impl Into<String>,
+        name: impl Into<String>,
+        value: &T,
+    ) -> Job {
         match serde_json::to_vec(value) {
             Ok(payload) => Job::new(queue, name, payload),
             Err(e) => {
                 let mut job = Job::new(queue, name, Vec::new());
-                job.invalid = Some(Error::invalid("payload", format!("cannot encode as JSON: {e}")));
+                job.invalid = Some(Error::invalid(
+                    "payload",
+                    format!("cannot encode as JSON: {e}"),
+                ));
                 job
             }
         }
@@ -127,7 +138,10 @@ impl Job {
     }
 
     /// String headers for the worker (added to those already set).
-    pub fn headers<K: Into<String>, V: Into<String>>(mut self, headers: impl IntoIterator<Item = (K, V)>) -> Job {
+    pub fn headers<K: Into<String>, V: Into<String>>(
+        mut self,
+        headers: impl IntoIterator<Item = (K, V)>,
+    ) -> Job {
         self.request
             .headers
             .extend(headers.into_iter().map(|(k, v)| (k.into(), v.into())));
@@ -149,7 +163,12 @@ impl Job {
     /// The request to send in `namespace`, after the checks made before sending:
     /// the queue and name are 1-256 bytes, the payload at most `max_payload`.
     /// `field` prefixes the names of bad fields (`jobs[2].` in a batch).
-    pub(crate) fn into_request(self, namespace: &str, max_payload: usize, field: &str) -> Result<proto::EnqueueRequest> {
+    pub(crate) fn into_request(
+        self,
+        namespace: &str,
+        max_payload: usize,
+        field: &str,
+    ) -> Result<proto::EnqueueRequest> {
         if let Some(e) = self.invalid {
             return Err(Error::new(e.kind(), format!("{field}{}", e.message())));
         }
@@ -166,10 +185,16 @@ impl Job {
             ));
         }
         if request.job_id.len() > MAX_NAME {
-            return Err(Error::invalid(&format!("{field}job_id"), "longer than 256 bytes"));
+            return Err(Error::invalid(
+                &format!("{field}job_id"),
+                "longer than 256 bytes",
+            ));
         }
         if request.max_attempts == Some(0) {
-            return Err(Error::invalid(&format!("{field}max_attempts"), "must be 1-1000"));
+            return Err(Error::invalid(
+                &format!("{field}max_attempts"),
+                "must be 1-1000",
+            ));
         }
         request.namespace = namespace.to_owned();
         Ok(request)
@@ -182,7 +207,10 @@ pub(crate) fn check_name(field: &str, value: &str) -> Result<()> {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if value.len() > MAX_NAME {
-        return Err(Error::invalid(field, format!("{} bytes is longer than 256", value.len())));
+        return Err(Error::invalid(
+            field,
+            format!("{} bytes is longer than 256", value.len()),
+        ));
     }
     Ok(())
 }
@@ -254,25 +282,40 @@ mod tests {
 
     #[test]
     fn an_empty_queue_or_name_is_refused_naming_it() {
-        let e = Job::new("", "n", b"x".to_vec()).into_request("ns", MIB, "").unwrap_err();
-        assert_eq!((e.kind(), e.message()), (ErrorKind::InvalidArgument, "queue: must not be empty"));
-        let e = Job::new("q", "", b"x".to_vec()).into_request("ns", MIB, "jobs[2].").unwrap_err();
+        let e = Job::new("", "n", b"x".to_vec())
+            .into_request("ns", MIB, "")
+            .unwrap_err();
+        assert_eq!(
+            (e.kind(), e.message()),
+            (ErrorKind::InvalidArgument, "queue: must not be empty")
+        );
+        let e = Job::new("q", "", b"x".to_vec())
+            .into_request("ns", MIB, "jobs[2].")
+            .unwrap_err();
         assert_eq!(e.message(), "jobs[2].name: must not be empty");
     }
 
     #[test]
     fn a_payload_over_the_limit_is_refused_naming_it() {
-        Job::new("q", "n", vec![0; MIB]).into_request("ns", MIB, "").unwrap();
-        let e = Job::new("q", "n", vec![0; MIB + 1]).into_request("ns", MIB, "").unwrap_err();
+        Job::new("q", "n", vec![0; MIB])
+            .into_request("ns", MIB, "")
+            .unwrap();
+        let e = Job::new("q", "n", vec![0; MIB + 1])
+            .into_request("ns", MIB, "")
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().starts_with("payload: 1048577 bytes"), "{e}");
     }
 
     #[test]
     fn json_encodes_only_when_asked() {
-        let r = Job::json("q", "n", &serde_json::json!({"n": 1})).into_request("ns", MIB, "").unwrap();
+        let r = Job::json("q", "n", &serde_json::json!({"n": 1}))
+            .into_request("ns", MIB, "")
+            .unwrap();
         assert_eq!(r.payload, br#"{"n":1}"#);
-        let r = Job::new("q", "n", "{not json").into_request("ns", MIB, "").unwrap();
+        let r = Job::new("q", "n", "{not json")
+            .into_request("ns", MIB, "")
+            .unwrap();
         assert_eq!(r.payload, b"{not json");
     }
 
@@ -280,9 +323,14 @@ mod tests {
     fn a_value_that_is_not_json_is_refused_naming_the_payload() {
         let mut map = std::collections::HashMap::new();
         map.insert(vec![1u8], 1); // a map with non-string keys has no JSON form
-        let e = Job::json("q", "n", &map).into_request("ns", MIB, "").unwrap_err();
+        let e = Job::json("q", "n", &map)
+            .into_request("ns", MIB, "")
+            .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-        assert!(e.message().starts_with("payload: cannot encode as JSON"), "{e}");
+        assert!(
+            e.message().starts_with("payload: cannot encode as JSON"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -293,7 +341,10 @@ mod tests {
             .job_id("p-1")
             .header("h", "v")
             .max_attempts(7)
-            .backoff(Backoff::exponential(Duration::from_secs(2), Duration::from_secs(60)))
+            .backoff(Backoff::exponential(
+                Duration::from_secs(2),
+                Duration::from_secs(60),
+            ))
             .dedup("d", Duration::from_secs(5))
             .into_request("ns", MIB, "")
             .unwrap();

@@ -55,11 +55,13 @@ pub mod proto {
 }
 
 pub use client::{Bearer, Client, GrpcClient};
-pub use config::{Config, DEFAULT_ADDR, DEFAULT_MAX_PAYLOAD_SIZE, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT};
+pub use config::{
+    Config, DEFAULT_ADDR, DEFAULT_MAX_PAYLOAD_SIZE, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use job::{Backoff, DedupMode, EnqueueOutcome, Enqueued, Job, JobState};
 pub use schedule::{Schedule, Triggered, Upserted};
 pub use schedule_worker::{Occurrence, ScheduleWorker};
-pub use worker::{ActiveJob, HandlerError, NonRetryable, Output, Progress, StopHandle, Worker};
 /// The cancellation token of [`ActiveJob::cancelled`] (tokio-util's).
 pub use tokio_util::sync::CancellationToken;
+pub use worker::{ActiveJob, HandlerError, NonRetryable, Output, Progress, StopHandle, Worker};

@@ -55,12 +55,24 @@ mod tests {
     fn waits_grow_to_the_cap_and_stay_jittered() {
         let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         let first = b.next_wait();
-        assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100), "{first:?}");
+        assert!(
+            first >= Duration::from_millis(50) && first <= Duration::from_millis(100),
+            "{first:?}"
+        );
         let second = b.next_wait();
-        assert!(second >= Duration::from_millis(100) && second <= Duration::from_millis(200), "{second:?}");
+        assert!(
+            second >= Duration::from_millis(100) && second <= Duration::from_millis(200),
+            "{second:?}"
+        );
+        for _ in 0..3 {
+            b.next_wait(); // 400 ms, 800 ms, 1.6 s
+        }
         for _ in 0..40 {
             let w = b.next_wait();
-            assert!(w >= Duration::from_secs(1) && w <= Duration::from_secs(2), "{w:?}");
+            assert!(
+                w >= Duration::from_secs(1) && w <= Duration::from_secs(2),
+                "{w:?}"
+            );
         }
         b.reset();
         assert!(b.next_wait() <= Duration::from_millis(100));

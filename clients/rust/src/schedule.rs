@@ -87,7 +87,10 @@ impl Schedule {
         match serde_json::to_vec(value) {
             Ok(payload) => self.schedule.payload = payload,
             Err(e) => {
-                self.invalid = Some(Error::invalid("schedule.payload", format!("cannot encode as JSON: {e}")))
+                self.invalid = Some(Error::invalid(
+                    "schedule.payload",
+                    format!("cannot encode as JSON: {e}"),
+                ))
             }
         }
         self

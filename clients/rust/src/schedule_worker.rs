@@ -1,7 +1,9 @@
 //! The schedule worker: a handler run for each due occurrence of the namespace's
 //! schedules, claimed with a lease (ClaimDueSchedule) and acked (AckOccurrence).
 
-use std::{collections::HashMap, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap, future::Future, panic::AssertUnwindSafe, sync::Arc, time::Duration,
+};
 
 use futures_util::{future::BoxFuture, stream::FuturesUnordered, FutureExt, StreamExt};
 use serde::de::DeserializeOwned;
@@ -31,12 +33,18 @@ impl Occurrence {
 
     /// The schedule it belongs to.
     pub fn schedule_id(&self) -> &str {
-        self.occurrence.schedule.as_ref().map_or("", |s| s.id.as_str())
+        self.occurrence
+            .schedule
+            .as_ref()
+            .map_or("", |s| s.id.as_str())
     }
 
     /// The schedule's `job_name`.
     pub fn job_name(&self) -> &str {
-        self.occurrence.schedule.as_ref().map_or("", |s| s.job_name.as_str())
+        self.occurrence
+            .schedule
+            .as_ref()
+            .map_or("", |s| s.job_name.as_str())
     }
 
     /// When it was due (its nominal slot; the time of the trigger for a
@@ -47,7 +55,10 @@ impl Occurrence {
 
     /// The schedule's payload (opaque bytes).
     pub fn payload(&self) -> &[u8] {
-        self.occurrence.schedule.as_ref().map_or(&[], |s| s.payload.as_slice())
+        self.occurrence
+            .schedule
+            .as_ref()
+            .map_or(&[], |s| s.payload.as_slice())
     }
 
     /// The payload parsed as JSON, when the handler asks.
@@ -76,7 +87,9 @@ impl Occurrence {
     }
 }
 
-type ScheduleHandler = Arc<dyn Fn(Occurrence) -> BoxFuture<'static, std::result::Result<(), HandlerError>> + Send + Sync>;
+type ScheduleHandler = Arc<
+    dyn Fn(Occurrence) -> BoxFuture<'static, std::result::Result<(), HandlerError>> + Send + Sync,
+>;
 
 /// A schedule worker: [`concurrency`](ScheduleWorker::concurrency) claim loops,
 /// each long-polling ClaimDueSchedule with a lease and running `handler` for the
@@ -189,10 +202,16 @@ impl ScheduleWorker {
         if !(1..=1000).contains(&self.concurrency) {
             return Err(Error::invalid("concurrency", "must be 1-1000"));
         }
-        let mut signals = if self.handle_signals { Some(Signals::new()?) } else { None };
+        let mut signals = if self.handle_signals {
+            Some(Signals::new()?)
+        } else {
+            None
+        };
         let (stop, grace) = (self.stop.clone(), self.grace);
         let me = Arc::new(self);
-        let mut loops: FuturesUnordered<_> = (0..me.concurrency).map(|_| claim_loop(me.clone())).collect();
+        let mut loops: FuturesUnordered<_> = (0..me.concurrency)
+            .map(|_| claim_loop(me.clone()))
+            .collect();
         let all = async move {
             let mut first = None;
             while let Some(result) = loops.next().await {
@@ -259,7 +278,9 @@ async fn claim(w: &ScheduleWorker) -> Result<Option<proto::Occurrence>> {
     let within = w.wait + Duration::from_secs(10);
     let reply = w
         .client
-        .call_within(within, request, |mut g, r| async move { g.claim_due_schedule(r).await })
+        .call_within(within, request, |mut g, r| async move {
+            g.claim_due_schedule(r).await
+        })
         .await??;
     Ok(reply.into_inner().occurrence)
 }
@@ -288,7 +309,10 @@ async fn handle(w: &ScheduleWorker, occurrence: proto::Occurrence) {
     for _ in 0..8 {
         let sent = w
             .client
-            .unary(ack.clone(), |mut g, r| async move { g.ack_occurrence(r).await })
+            .unary(
+                ack.clone(),
+                |mut g, r| async move { g.ack_occurrence(r).await },
+            )
             .await
             .and_then(|r| r.map_err(Error::from));
         match sent {
@@ -305,6 +329,9 @@ async fn handle(w: &ScheduleWorker, occurrence: proto::Occurrence) {
 fn is_fatal(e: &Error) -> bool {
     matches!(
         e.kind(),
-        ErrorKind::InvalidArgument | ErrorKind::PermissionDenied | ErrorKind::Unauthenticated | ErrorKind::Unimplemented
+        ErrorKind::InvalidArgument
+            | ErrorKind::PermissionDenied
+            | ErrorKind::Unauthenticated
+            | ErrorKind::Unimplemented
     )
 }

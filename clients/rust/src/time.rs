@@ -13,7 +13,10 @@ pub(crate) fn duration(d: Duration) -> prost_types::Duration {
 /// `at` as a protobuf Timestamp (instants before 1970 are negative seconds).
 pub(crate) fn timestamp(at: SystemTime) -> prost_types::Timestamp {
     let (seconds, nanos) = match at.duration_since(UNIX_EPOCH) {
-        Ok(d) => (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), d.subsec_nanos() as i32),
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            d.subsec_nanos() as i32,
+        ),
         Err(before) => {
             let d = before.duration();
             let secs = -i64::try_from(d.as_secs()).unwrap_or(i64::MAX);

@@ -58,7 +58,10 @@ enum Phase {
     Running,
     /// Its ack or fail was sent on a stream (or waits for one) and is not answered
     /// yet; sent again on the next stream if this one breaks.
-    Answering { request: In, resend_at: Option<Instant> },
+    Answering {
+        request: In,
+        resend_at: Option<Instant>,
+    },
     /// Its ack or fail goes by a unary call (while draining).
     Unary,
 }
@@ -144,7 +147,8 @@ impl Engine {
         } else {
             None
         };
-        let period = (self.w.lease / 10).clamp(Duration::from_millis(10), Duration::from_millis(500));
+        let period =
+            (self.w.lease / 10).clamp(Duration::from_millis(10), Duration::from_millis(500));
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.connecting = Some(self.open());
@@ -157,7 +161,9 @@ impl Engine {
             let wake = self.next(&mut signals, &mut tick).await;
             match wake {
                 Wake::Reply(Ok(Some(reply))) => self.on_reply(reply),
-                Wake::Reply(Ok(None)) => self.on_broken(Status::unavailable("the service ended the stream"))?,
+                Wake::Reply(Ok(None)) => {
+                    self.on_broken(Status::unavailable("the service ended the stream"))?
+                }
                 Wake::Reply(Err(status)) => self.on_broken(status)?,
                 Wake::Opened(opened) => self.on_opened(opened)?,
                 Wake::Finished(finished) => self.on_finished(finished),
@@ -178,7 +184,11 @@ impl Engine {
     }
 
     /// Waits for the next thing to do.
-    async fn next(&mut self, signals: &mut Option<Signals>, tick: &mut tokio::time::Interval) -> Wake {
+    async fn next(
+        &mut self,
+        signals: &mut Option<Signals>,
+        tick: &mut tokio::time::Interval,
+    ) -> Wake {
         let stopping = self.grace_end.is_some();
         let grace_end = self.grace_end;
         let reconnect_at = self.reconnect_at;
@@ -211,10 +221,15 @@ impl Engine {
             lease: Some(duration(self.w.lease)),
             capacity: self.w.concurrency as u32,
         });
-        let _ = tx.send(proto::WorkRequest { request: Some(start) });
+        let _ = tx.send(proto::WorkRequest {
+            request: Some(start),
+        });
         let mut grpc = self.w.client.grpc();
         Box::pin(async move {
-            let replies = grpc.work(UnboundedReceiverStream::new(rx)).await?.into_inner();
+            let replies = grpc
+                .work(UnboundedReceiverStream::new(rx))
+                .await?
+                .into_inner();
             Ok(Session {
                 tx,
                 replies,
@@ -279,7 +294,11 @@ impl Engine {
             Some(Out::Job(job)) => self.on_job(job),
             Some(Out::Ack(r)) => self.on_answer(&r.job_id, r.code, &r.message),
             Some(Out::Fail(r)) => self.on_answer(&r.job_id, r.code, &r.message),
-            Some(Out::Extend(r)) => self.on_extended(&r.job_id, r.code, r.result.is_some_and(|r| r.cancel_requested)),
+            Some(Out::Extend(r)) => self.on_extended(
+                &r.job_id,
+                r.code,
+                r.result.is_some_and(|r| r.cancel_requested),
+            ),
             Some(Out::Cancel(lease)) => {
                 if let Some(held) = self.held.get(&lease.job_id) {
                     if held.token == lease.lease_token {
@@ -368,7 +387,11 @@ impl Engine {
         if let Some(held) = self.held.get_mut(&id) {
             held.phase = Phase::Answering {
                 request,
-                resend_at: if sent { None } else { Some(Instant::now() + RESEND_AFTER) },
+                resend_at: if sent {
+                    None
+                } else {
+                    Some(Instant::now() + RESEND_AFTER)
+                },
             };
         }
     }
@@ -378,7 +401,9 @@ impl Engine {
         match &self.session {
             Some(session) => session
                 .tx
-                .send(proto::WorkRequest { request: Some(request) })
+                .send(proto::WorkRequest {
+                    request: Some(request),
+                })
                 .is_ok(),
             None => false,
         }
@@ -394,10 +419,19 @@ impl Engine {
         match Code::from(code) {
             Code::Ok => {}
             Code::Aborted | Code::NotFound => {
-                tracing::warn!(job_id = id, message, "dueq worker: the job's lease was lost before its answer");
+                tracing::warn!(
+                    job_id = id,
+                    message,
+                    "dueq worker: the job's lease was lost before its answer"
+                );
             }
             Code::InvalidArgument | Code::PermissionDenied | Code::Unauthenticated => {
-                tracing::warn!(job_id = id, code, message, "dueq worker: the job's answer was refused");
+                tracing::warn!(
+                    job_id = id,
+                    code,
+                    message,
+                    "dueq worker: the job's answer was refused"
+                );
             }
             _ => {
                 // Not applied (UNAVAILABLE, FAILED_PRECONDITION): send it again.
@@ -416,7 +450,10 @@ impl Engine {
         match Code::from(code) {
             Code::Ok if cancel_requested => held.cancel.cancel(),
             Code::Aborted | Code::NotFound => {
-                tracing::warn!(job_id = id, "dueq worker: the job's lease was lost; cancelling its handler");
+                tracing::warn!(
+                    job_id = id,
+                    "dueq worker: the job's lease was lost; cancelling its handler"
+                );
                 held.cancel.cancel();
                 held.progress = None;
             }
@@ -428,7 +465,14 @@ impl Engine {
         }
     }
 
-    fn on_event(&mut self, Event::Progress { job_id, token, progress }: Event) {
+    fn on_event(
+        &mut self,
+        Event::Progress {
+            job_id,
+            token,
+            progress,
+        }: Event,
+    ) {
         let Some(held) = self.held.get_mut(&job_id) else {
             return;
         };
@@ -493,7 +537,13 @@ impl Engine {
             self.send(In::Extend(extend));
         } else {
             let namespace = self.w.client.namespace().to_owned();
-            self.call(Call::Extend(proto::ExtendLeaseRequest { namespace, ..extend }), Duration::ZERO);
+            self.call(
+                Call::Extend(proto::ExtendLeaseRequest {
+                    namespace,
+                    ..extend
+                }),
+                Duration::ZERO,
+            );
         }
     }
 
@@ -549,7 +599,9 @@ impl Engine {
             }
         };
         match outcome {
-            Err(e) if e.is_transient() && self.grace_end.is_some_and(|end| Instant::now() < end) => {
+            Err(e)
+                if e.is_transient() && self.grace_end.is_some_and(|end| Instant::now() < end) =>
+            {
                 self.call(call, RESEND_AFTER);
             }
             Err(e) => {
@@ -573,7 +625,10 @@ impl Engine {
             held.cancel.cancel();
         }
         if !self.held.is_empty() {
-            tracing::warn!(jobs = self.held.len(), "dueq worker: stopping with jobs unfinished; they go back to the queue");
+            tracing::warn!(
+                jobs = self.held.len(),
+                "dueq worker: stopping with jobs unfinished; they go back to the queue"
+            );
         }
     }
 }
@@ -634,7 +689,10 @@ fn to_call(request: In, namespace: String) -> Call {
             result: lease.result,
         }),
         In::Fail(fail) => Call::Fail(proto::FailJobRequest { namespace, ..fail }),
-        In::Extend(extend) => Call::Extend(proto::ExtendLeaseRequest { namespace, ..extend }),
+        In::Extend(extend) => Call::Extend(proto::ExtendLeaseRequest {
+            namespace,
+            ..extend
+        }),
         In::Start(_) => Call::Extend(proto::ExtendLeaseRequest::default()),
     }
 }
@@ -674,7 +732,9 @@ fn is_fatal(code: Code) -> bool {
     )
 }
 
-async fn next_reply(session: &mut Option<Session>) -> std::result::Result<Option<proto::WorkResponse>, Status> {
+async fn next_reply(
+    session: &mut Option<Session>,
+) -> std::result::Result<Option<proto::WorkResponse>, Status> {
     match session {
         Some(session) => session.replies.message().await,
         None => std::future::pending().await,
@@ -711,7 +771,14 @@ mod tests {
         let In::Ack(lease) = answer("j", "t", Ok(Output::bytes(b"r".to_vec()))) else {
             panic!("not an ack");
         };
-        assert_eq!((lease.job_id.as_str(), lease.lease_token.as_str(), lease.result.as_slice()), ("j", "t", &b"r"[..]));
+        assert_eq!(
+            (
+                lease.job_id.as_str(),
+                lease.lease_token.as_str(),
+                lease.result.as_slice()
+            ),
+            ("j", "t", &b"r"[..])
+        );
     }
 
     #[test]
@@ -721,7 +788,11 @@ mod tests {
         };
         assert_eq!(fail.error, "planned failure");
         assert!(!fail.non_retryable);
-        let In::Fail(fail) = answer("j", "t", Err(super::super::NonRetryable::new("fatal").into())) else {
+        let In::Fail(fail) = answer(
+            "j",
+            "t",
+            Err(super::super::NonRetryable::new("fatal").into()),
+        ) else {
             panic!("not a fail");
         };
         assert!(fail.non_retryable);
@@ -747,7 +818,10 @@ mod tests {
             ..Default::default()
         };
         let m = merge(earlier, later);
-        assert_eq!((m.fraction, m.message.as_deref(), m.checkpoint), (Some(0.5), Some("a"), None));
+        assert_eq!(
+            (m.fraction, m.message.as_deref(), m.checkpoint),
+            (Some(0.5), Some("a"), None)
+        );
     }
 
     #[test]

@@ -163,7 +163,10 @@ impl Progress {
     pub fn from_json(value: &serde_json::Value) -> Progress {
         let mut p = Progress::new();
         p.0.fraction = value.get("fraction").and_then(serde_json::Value::as_f64);
-        p.0.message = value.get("message").and_then(|m| m.as_str()).map(str::to_owned);
+        p.0.message = value
+            .get("message")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned);
         p.0.checkpoint = value
             .get("checkpoint")
             .and_then(|c| c.as_str())
@@ -320,7 +323,8 @@ mod tests {
 
     #[test]
     fn progress_from_json_takes_the_known_fields() {
-        let p = Progress::from_json(&serde_json::json!({"fraction": 0.5, "message": "half", "x": 1}));
+        let p =
+            Progress::from_json(&serde_json::json!({"fraction": 0.5, "message": "half", "x": 1}));
         assert_eq!(p.0.fraction, Some(0.5));
         assert_eq!(p.0.message.as_deref(), Some("half"));
         assert_eq!(p.0.checkpoint, None);

@@ -17,8 +17,11 @@ use crate::{
 };
 
 /// The handler, boxed: one future per job.
-pub(crate) type HandlerFn =
-    Arc<dyn Fn(ActiveJob) -> BoxFuture<'static, std::result::Result<Output, HandlerError>> + Send + Sync>;
+pub(crate) type HandlerFn = Arc<
+    dyn Fn(ActiveJob) -> BoxFuture<'static, std::result::Result<Output, HandlerError>>
+        + Send
+        + Sync,
+>;
 
 /// A job worker: runs `handler` for each job of its queues, at most
 /// [`concurrency`](Worker::concurrency) at once, over one Work stream.
@@ -200,7 +203,12 @@ impl Signals {
         {
             use tokio::signal::unix::{signal, SignalKind};
             let watch = |kind| {
-                signal(kind).map_err(|e| Error::new(crate::ErrorKind::Internal, format!("cannot watch signals: {e}")))
+                signal(kind).map_err(|e| {
+                    Error::new(
+                        crate::ErrorKind::Internal,
+                        format!("cannot watch signals: {e}"),
+                    )
+                })
             };
             Ok(Signals {
                 term: watch(SignalKind::terminate())?,

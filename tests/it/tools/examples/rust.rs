@@ -24,7 +24,14 @@ async fn examples_dir() -> PathBuf {
         run_ok(
             "cargo build -p dueq-client --examples",
             Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--locked", "-p", "dueq-client", "--examples"])
+                .args([
+                    "build",
+                    "--quiet",
+                    "--locked",
+                    "-p",
+                    "dueq-client",
+                    "--examples",
+                ])
                 .current_dir(env!("CARGO_MANIFEST_DIR")),
         )
         .await;

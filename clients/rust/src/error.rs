@@ -259,6 +259,17 @@ mod tests {
     }
 
     #[test]
+    fn a_transport_failure_is_unavailable_and_a_service_answer_keeps_its_code() {
+        let closed = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection closed");
+        let local = tonic::Status::from_error(Box::new(closed));
+        let e = Error::from(local);
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+        assert!(e.message().contains("connection closed"), "{e}");
+        let sent = Error::from(tonic::Status::cancelled("cancelled by the service"));
+        assert_eq!(sent.kind(), ErrorKind::Cancelled);
+    }
+
+    #[test]
     fn names_are_the_codes_in_camel_case() {
         assert_eq!(ErrorKind::Unauthenticated.name(), "Unauthenticated");
         assert_eq!(ErrorKind::FailedPrecondition.name(), "FailedPrecondition");

@@ -22,7 +22,7 @@ def emit(**event):
 
 
 def state_name(job):
-    return jobs_pb2.JobState.Name(job.state).removeprefix("JOB_STATE_")
+    return jobs_pb2.JobState.Name(job.state)
 
 
 class StopAfter:
@@ -121,13 +121,13 @@ async def schedule_calls(c):
     emit(event="call", call="upsert_schedule", id=up.schedule.id, created=up.created)
     s = await c.get_schedule("s-1")
     emit(event="call", call="get_schedule", id=s.id, payload=s.payload.decode(),
-         every_seconds=s.every.seconds, status=status(s.status).removeprefix("SCHEDULE_STATUS_"))
+         every_seconds=s.every.seconds, status=status(s.status))
     listed = await c.list_schedules()
     emit(event="call", call="list_schedules", ids=[s.id for s in listed])
     s = await c.pause_schedule("s-1")
-    emit(event="call", call="pause_schedule", id=s.id, status=status(s.status).removeprefix("SCHEDULE_STATUS_"))
+    emit(event="call", call="pause_schedule", id=s.id, status=status(s.status))
     s = await c.resume_schedule("s-1")
-    emit(event="call", call="resume_schedule", id=s.id, status=status(s.status).removeprefix("SCHEDULE_STATUS_"))
+    emit(event="call", call="resume_schedule", id=s.id, status=status(s.status))
     occurrence = await c.trigger_schedule("s-1")
     emit(event="call", call="trigger_schedule", id="s-1", occurrence_id=occurrence)
     await c.delete_schedule("s-1")

@@ -81,7 +81,7 @@ class Config:
         def name(field):
             return sources.get(field, field)
 
-        self.target  # validates addr
+        _target(self.addr, name("addr"))
         if not self.namespace:
             raise InvalidArgument(f"{name('namespace')}: must not be empty")
         if (self.tls_cert is None) != (self.tls_key is None):
@@ -107,18 +107,7 @@ class Config:
     @property
     def target(self):
         """`host:port` for grpc, from `addr`."""
-        addr = self.addr
-        for scheme in ("http://", "https://"):
-            if addr.startswith(scheme):
-                addr = addr[len(scheme) :]
-                break
-        else:
-            if "://" in addr:
-                raise InvalidArgument(f"addr: {self.addr!r} is not http://host:port or https://host:port")
-        addr = addr.rstrip("/")
-        if not addr or "/" in addr:
-            raise InvalidArgument(f"addr: {self.addr!r} is not http://host:port or https://host:port")
-        return addr
+        return _target(self.addr, "addr")
 
     def __repr__(self):  # the token is a secret
         token = None if self.token is None else "<redacted>"
@@ -127,3 +116,16 @@ class Config:
             f"tls={self.tls}, tls_ca={self.tls_ca!r}, tls_cert={self.tls_cert!r}, "
             f"tls_server_name={self.tls_server_name!r}, timeout={self.timeout!r})"
         )
+
+
+def _target(addr, field):
+    """`host:port` of an http://, https:// or bare address; InvalidArgument naming `field`."""
+    rest = addr
+    for scheme in ("http://", "https://"):
+        if rest.startswith(scheme):
+            rest = rest[len(scheme) :]
+            break
+    rest = rest.rstrip("/")
+    if not rest or "/" in rest or "://" in rest:
+        raise InvalidArgument(f"{field}: {addr!r} is not http://host:port or https://host:port")
+    return rest

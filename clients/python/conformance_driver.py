@@ -125,9 +125,11 @@ async def schedule_calls(c):
     listed = await c.list_schedules()
     emit(event="call", call="list_schedules", ids=[s.id for s in listed])
     s = await c.pause_schedule("s-1")
-    emit(event="call", call="pause_schedule", id=s.id, status=status(s.status))
+    emit(event="call", call="pause_schedule", id=s.id, paused=s.status == queue_pb2.SCHEDULE_STATUS_PAUSED,
+         status=status(s.status))
     s = await c.resume_schedule("s-1")
-    emit(event="call", call="resume_schedule", id=s.id, status=status(s.status))
+    emit(event="call", call="resume_schedule", id=s.id, paused=s.status == queue_pb2.SCHEDULE_STATUS_PAUSED,
+         status=status(s.status))
     occurrence = await c.trigger_schedule("s-1")
     emit(event="call", call="trigger_schedule", id="s-1", occurrence_id=occurrence)
     await c.delete_schedule("s-1")

@@ -10,7 +10,6 @@ import asyncio
 import json
 import resource
 import sys
-import time
 
 import dueq
 from dueq.v1 import jobs_pb2, queue_pb2

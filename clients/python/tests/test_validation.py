@@ -31,7 +31,7 @@ class ProducerValidation(unittest.TestCase):
         self.assert_invalid("name", self.client.enqueue, "q", "", b"")
 
     def test_a_payload_over_the_limit(self):
-        self.client.config  # the default limit is the service's: 1 MiB
+        # The default limit is the service's default: 1 MiB.
         self.assert_invalid("payload", self.client.enqueue, "q", "n", bytes(1024 * 1024 + 1))
 
     def test_a_payload_at_the_limit_is_sent(self):
@@ -112,9 +112,9 @@ class WorkerValidation(unittest.TestCase):
         self.assert_invalid("handler", "q", "not a function")
 
     def test_not_a_client(self):
-        self.assert_invalid("client", "q", self.handler) if False else None
-        with self.assertRaises(dueq.InvalidArgument):
+        with self.assertRaises(dueq.InvalidArgument) as caught:
             dueq.Worker("http://x:1", "q", self.handler)
+        self.assertTrue(caught.exception.message.startswith("client:"))
 
     def test_a_single_queue_name_is_a_list_of_one(self):
         self.assertEqual(dueq.Worker(self.client, "q", self.handler).queues, ["q"])

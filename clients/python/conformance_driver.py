@@ -6,12 +6,39 @@ one JSON event per line on stdout.
     PYTHONPATH=clients/python/src python3 clients/python/conformance_driver.py '{"mode":"work",...}'
 """
 
-import asyncio
-import json
-import resource
+import signal
 import sys
 
-import dueq
+
+class EarlyStop:
+    """SIGTERM/SIGINT from the start (importing grpc takes a while): stops the
+    current worker, or the one about to run. The worker's own handlers replace
+    these while it runs."""
+
+    worker = None
+    requested = False
+
+    @classmethod
+    def handle(cls, signum, frame):
+        cls.requested = True
+        if cls.worker is not None:
+            cls.worker.stop()
+
+    @classmethod
+    def watch(cls, worker):
+        cls.worker = worker
+        if cls.requested:
+            worker.stop()
+
+
+signal.signal(signal.SIGTERM, EarlyStop.handle)
+signal.signal(signal.SIGINT, EarlyStop.handle)
+
+import asyncio  # noqa: E402 - after the signal handlers, on purpose
+import json  # noqa: E402
+import resource  # noqa: E402
+
+import dueq  # noqa: E402
 from dueq.v1 import jobs_pb2, queue_pb2
 
 
@@ -54,6 +81,7 @@ async def work(params):
         lease=lease / 1000 if lease else None,
     )
     stop.worker = worker
+    EarlyStop.watch(worker)
     await worker.run_async()
     emit(event="exit")
 
@@ -86,6 +114,7 @@ async def schedules(params):
 
     worker = dueq.ScheduleWorker(dueq.AsyncClient(), handler, concurrency=params.get("concurrency") or 1)
     stop.worker = worker
+    EarlyStop.watch(worker)
     await worker.run_async()
     emit(event="exit")
 
@@ -155,6 +184,7 @@ async def bench(params):
 
     worker = dueq.Worker(dueq.AsyncClient(), params["queues"], handler, concurrency=params.get("concurrency") or 32)
     stop.worker = worker
+    EarlyStop.watch(worker)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     await worker.run_async()
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)

@@ -106,7 +106,8 @@ class Runner:
 
 
 class Signals:
-    """SIGINT/SIGTERM call `on_signal` while installed (main thread only)."""
+    """SIGINT/SIGTERM call `on_signal` while installed (main thread only); `remove()`
+    puts the handlers that were there before back."""
 
     def __init__(self, loop, on_signal):
         self.loop, self.installed = loop, []
@@ -114,14 +115,17 @@ class Signals:
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
+                previous = signal.getsignal(sig)
                 loop.add_signal_handler(sig, on_signal)
-                self.installed.append(sig)
+                self.installed.append((sig, previous))
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
 
     def remove(self):
-        for sig in self.installed:
+        for sig, previous in self.installed:
             self.loop.remove_signal_handler(sig)
+            if previous is not None:
+                signal.signal(sig, previous)
         self.installed = []
 
 

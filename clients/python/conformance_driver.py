@@ -26,9 +26,11 @@ class EarlyStop:
 
     @classmethod
     def watch(cls, worker):
+        """From here a SIGTERM stops `worker`; says so with a `ready` event."""
         cls.worker = worker
         if cls.requested:
             worker.stop()
+        emit(event="ready")
 
 
 signal.signal(signal.SIGTERM, EarlyStop.handle)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python conformance driver (clients/conformance/README.md): one mode per run,
 its parameters as one JSON argument, its connection only from DUEQ_* variables,
-one JSON event per line on stdout.
+one JSON event per line on stdout. `work` and `bench` also take an optional
+`"transport"` ("stream", the default, or "claims": `dueq.Worker`'s transport).
 
     PYTHONPATH=clients/python/src python3 clients/python/conformance_driver.py '{"mode":"work",...}'
 """
@@ -81,6 +82,7 @@ async def work(params):
         handler,
         concurrency=params.get("concurrency") or 1,
         lease=lease / 1000 if lease else None,
+        transport=params.get("transport") or "stream",
     )
     stop.worker = worker
     EarlyStop.watch(worker)
@@ -184,7 +186,13 @@ async def bench(params):
     async def handler(job):
         stop.returned()
 
-    worker = dueq.Worker(dueq.AsyncClient(), params["queues"], handler, concurrency=params.get("concurrency") or 32)
+    worker = dueq.Worker(
+        dueq.AsyncClient(),
+        params["queues"],
+        handler,
+        concurrency=params.get("concurrency") or 32,
+        transport=params.get("transport") or "stream",
+    )
     stop.worker = worker
     EarlyStop.watch(worker)
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)

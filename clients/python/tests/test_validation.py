@@ -116,6 +116,9 @@ class WorkerValidation(unittest.TestCase):
             dueq.Worker("http://x:1", "q", self.handler)
         self.assertTrue(caught.exception.message.startswith("client:"))
 
+    def test_an_unknown_transport(self):
+        self.assert_invalid("transport", "q", self.handler, transport="carrier pigeon")
+
     def test_a_single_queue_name_is_a_list_of_one(self):
         self.assertEqual(dueq.Worker(self.client, "q", self.handler).queues, ["q"])
 

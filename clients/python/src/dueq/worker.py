@@ -25,6 +25,7 @@ from ._common import (
     check_seconds,
     default_worker_id,
 )
+from ._claims import ClaimsTransport
 from ._types import Json, check_name, from_timestamp
 from .errors import Aborted, InvalidArgument, NonRetryable, NotFound, from_code, from_rpc_error
 from .v1 import jobs_pb2
@@ -140,7 +141,7 @@ def _result_bytes(result):
     return data
 
 
-class Worker:
+class Worker(ClaimsTransport):
     """Works jobs of `queues` with `handler`, over one Work stream.
 
     `Worker(client, queues, handler, *, concurrency=1, lease=None, worker_id=None,
@@ -153,14 +154,20 @@ class Worker:
 
     `concurrency` is how many jobs run at once (the stream's capacity); `lease`
     (seconds) overrides each job's own lease for the claims; `grace` is how long
-    in-flight handlers get to finish after `stop()`.
+    in-flight handlers get to finish after `stop()`. `transport` is "stream" (the
+    Work stream: jobs pushed, acks, fails, extends and cancels on one stream) or
+    "claims" (batched ClaimJob calls carrying the acks; fails, extends and progress
+    by unary calls, a cancel seen at the next extension): many times cheaper per job
+    in Python for short jobs.
 
     `run()` blocks until SIGINT/SIGTERM or `stop()`; `await run_async()` is the same
     inside an event loop. Either raises the typed `DueqError` that ended the stream
     when it is not worth a reconnect (e.g. `PermissionDenied`, `Unauthenticated`).
     """
 
-    def __init__(self, client, queues, handler, *, concurrency=1, lease=None, worker_id=None, grace=30.0):
+    def __init__(
+        self, client, queues, handler, *, concurrency=1, lease=None, worker_id=None, grace=30.0, transport="stream"
+    ):
         if isinstance(queues, str):
             queues = [queues]
         queues = list(queues)
@@ -169,6 +176,9 @@ class Worker:
         for i, q in enumerate(queues):
             check_name(q, f"queues[{i}]")
         check_concurrency(concurrency)
+        if transport not in ("stream", "claims"):
+            raise InvalidArgument(f"transport: {transport!r} is not 'stream' or 'claims'")
+        self.transport = transport
         self._client = client
         self.queues = queues
         self.concurrency = concurrency
@@ -221,7 +231,7 @@ class Worker:
         if self._stop_requested:
             self._on_stop()
         try:
-            await self._serve()
+            await (self._serve() if self.transport == "stream" else self._serve_claims())
         finally:
             self._scanner.cancel()
             if signals:
@@ -375,6 +385,13 @@ class Worker:
         if self._stopping:
             self._answer_by_unary(job, req)
             return
+        if self.transport == "claims":
+            if req.WhichOneof("request") == "ack":
+                self._queue_ack(job, req.ack)
+            else:
+                self._slot.set()
+                self._answer_by_unary(job, req)
+            return
         self._answers[job.id] = (job, req)
         if self._call is not None:
             self._send(req)
@@ -476,6 +493,8 @@ class Worker:
             return
         self._stopping = True
         self._stop_fut.set_result(None)
+        if self.transport == "claims":
+            self._flush_acks()
         self._grace_over = asyncio.Event()
         self._drained = self._loop.create_task(self._drain())
 
@@ -506,10 +525,13 @@ class Worker:
                 pass
 
     async def _quiet(self, handlers_only):
-        while self._running or (not handlers_only and (self._answers or self._unary)):
+        while self._running or (not handlers_only and (self._answers or self._unary or self._pending_acks())):
             if self._grace_over.is_set() and handlers_only:
                 return
             await asyncio.sleep(0.02)
+
+    def _pending_acks(self):
+        return bool(getattr(self, "_acks", None))
 
     def _answers_by_unary(self):
         for job_id, (job, req) in list(self._answers.items()):

@@ -37,33 +37,51 @@ class ClaimsTransport:
 
     async def _serve_claims(self):
         self._acks = []  # JobLease of finished jobs not yet acked
-        self._claiming = False
+        self._claims = {}  # claim task -> the slots it may fill
         self._flush_at = None
         self._slot = asyncio.Event()
+        # Two claims of half the slots each keep one in flight while the other's jobs
+        # run, so the round trips overlap.
+        size = max(1, min(100, (self.concurrency + 1) // 2))
         backoff = Backoff()
         while not self._stopping:
-            free = min(100, self.concurrency - len(self._running))
-            if free <= 0:
-                self._slot.clear()
-                await asyncio.wait(
-                    [self._loop.create_task(self._slot.wait()), self._stop_fut],
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+            free = self.concurrency - len(self._running) - sum(self._claims.values())
+            if free > 0 and len(self._claims) < 2 and not self._backing_off(backoff):
+                n = min(free, size)
+                self._claims[self._loop.create_task(self._claim(n))] = n
                 continue
+            self._slot.clear()
+            slot = self._loop.create_task(self._slot.wait())
+            done, _ = await asyncio.wait([slot, self._stop_fut, *self._claims], return_when=asyncio.FIRST_COMPLETED)
+            slot.cancel()
+            for task in done:
+                if task in self._claims:
+                    del self._claims[task]
+                    self._claimed(task, backoff)
+        for task in list(self._claims):
             try:
-                await self._claim(free)
-                backoff.reset()
-            except grpc.RpcError as err:
-                if err.code() not in TRANSIENT:
-                    self._abandon_all()
-                    raise from_rpc_error(err) from err
-                log.warning("dueq worker: ClaimJob failed (%s: %s); retrying", err.code().name, err.details())
-                try:
-                    await asyncio.wait_for(asyncio.shield(self._stop_fut), backoff.next())
-                except asyncio.TimeoutError:
-                    pass
+                await task
+            except grpc.RpcError:
+                pass
         self._flush_acks()
         await self._drained
+
+    def _backing_off(self, backoff):
+        return backoff.until is not None and time.monotonic() < backoff.until
+
+    def _claimed(self, task, backoff):
+        err = task.exception()
+        if err is None:
+            backoff.reset()
+            backoff.until = None
+            return
+        if not isinstance(err, grpc.RpcError) or err.code() not in TRANSIENT:
+            self._abandon_all()
+            raise from_rpc_error(err) if isinstance(err, grpc.RpcError) else err
+        log.warning("dueq worker: ClaimJob failed (%s: %s); retrying", err.code().name, err.details())
+        delay = backoff.next()
+        backoff.until = time.monotonic() + delay
+        self._loop.call_later(delay, self._slot.set)
 
     async def _claim(self, free):
         acks, self._acks = self._acks[:100], self._acks[100:]
@@ -77,14 +95,11 @@ class ClaimsTransport:
         )
         if self.lease:
             req.lease.CopyFrom(_duration(self.lease))
-        self._claiming = True
         try:
             reply = await self._stub.ClaimJob(req, timeout=CLAIM_WAIT + 10.0, metadata=self._metadata)
         except grpc.RpcError:
             self._acks[:0] = acks  # not known to be applied: again (a repeat answers ABORTED)
             raise
-        finally:
-            self._claiming = False
         self._acked(acks, reply.acks)
         if self._stopping:
             self._release(reply.jobs)
@@ -108,12 +123,12 @@ class ClaimsTransport:
         (long-polling) for longer than ACK_DELAY."""
         self._acks.append(lease)
         self._slot.set()
-        if self._claiming and self._flush_at is None:
+        if self._claims and self._flush_at is None:
             self._flush_at = self._loop.call_later(ACK_DELAY, self._flush_if_claiming)
 
     def _flush_if_claiming(self):
         self._flush_at = None
-        if self._claiming:
+        if self._claims:
             self._flush_acks()
 
     def _flush_acks(self):

@@ -69,6 +69,8 @@ class Backoff:
 
     def __init__(self, first=0.1, cap=5.0):
         self.first, self.cap, self.attempt = first, cap, 0
+        #: When the current wait ends (monotonic), for callers that do not sleep.
+        self.until = None
 
     def reset(self):
         self.attempt = 0

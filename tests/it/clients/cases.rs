@@ -404,6 +404,10 @@ pub async fn schedule_occurrences_run_once_across_two_workers(lang: Lang) {
     let params = json!({"mode": "schedules", "concurrency": 2, "stop_after": null});
     let mut one = Driver::spawn(lang, params.clone(), &env(&server)).await;
     let mut two = Driver::spawn(lang, params, &env(&server)).await;
+    // Both run before the first trigger: the second may get no occurrence at all,
+    // and its SIGTERM must then find a worker, not a process still starting.
+    one.until("ready", 1).await;
+    two.until("ready", 1).await;
     let mut triggered = BTreeSet::new();
     for id in &ids {
         let answer = c

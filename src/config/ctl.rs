@@ -107,21 +107,31 @@ impl fmt::Debug for ClientArgs {
 pub struct TlsArgs {
     /// PEM CA certificate(s) to trust for the service's certificate, instead of the
     /// system trust store. Implies TLS.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "DUEQ_TLS_CA", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
 
     /// PEM client certificate to present (a service with --tls-client-ca, mTLS);
     /// needs --tls-key. Implies TLS.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        env = "DUEQ_TLS_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "tls_key"
+    )]
     pub tls_cert: Option<PathBuf>,
 
     /// PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "DUEQ_TLS_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
 
     /// The name to check the service's certificate against, when it is not the host
     /// of --addr.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, env = "DUEQ_TLS_SERVER_NAME", value_name = "NAME")]
     pub tls_server_name: Option<String>,
 }
 

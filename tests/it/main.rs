@@ -8,12 +8,13 @@
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
 //! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
-//! - `flow/`       flow control: concurrency keys, rate limits, fairness, their RPCs
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
 //! - `security/`   authentication and authorisation, TLS to clients and to Redis
 //! - `edge/`       bad input, Redis faults, transport limits, reply budgets, fds
+//! - `clients/`    the client libraries' conformance suite (clients/conformance/),
+//!   each case run for Python, TypeScript and Rust
 //! - `tools/`      the binary and its commands (dev, health, the CLI), /metrics, the
 //!   monitor's logs, the bench's smoke run, the client examples
 //! - `doc_examples.rs`     the examples of README.md and docs/ run as written
@@ -32,6 +33,7 @@
 
 mod common;
 
+mod clients;
 mod cluster;
 mod doc_examples;
 mod edge;

@@ -45,9 +45,9 @@ use crate::{
 };
 
 const S: &str = "consume";
-const NS: &str = "consume";
+pub(crate) const NS: &str = "consume";
 /// The pre-filled queue the workers drain.
-const QUEUE: &str = "work";
+pub(crate) const QUEUE: &str = "work";
 /// The queue of the latency probe's jobs.
 const PROBE_QUEUE: &str = "probe";
 /// The queue of the per-script phases.
@@ -174,7 +174,7 @@ fn claim(queue: &str, wait: Option<Duration>) -> proto::ClaimJobRequest {
 }
 
 /// Enqueues `n` jobs into QUEUE in batches, before anything is measured.
-async fn prefill(env: &Env, n: u64) -> Result<()> {
+pub(crate) async fn prefill(env: &Env, n: u64) -> Result<()> {
     let mut client = env.client().await?;
     let mut done = 0;
     while done < n {

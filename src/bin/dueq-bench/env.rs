@@ -125,6 +125,11 @@ impl Env {
     }
 
     /// The service's process id (for its CPU and RSS).
+    /// Where the service listens.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     pub(crate) fn service_pid(&self) -> u32 {
         self.service.as_ref().map_or(0, Service::pid)
     }

@@ -22,6 +22,7 @@ mod binaries;
 mod ceiling;
 mod claim_scaling;
 mod cli;
+mod clients;
 mod cluster;
 mod consume;
 mod cpu;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::{
     binaries::on_path,
-    consume,
+    clients, consume,
     env::Env,
     plan::Plan,
     report::{Report, Row},
@@ -45,6 +45,7 @@ async fn run_in(plan: &Plan, env: &Env, report: &mut Report, dir: &Path) -> Resu
     bullmq(plan, env, report, dir).await?;
     env.reset().await?;
     paired(plan, env, report, dir).await?;
+    clients::run(plan, env, report, dir).await?;
     boringnode(plan, env, report, dir).await?;
     env.reset().await?;
     Ok(())
@@ -151,7 +152,7 @@ fn median(values: &[f64]) -> f64 {
 }
 
 /// BullMQ's Worker draining `plan.prefill` jobs alone: jobs/s and Redis CPU per job.
-async fn bullmq_worker(plan: &Plan, env: &Env, dir: &Path) -> Result<(f64, f64)> {
+pub(crate) async fn bullmq_worker(plan: &Plan, env: &Env, dir: &Path) -> Result<(f64, f64)> {
     let v = run_bullmq(plan, env, dir, "worker").await?;
     env.reset().await?;
     let worker = v

@@ -686,7 +686,9 @@ fn sha256_hex(text: &str) -> String {
 /// Pins: over TLS with a client certificate (mTLS) and an --auth-file, the CLI
 /// presents the certificate and the DUEQ_TOKEN (or --token) bearer token; without
 /// the token the call is refused UNAUTHENTICATED (exit 1); the token never shows in
-/// the output; without --tls-ca the service's certificate is not trusted (exit 3).
+/// the output; without --tls-ca the service's certificate is not trusted (exit 3);
+/// DUEQ_ADDR, DUEQ_TOKEN and DUEQ_TLS_{CA,CLIENT_CERT,CLIENT_KEY,SERVER_NAME} (the
+/// client libraries' variables) say the same as the flags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_client_certificate_and_token() {
     let redis = Redis::start().await;
@@ -790,6 +792,19 @@ async fn tls_client_certificate_and_token() {
         stdout(&out)
     );
     assert!(!stderr(&out).contains(token));
+    // The same connection from the variables the client libraries read too.
+    let out = dueq_with(
+        &["schedules", "-n", "ns", "-o", "json"],
+        &[
+            ("DUEQ_ADDR", &addr),
+            ("DUEQ_TOKEN", token),
+            ("DUEQ_TLS_CA", ca),
+            ("DUEQ_TLS_CLIENT_CERT", cert),
+            ("DUEQ_TLS_CLIENT_KEY", key),
+            ("DUEQ_TLS_SERVER_NAME", "localhost"),
+        ],
+    );
+    assert_eq!(json_of(&out)["schedules"], json!([]), "{}", stderr(&out));
     // --help does not show the token's value even when it is set.
     let out = dueq_with(&["jobs", "--help"], &[("DUEQ_TOKEN", token)]);
     assert!(stdout(&out).contains("DUEQ_TOKEN") && !stdout(&out).contains(token));

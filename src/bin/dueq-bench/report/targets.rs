@@ -28,6 +28,38 @@ impl Report {
         self.check_watch();
         self.check_dispatch();
         self.check_flow();
+        self.check_clients();
+    }
+
+    /// The client libraries' workers against the BullMQ Worker drained beside each
+    /// (clients.rs), and their script calls per job against the worker fast path's.
+    fn check_clients(&mut self) {
+        for (row, min) in [("ts client worker", 1.5), ("python client worker", 0.5)] {
+            let t = self.extra("peers", row, "bullmq_ratio").map(|r| {
+                (
+                    r >= min,
+                    format!("{r:.2}x the bullmq Worker drained beside it"),
+                )
+            });
+            self.target(&format!("{row} >= {min}x BullMQ Worker"), t);
+        }
+        let fast = self.extra("consume", "worker fast path", "script_calls_per_job");
+        for row in [
+            "ts client worker",
+            "python client worker",
+            "rust client worker",
+        ] {
+            let t = self
+                .extra("peers", row, "script_calls_per_job")
+                .zip(fast)
+                .map(|(c, f)| {
+                    (
+                        c <= f * 1.05 + 0.01,
+                        format!("{c:.2} vs {f:.2} script calls/job"),
+                    )
+                });
+            self.target(&format!("{row} script calls/job <= worker fast path"), t);
+        }
     }
 
     fn target(&mut self, what: &str, check: Check) {

@@ -1,24 +1,32 @@
 //! The client examples (examples/{python,node,rust}) really work: each language's
-//! producer, job worker and schedule worker run to completion against the real
-//! service, through code generated from proto/ by that language's tools.
+//! producer, job worker and schedule worker, written on that language's client
+//! library, run against a real `dueq serve`: once in plaintext, once over TLS with a
+//! bearer token, reaching it only through the `DUEQ_*` variables.
 //!
-//! Python needs python3 with grpcio and grpcio-tools, Node needs node and npm: those
-//! tests are ignored unless asked for (`-- --include-ignored`), and then fail if
-//! what they need is missing (`common::tools`).
+//! Python needs python3 with grpcio, Node needs node and npm: those tests are ignored
+//! unless asked for (`-- --include-ignored`), and then fail if what they need is
+//! missing (`common::tools`).
 
 mod node;
 mod python;
 mod rust;
 
-use std::{path::PathBuf, process::Output, time::Duration};
+use std::{collections::BTreeSet, path::PathBuf, process::Output, time::Duration};
 
+use serde_json::json;
 use tokio::process::Command;
 
-use crate::common::*;
+use crate::{
+    clients::{
+        driver::Driver,
+        server::{Runner, Server, Setup, Transport, ADMIN_TOKEN},
+    },
+    common::*,
+};
 
-/// How long one example may take before the test gives up on it: a bound against a
-/// hang, far beyond what it needs (each runs in seconds).
-const BOUND: Duration = Duration::from_secs(120);
+/// How long a build step may take before the test gives up on it: a bound against a
+/// hang, far beyond what it needs.
+const BOUND: Duration = Duration::from_secs(300);
 
 pub(super) fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -45,97 +53,139 @@ pub(super) async fn run(what: &str, command: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"))
 }
 
-/// The arguments every example takes.
-pub(super) fn target(service: &Service, namespace: &str) -> [String; 4] {
-    [
-        "--target".into(),
-        service.addr.to_string(),
-        "--namespace".into(),
-        namespace.into(),
-    ]
-}
-
-/// One example language's whole run: `producer --count 3` (with `producer_args`)
-/// and one job from Rust, `worker --count 4` acks all four, `schedule_worker
-/// --count 2` acks two occurrences of its schedule. `example(name)` builds the
-/// command for a script.
+/// One example language's whole run, in plaintext and then over TLS with a token:
+/// `example(name)` builds the command of `producer`, `worker` or `schedule_worker`.
 pub(super) async fn producer_worker_and_schedule_worker(
     lang: &str,
-    producer_args: &[&str],
     mut example: impl FnMut(&str) -> Command,
 ) {
-    let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
-    let mut c = service.client().await;
-    let ns = format!("{lang}-jobs");
-    // One job from Rust, so the worker handles a job its own producer did not write.
-    let mut from_rust = job("emails", "from.rust");
-    from_rust.namespace = ns.clone();
-    let rust_id = enqueue(&mut c, from_rust).await.job_id;
-
-    let produced = run_ok(
-        &format!("{lang} producer"),
-        example("producer")
-            .args(target(&service, &ns))
-            .args(["--queue", "emails", "--count", "3"])
-            .args(producer_args),
-    )
-    .await;
-    assert_eq!(
-        produced.matches("ENQUEUE_OUTCOME_CREATED").count(),
-        3,
-        "{produced}"
-    );
-    let worked = run_ok(
-        &format!("{lang} worker"),
-        example("worker")
-            .args(target(&service, &ns))
-            .args(["--queue", "emails", "--count", "4"])
-            .args(["--worker-id", lang]),
-    )
-    .await;
-    assert_eq!(worked.matches("acked ").count(), 4, "{worked}");
-    let jobs = c
-        .list_jobs(proto::ListJobsRequest {
-            namespace: ns.clone(),
-            queue: "emails".into(),
-            ..Default::default()
-        })
-        .await
-        .expect("list")
-        .into_inner()
-        .jobs;
-    assert_eq!(jobs.len(), 4, "{jobs:?}");
-    for j in &jobs {
-        assert_eq!(state(j), proto::JobState::Completed, "{j:?}");
-        assert_eq!(j.worker_id, lang, "{j:?}");
+    let setups = [
+        Setup::PLAIN,
+        Setup {
+            transport: Transport::Tls,
+            auth: true,
+        },
+    ];
+    for setup in setups {
+        let server = Server::start(setup).await;
+        let mut env = server.env();
+        env.push(("DUEQ_NAMESPACE", format!("{lang}-examples")));
+        if setup.auth {
+            env.push(("DUEQ_TOKEN", ADMIN_TOKEN.into()));
+        }
+        let what = format!("{lang} examples ({setup:?})");
+        let mut c = server.client().await;
+        let ns = format!("{lang}-examples");
+        jobs(&what, &mut c, &ns, &env, &mut example).await;
+        schedules(&what, &mut c, &ns, &env, &mut example).await;
     }
-    assert!(jobs.iter().any(|j| j.job_id == rust_id));
-    assert_eq!(jobs.iter().filter(|j| j.name == "demo.greet").count(), 3);
+}
 
-    let sns = format!("{lang}-schedules");
-    let scheduled = run_ok(
-        &format!("{lang} schedule worker"),
-        example("schedule_worker")
-            .args(target(&service, &sns))
-            .args(["--count", "2"]),
-    )
-    .await;
-    assert!(scheduled.contains("(created: "), "{scheduled}");
-    assert_eq!(scheduled.matches("acked ").count(), 2, "{scheduled}");
-    let listed = c
-        .list_schedules(proto::ListSchedulesRequest {
-            namespace: sns.clone(),
+/// The producer enqueues three jobs, the worker handles them and one enqueued from
+/// Rust, and stops cleanly on SIGTERM.
+async fn jobs(
+    what: &str,
+    c: &mut Runner,
+    ns: &str,
+    env: &[(&'static str, String)],
+    example: &mut impl FnMut(&str) -> Command,
+) {
+    let from_rust = c
+        .enqueue(proto::EnqueueRequest {
+            namespace: ns.into(),
+            queue: "emails".into(),
+            name: "from.rust".into(),
+            payload: json!({"to": "rust"}).to_string().into_bytes(),
             ..Default::default()
         })
         .await
-        .expect("list schedules")
+        .expect("enqueue")
         .into_inner()
-        .schedules;
+        .job_id;
+    let mut producer = Driver::start(&format!("{what}: producer"), example("producer"), env);
+    producer.exit_ok().await;
+    let mut ids: BTreeSet<String> = producer
+        .text()
+        .iter()
+        .filter_map(|l| l.strip_prefix("enqueued ").map(|id| id.trim().to_owned()))
+        .collect();
     assert_eq!(
-        listed.len(),
-        1,
-        "the worker upserted one schedule: {listed:?}"
+        ids.len(),
+        3,
+        "{what}: the producer printed {:?}",
+        producer.events
     );
-    assert!(listed[0].run_count >= 2, "{:?}", listed[0]);
+    for id in &ids {
+        let job = get_in(c, ns, id).await;
+        assert_eq!(
+            (job.queue.as_str(), job.name.as_str()),
+            ("emails", "welcome"),
+            "{job:?}"
+        );
+    }
+    ids.insert(from_rust);
+    let mut worker = Driver::start(&format!("{what}: worker"), example("worker"), env);
+    let patience = Patience::new(format!("{what}: the worker to handle {ids:?}"));
+    loop {
+        let handled: BTreeSet<String> = worker
+            .text()
+            .iter()
+            .filter_map(|l| l.strip_prefix("handled ").map(|id| id.trim().to_owned()))
+            .collect();
+        if handled == ids {
+            break;
+        }
+        patience.wait().await;
+    }
+    worker.terminate_ok().await;
+    for id in &ids {
+        let job = get_in(c, ns, id).await;
+        assert_eq!(state(&job), proto::JobState::Completed, "{what}: {job:?}");
+    }
+}
+
+/// The schedule worker handles a triggered occurrence and stops cleanly on SIGTERM.
+async fn schedules(
+    what: &str,
+    c: &mut Runner,
+    ns: &str,
+    env: &[(&'static str, String)],
+    example: &mut impl FnMut(&str) -> Command,
+) {
+    c.upsert_schedule(proto::UpsertScheduleRequest {
+        namespace: ns.into(),
+        schedule: Some(every("hello", 3600)),
+    })
+    .await
+    .expect("upsert");
+    let occurrence = c
+        .trigger_schedule(proto::TriggerScheduleRequest {
+            namespace: ns.into(),
+            id: "hello".into(),
+            ignore_overlap: true,
+        })
+        .await
+        .expect("trigger")
+        .into_inner()
+        .occurrence_id;
+    let command = example("schedule_worker");
+    let mut worker = Driver::start(&format!("{what}: schedule worker"), command, env);
+    let want = format!("occurrence {occurrence}");
+    let patience = Patience::new(format!("{what}: the schedule worker to print {want}"));
+    while !worker.text().iter().any(|l| l.trim() == want) {
+        patience.wait().await;
+    }
+    worker.terminate_ok().await;
+}
+
+async fn get_in(c: &mut Runner, ns: &str, id: &str) -> proto::Job {
+    c.get_job(proto::GetJobRequest {
+        namespace: ns.into(),
+        job_id: id.into(),
+    })
+    .await
+    .expect("get job")
+    .into_inner()
+    .job
+    .expect("job")
 }

@@ -25,7 +25,7 @@ async fn node_producer_worker_and_schedule_worker() {
     )
     .await;
     // The Node producer sends its jobs in one EnqueueBatch.
-    producer_worker_and_schedule_worker("node", &["--batch"], |name| {
+    producer_worker_and_schedule_worker("node", |name| {
         let mut command = Command::new("node");
         command.arg(dir.join(format!("dist/{name}.js")));
         command

@@ -35,5 +35,5 @@ async fn examples_dir() -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_producer_worker_and_schedule_worker() {
     let dir = examples_dir().await;
-    producer_worker_and_schedule_worker("rust", &[], |name| Command::new(dir.join(name))).await;
+    producer_worker_and_schedule_worker("rust", |name| Command::new(dir.join(name))).await;
 }

@@ -100,7 +100,7 @@ export class Client {
   }
 
   /** Enqueues one job whose payload is `JSON.stringify(value)`. */
-  enqueueJson(queue: string, name: string, value: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  async enqueueJson(queue: string, name: string, value: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     return this.enqueue(queue, name, jsonBytes("payload", value), options);
   }
 

@@ -56,20 +56,21 @@ function pick(value: string | undefined, env: NodeJS.ProcessEnv, name: string): 
  * the option for a bad value.
  */
 export function resolveConfig(options: ClientOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
-  const addr = pick(options.addr, env, "DUEQ_ADDR") ?? DEFAULT_ADDR;
+  // Unset, the address takes its scheme from the TLS options.
+  const addr = pick(options.addr, env, "DUEQ_ADDR") ?? DEFAULT_ADDR.slice("http://".length);
   const tlsCa = pick(options.tlsCa, env, "DUEQ_TLS_CA");
   const tlsCert = pick(options.tlsCert, env, "DUEQ_TLS_CLIENT_CERT");
   const tlsKey = pick(options.tlsKey, env, "DUEQ_TLS_CLIENT_KEY");
   const tlsServerName = pick(options.tlsServerName, env, "DUEQ_TLS_SERVER_NAME");
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw invalid(tlsCert === undefined ? "tlsCert" : "tlsKey", "a client certificate needs both tlsCert and tlsKey");
+  }
   const match = /^(?:(https?):\/\/)?([^/]+?)\/?$/.exec(addr);
   if (!match) throw invalid("addr", `expected http://host:port or https://host:port, got ${JSON.stringify(addr)}`);
   const [, scheme, hostPort] = match;
   const tls = scheme === "https" || tlsCa !== undefined || tlsCert !== undefined || tlsKey !== undefined;
   if (scheme === "http" && tls) {
     throw invalid("addr", `TLS options given with a plaintext address ${JSON.stringify(addr)}: use https://`);
-  }
-  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
-    throw invalid(tlsCert === undefined ? "tlsCert" : "tlsKey", "a client certificate needs both tlsCert and tlsKey");
   }
   const target = /:\d+$/.test(hostPort) ? hostPort : `${hostPort}:${tls ? 443 : 80}`;
   const namespace = pick(options.namespace, env, "DUEQ_NAMESPACE") ?? "default";

@@ -96,8 +96,10 @@ async function produce(client: Client, p: Params): Promise<void> {
   const g = await client.getSchedule("s-1");
   call("get_schedule", { id: g.id, every_ms: g.everyMs, payload: g.payload.toString(), status: g.status });
   call("list_schedules", { ids: (await client.listSchedules()).map((x) => x.id) });
-  call("pause_schedule", { id: "s-1", status: (await client.pauseSchedule("s-1")).status });
-  call("resume_schedule", { id: "s-1", status: (await client.resumeSchedule("s-1")).status });
+  const paused = await client.pauseSchedule("s-1");
+  call("pause_schedule", { id: "s-1", status: paused.status, paused: paused.status === "PAUSED" });
+  const resumed = await client.resumeSchedule("s-1");
+  call("resume_schedule", { id: "s-1", status: resumed.status, paused: resumed.status === "PAUSED" });
   call("trigger_schedule", { id: "s-1", occurrence_id: (await client.triggerSchedule("s-1")).occurrenceId });
   await client.deleteSchedule("s-1");
   call("delete_schedule", { id: "s-1" });

@@ -7,6 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import { resolveConfig, type ClientOptions, type ResolvedConfig } from "./config";
 import { DueqError, errorFor, fromGrpc, invalid } from "./errors";
 import { method, toDate } from "./proto";
+import { Http2Connection } from "./work-stream";
 import {
   enqueueRequest,
   toEnqueueResult,
@@ -49,10 +50,14 @@ export class Client {
   /** @internal The grpc-js client the calls and streams go through. */
   readonly grpc: grpc.Client;
 
+  /** @internal The HTTP/2 connection of the workers' Work streams. */
+  readonly work: Http2Connection;
+
   constructor(options: ClientOptions = {}) {
     this.config = resolveConfig(options);
     this.namespace = this.config.namespace;
     this.grpc = new grpc.Client(this.config.target, credentials(this.config), channelOptions(this.config));
+    this.work = new Http2Connection(this.config);
   }
 
   /** @internal Metadata of one call: the bearer token, when there is one. */
@@ -189,6 +194,7 @@ export class Client {
 
   /** Closes the connection; calls after it fail. */
   close(): void {
+    this.work.close();
     this.grpc.close();
   }
 }

@@ -3,13 +3,13 @@
 // reconnect with backoff that loses no ack and sends none twice.
 
 import * as os from "node:os";
-import type * as grpc from "@grpc/grpc-js";
 
 import type { Client } from "./client";
 import { Cancelled, type DueqError, errorFor, NonRetryable } from "./errors";
 import { JsonResult, type Handler, type Job } from "./job";
-import { duration, method, num } from "./proto";
+import { duration, num } from "./proto";
 import type { Progress } from "./types";
+import { WorkStream, type StreamStatus } from "./work-stream";
 
 /** Options of a {@link Worker}. */
 export interface WorkerOptions {
@@ -195,9 +195,11 @@ export class Worker {
 
   private readonly jobs = new Map<string, ActiveJob>();
   private running = 0;
-  private call: grpc.ClientDuplexStream<object, any> | null = null;
+  private call: WorkStream | null = null;
   private outbox: object[] = [];
   private flushQueued = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly batchTarget: number;
   private stopping = false;
   private closing = false;
   private fatal: unknown = undefined;
@@ -226,6 +228,7 @@ export class Worker {
     this.workerId = options.workerId ?? `${os.hostname()}-${process.pid}`;
     this.graceMs = options.graceMs ?? 30_000;
     this.options = options;
+    this.batchTarget = Math.max(1, Math.floor(this.concurrency / 2));
     this.tickMs = Math.max(20, Math.min(250, Math.floor((this.leaseMs ?? 3000) / 15)));
   }
 
@@ -308,21 +311,22 @@ export class Worker {
   }
 
   /** One Work stream, from start to its status. */
-  private session(): Promise<{ status: grpc.StatusObject; received: boolean }> {
-    const m = method("Work");
+  private session(): Promise<{ status: StreamStatus; received: boolean }> {
     return new Promise((resolve) => {
-      const call = this.client.grpc.makeBidiStreamRequest(m.path, m.serialize, m.deserialize, this.client.metadata(), {});
       let received = false;
+      const call: WorkStream = new WorkStream(
+        this.client.work,
+        this.client.config.token,
+        (msg) => {
+          received = true;
+          this.onMessage(msg);
+        },
+        (status) => {
+          if (this.call === call) this.streamEnded();
+          resolve({ status, received });
+        },
+      );
       this.call = call;
-      call.on("data", (msg: any) => {
-        received = true;
-        this.onMessage(msg);
-      });
-      call.on("error", () => {}); // the status below says it all
-      call.on("status", (status: grpc.StatusObject) => {
-        if (this.call === call) this.streamEnded();
-        resolve({ status, received });
-      });
       const start = {
         namespace: this.client.namespace,
         queues: this.queues,
@@ -330,7 +334,7 @@ export class Worker {
         capacity: this.concurrency,
         lease: this.leaseMs === undefined ? null : duration(this.leaseMs),
       };
-      call.write({ start });
+      call.write([{ start }]);
       // What finished while no stream was open goes on this one.
       for (const job of this.jobs.values()) {
         for (let j: ActiveJob | null = job; j; j = j.older) {
@@ -419,25 +423,38 @@ export class Worker {
     else this.checkDrained();
   }
 
+  /**
+   * Queues an ack or fail. They are written together once half the capacity is
+   * waiting, or after a millisecond: the service applies the acks that arrive
+   * together (and claims their refills) in one Redis script call, so larger groups
+   * cost Redis less per job.
+   */
   private sendOutcome(job: ActiveJob): void {
     job.state = SENT;
     this.outbox.push(job.request!);
+    if (this.outbox.length >= this.batchTarget) this.flushSoon();
+    else if (!this.flushQueued && this.flushTimer === null) this.flushTimer = setTimeout(this.flush, 1);
+  }
+
+  private flushSoon(): void {
     if (!this.flushQueued) {
       this.flushQueued = true;
       setImmediate(this.flush);
     }
   }
 
-  /** Writes what this tick queued, in one go. */
+  /** Writes what was queued, in one go. */
   private readonly flush = (): void => {
     this.flushQueued = false;
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
     const out = this.outbox;
     this.outbox = [];
     const call = this.call;
     if (!call) return; // streamEnded() put their jobs back to FINISHED
-    if (out.length > 1) call.cork();
-    for (let i = 0; i < out.length; i++) call.write(out[i]);
-    if (out.length > 1) call.uncork();
+    call.write(out);
   };
 
   /** During a drain: ack or fail by a unary call, so the stream's slots stay taken and nothing new comes. */
@@ -550,10 +567,7 @@ export class Worker {
     this.outbox.push({
       extend: { jobId: job.id, leaseToken: job.leaseToken, lease: duration(job.leaseLen), progress },
     });
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      setImmediate(this.flush);
-    }
+    this.flushSoon();
   }
 
   private drained(): boolean {

@@ -56,6 +56,20 @@ export class Http2Connection {
     const session = http2.connect(`${c.tls ? "https" : "http"}://${c.target}`, options);
     session.on("error", () => {}); // each stream reports its own end
     session.unref();
+    // A connection that died without a FIN (a failover) is noticed: a ping
+    // unanswered for 10 s ends it, and its streams end UNAVAILABLE.
+    const keepalive = setInterval(() => {
+      if (session.destroyed || this.streams === 0) return;
+      const timeout = setTimeout(() => session.destroy(new Error("keepalive ping unanswered")), 10_000);
+      timeout.unref();
+      const sent = session.ping((error) => {
+        clearTimeout(timeout);
+        if (error && !session.destroyed) session.destroy(error);
+      });
+      if (!sent) clearTimeout(timeout);
+    }, 30_000);
+    keepalive.unref();
+    session.once("close", () => clearInterval(keepalive));
     this.session = session;
     return session;
   }

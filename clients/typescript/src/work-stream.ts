@@ -83,7 +83,7 @@ export class Http2Connection {
 /** One bidirectional Work call. */
 export class WorkStream {
   private readonly stream: http2.ClientHttp2Stream | null = null;
-  private pending: Buffer | null = null;
+  private readonly frames = new FrameReader();
   private ended = false;
   private status: StreamStatus | null = null;
 
@@ -123,20 +123,8 @@ export class WorkStream {
     const stream = this.stream;
     if (!stream || this.ended || stream.destroyed) return;
     const parts: Uint8Array[] = new Array(messages.length);
-    let total = 0;
-    for (let i = 0; i < messages.length; i++) {
-      const bytes = Request.encode(messages[i] as never).finish();
-      parts[i] = bytes;
-      total += 5 + bytes.length;
-    }
-    const out = Buffer.allocUnsafe(total);
-    let at = 0;
-    for (const bytes of parts) {
-      out[at] = 0;
-      out.writeUInt32BE(bytes.length, at + 1);
-      out.set(bytes, at + 5);
-      at += 5 + bytes.length;
-    }
+    for (let i = 0; i < messages.length; i++) parts[i] = Request.encode(messages[i] as never).finish();
+    const out = frame(parts);
     stream.write(out);
   }
 
@@ -168,22 +156,11 @@ export class WorkStream {
   }
 
   private onData(chunk: Buffer): void {
-    const buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    let at = 0;
-    while (buf.length - at >= 5) {
-      const length = buf.readUInt32BE(at + 1);
-      if (buf.length - at - 5 < length) break;
-      if (buf[at] !== 0) {
-        this.status = { code: INTERNAL, details: "a compressed message, which this client did not ask for" };
-        this.cancel();
-        return;
-      }
-      const message = Response.decode(buf.subarray(at + 5, at + 5 + length));
-      at += 5 + length;
-      this.onMessage(message);
+    const bad = this.frames.push(chunk, (bytes) => this.onMessage(Response.decode(bytes)));
+    if (bad) {
+      this.status = { code: INTERNAL, details: bad };
+      this.cancel();
     }
-    this.pending = at === buf.length ? null : buf.subarray(at);
-    if (this.pending && at > 0) this.pending = Buffer.from(this.pending);
   }
 
   private finish(status: StreamStatus): void {
@@ -191,4 +168,44 @@ export class WorkStream {
     this.ended = true;
     this.onEnd(status);
   }
+}
+
+/**
+ * Splits a gRPC byte stream into messages: each is a 0 byte (not compressed), a
+ * 4-byte big-endian length, then that many bytes; chunks may cut anywhere.
+ */
+export class FrameReader {
+  private pending: Buffer | null = null;
+
+  /** Hands each whole message of `chunk` (after what was left over) to `onFrame`; an error text for a compressed one. */
+  push(chunk: Buffer, onFrame: (bytes: Buffer) => void): string | undefined {
+    const buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    let at = 0;
+    while (buf.length - at >= 5) {
+      const length = buf.readUInt32BE(at + 1);
+      if (buf.length - at - 5 < length) break;
+      if (buf[at] !== 0) return "a compressed message, which this client did not ask for";
+      const bytes = buf.subarray(at + 5, at + 5 + length);
+      at += 5 + length;
+      onFrame(bytes);
+    }
+    // Keep a copy of the tail: the chunk's buffer may be reused.
+    this.pending = at === buf.length ? null : Buffer.from(buf.subarray(at));
+    return undefined;
+  }
+}
+
+/** Frames `messages` (already encoded) as gRPC messages, in one buffer. */
+export function frame(messages: Uint8Array[]): Buffer {
+  let total = 0;
+  for (const m of messages) total += 5 + m.length;
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const m of messages) {
+    out[at] = 0;
+    out.writeUInt32BE(m.length, at + 1);
+    out.set(m, at + 5);
+    at += 5 + m.length;
+  }
+  return out;
 }

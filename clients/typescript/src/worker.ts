@@ -584,9 +584,16 @@ export class Worker {
 
   /** Waits, at most graceMs, for running handlers to finish and their acks to be answered. */
   private async drain(): Promise<void> {
-    // Outcomes queued on the stream before stop() still go there; the rest go unary.
+    // Outcomes already written to the stream are answered there. Those not written
+    // yet, and those waiting for a stream, go unary: written to the stream, their
+    // answers would free slots that the service refills with jobs this worker
+    // would only give back.
+    const unwritten = new Set(this.outbox);
+    this.outbox = this.outbox.filter((m) => !("ack" in m || "fail" in m));
     for (const head of this.jobs.values()) {
-      for (let j: ActiveJob | null = head; j; j = j.older) if (j.state === FINISHED) this.sendUnary(j);
+      for (let j: ActiveJob | null = head; j; j = j.older) {
+        if (j.state === FINISHED || (j.state === SENT && unwritten.has(j.request!))) this.sendUnary(j);
+      }
     }
     if (this.drained() || this.closing) return;
     await new Promise<void>((resolve) => {

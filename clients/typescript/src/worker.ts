@@ -283,7 +283,9 @@ export class Worker {
   private async connectLoop(): Promise<void> {
     let failures = 0;
     while (!this.closing) {
-      if (this.stopping && this.call === null && this.drained()) return;
+      // No new stream once stopping: it would only be handed jobs to give back.
+      // What finishes meanwhile is acked unary (streamEnded, settle).
+      if (this.stopping) return;
       const { status, received } = await this.session();
       if (this.closing) return;
       if (!RETRYABLE.has(status.code) && status.code !== OK) {

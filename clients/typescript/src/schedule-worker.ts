@@ -75,6 +75,7 @@ export class ScheduleWorker {
   private runPromise: Promise<void> | null = null;
   private readonly claims = new Set<grpc.ClientUnaryCall>();
   private readonly sleepers = new Set<() => void>();
+  private onStop: () => void = () => {};
 
   constructor(client: Client, handler: OccurrenceHandler, options: ScheduleWorkerOptions = {}) {
     this.client = client;
@@ -100,7 +101,10 @@ export class ScheduleWorker {
 
   /** Stops claiming, lets running handlers finish and ack, and resolves when run() has returned. */
   async stop(): Promise<void> {
-    this.stopping = true;
+    if (!this.stopping) {
+      this.stopping = true;
+      this.onStop();
+    }
     for (const call of this.claims) call.cancel();
     for (const wake of this.sleepers) wake();
     await this.runPromise?.catch(() => {});
@@ -112,13 +116,11 @@ export class ScheduleWorker {
     if (signals) for (const s of ["SIGINT", "SIGTERM"] as const) process.on(s, onSignal);
     try {
       const loops = Array.from({ length: this.concurrency }, () => this.loop());
+      // Once stopped, running handlers get graceMs to finish.
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => {
-        const waitStop = () => {
-          if (this.stopping) timer = setTimeout(resolve, this.graceMs);
-          else setTimeout(waitStop, 50).unref();
-        };
-        waitStop();
+        this.onStop = () => (timer = setTimeout(resolve, this.graceMs));
+        if (this.stopping) this.onStop();
       });
       await Promise.race([Promise.all(loops), grace]);
       clearTimeout(timer);

@@ -40,3 +40,17 @@ async fn the_python_clients_unit_tests_pass() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs node"]
+async fn the_typescript_clients_unit_tests_pass() {
+    tools::require("node");
+    super::driver::build_typescript().await;
+    passes(
+        "npm test in clients/typescript",
+        Command::new("npm")
+            .arg("test")
+            .current_dir(repo("clients/typescript")),
+    )
+    .await;
+}

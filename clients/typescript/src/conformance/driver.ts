@@ -48,7 +48,10 @@ async function work(client: Client, p: Params): Promise<void> {
     leaseMs: p.lease_ms ?? undefined,
     onError: (e) => process.stderr.write(`worker: ${String(e)}\n`),
   });
-  await worker.run();
+  // run() registers its signal handlers before its first await: from here a SIGTERM drains.
+  const running = worker.run();
+  emit({ event: "ready" });
+  await running;
   emit({ event: "exit" });
 }
 
@@ -63,7 +66,10 @@ async function schedules(client: Client, p: Params): Promise<void> {
     },
     { concurrency: p.concurrency ?? 1, waitMs: 5000, onError: (e) => process.stderr.write(`schedules: ${String(e)}\n`) },
   );
-  await worker.run();
+  // run() registers its signal handlers before its first await: from here a SIGTERM drains.
+  const running = worker.run();
+  emit({ event: "ready" });
+  await running;
   emit({ event: "exit" });
 }
 

@@ -6,11 +6,12 @@ use tokio::process::Command;
 
 use super::*;
 
-/// `npm ci` when `dir` has no node_modules yet (.ci/run installs them), then `npm
-/// run build`.
+/// `npm ci` when `dir` has no link to the library yet (.ci/run installs it; a
+/// checkout from before the library has node_modules without it), then `npm run
+/// build`.
 async fn install_and_build(dir: &std::path::Path) {
     let name = dir.display();
-    if !dir.join("node_modules").exists() {
+    if !dir.join("node_modules/@dueq/client").exists() {
         run_ok(
             &format!("npm ci in {name}"),
             Command::new("npm")
@@ -33,8 +34,9 @@ async fn install_and_build(dir: &std::path::Path) {
 async fn node_producer_worker_and_schedule_worker() {
     tools::require("node");
     tools::require("npm");
-    // The library first: the examples link to it and run its dist/.
-    install_and_build(&repo("clients/typescript")).await;
+    // The library first (built once per test process, shared with the conformance
+    // suite): the examples link to it and run its dist/.
+    crate::clients::driver::build_typescript().await;
     let dir = repo("examples/node");
     install_and_build(&dir).await;
     producer_worker_and_schedule_worker("node", |name| {

@@ -271,15 +271,23 @@ pub async fn a_service_restart_mid_stream_loses_nothing(lang: Lang) {
     for _ in 0..40 {
         ids.push(put(&mut c, json!({"sleep_ms": 150}), |_| {}).await);
     }
-    let mut d = Driver::spawn(lang, work(4, None, None), &env(&server)).await;
+    // A short lease: a job the dying service had just leased but not yet sent (its
+    // ack-and-refill script ran, the reply never left) comes back soon.
+    let mut d = Driver::spawn(lang, work(4, Some(4000), None), &env(&server)).await;
     d.until("done", 5).await;
     server.restart().await;
     let mut c = server.client().await;
-    d.until("done", 40).await;
     for id in &ids {
         let job = settled(&mut c, id, proto::JobState::Completed).await;
-        assert_eq!(job.attempts, 1, "run twice: {job:?}");
+        // Only that job may have a second attempt, and only after a lease that
+        // expired; the handler still ran once (each_once below).
+        let lost = job.errors.iter().all(|e| e.message == "lease expired");
+        assert!(
+            job.attempts == 1 || (job.attempts == 2 && lost),
+            "run twice: {job:?}"
+        );
     }
+    d.until("done", 40).await;
     d.terminate_ok().await;
     each_once(&d.events, &ids);
 }
@@ -404,6 +412,10 @@ pub async fn schedule_occurrences_run_once_across_two_workers(lang: Lang) {
     let params = json!({"mode": "schedules", "concurrency": 2, "stop_after": null});
     let mut one = Driver::spawn(lang, params.clone(), &env(&server)).await;
     let mut two = Driver::spawn(lang, params, &env(&server)).await;
+    // Both run before the first trigger: the second may get no occurrence at all,
+    // and its SIGTERM must then find a worker, not a process still starting.
+    one.until("ready", 1).await;
+    two.until("ready", 1).await;
     let mut triggered = BTreeSet::new();
     for id in &ids {
         let answer = c

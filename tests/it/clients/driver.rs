@@ -44,8 +44,7 @@ impl Lang {
             }
             Lang::TypeScript => {
                 tools::require("node");
-                static BUILT: OnceCell<()> = OnceCell::const_new();
-                BUILT.get_or_init(build_typescript).await;
+                build_typescript().await;
                 let mut c = Command::new("node");
                 c.arg(repo("clients/typescript/dist/conformance/driver.js"));
                 c
@@ -58,9 +57,14 @@ impl Lang {
     }
 }
 
-/// `npm ci` when the packages are missing, then `npm run build`: the driver is
-/// compiled from the library's sources as they are now.
-async fn build_typescript() {
+/// `npm ci` when the packages are missing, then `npm run build`, once per test
+/// process: the driver is compiled from the library's sources as they are now.
+pub(crate) async fn build_typescript() {
+    static BUILT: OnceCell<()> = OnceCell::const_new();
+    BUILT.get_or_init(build_typescript_now).await;
+}
+
+async fn build_typescript_now() {
     tools::require("npm");
     let dir = repo("clients/typescript");
     if !dir.join("node_modules").exists() {

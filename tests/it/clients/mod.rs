@@ -11,6 +11,7 @@ mod cases;
 mod docs;
 pub(crate) mod driver;
 pub(crate) mod server;
+mod unit;
 
 use std::path::PathBuf;
 

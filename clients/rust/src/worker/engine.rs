@@ -154,6 +154,13 @@ impl Engine {
         self.connecting = Some(self.open());
         loop {
             if self.grace_end.is_some() && self.held.is_empty() && self.calls.is_empty() {
+                // A job the service sent before the drain ended, already here but
+                // not read, is run too: closing the stream would give it back
+                // with its attempt counted.
+                if let Some(reply) = self.arrived_reply() {
+                    self.on_reply(reply);
+                    continue;
+                }
                 // Every job answered for: closing our side ends the stream, which
                 // then holds nothing.
                 return Ok(());
@@ -208,6 +215,15 @@ impl Engine {
             _ = stop.cancelled(), if !stopping => Wake::Stop,
             _ = next_signal(signals) => if stopping { Wake::GraceOver } else { Wake::Stop },
             _ = sleep_until(grace_end) => Wake::GraceOver,
+        }
+    }
+
+    /// A reply already received on the stream, if any (without waiting).
+    fn arrived_reply(&mut self) -> Option<proto::WorkResponse> {
+        let session = self.session.as_mut()?;
+        match session.replies.message().now_or_never() {
+            Some(Ok(Some(reply))) => Some(reply),
+            _ => None,
         }
     }
 

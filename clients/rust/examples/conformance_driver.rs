@@ -98,7 +98,8 @@ async fn work(params: &Value) -> Result<(), Failure> {
             outcome
         }
     })
-    .concurrency(concurrency(params));
+    .concurrency(concurrency(params))
+    .on_ready(|| emit(json!({"event": "ready"})));
     if let Some(ms) = params["lease_ms"].as_u64() {
         worker = worker.lease(Duration::from_millis(ms));
     }
@@ -162,7 +163,8 @@ async fn schedules(params: &Value) -> Result<(), Failure> {
             Ok::<_, HandlerError>(())
         }
     })
-    .concurrency(concurrency(params));
+    .concurrency(concurrency(params))
+    .on_ready(|| emit(json!({"event": "ready"})));
     let stop = StopAfter {
         done: Arc::default(),
         after: params["stop_after"].as_u64(),

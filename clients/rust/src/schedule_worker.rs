@@ -15,7 +15,7 @@ use crate::{
     proto,
     reconnect::Backoff,
     time::{duration, system_time},
-    worker::{HandlerError, Signals, StopHandle},
+    worker::{HandlerError, Ready, Signals, StopHandle},
 };
 
 /// One due occurrence of a schedule, handed to exactly one worker at a time.
@@ -120,6 +120,7 @@ pub struct ScheduleWorker {
     grace: Duration,
     handle_signals: bool,
     stop: CancellationToken,
+    on_ready: Option<Ready>,
 }
 
 impl std::fmt::Debug for ScheduleWorker {
@@ -150,6 +151,7 @@ impl ScheduleWorker {
             grace: Duration::from_secs(30),
             handle_signals: true,
             stop: CancellationToken::new(),
+            on_ready: None,
         }
     }
 
@@ -195,10 +197,17 @@ impl ScheduleWorker {
         StopHandle(self.stop.clone())
     }
 
+    /// Calls `ready` once [`run`](ScheduleWorker::run) is running: its
+    /// SIGINT/SIGTERM handlers are installed and its claims are starting.
+    pub fn on_ready(mut self, ready: impl FnOnce() + Send + Sync + 'static) -> ScheduleWorker {
+        self.on_ready = Some(Box::new(ready));
+        self
+    }
+
     /// Works until stopped; `Ok` after a drain. Fails with the service's error
     /// when it refuses the claims for good (PermissionDenied, Unauthenticated,
     /// InvalidArgument); other errors are retried with backoff.
-    pub async fn run(self) -> Result<()> {
+    pub async fn run(mut self) -> Result<()> {
         if !(1..=1000).contains(&self.concurrency) {
             return Err(Error::invalid("concurrency", "must be 1-1000"));
         }
@@ -208,6 +217,7 @@ impl ScheduleWorker {
             None
         };
         let (stop, grace) = (self.stop.clone(), self.grace);
+        let ready = self.on_ready.take();
         let me = Arc::new(self);
         let mut loops: FuturesUnordered<_> = (0..me.concurrency)
             .map(|_| claim_loop(me.clone()))
@@ -223,6 +233,9 @@ impl ScheduleWorker {
             first.map_or(Ok(()), Err)
         };
         tokio::pin!(all);
+        if let Some(ready) = ready {
+            ready();
+        }
         tokio::select! {
             result = &mut all => return result,
             _ = stop.cancelled() => {}

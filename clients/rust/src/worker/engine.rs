@@ -152,6 +152,9 @@ impl Engine {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         self.connecting = Some(self.open());
+        if let Some(ready) = self.w.on_ready.take() {
+            ready();
+        }
         loop {
             if self.grace_end.is_some() && self.held.is_empty() && self.calls.is_empty() {
                 // A job the service sent before the drain ended, already here but

@@ -66,7 +66,11 @@ pub struct Worker {
     pub(crate) grace: Duration,
     pub(crate) handle_signals: bool,
     pub(crate) stop: CancellationToken,
+    pub(crate) on_ready: Option<Ready>,
 }
+
+/// A callback run once a worker runs.
+pub(crate) type Ready = Box<dyn FnOnce() + Send + Sync>;
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +103,7 @@ impl Worker {
             grace: Duration::from_secs(30),
             handle_signals: true,
             stop: CancellationToken::new(),
+            on_ready: None,
         }
     }
 
@@ -141,6 +146,14 @@ impl Worker {
     /// A handle that stops the worker from anywhere (a handler included).
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle(self.stop.clone())
+    }
+
+    /// Calls `ready` once [`run`](Worker::run) is running: its SIGINT/SIGTERM
+    /// handlers are installed (a signal from then on drains it) and its first
+    /// stream is being opened. For a readiness report.
+    pub fn on_ready(mut self, ready: impl FnOnce() + Send + Sync + 'static) -> Worker {
+        self.on_ready = Some(Box::new(ready));
+        self
     }
 
     /// Works until stopped; `Ok` after a drain. Fails at once with InvalidArgument

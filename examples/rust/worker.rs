@@ -8,8 +8,5 @@ async fn main() -> dueq_client::Result<()> {
         println!("handled {}", job.id());
         Ok::<_, HandlerError>(Output::none())
     };
-    Worker::new(client, ["emails"], handler)
-        .concurrency(4)
-        .run()
-        .await
+    Worker::new(client, ["emails"], handler).run().await
 }

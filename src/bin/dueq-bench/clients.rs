@@ -79,7 +79,7 @@ async fn rust_driver() -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     build
-        .args(["build", "--quiet", "--locked", "-p", "dueq-client"])
+        .args(["build", "--quiet", "--locked", "--workspace"])
         .args(["--example", "conformance_driver"])
         .current_dir(repo(""));
     if !cfg!(debug_assertions) {

@@ -83,13 +83,14 @@ async fn build_typescript_now() {
     .await;
 }
 
-/// `cargo build -p dueq-client --example conformance_driver` into the target
+/// `cargo build --workspace --example conformance_driver` (the workspace's features,
+/// as `cargo test --workspace` built it: nothing is built twice) into the target
 /// directory this test binary was built in; its path.
 async fn build_rust() -> PathBuf {
     run_ok(
         "cargo build of the Rust conformance driver",
         Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "--locked", "-p", "dueq-client"])
+            .args(["build", "--quiet", "--locked", "--workspace"])
             .args(["--example", "conformance_driver"])
             .current_dir(env!("CARGO_MANIFEST_DIR")),
     )

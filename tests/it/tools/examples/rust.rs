@@ -8,8 +8,10 @@ use tokio::process::Command;
 use super::*;
 
 /// Where cargo puts the example binaries: beside this test binary's deps/ folder
-/// (one target dir for the workspace). A filtered `cargo test --test it` does not
-/// build another package's examples, so they are built here when missing.
+/// (one target dir for the workspace). They are built (or found fresh) here: a
+/// filtered `cargo test --test it` does not build another package's examples. With
+/// `--workspace`, as `cargo test --workspace` built them, so no dependency is built
+/// a second time with other features.
 async fn examples_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
@@ -17,25 +19,13 @@ async fn examples_dir() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("target dir")
         .join("examples");
-    if ["producer", "worker", "schedule_worker"]
-        .iter()
-        .any(|name| !dir.join(name).exists())
-    {
-        run_ok(
-            "cargo build -p dueq-client --examples",
-            Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "--quiet",
-                    "--locked",
-                    "-p",
-                    "dueq-client",
-                    "--examples",
-                ])
-                .current_dir(env!("CARGO_MANIFEST_DIR")),
-        )
-        .await;
-    }
+    run_ok(
+        "cargo build --workspace --examples",
+        Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--locked", "--workspace", "--examples"])
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+    )
+    .await;
     dir
 }
 

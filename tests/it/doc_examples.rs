@@ -22,6 +22,10 @@ use crate::common::*;
 /// exactly one document, and every marked block must be listed here.
 const BLOCKS: &[(&str, &str)] = &[
     (
+        "parity",
+        "clients::every_case_of_the_spec_runs_for_every_client_and_the_readme_shows_them",
+    ),
+    (
         "grpcurl-examples",
         "doc_examples::every_grpcurl_example_runs_against_the_service, \
          tools::dev::dev_answers_the_readme_examples_and_keeps_schedules_across_a_restart",

@@ -33,6 +33,8 @@ const S: &str = "peers";
 enum Lang {
     TypeScript,
     Python,
+    /// The Python Worker's `transport="claims"`: ClaimJob batches carrying acks.
+    PythonClaims,
     Rust,
 }
 
@@ -41,6 +43,7 @@ impl Lang {
         match self {
             Lang::TypeScript => "ts client worker",
             Lang::Python => "python client worker",
+            Lang::PythonClaims => "python client worker, transport=claims",
             Lang::Rust => "rust client worker",
         }
     }
@@ -53,7 +56,7 @@ fn repo(path: &str) -> PathBuf {
 /// The driver's command, or why it cannot run here.
 async fn command(lang: Lang) -> Result<Command> {
     match lang {
-        Lang::Python => {
+        Lang::Python | Lang::PythonClaims => {
             on_path("python3").ok_or("python3 not found on PATH")?;
             let mut c = Command::new("python3");
             c.arg(repo("clients/python/conformance_driver.py"))
@@ -104,7 +107,12 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report, dir: &Path)
     if plan.prefill == 0 {
         return Ok(());
     }
-    for lang in [Lang::TypeScript, Lang::Python, Lang::Rust] {
+    for lang in [
+        Lang::TypeScript,
+        Lang::Python,
+        Lang::PythonClaims,
+        Lang::Rust,
+    ] {
         match beside_bullmq(plan, env, dir, lang).await {
             Ok(row) => report.push(row),
             Err(e) => report.note(S, format!("{}: not measured: {e}", lang.row())),
@@ -120,7 +128,7 @@ async fn beside_bullmq(plan: &Plan, env: &Env, dir: &Path, lang: Lang) -> Result
     env.reset().await?;
     consume::prefill(env, plan.prefill).await?;
     let before = env.cpu().await?;
-    let v = drain(plan, env, command).await?;
+    let v = drain(plan, env, command, lang).await?;
     let number = |k: &str| v.get(k).and_then(Value::as_f64);
     let jobs = number("jobs").ok_or("the driver printed no jobs")?;
     let secs = number("seconds").ok_or("the driver printed no seconds")?;
@@ -153,9 +161,12 @@ async fn beside_bullmq(plan: &Plan, env: &Env, dir: &Path, lang: Lang) -> Result
 }
 
 /// Runs the driver's bench mode against the bench's service; its `bench` event.
-async fn drain(plan: &Plan, env: &Env, mut command: Command) -> Result<Value> {
-    let params = json!({"mode": "bench", "queues": [consume::QUEUE],
+async fn drain(plan: &Plan, env: &Env, mut command: Command, lang: Lang) -> Result<Value> {
+    let mut params = json!({"mode": "bench", "queues": [consume::QUEUE],
                         "concurrency": plan.concurrency, "jobs": plan.prefill});
+    if matches!(lang, Lang::PythonClaims) {
+        params["transport"] = "claims".into();
+    }
     command
         .arg(params.to_string())
         .env("DUEQ_ADDR", format!("http://{}", env.addr()))

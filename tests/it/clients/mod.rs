@@ -1,7 +1,8 @@
 //! The client libraries' conformance suite (clients/conformance/): every case of
 //! cases.toml, run for Python, TypeScript and Rust by that language's driver against
 //! a real `dueq serve` on a real Redis. One test per case and language:
-//! `clients::python::<case>`, `clients::typescript::<case>`, `clients::rust::<case>`.
+//! `clients::python::<case>`, `clients::typescript::<case>`, `clients::rust::<case>`,
+//! and `clients::python_claims::<case>` for the Python worker's second transport.
 //!
 //! Python needs python3 with grpcio, TypeScript node and npm: those are ignored
 //! unless asked for (`-- --include-ignored`, as CI runs them) and fail, when run, if
@@ -28,6 +29,16 @@ macro_rules! conformance {
                 #[ignore = "needs python grpcio"]
                 async fn $case() {
                     super::cases::$case(super::Lang::Python).await;
+                }
+            )*
+        }
+
+        mod python_claims {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs python grpcio"]
+                async fn $case() {
+                    super::cases::$case(super::Lang::PythonClaims).await;
                 }
             )*
         }
@@ -94,10 +105,10 @@ fn spec() -> Spec {
 /// cell is a test above, so a green run is what the ticks claim.
 fn parity_table(spec: &Spec) -> String {
     let mut table = String::from(
-        "| behaviour (clients/conformance/cases.toml) | Python | TypeScript | Rust |\n|---|:-:|:-:|:-:|\n",
+        "| behaviour (clients/conformance/cases.toml) | Python | Python, `transport=\"claims\"` | TypeScript | Rust |\n|---|:-:|:-:|:-:|:-:|\n",
     );
     for case in &spec.case {
-        table.push_str(&format!("| {} | ✓ | ✓ | ✓ |\n", case.title));
+        table.push_str(&format!("| {} | ✓ | ✓ | ✓ | ✓ |\n", case.title));
     }
     table
 }

@@ -52,8 +52,13 @@ async fn put(
 }
 
 async fn get(c: &mut Runner, id: &str) -> proto::Job {
+    get_in(c, NS, id).await
+}
+
+/// Job `id` of namespace `ns`, as GetJob returns it.
+pub(crate) async fn get_in(c: &mut Runner, ns: &str, id: &str) -> proto::Job {
     c.get_job(proto::GetJobRequest {
-        namespace: NS.into(),
+        namespace: ns.into(),
         job_id: id.into(),
     })
     .await

@@ -105,7 +105,8 @@ async fn build_rust() -> PathBuf {
         .join("examples/conformance_driver")
 }
 
-async fn run_ok(what: &str, command: &mut Command) {
+/// Runs `command` to its end; fails the test on a non-zero exit, with its output.
+pub(crate) async fn run_ok(what: &str, command: &mut Command) {
     let out = command
         .stdin(Stdio::null())
         .kill_on_drop(true)

@@ -8,7 +8,7 @@
 //! unless asked for (`-- --include-ignored`, as CI runs them) and fail, when run, if
 //! what they need is missing. The Rust driver is built with cargo, always there.
 
-mod cases;
+pub(crate) mod cases;
 mod docs;
 pub(crate) mod driver;
 pub(crate) mod server;

@@ -4,34 +4,16 @@
 //! a fresh generation, `pip install` into a scratch venv) and the TypeScript
 //! package's `npm test` (node:test). The Rust crate's are `cargo test -p dueq-client`.
 
-use std::process::Stdio;
-
 use tokio::process::Command;
 
-use super::repo;
+use super::{driver::run_ok, repo};
 use crate::common::tools;
-
-async fn passes(what: &str, command: &mut Command) {
-    let out = command
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs python grpcio"]
 async fn the_python_clients_unit_tests_pass() {
     tools::require("python grpcio");
-    passes(
+    run_ok(
         "python3 -m unittest discover -s clients/python/tests",
         Command::new("python3")
             .args(["-m", "unittest", "discover", "-s", "clients/python/tests"])
@@ -46,7 +28,7 @@ async fn the_python_clients_unit_tests_pass() {
 async fn the_typescript_clients_unit_tests_pass() {
     tools::require("node");
     super::driver::build_typescript().await;
-    passes(
+    run_ok(
         "npm test in clients/typescript",
         Command::new("npm")
             .arg("test")

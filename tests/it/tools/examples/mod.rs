@@ -18,6 +18,7 @@ use tokio::process::Command;
 
 use crate::{
     clients::{
+        cases::get_in,
         driver::Driver,
         server::{Runner, Server, Setup, Transport, ADMIN_TOKEN},
     },
@@ -176,16 +177,4 @@ async fn schedules(
         patience.wait().await;
     }
     worker.terminate_ok().await;
-}
-
-async fn get_in(c: &mut Runner, ns: &str, id: &str) -> proto::Job {
-    c.get_job(proto::GetJobRequest {
-        namespace: ns.into(),
-        job_id: id.into(),
-    })
-    .await
-    .expect("get job")
-    .into_inner()
-    .job
-    .expect("job")
 }

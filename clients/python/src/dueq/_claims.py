@@ -85,11 +85,13 @@ class ClaimsTransport:
 
     async def _claim(self, free):
         acks, self._acks = self._acks[:100], self._acks[100:]
+        # A claim carrying acks does not long-poll: its reply answers them, so it
+        # comes at once (the next claim, without acks, waits for work).
         req = jobs_pb2.ClaimJobRequest(
             namespace=self._namespace,
             queues=self.queues,
             worker_id=self.worker_id,
-            wait=_duration(CLAIM_WAIT),
+            wait=_duration(0 if acks else CLAIM_WAIT),
             max_jobs=free,
             acks=acks,
         )

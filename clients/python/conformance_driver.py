@@ -2,7 +2,7 @@
 """The Python conformance driver (clients/conformance/README.md): one mode per run,
 its parameters as one JSON argument, its connection only from DUEQ_* variables,
 one JSON event per line on stdout. `work` and `bench` also take an optional
-`"transport"` ("stream", the default, or "claims": `dueq.Worker`'s transport).
+`"transport"` (`dueq.Worker`'s: "claims", its default, or "stream").
 
     PYTHONPATH=clients/python/src python3 clients/python/conformance_driver.py '{"mode":"work",...}'
 """
@@ -82,7 +82,7 @@ async def work(params):
         handler,
         concurrency=params.get("concurrency") or 1,
         lease=lease / 1000 if lease else None,
-        transport=params.get("transport") or "stream",
+        transport=params.get("transport") or "claims",
     )
     stop.worker = worker
     EarlyStop.watch(worker)
@@ -191,7 +191,7 @@ async def bench(params):
         params["queues"],
         handler,
         concurrency=params.get("concurrency") or 32,
-        transport=params.get("transport") or "stream",
+        transport=params.get("transport") or "claims",
     )
     stop.worker = worker
     EarlyStop.watch(worker)

@@ -33,8 +33,8 @@ const S: &str = "peers";
 enum Lang {
     TypeScript,
     Python,
-    /// The Python Worker's `transport="claims"`: ClaimJob batches carrying acks.
-    PythonClaims,
+    /// The Python Worker's `transport="stream"`: the Work stream.
+    PythonStream,
     Rust,
 }
 
@@ -43,7 +43,7 @@ impl Lang {
         match self {
             Lang::TypeScript => "ts client worker",
             Lang::Python => "python client worker",
-            Lang::PythonClaims => "python client worker, transport=claims",
+            Lang::PythonStream => "python client worker, transport=stream",
             Lang::Rust => "rust client worker",
         }
     }
@@ -56,7 +56,7 @@ fn repo(path: &str) -> PathBuf {
 /// The driver's command, or why it cannot run here.
 async fn command(lang: Lang) -> Result<Command> {
     match lang {
-        Lang::Python | Lang::PythonClaims => {
+        Lang::Python | Lang::PythonStream => {
             on_path("python3").ok_or("python3 not found on PATH")?;
             let mut c = Command::new("python3");
             c.arg(repo("clients/python/conformance_driver.py"))
@@ -110,7 +110,7 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report, dir: &Path)
     for lang in [
         Lang::TypeScript,
         Lang::Python,
-        Lang::PythonClaims,
+        Lang::PythonStream,
         Lang::Rust,
     ] {
         match beside_bullmq(plan, env, dir, lang).await {
@@ -164,8 +164,8 @@ async fn beside_bullmq(plan: &Plan, env: &Env, dir: &Path, lang: Lang) -> Result
 async fn drain(plan: &Plan, env: &Env, mut command: Command, lang: Lang) -> Result<Value> {
     let mut params = json!({"mode": "bench", "queues": [consume::QUEUE],
                         "concurrency": plan.concurrency, "jobs": plan.prefill});
-    if matches!(lang, Lang::PythonClaims) {
-        params["transport"] = "claims".into();
+    if matches!(lang, Lang::PythonStream) {
+        params["transport"] = "stream".into();
     }
     command
         .arg(params.to_string())

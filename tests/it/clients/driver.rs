@@ -22,9 +22,9 @@ use crate::common::{tools, Patience, PATIENCE};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lang {
     Python,
-    /// The Python client's Worker with `transport="claims"` (ClaimJob batches
-    /// carrying acks instead of the Work stream): the same cases hold.
-    PythonClaims,
+    /// The Python client's Worker with `transport="stream"` (the Work stream, instead
+    /// of its default ClaimJob batches carrying acks): the same cases hold.
+    PythonStream,
     TypeScript,
     Rust,
 }
@@ -37,7 +37,7 @@ impl Lang {
     /// The driver's command, built first when it needs building (once per process).
     async fn command(self) -> Command {
         match self {
-            Lang::Python | Lang::PythonClaims => {
+            Lang::Python | Lang::PythonStream => {
                 tools::require("python grpcio");
                 let mut c = Command::new("python3");
                 c.arg(repo("clients/python/conformance_driver.py"))
@@ -138,8 +138,8 @@ impl Driver {
     pub async fn spawn(lang: Lang, params: Value, env: &[(&str, String)]) -> Driver {
         let mut command = lang.command().await;
         let mut params = params;
-        if lang == Lang::PythonClaims && params["mode"] == "work" {
-            params["transport"] = "claims".into();
+        if lang == Lang::PythonStream && params["mode"] == "work" {
+            params["transport"] = "stream".into();
         }
         command.arg(params.to_string());
         Driver::start(&format!("{lang:?} driver"), command, env)

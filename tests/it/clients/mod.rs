@@ -2,7 +2,7 @@
 //! cases.toml, run for Python, TypeScript and Rust by that language's driver against
 //! a real `dueq serve` on a real Redis. One test per case and language:
 //! `clients::python::<case>`, `clients::typescript::<case>`, `clients::rust::<case>`,
-//! and `clients::python_claims::<case>` for the Python worker's second transport.
+//! and `clients::python_stream::<case>` for the Python worker's second transport.
 //!
 //! Python needs python3 with grpcio, TypeScript node and npm: those are ignored
 //! unless asked for (`-- --include-ignored`, as CI runs them) and fail, when run, if
@@ -33,12 +33,12 @@ macro_rules! conformance {
             )*
         }
 
-        mod python_claims {
+        mod python_stream {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 #[ignore = "needs python grpcio"]
                 async fn $case() {
-                    super::cases::$case(super::Lang::PythonClaims).await;
+                    super::cases::$case(super::Lang::PythonStream).await;
                 }
             )*
         }
@@ -105,7 +105,7 @@ fn spec() -> Spec {
 /// cell is a test above, so a green run is what the ticks claim.
 fn parity_table(spec: &Spec) -> String {
     let mut table = String::from(
-        "| behaviour (clients/conformance/cases.toml) | Python | Python, `transport=\"claims\"` | TypeScript | Rust |\n|---|:-:|:-:|:-:|:-:|\n",
+        "| behaviour (clients/conformance/cases.toml) | Python | Python, `transport=\"stream\"` | TypeScript | Rust |\n|---|:-:|:-:|:-:|:-:|\n",
     );
     for case in &spec.case {
         table.push_str(&format!("| {} | ✓ | ✓ | ✓ | ✓ |\n", case.title));

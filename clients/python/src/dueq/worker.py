@@ -154,11 +154,13 @@ class Worker(ClaimsTransport):
 
     `concurrency` is how many jobs run at once (the stream's capacity); `lease`
     (seconds) overrides each job's own lease for the claims; `grace` is how long
-    in-flight handlers get to finish after `stop()`. `transport` is "stream" (the
-    Work stream: jobs pushed, acks, fails, extends and cancels on one stream) or
-    "claims" (batched ClaimJob calls carrying the acks; fails, extends and progress
-    by unary calls, a cancel seen at the next extension): many times cheaper per job
-    in Python for short jobs.
+    in-flight handlers get to finish after `stop()`. `transport` is "claims" (the
+    default: batched ClaimJob calls carrying the acks of finished jobs; fails,
+    extends and progress by unary calls, a cancel seen at the next lease extension)
+    or "stream" (the Work stream: jobs pushed, acks, fails, extends and cancels on
+    one stream, a cancel seen at once). In Python the stream pays grpc's asyncio
+    layer three messages per job: "claims" does several times the jobs per second
+    at a fraction of the Redis cost (docs/performance.md).
 
     `run()` blocks until SIGINT/SIGTERM or `stop()`; `await run_async()` is the same
     inside an event loop. Either raises the typed `DueqError` that ended the stream
@@ -166,7 +168,7 @@ class Worker(ClaimsTransport):
     """
 
     def __init__(
-        self, client, queues, handler, *, concurrency=1, lease=None, worker_id=None, grace=30.0, transport="stream"
+        self, client, queues, handler, *, concurrency=1, lease=None, worker_id=None, grace=30.0, transport="claims"
     ):
         if isinstance(queues, str):
             queues = [queues]

@@ -1,6 +1,7 @@
 #!lua flags=allow-oom
--- cancel_job: cancel a pending or delayed job; ask the worker of an active one to
--- stop (issue 30).
+-- cancel_job: cancel a pending, delayed or waiting job; ask the worker of an active
+-- one to stop (issue 30). A node of a flow (issue 34) tells its dependents
+-- (lib/graph.lua): they follow their rule for a failed dependency.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
@@ -19,7 +20,8 @@
 -- races a worker's ack; the worker hears of it at its next extend, and whatever ends
 -- the attempt then ends the job (fail_job, claim_jobs' expiry and release_jobs make
 -- it cancelled, ack_job completes it). Asking twice writes nothing the second time. A
--- pending job leaves its queue's pending count here (lib/job.lua queue state).
+-- pending job leaves its queue's pending count here (lib/job.lua queue state;
+-- cancel_unstarted).
 -- O(log N). Invariant 5: refused while the namespace's jobs are in an older layout.
 
 local refused = jobs_guard(KEYS[2])
@@ -30,25 +32,15 @@ local id = ARGV[9]
 local key, r = job_at(K, id)
 if not key then return r end
 if r.state == 'active' then
-  local p, packed = packed_load(key)
-  if p[P_CANCEL] ~= 1 then
-    packed_put(p, P_CANCEL, 1)
-    p[P_UPDATED] = now - p[P_CREATED]
-    packed = packed_save(key, p)
-  end
+  local packed, p = cancel_request(key, now)
   local out = { 'ok', 0 }
   push_job(out, K, id, packed, p[P_PX])
   return out
 end
-if r.state == 'delayed' then
-  redis.call('ZREM', K.delayed .. r.queue, id)
-elseif r.state == 'pending' then
-  count_pending(KEYS[2], r, -1)
-else
+if r.state ~= 'pending' and r.state ~= 'delayed' and r.state ~= 'waiting' then
   return { 'state', r.state }
 end
-r.state, r.finished, r.updated = 'cancelled', now, now
-local packed = job_save(key, r)
-local out = { 'ok', retention.finish(K, KEYS[2], KEYS[1], id, r, now) }
+local packed, register = cancel_unstarted(K, KEYS[2], KEYS[1], key, id, r, now)
+local out = { 'ok', register }
 push_job(out, K, id, packed, r.px)
 return out

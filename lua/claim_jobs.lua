@@ -25,7 +25,10 @@
 --           then per ack in ARGV order: tag, detail,
 --           then per queue in ARGV order: the flow limits met (lib/flow.lua; ""
 --           none, else "reason=count ..." with reason concurrency | rate |
---           throttled | queue_running | queue_rate) }
+--           throttled | queue_running | queue_rate),
+--           then D, the number of claimed jobs that are nodes of a flow (issue 34),
+--           and per such job: its place among the claimed jobs (from 1), its
+--           dependencies (lib/graph.lua graph.deps_of) }
 --   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
 --            'expired', '' | 'corrupt', the error (lib/job.lua complete_job)
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
@@ -56,6 +59,9 @@
 --   pending count and a job going dead enters its queue's dead set, here; a paused
 --   queue (one HGET per queue) is skipped entirely.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
+-- * 11 (dependencies): a node of a flow is claimable only once its dependencies
+--   finished (lib/graph.lua readies it); its claim reads each dependency's record
+--   for its state and result, O(dependencies).
 -- * 9 (bounded replies): a job the reply could not carry is not leased; it goes
 --   back to the head of its list for the next claim. The first job is always leased: the
 --   service refuses a payload limit that cannot fit in one message.
@@ -277,7 +283,7 @@ end
 -- The reply's head (now, next_ms, more, register, count) is filled in at the end;
 -- each claimed job goes straight after it.
 local out = { now, '', 0, 0, 0 }
-local claimed, leases, taken, soonest = 0, {}, {}, {}
+local claimed, leases, taken, soonest, graph_out = 0, {}, {}, {}, {}
 local bytes = 0
 -- Claims with the same lease length share a deadline: its text is made once.
 local until_last, until_text = nil, nil
@@ -318,7 +324,16 @@ while claimed < max_jobs and skips < budget do
     -- The queue as a whole is at its limit: nothing more of it in this call.
     gate[q] = { reason = why, at = at }
   else
-    bytes = bytes + packed_bytes(K, id, p, true, false, true) + #worker
+    local size = packed_bytes(K, id, p, true, false, true) + #worker
+    -- A node of a flow (issue 34) carries its dependencies and as many of their
+    -- results as the budget left holds (lib/graph.lua graph.deps_of).
+    local deps = nil
+    if #p >= P_DAG and p[P_DAG] ~= '' then
+      local extra
+      deps, extra = graph.deps_of(K, KEYS[2], p, max_bytes - bytes - size)
+      size = size + extra
+    end
+    bytes = bytes + size
     if claimed > 0 and bytes > max_bytes then break end
     if best.flow then
       flow.take(best.flow)
@@ -351,6 +366,9 @@ while claimed < max_jobs and skips < budget do
     end
     claimed = claimed + 1
     push_job(out, K, id, packed, p[P_PX])
+    if deps then
+      graph_out[#graph_out + 1], graph_out[#graph_out + 2] = claimed, deps
+    end
   end
 end
 
@@ -407,4 +425,6 @@ for _, q in ipairs(all_queues) do
   if g then met[#met + 1] = g.reason .. '=1' end
   out[#out + 1] = table.concat(met, ' ')
 end
+out[#out + 1] = #graph_out / 2
+for i = 1, #graph_out do out[#out + 1] = graph_out[i] end
 return out

@@ -29,6 +29,11 @@ local r = job_load(key)
 if r == nil then return { 'missing' } end
 if is_error(r) then return r end
 if r.state == 'active' then return { 'state', r.state } end
+-- A flow's node that has not finished (issue 34): its dependents wait on it, so it is
+-- cancelled (CancelJob, CancelFlow), not deleted.
+if r.dag ~= '' and (r.state == 'pending' or r.state == 'delayed' or r.state == 'waiting') then
+  return { 'state', r.state }
+end
 local out = { 'ok' }
 push_job(out, K, id, packed, r.px)
 job_remove(K, KEYS[2], KEYS[1], id, r, false)

@@ -1,8 +1,12 @@
 #!lua flags=allow-oom
 -- prune_jobs: delete finished (completed, dead, cancelled) jobs past the retention
 -- age, the oldest ones beyond the retention count, and the jobs whose own keep_for
--- rule has run out (issue 36), at most a batch per call. Jobs kept by their own rule
--- (lib/job.lua retention.finish) are left out of the age and the count.
+-- rule has run out (issue 36), and the nodes of the flows (issue 34) that finished
+-- before the retention age, at most a batch per call. Jobs kept by their own rule
+-- (lib/job.lua retention.finish) and nodes of flows are left out of the age and the
+-- count: a flow's nodes go together, never while it runs (lib/graph.lua). It also
+-- takes the next steps of the namespace's queued graph work (graph.drain) and deletes
+-- what an unfinished store of a flow wrote once it was given up.
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta (`stored` loses the counted records deleted, see
@@ -13,8 +17,8 @@
 -- ARGV[9] max_age_ms: retention age ms   ARGV[10] keep: retention count
 -- ARGV[11] batch: batch size
 -- Returns { deleted, more (1 if another call would delete more), finished jobs kept,
---           next ms: when the oldest kept job passes the retention age or the
---           earliest keep_for job expires, whichever is first ("" neither) }
+--           next ms: when the oldest kept job or finished flow passes the retention
+--           age or the earliest keep_for job expires, whichever is first ("" none) }
 -- The caller keeps the namespace in the prune due-set (outside this slot, so written
 -- by plain commands after this script) scored by next ms, or drops it when none.
 --
@@ -70,12 +74,38 @@ if deleted < batch then
     deleted = deleted + 1
   end
 end
+-- Flows (issue 34): a finished flow's nodes go together, once the flow passed the age
+-- (lib/graph.lua graph.prune), oldest flow first.
+local dags = graph.done_set(meta)
+-- Queued graph work first (lib/graph.lua "Bounded work"): its steps count against
+-- the batch; then the stores of flows given up (no call for graph.STAGE_TTL_MS).
+graph.drain(K, meta, done, now)
+deleted = deleted + graph.spent
+local stages = graph.stage_set(meta)
+while deleted < batch do
+  local due = redis.call('ZRANGEBYSCORE', stages, '-inf', now, 'LIMIT', 0, 1)
+  if #due == 0 then break end
+  deleted = deleted + graph.prune(K, meta, done, due[1], batch - deleted)
+end
+while deleted < batch do
+  local due = redis.call('ZRANGEBYSCORE', dags, '-inf', now - age, 'LIMIT', 0, 1)
+  if #due == 0 then break end
+  deleted = deleted + graph.prune(K, meta, done, due[1], batch - deleted)
+end
 local more = 0
-if deleted >= batch then more = 1 end
+if deleted >= batch or redis.call('EXISTS', graph.queue(meta)) == 1 then more = 1 end
 local next_ms = ''
 local oldest = redis.call('ZRANGEBYSCORE', done, '-inf', '(' .. rule_from, 'WITHSCORES', 'LIMIT',
   0, 1)
 if #oldest > 0 then next_ms = tonumber(oldest[2]) + age end
+local oldest_dag = redis.call('ZRANGE', dags, 0, 0, 'WITHSCORES')
+if #oldest_dag > 0 and (next_ms == '' or tonumber(oldest_dag[2]) + age < next_ms) then
+  next_ms = tonumber(oldest_dag[2]) + age
+end
+local stage_due = redis.call('ZRANGE', stages, 0, 0, 'WITHSCORES')
+if #stage_due > 0 and (next_ms == '' or tonumber(stage_due[2]) < next_ms) then
+  next_ms = tonumber(stage_due[2])
+end
 local expires = redis.call('ZRANGE', expiry, 0, 0, 'WITHSCORES')
 if #expires > 0 and (next_ms == '' or tonumber(expires[2]) < next_ms) then
   next_ms = tonumber(expires[2])

@@ -7,7 +7,8 @@
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] queue: the queue   ARGV[10] state: "pending" | "delayed" | "dead"
 -- ARGV[11] limit: most jobs to delete (the caller bounds it: at most 500)
--- Returns { purged, more (1 if jobs in that state may remain in the queue) }
+-- Returns { purged, more (1 if jobs in that state may remain in the queue), register
+--           (1: put the namespace in the prune due-set: a flow finished) }
 --
 -- The state's own index is the work list: the delayed set, the queue's dead set, or
 -- the ready lists (popped from the head, best priority first) and then the queue's
@@ -25,7 +26,19 @@ if refused then return refused end
 local K = job_keys(ARGV, 1)
 local meta, queue, state, limit = KEYS[2], ARGV[9], ARGV[10], tonumber(ARGV[11])
 
+local now = now_ms()
+local register = 0
+
+-- Deletes job id (record r) from every index; a pending or delayed node of a flow
+-- (issue 34) is cancelled instead (lib/job.lua cancel_unstarted, which also leaves
+-- its pending count): its dependents follow their rule, and its record stays with
+-- its flow. Returns true when it was cancelled.
 local function purge(id, r)
+  if r.dag ~= '' and r.state ~= 'dead' then
+    local _, asked = cancel_unstarted(K, meta, KEYS[1], K.job .. id, id, r, now)
+    register = math.max(register, asked)
+    return true
+  end
   redis.call('DEL', K.job .. id)
   announce_gone(K.job .. id, r.watch) -- issue 30: a watcher hears it is gone
   drop_payload(K, id, r)
@@ -35,6 +48,7 @@ local function purge(id, r)
   end
   redis.call('ZREM', KEYS[1], id)
   retention.forget(meta, id, r) -- (lib/job.lua, issue 36)
+  return false
 end
 
 local function live(id)
@@ -53,8 +67,7 @@ local function purge_pending(entry)
   local id = listing_id(K, queue, n)
   local r = id and live(id)
   if r and r.n == n then
-    purge(id, r)
-    count_pending(meta, r, -1)
+    if not purge(id, r) then count_pending(meta, r, -1) end
     purged = purged + 1
   end
 end
@@ -102,4 +115,4 @@ elseif state == 'pending' then
 else
   return redis.error_reply('DUEQ_BAD_STATE ' .. state)
 end
-return { purged, more }
+return { purged, more, register }

@@ -6,7 +6,8 @@
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] queue: the queue   ARGV[10] limit: most jobs to retry (the caller bounds it: at most 500)
--- Returns { retried, more (1 if dead jobs remain in the queue) }
+-- Returns { retried, more (1 if dead jobs remain in the queue), register (1: put the
+--           namespace in the prune due-set: graph work queued, issue 34) }
 --
 -- Each job as retry_job does it: attempts reset, error history kept, out of the
 -- finished set, at the head of its ready list, counted pending, out of the queue's
@@ -27,7 +28,12 @@ for _, id in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
   redis.call('ZREM', dead, id)
   local key = K.job .. id
   local r = job_load(key)
-  if r and not is_error(r) and r.state == 'dead' and r.queue == queue then
+  if r and not is_error(r) and r.state == 'dead' and r.queue == queue and r.dag ~= '' then
+    -- A node of a flow (issue 34): as retry_job.lua re-arms it.
+    graph.rearm_node(K, meta, KEYS[1], graph.key(meta, r.dag), r.dag, r.ref, now)
+    graph.run_item(K, meta, KEYS[1], { 'c', r.dag, r.ref, 0 }, now)
+    retried = retried + 1
+  elseif r and not is_error(r) and r.state == 'dead' and r.queue == queue then
     redis.call('ZREM', KEYS[1], id)
     retention.forget(meta, id, r) -- (lib/job.lua, issue 36)
     r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
@@ -40,4 +46,6 @@ for _, id in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
 end
 local more = 0
 if redis.call('ZCARD', dead) > 0 then more = 1 end
-return { retried, more }
+local register = 0
+if graph.queued then register = 1 end
+return { retried, more, register }

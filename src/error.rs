@@ -74,6 +74,14 @@ pub(crate) enum Error {
     /// A per-server cap is reached (the message names its flag). Nothing changed.
     #[error("server busy: {0}")]
     Busy(String),
+    /// EnqueueFlow lost a race for its flow id (another call stores it, or this
+    /// store was given up). Nothing of this call is kept.
+    #[error("{0}")]
+    FlowBusy(String),
+    /// EnqueueFlow cannot store the flow as asked (a job id is taken). Nothing was
+    /// stored.
+    #[error("{0}")]
+    FlowRefused(String),
 }
 
 impl Error {
@@ -85,11 +93,13 @@ impl Error {
             Error::LeaseLost(_)
             | Error::MigrateBusy { .. }
             | Error::MigrateLockLost(_)
-            | Error::RevisionMismatch { .. } => FailureKind::Lost,
+            | Error::RevisionMismatch { .. }
+            | Error::FlowBusy(_) => FailureKind::Lost,
             Error::WrongState { .. }
             | Error::Newer { .. }
             | Error::Foreign { .. }
-            | Error::Refused { .. } => FailureKind::Precondition,
+            | Error::Refused { .. }
+            | Error::FlowRefused(_) => FailureKind::Precondition,
             Error::Cancelled => FailureKind::Cancelled,
             Error::Busy(_) => FailureKind::TooLarge,
         }
@@ -113,6 +123,8 @@ pub(crate) enum Missing {
     Occurrence(String),
     /// A namespace Migrate was asked about that holds no dueq data.
     Namespace(String),
+    /// A flow of jobs (issue 34): never stored, still being stored, or pruned.
+    Flow(String),
 }
 
 impl fmt::Display for Missing {
@@ -125,6 +137,10 @@ impl fmt::Display for Missing {
                 "no leased occurrence {id:?} (never leased, or its acked record expired)"
             ),
             Missing::Namespace(ns) => write!(f, "namespace {ns:?} holds no dueq data"),
+            Missing::Flow(id) => write!(
+                f,
+                "flow {id:?} not found (never stored, still being stored, or pruned with its jobs)"
+            ),
         }
     }
 }
@@ -177,11 +193,12 @@ impl JobAction {
 
     fn needs(self) -> &'static str {
         match self {
-            JobAction::Cancel => "pending or delayed",
+            JobAction::Cancel => "pending, delayed or waiting",
             JobAction::Retry => "dead",
             JobAction::Delete => {
-                "a job no worker holds: release it first with ReleaseJob, or cancel it \
-                 (CancelJob) and let its worker stop"
+                "a job no worker holds and no flow waits on: release an active job first \
+                 with ReleaseJob, or cancel it (CancelJob) and let its worker stop; cancel \
+                 an unfinished node of a flow with CancelJob or CancelFlow"
             }
             JobAction::Release => "active",
         }

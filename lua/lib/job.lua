@@ -97,7 +97,11 @@ end
 --   16 run_at  17 updated | 18 worker  19 token  20 finished  21 lease_until
 --   22 headers  23 dedup  24 errors  25 px  26 version  27 cancel  28 watch
 --   29 fraction  30 message  31 progress_at  32 checkpoint  33 result  34 schedule
---   35 due  36 run  37 retain  38 fkey  39 ckey  40 rkey  41 cost
+--   35 due  36 run  37 retain  38 fkey  39 ckey  40 rkey  41 cost  42 dag  43 ref
+--   44 odf
+-- Issue 34 added 42-44 (the flow the job is a node of, its ref there, and what it
+-- does when a dependency fails: '' cancel, 'r' run, 's' skip: lib/graph.lua), past the
+-- old end in the same way, with two states: waiting (7) and skipped (8).
 -- Issue 32 added 38-41 (the job's fairness, concurrency and rate keys and its cost
 -- against rate limits, '' for 1: lib/flow.lua), past the old end in the same way.
 -- Issue 36 added 37 (retain: the job's own retention rule, lib/job.lua
@@ -115,10 +119,10 @@ end
 -- stores none of them), most often set first. load and save below spell the
 -- positions out rather than loop over a name list: every job script runs them,
 -- and the unrolled form is the cheaper one in Redis's Lua.
-local REQUIRED, FIELDS = 17, 41
+local REQUIRED, FIELDS = 17, 44
 local STATE_CODE = { pending = 1, delayed = 2, active = 3, completed = 4, dead = 5,
-  cancelled = 6 }
-local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled' }
+  cancelled = 6, waiting = 7, skipped = 8 }
+local STATE_NAME = { 'pending', 'delayed', 'active', 'completed', 'dead', 'cancelled', 'waiting', 'skipped' }
 
 -- The packed array itself, for the transitions every job takes (claim, ack; issue
 -- 15), which change a few positions and skip job_load/job_save's named table:
@@ -136,7 +140,7 @@ local P_LEASE_MS, P_CREATED, P_RUN_AT, P_UPDATED, P_WORKER, P_TOKEN = 14, 15, 16
 local P_FINISHED, P_LEASE_UNTIL, P_HEADERS, P_DEDUP, P_ERRORS, P_PX = 20, 21, 22, 23, 24, 25
 local P_VERSION, P_CANCEL, P_WATCH, P_FRACTION, P_MESSAGE, P_PROGRESS_AT = 26, 27, 28, 29, 30, 31
 local P_CHECKPOINT, P_RESULT, P_SCHEDULE, P_DUE, P_RUN, P_RETAIN = 32, 33, 34, 35, 36, 37
-local P_FKEY, P_CKEY, P_RKEY, P_COST = 38, 39, 40, 41
+local P_FKEY, P_CKEY, P_RKEY, P_COST, P_DAG, P_REF, P_ODF = 38, 39, 40, 41, 42, 43, 44
 
 -- A record is a msgpack array of REQUIRED..FIELDS items, so it always opens with the
 -- 3-byte array16 header (0xdc, then the count), and its items follow as plain
@@ -251,7 +255,8 @@ local function job_load(key)
     watch = p[28] or '', fraction = p[29] or '', message = p[30] or '',
     progress_at = rel_in(p[31], created), checkpoint = p[32] or '', result = p[33] or '',
     schedule = p[34] or '', due = p[35] or '', run = p[36] or '', retain = p[37] or '',
-    fkey = p[38] or '', ckey = p[39] or '', rkey = p[40] or '', cost = p[41] or '' }
+    fkey = p[38] or '', ckey = p[39] or '', rkey = p[40] or '', cost = p[41] or '',
+    dag = p[42] or '', ref = p[43] or '', odf = p[44] or '' }
 end
 
 local function job_save(key, r, fresh)
@@ -266,7 +271,8 @@ local function job_save(key, r, fresh)
     r.headers, r.dedup, r.errors, r.px, r.version or '', r.cancel or '', r.watch or '',
     r.fraction or '', r.message or '', rel_out(r.progress_at, created),
     r.checkpoint or '', r.result or '', r.schedule or '', r.due or '', r.run or '',
-    r.retain or '', r.fkey or '', r.ckey or '', r.rkey or '', r.cost or '' }
+    r.retain or '', r.fkey or '', r.ckey or '', r.rkey or '', r.cost or '',
+    r.dag or '', r.ref or '', r.odf or '' }
   return packed_save(key, p, fresh)
 end
 
@@ -478,6 +484,9 @@ local retention = {}
 -- Flow control (issue 32): lib/flow.lua, prepended after this file, fills it in;
 -- the transitions here call it (a job made ready, a lease ended).
 local flow = {}
+-- Job dependencies (issue 34): lib/graph.lua, prepended after flow.lua, fills it in;
+-- retention.finish hands it every finished node of a flow.
+local graph = {}
 
 local function complete_job(K, meta, done, id, token, now, batch, result)
   local key = K.job .. id
@@ -555,13 +564,17 @@ local function queue_state(meta, queue) return meta .. ':q:' .. queue end
 local function queue_dead(meta, queue) return meta .. ':dead:' .. queue end
 local function queue_registry(meta) return meta .. ':queues' end
 
-local function count_pending(meta, r, delta)
+-- count_state(meta, r, field, delta): the same for another counted state (issue 34:
+-- `waiting`, the flow nodes waiting for their dependencies).
+local function count_state(meta, r, field, delta)
   if not COUNTS_KEPT then
     local cursor = tonumber(redis.call('HGET', meta, 'rc:' .. r.queue))
     if cursor == nil or (cursor >= 0 and r.n >= cursor) then return end
   end
-  redis.call('HINCRBY', queue_state(meta, r.queue), 'pending', delta)
+  redis.call('HINCRBY', queue_state(meta, r.queue), field, delta)
 end
+
+local function count_pending(meta, r, delta) count_state(meta, r, 'pending', delta) end
 
 -- A job became dead / stopped being dead: its queue's dead set follows.
 local function dead_add(meta, id, r, now)
@@ -613,7 +626,11 @@ end
 
 local function job_create(K, meta, now, id, n, gseq, j)
   local state = 'pending'
-  if j.run_at > now then state = 'delayed' end
+  if j.waiting then
+    state = 'waiting'
+  elseif j.run_at > now then
+    state = 'delayed'
+  end
   local headers = j.headers
   if headers == '{}' then headers = '' end
   local backoff = 'e'
@@ -627,12 +644,15 @@ local function job_create(K, meta, now, id, n, gseq, j)
     token = '', lease_until = '', worker = '', finished = '', errors = '',
     dedup = j.dedup, px = '', schedule = j.schedule or '', due = j.due or '',
     run = j.run or '', retain = j.retain or '', fkey = j.fkey or '', ckey = j.ckey or '',
-    rkey = j.rkey or '', cost = j.cost or '' }
+    rkey = j.rkey or '', cost = j.cost or '', dag = j.dag or '', ref = j.ref or '',
+    odf = j.odf or '' }
   set_payload(K, id, record, j.payload)
   job_save(K.job .. id, record, true)
   listing_add(K, j.queue, n, id)
   if state == 'delayed' then
     redis.call('ZADD', K.delayed .. j.queue, j.run_at, id)
+  elseif state == 'waiting' then
+    count_state(meta, record, 'waiting', 1)
   else
     flow.ready(K, meta, record, false)
     count_pending(meta, record, 1)
@@ -641,6 +661,37 @@ local function job_create(K, meta, now, id, n, gseq, j)
     redis.call('SET', K.dedup .. j.dedup, id, 'PX', j.dedup_ttl)
   end
   return state
+end
+
+-- job_spec(argv, b, now) -> the table job_create takes, from the 19 values of one job
+--   after argv[b] (enqueue_jobs.lua's header lists them; enqueue_flow.lua passes the
+--   same): id, queue, name, payload, headers, priority, when, when_ms, max_attempts,
+--   backoff, base_ms, cap_ms, jitter, lease_ms, dedup_key, dedup_ttl_ms, dedup_mode,
+--   retain, flow keys. Read in place, no table of the values first (a table or
+--   closures per job measured about 15% more Redis CPU per Enqueue).
+local function job_spec(argv, b, now)
+  local run_at, when = now, argv[b + 7]
+  if when == 'at' then
+    run_at = math.max(tonumber(argv[b + 8]), now)
+  elseif when == 'delay' then
+    run_at = now + tonumber(argv[b + 8])
+  end
+  local fkey, ckey, rkey, cost = '', '', '', ''
+  local flow_arg = argv[b + 19]
+  if flow_arg ~= '' then
+    local cut = string.find(flow_arg, ':', 1, true)
+    cost = string.sub(flow_arg, 1, cut - 1)
+    if cut < #flow_arg then fkey, ckey, rkey = flow.lane_keys(string.sub(flow_arg, cut + 1)) end
+  end
+  return {
+    queue = argv[b + 2], name = argv[b + 3], payload = argv[b + 4],
+    headers = argv[b + 5], priority = tonumber(argv[b + 6]),
+    run_at = run_at, max_attempts = tonumber(argv[b + 9]),
+    backoff = argv[b + 10], base = tonumber(argv[b + 11]),
+    cap = tonumber(argv[b + 12]), jitter = argv[b + 13],
+    lease_ms = tonumber(argv[b + 14]), dedup = argv[b + 15], dedup_ttl = argv[b + 16],
+    retain = argv[b + 18], fkey = fkey, ckey = ckey, rkey = rkey,
+    cost = tonumber(cost) or '' }
 end
 
 local function jobs_stored(meta, created, now)
@@ -711,6 +762,8 @@ local function job_remove(K, meta, done, id, r, by_retention)
     redis.call('ZREM', K.leased .. r.queue, id)
   elseif r.state == 'pending' then
     count_pending(meta, r, -1)
+  elseif r.state == 'waiting' then
+    count_state(meta, r, 'waiting', -1)
   else
     redis.call('ZREM', done, id)
     retention.forget(meta, id, r)
@@ -750,6 +803,7 @@ function retention.keep_last(K, meta, done, id, r, keep)
 end
 
 function retention.finish(K, meta, done, id, r, now)
+  if r.dag ~= '' then return graph.finished(K, meta, done, id, r, now) end
   if r.retain == '' then return finish_entry(done, id, now) end
   local rule = retention.rule(r.retain, r.state)
   if rule == '' then return finish_entry(done, id, now) end
@@ -807,3 +861,33 @@ local function lease_end(K, done, meta, key, id, r, now, count, message)
   return packed, retention.finish(K, meta, done, id, r, now)
 end
 
+-- cancel_unstarted(K, meta, done, key, id, r, now) -> the packed record it saved,
+--   register (retention.finish's): pending, delayed or waiting job r (at key) ends
+--   cancelled (CancelJob, CancelFlow, PurgeJobs of a flow's node): it leaves its
+--   delayed set or its state's count (a pending job's ready entry stays, dropped by the
+--   claim that meets it: the record says cancelled; an LREM would be O(N)), and a
+--   node of a flow tells its dependents (lib/graph.lua). O(log N).
+-- cancel_request(key, now) -> the packed record, its array: asks the worker of the
+--   active job at key to stop (position cancel; issue 30); written once.
+local function cancel_request(key, now)
+  local p, packed = packed_load(key)
+  if p[P_CANCEL] ~= 1 then
+    packed_put(p, P_CANCEL, 1)
+    p[P_UPDATED] = now - p[P_CREATED]
+    packed = packed_save(key, p)
+  end
+  return packed, p
+end
+
+local function cancel_unstarted(K, meta, done, key, id, r, now)
+  if r.state == 'delayed' then
+    redis.call('ZREM', K.delayed .. r.queue, id)
+  elseif r.state == 'pending' then
+    count_pending(meta, r, -1)
+  else
+    count_state(meta, r, 'waiting', -1)
+  end
+  r.state, r.finished, r.updated = 'cancelled', now, now
+  local packed = job_save(key, r)
+  return packed, retention.finish(K, meta, done, id, r, now)
+end

@@ -202,6 +202,10 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Producer Unary    audited ns ] DeleteJob: delete_job(DeleteJobRequest -> DeleteJobResponse) = jobs::delete;
     [Worker   Unary    audited ns ] ReleaseJob: release_job(ReleaseJobRequest -> ReleaseJobResponse) = jobs::release;
     [Reader   Stream   quiet   ns ] WatchJob: watch_job(WatchJobRequest -> stream WatchJobStream) = jobs::watch;
+    [Producer Unary    quiet   ns ] EnqueueFlow: enqueue_flow(EnqueueFlowRequest -> EnqueueFlowResponse) = jobs::enqueue_flow;
+    [Reader   Unary    quiet   ns ] GetFlow: get_flow(GetFlowRequest -> GetFlowResponse) = jobs::get_flow;
+    [Producer Unary    audited ns ] CancelFlow: cancel_flow(CancelFlowRequest -> CancelFlowResponse) = jobs::cancel_flow;
+    [Admin    Unary    audited ns ] RetryFlow: retry_flow(RetryFlowRequest -> RetryFlowResponse) = jobs::retry_flow;
     [Reader   Unary    quiet   own] ListNamespaces: list_namespaces(ListNamespacesRequest -> ListNamespacesResponse) = queues::list_namespaces;
     [Reader   Unary    quiet   ns ] ListQueues: list_queues(ListQueuesRequest -> ListQueuesResponse) = queues::list_queues;
     [Admin    Unary    audited ns ] PauseQueue: pause_queue(PauseQueueRequest -> PauseQueueResponse) = queues::pause;

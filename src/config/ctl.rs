@@ -151,6 +151,10 @@ pub enum JobStateArg {
     Completed,
     Dead,
     Cancelled,
+    /// A flow's node waiting for its dependencies.
+    Waiting,
+    /// A flow's node not run because a dependency failed (its skip rule).
+    Skipped,
 }
 
 /// A schedule status, as the operator commands name it.

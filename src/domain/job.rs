@@ -11,6 +11,10 @@ pub(crate) enum JobState {
     Completed,
     Dead,
     Cancelled,
+    /// A flow's node waiting for its dependencies (issue 34).
+    Waiting,
+    /// A flow's node not run: a dependency failed under its skip rule (issue 34).
+    Skipped,
 }
 
 impl JobState {
@@ -22,6 +26,8 @@ impl JobState {
             JobState::Completed => "completed",
             JobState::Dead => "dead",
             JobState::Cancelled => "cancelled",
+            JobState::Waiting => "waiting",
+            JobState::Skipped => "skipped",
         }
     }
 
@@ -33,6 +39,8 @@ impl JobState {
             "completed" => JobState::Completed,
             "dead" => JobState::Dead,
             "cancelled" => JobState::Cancelled,
+            "waiting" => JobState::Waiting,
+            "skipped" => JobState::Skipped,
             _ => return None,
         })
     }
@@ -305,6 +313,10 @@ pub(crate) struct JobRecord {
     pub(crate) schedule: Option<JobSchedule>,
     /// Its flow keys and cost, as enqueued (issue 32).
     pub(crate) flow: super::FlowKeys,
+    /// The flow it is a node of (issue 34).
+    pub(crate) graph: Option<super::FlowMembership>,
+    /// A claimed node's dependencies (filled in by a claim only).
+    pub(crate) dependencies: Vec<super::Dependency>,
 }
 
 /// A worker's last progress report (the checkpoint is kept apart, in

@@ -4,6 +4,7 @@
 
 mod failure;
 mod flow;
+mod graph;
 mod health;
 mod job;
 mod lease;
@@ -17,6 +18,11 @@ pub(crate) use failure::FailureKind;
 pub(crate) use flow::{
     Fairness, FlowKeys, KeyLimit, QueuePolicy, Rate, MAX_FLOW_KEY_LEN, MAX_RATE,
     MAX_RATE_PERIOD_MS, MAX_THROTTLE_MS, MAX_WEIGHT, MAX_WEIGHTS,
+};
+pub(crate) use graph::{
+    order as order_flow, Dependency, FlowCounts, FlowEnqueued, FlowMembership, FlowNodeSpec,
+    FlowNodeStatus, FlowPage, FlowState, NewFlowNode, OnDependencyFailure, ShapeError,
+    MAX_FLOW_EDGES, MAX_FLOW_NODES, MAX_REF_LEN,
 };
 pub(crate) use health::{
     Finding, Found, Layout, Listing, NamespaceHealth, NeedsMigrate, JOB_LAYOUT, SCHEDULE_SCHEMA,

@@ -33,10 +33,16 @@ fn bytes(spec: &JobSpec) -> usize {
 
 /// `specs` cut into consecutive runs, in order, each within both bounds.
 pub(super) fn chunks(specs: &[JobSpec]) -> Vec<&[JobSpec]> {
+    chunks_of(specs, |spec| spec)
+}
+
+/// `items` (each holding a job, `job_of`) cut the same way: a flow's nodes (issue 34).
+pub(super) fn chunks_of<T>(items: &[T], job_of: impl Fn(&T) -> &JobSpec) -> Vec<&[T]> {
+    let specs = items;
     let mut out = Vec::new();
     let (mut start, mut used) = (0, 0);
-    for (i, spec) in specs.iter().enumerate() {
-        let size = bytes(spec);
+    for (i, item) in items.iter().enumerate() {
+        let size = bytes(job_of(item));
         if i > start && (i - start >= MAX_JOBS || used + size > MAX_BYTES) {
             out.push(&specs[start..i]);
             (start, used) = (i, 0);

@@ -7,6 +7,7 @@
 mod chunks;
 mod coalesce;
 mod flow;
+mod graph;
 mod manage;
 mod queues;
 mod retention;
@@ -500,9 +501,9 @@ impl Jobs {
     }
 
     pub(crate) async fn retry(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
-        let check = self.cx.store.run(namespace, &RetryJob { id }).await?;
-        let record = state_result(id, check, JobAction::Retry)?;
-        let effects = Effects::ready(Work::Jobs, Ready::Now);
+        let retried = self.cx.store.run(namespace, &RetryJob { id }).await?;
+        let record = state_result(id, retried.check, JobAction::Retry)?;
+        let effects = Effects::finished(retried.register).and_ready(Work::Jobs, Ready::Now);
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(record)
     }

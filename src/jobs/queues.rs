@@ -69,7 +69,7 @@ impl Jobs {
         limit: u32,
     ) -> Result<(u32, bool), Error> {
         let entry = self.entry(namespace);
-        let (mut retried, mut left) = (0, limit);
+        let (mut retried, mut left, mut register) = (0, limit, false);
         let more = loop {
             let batch = left.min(BULK_PER_SCRIPT);
             let batch_done = self
@@ -84,13 +84,14 @@ impl Jobs {
                 )
                 .await?;
             retried += batch_done.retried;
+            register |= batch_done.register;
             left -= batch;
             if !batch_done.more || left == 0 {
                 break batch_done.more;
             }
         };
         if retried > 0 {
-            let effects = Effects::ready(Work::Jobs, Ready::Now);
+            let effects = Effects::finished(register).and_ready(Work::Jobs, Ready::Now);
             self.cx.apply(&entry, effects).await;
         }
         Ok((retried, more))
@@ -114,6 +115,11 @@ impl Jobs {
                 limit: batch,
             };
             let batch_done = self.cx.store.run(namespace, &op).await?;
+            if batch_done.register {
+                self.cx
+                    .apply(&self.entry(namespace), Effects::finished(true))
+                    .await;
+            }
             purged += batch_done.purged;
             left -= batch;
             if !batch_done.more || left == 0 {

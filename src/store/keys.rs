@@ -38,6 +38,11 @@
 //! | `<prefix>:{<ns>}:meta:expire` | zset | keep_for job id -> when it expires (ms) |
 //! | `<prefix>:{<ns>}:meta:kept:<state>:<queue>` | zset | keep_last job id -> finish order |
 //! | `<prefix>:{<ns>}:meta:f<kind>:<len>:<queue><rest>` | (by kind) | flow control (issue 32): a queue's lanes, rotation, slots, rates, throttles, key limits and weights (lib/flow.lua's header names each kind) |
+//! | `<prefix>:{<ns>}:meta:dag:<flow id>` | hash | a flow of jobs (issue 34): counts, refs and ids, each node's entry, count and mark (lib/graph.lua's header names each field) |
+//! | `<prefix>:{<ns>}:meta:dags` | zset | running flow id -> created ms |
+//! | `<prefix>:{<ns>}:meta:dagsdone` | zset | finished flow id -> finished ms (pruned together) |
+//! | `<prefix>:{<ns>}:meta:dagstage` | zset | flow id being stored -> when its store is given up |
+//! | `<prefix>:{<ns>}:meta:dagq` | list | graph work queued for later calls (lib/graph.lua) |
 //! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
@@ -46,8 +51,9 @@
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
 //! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, lib/flow.lua
-//! `flow.key`, pinned to the functions here by library tests); their infixes (`q:`,
-//! `dead:`, `queues`, `jobs`, `expire`, `kept:`, `f<kind>:`) follow meta's own name,
+//! `flow.key`, lib/graph.lua `graph.key` and its sets, pinned to the functions here by
+//! library tests); their infixes (`q:`, `dead:`, `queues`, `jobs`, `expire`, `kept:`,
+//! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`) follow meta's own name,
 //! which no other kind of key starts with. A flow key carries the queue's length
 //! before the queue, so no two queues' flow keys meet whatever follows the queue.
 //!
@@ -252,6 +258,25 @@ impl NamespaceKeys {
     #[cfg(test)]
     pub(crate) fn queue_dead(&self, queue: &str) -> String {
         format!("{}:dead:{queue}", self.meta())
+    }
+
+    /// A flow's hash (issue 34; lib/graph.lua `graph.key`).
+    #[cfg(test)]
+    pub(crate) fn flow(&self, flow_id: &str) -> String {
+        format!("{}:dag:{flow_id}", self.meta())
+    }
+
+    /// The flow sets and the graph work queue (lib/graph.lua `graph.open_set`,
+    /// `done_set`, `stage_set`, `queue`), in that order.
+    #[cfg(test)]
+    pub(crate) fn flow_sets(&self) -> [String; 4] {
+        let meta = self.meta();
+        [
+            format!("{meta}:dags"),
+            format!("{meta}:dagsdone"),
+            format!("{meta}:dagstage"),
+            format!("{meta}:dagq"),
+        ]
     }
 
     /// The keep_for jobs scored by when they expire (lib/job.lua `retention.expiry`).

@@ -86,6 +86,9 @@ pub(crate) mod pos {
         CKEY = 39,
         RKEY = 40,
         COST = 41,
+        DAG = 42,
+        REF = 43,
+        ODF = 44,
     }
 }
 
@@ -93,15 +96,17 @@ pub(crate) mod pos {
 /// empty.
 const REQUIRED: usize = pos::UPDATED;
 /// Positions a record may hold (job.lua `FIELDS`).
-const FIELDS: usize = pos::COST;
+const FIELDS: usize = pos::ODF;
 /// State codes by position in job.lua's `STATE_NAME`.
-const STATES: [JobState; 6] = [
+const STATES: [JobState; 8] = [
     JobState::Pending,
     JobState::Delayed,
     JobState::Active,
     JobState::Completed,
     JobState::Dead,
     JobState::Cancelled,
+    JobState::Waiting,
+    JobState::Skipped,
 ];
 
 /// One job of a reply (lib/job.lua `push_job`): its id, its packed record, and its
@@ -180,8 +185,18 @@ pub(crate) fn packed_job(
                 u32::try_from(c).map_err(|_| p.corrupt(COST, format!("out of range: {c}")))
             })?,
         },
+        graph: p.graph()?,
+        dependencies: Vec::new(),
         id,
     })
+}
+
+/// A state as its code (job.lua `STATE_CODE`): None for a code no state has.
+pub(crate) fn state_of_code(code: i64) -> Option<JobState> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|code| code.checked_sub(1))
+        .and_then(|i| STATES.get(i).copied())
 }
 
 /// core.lua `secs_in`: a duration kept as -seconds when whole seconds.
@@ -265,11 +280,22 @@ impl Positions<'_> {
 
     /// A state code (job.lua `STATE_CODE`).
     fn state(&self, position: usize) -> Result<JobState, StoreError> {
-        usize::try_from(self.int(position)?)
-            .ok()
-            .and_then(|code| code.checked_sub(1))
-            .and_then(|i| STATES.get(i).copied())
-            .ok_or_else(|| self.corrupt(position, "not a state code"))
+        state_of_code(self.int(position)?).ok_or_else(|| self.corrupt(position, "not a state code"))
+    }
+
+    /// The flow the job is a node of (positions DAG, REF, ODF; issue 34).
+    fn graph(&self) -> Result<Option<crate::domain::FlowMembership>, StoreError> {
+        let flow_id = self.text(pos::DAG)?;
+        if flow_id.is_empty() {
+            return Ok(None);
+        }
+        let rule = self.text(pos::ODF)?;
+        Ok(Some(crate::domain::FlowMembership {
+            flow_id,
+            reference: self.text(pos::REF)?,
+            on_failure: crate::domain::OnDependencyFailure::parse(&rule)
+                .ok_or_else(|| self.corrupt(pos::ODF, format!("not a rule: {rule:?}")))?,
+        }))
     }
 
     /// The last progress report (positions FRACTION, MESSAGE, PROGRESS_AT); None

@@ -227,6 +227,24 @@ async fn the_jobs_marker_lua_composes_is_the_one_keys_rs_names() {
 }
 
 #[tokio::test]
+async fn the_flow_graph_keys_lua_composes_are_the_ones_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "billing.eu");
+    let lua = eval(
+        &mut conn,
+        Prelude::Job,
+        "return { graph.key(ARGV[1], ARGV[2]), graph.open_set(ARGV[1]), \
+         graph.done_set(ARGV[1]), graph.stage_set(ARGV[1]), graph.queue(ARGV[1]) }",
+        &[keys.meta(), "flow:{x}".into()],
+    )
+    .await;
+    let mut want = vec![keys.flow("flow:{x}")];
+    want.extend(keys.flow_sets());
+    assert_eq!(lua, want);
+}
+
+#[tokio::test]
 async fn the_changes_channel_lua_composes_is_the_one_keys_rs_names() {
     let redis = TestRedis::start().await;
     let mut conn = redis.conn().await;

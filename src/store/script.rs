@@ -37,15 +37,16 @@ const SCHEDULE: &str = include_str!("../../lua/lib/schedule.lua");
 const JOB: &str = include_str!("../../lua/lib/job.lua");
 const CLAIM: &str = include_str!("../../lua/lib/claim.lua");
 const FLOW: &str = include_str!("../../lua/lib/flow.lua");
+const GRAPH: &str = include_str!("../../lua/lib/graph.lua");
 
 impl Prelude {
     pub(crate) fn parts(self) -> &'static [&'static str] {
         match self {
             Prelude::Core => &[CORE],
             Prelude::Schedule => &[CORE, RULES, GUARD, SCHEDULE],
-            Prelude::Job => &[CORE, JOB, FLOW],
+            Prelude::Job => &[CORE, JOB, FLOW, GRAPH],
             Prelude::Claim => &[CORE, RULES, GUARD, SCHEDULE, CLAIM],
-            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, FLOW, CLAIM],
+            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, FLOW, GRAPH, CLAIM],
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - `common/`     the harness: redis-server, the service, clients, patience, programs
 //! - `schedules/`  the schedule API, claiming occurrences, policies, long-polls, DST
 //! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
+//! - `deps/`       job dependencies: flows of jobs, their rules, results, retention
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
@@ -35,6 +36,7 @@ mod common;
 
 mod clients;
 mod cluster;
+mod deps;
 mod doc_examples;
 mod edge;
 mod flow;

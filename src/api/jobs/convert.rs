@@ -5,7 +5,10 @@ use crate::{
         convert::{duration, timestamp},
         ApiError,
     },
-    domain::{Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobSchedule, JobState},
+    domain::{
+        Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobSchedule, JobState,
+        OnDependencyFailure,
+    },
     proto,
 };
 
@@ -17,6 +20,16 @@ pub(super) fn state_to_proto(state: JobState) -> proto::JobState {
         JobState::Completed => proto::JobState::Completed,
         JobState::Dead => proto::JobState::Dead,
         JobState::Cancelled => proto::JobState::Cancelled,
+        JobState::Waiting => proto::JobState::Waiting,
+        JobState::Skipped => proto::JobState::Skipped,
+    }
+}
+
+pub(super) fn rule_to_proto(rule: OnDependencyFailure) -> proto::DependencyFailure {
+    match rule {
+        OnDependencyFailure::Cancel => proto::DependencyFailure::Cancel,
+        OnDependencyFailure::Run => proto::DependencyFailure::Run,
+        OnDependencyFailure::Skip => proto::DependencyFailure::Skip,
     }
 }
 
@@ -30,6 +43,8 @@ pub(super) fn state_filter(field: &str, value: i32) -> Result<Option<JobState>, 
         Ok(proto::JobState::Completed) => JobState::Completed,
         Ok(proto::JobState::Dead) => JobState::Dead,
         Ok(proto::JobState::Cancelled) => JobState::Cancelled,
+        Ok(proto::JobState::Waiting) => JobState::Waiting,
+        Ok(proto::JobState::Skipped) => JobState::Skipped,
         Err(_) => return Err(ApiError::invalid(field, format!("unknown state {value}"))),
     }))
 }
@@ -115,6 +130,12 @@ pub(super) fn job_to_proto(r: JobRecord) -> proto::Job {
         concurrency_key: r.flow.concurrency,
         rate_key: r.flow.rate,
         cost: i32::try_from(r.flow.cost).unwrap_or(i32::MAX),
+        flow_id: r
+            .graph
+            .as_ref()
+            .map(|g| g.flow_id.clone())
+            .unwrap_or_default(),
+        flow_ref: r.graph.map(|g| g.reference).unwrap_or_default(),
     }
 }
 
@@ -127,7 +148,30 @@ fn schedule_to_proto(s: JobSchedule) -> proto::JobSchedule {
 }
 
 pub(super) fn claimed_to_proto(r: JobRecord) -> proto::ClaimedJob {
+    let mut dependency_results = std::collections::HashMap::new();
+    let dependencies = r
+        .dependencies
+        .into_iter()
+        .map(|d| {
+            if let Some(result) = d.result {
+                dependency_results.insert(d.reference.clone(), result);
+            }
+            proto::JobDependency {
+                r#ref: d.reference,
+                job_id: d.job_id,
+                state: d.state.map_or(proto::JobState::Unspecified, state_to_proto) as i32,
+            }
+        })
+        .collect();
+    let (flow_id, flow_ref) = r
+        .graph
+        .map(|g| (g.flow_id, g.reference))
+        .unwrap_or_default();
     proto::ClaimedJob {
+        flow_id,
+        flow_ref,
+        dependencies,
+        dependency_results,
         job_id: r.id,
         lease_token: r.lease_token,
         attempt: r.attempts,

@@ -1,11 +1,13 @@
 //! Handlers of the job RPCs: validate, call `crate::jobs`, convert.
 
 pub(super) mod convert;
+mod graph;
 mod manage;
 pub(super) mod validate;
 mod watch;
 mod work;
 
+pub(super) use graph::{cancel_flow, enqueue_flow, get_flow, retry_flow};
 pub(super) use manage::{delete, release};
 pub(super) use watch::{watch, WatchJobStream};
 pub(super) use work::{work, WorkStream};

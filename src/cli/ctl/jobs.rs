@@ -24,6 +24,8 @@ pub(crate) fn state(arg: JobStateArg) -> proto::JobState {
         JobStateArg::Completed => proto::JobState::Completed,
         JobStateArg::Dead => proto::JobState::Dead,
         JobStateArg::Cancelled => proto::JobState::Cancelled,
+        JobStateArg::Waiting => proto::JobState::Waiting,
+        JobStateArg::Skipped => proto::JobState::Skipped,
     }
 }
 

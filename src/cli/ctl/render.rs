@@ -98,6 +98,8 @@ pub(crate) fn job_state(state: i32) -> String {
         Ok(proto::JobState::Completed) => "completed".into(),
         Ok(proto::JobState::Dead) => "dead".into(),
         Ok(proto::JobState::Cancelled) => "cancelled".into(),
+        Ok(proto::JobState::Waiting) => "waiting".into(),
+        Ok(proto::JobState::Skipped) => "skipped".into(),
         Ok(proto::JobState::Unspecified) => "unspecified".into(),
         Err(_) => format!("unknown({state})"),
     }

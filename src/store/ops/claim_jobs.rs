@@ -5,7 +5,10 @@ use super::{
     job_head,
     prelude::*,
 };
-use crate::{domain::JobRecord, store::packed_job::read_job};
+use crate::{
+    domain::{Dependency, JobRecord},
+    store::packed_job::{read_job, state_of_code},
+};
 
 script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(16));
 
@@ -86,6 +89,44 @@ impl FlowReason {
     }
 }
 
+/// A claimed node's dependencies (lib/graph.lua `graph.deps_of`): msgpack
+/// `{ { ref, job id, state code, result | false }, ... }`.
+fn dependencies(id: &str, blob: &[u8]) -> Result<Vec<Dependency>, StoreError> {
+    use rmpv::Value;
+    let corrupt = |detail: &str| StoreError::corrupt(format!("dependencies of job {id}"), detail);
+    let value = rmpv::decode::read_value(&mut &blob[..]).map_err(|_| corrupt("not msgpack"))?;
+    let text = |v: &Value| -> Result<String, StoreError> {
+        match v {
+            Value::String(s) => s.as_str().map(str::to_owned).ok_or_else(|| corrupt("not UTF-8")),
+            _ => Err(corrupt("not text")),
+        }
+    };
+    let items = match &value {
+        Value::Array(items) => items.as_slice(),
+        // cjson-less cmsgpack packs an empty table as a map.
+        Value::Map(map) if map.is_empty() => &[],
+        _ => return Err(corrupt("not an array")),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let parts = item.as_array().filter(|p| p.len() == 4).ok_or_else(|| corrupt("an entry is not 4 items"))?;
+            let result = match &parts[3] {
+                Value::Boolean(false) | Value::Nil => None,
+                Value::String(s) => Some(s.as_bytes().to_vec()),
+                Value::Binary(b) => Some(b.clone()),
+                _ => return Err(corrupt("a result is not bytes")),
+            };
+            Ok(Dependency {
+                reference: text(&parts[0])?,
+                job_id: text(&parts[1])?,
+                state: parts[2].as_i64().and_then(state_of_code),
+                result,
+            })
+        })
+        .collect()
+}
+
 /// One queue's "reason=count reason=count" ('' none).
 fn read_reasons(reply: &mut Reply) -> Result<Vec<(FlowReason, u64)>, StoreError> {
     let text = reply.text()?;
@@ -143,6 +184,15 @@ impl Operation for ClaimJobs<'_> {
             .iter()
             .map(|_| read_reasons(&mut reply))
             .collect::<Result<_, _>>()?;
+        for _ in 0..reply.count()? {
+            let place = usize::try_from(reply.count()?).unwrap_or(usize::MAX);
+            let blob = reply.bytes()?;
+            let job = place
+                .checked_sub(1)
+                .and_then(|i| jobs.get_mut(i))
+                .ok_or_else(|| StoreError::corrupt("claim_jobs reply", "dependencies of no job"))?;
+            job.dependencies = dependencies(&job.id, &blob)?;
+        }
         reply.finish()?;
         Ok(ClaimedBatch {
             next_ms,

@@ -66,7 +66,7 @@ impl Operation for EnqueueJobs<'_> {
 }
 
 /// The 19 values of one job, in the order `spec(i)` in the script reads them.
-fn encode_job(call: &mut Call, spec: &JobSpec) {
+pub(super) fn encode_job(call: &mut Call, spec: &JobSpec) {
     call.arg("id", &spec.id)
         .arg("queue", &spec.queue)
         .arg("name", &spec.name)

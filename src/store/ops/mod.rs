@@ -45,14 +45,18 @@ operations!(
     waited:
     ack_job,
     ack_jobs,
+    abort_flow,
     ack_occurrence,
     backfill_schedule,
+    cancel_flow,
     cancel_job,
     claim_due,
     claim_jobs,
     delete_job,
     delete_schedule,
     dispatch_due,
+    drain_graph,
+    enqueue_flow,
     enqueue_jobs,
     extend_lease,
     fail_job,
@@ -64,6 +68,7 @@ operations!(
     release_jobs,
     resume_schedule,
     retry_dead_jobs,
+    retry_flow,
     retry_job,
     set_follow,
     set_key_limit,
@@ -75,6 +80,7 @@ operations!(
     ;
     // Reads (listings, stats, gauges, peeks), Migrate's steps and the pruner.
     unwaited:
+    get_flow,
     get_job,
     get_queue_policy,
     get_schedule,

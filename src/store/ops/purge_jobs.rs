@@ -38,6 +38,9 @@ pub(crate) struct PurgedBatch {
     pub(crate) purged: u32,
     /// Jobs in that state may remain.
     pub(crate) more: bool,
+    /// A flow finished (its pending nodes were cancelled): the namespace must be put
+    /// in the prune due-set.
+    pub(crate) register: bool,
 }
 
 impl Operation for PurgeJobs<'_> {
@@ -53,8 +56,13 @@ impl Operation for PurgeJobs<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let purged = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
         let more = reply.flag()?;
+        let register = reply.flag()?;
         reply.finish()?;
-        Ok(PurgedBatch { purged, more })
+        Ok(PurgedBatch {
+            purged,
+            more,
+            register,
+        })
     }
 }
 

@@ -19,6 +19,9 @@ pub(crate) struct RetriedBatch {
     pub(crate) retried: u32,
     /// Dead jobs remain.
     pub(crate) more: bool,
+    /// Graph work was queued (a flow's node re-armed, issue 34): put the namespace in
+    /// the prune due-set.
+    pub(crate) register: bool,
 }
 
 impl Operation for RetryDeadJobs<'_> {
@@ -33,8 +36,13 @@ impl Operation for RetryDeadJobs<'_> {
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
         let retried = u32::try_from(reply.count()?).unwrap_or(u32::MAX);
         let more = reply.flag()?;
+        let register = reply.flag()?;
         reply.finish()?;
-        Ok(RetriedBatch { retried, more })
+        Ok(RetriedBatch {
+            retried,
+            more,
+            register,
+        })
     }
 }
 

@@ -1,7 +1,10 @@
 //! `lua/retry_job.lua`: make a dead job pending again, attempts reset.
 
-use super::{cancel_job::state_guarded, job_head, prelude::*};
-use crate::domain::StateCheck;
+use super::{
+    cancel_job::{state_guarded, Guarded},
+    job_head,
+    prelude::*,
+};
 
 script!(RetryJob<'_>: "retry_job", Job, Arity::Exactly(2), Arity::Exactly(9));
 
@@ -10,7 +13,8 @@ pub(crate) struct RetryJob<'a> {
 }
 
 impl Operation for RetryJob<'_> {
-    type Output = StateCheck;
+    /// `register`: graph work was queued (a flow's node re-armed, issue 34).
+    type Output = Guarded;
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
@@ -18,7 +22,7 @@ impl Operation for RetryJob<'_> {
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
-        Ok(state_guarded(&mut reply, false)?.check)
+        state_guarded(&mut reply, true)
     }
 }
 

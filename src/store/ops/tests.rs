@@ -274,14 +274,18 @@ fn every_lua_file_has_its_operation() {
 /// before it changes anything, above all those that hand work out (issue 12 item 4:
 /// a full Redis drains instead of re-handing leases it cannot let anyone finish).
 const RUN_WHEN_FULL: &[&str] = &[
+    "abort_flow",
     "ack_job",
     "ack_jobs",
     "ack_occurrence",
+    "cancel_flow",
     "cancel_job",
     "delete_job",
+    "drain_graph",
     "delete_schedule",
     "extend_lease",
     "fail_job",
+    "get_flow",
     "get_job",
     "get_queue_policy",
     "get_schedule",

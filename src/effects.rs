@@ -152,5 +152,8 @@ impl Context {
         if let Err(error) = self.store.prune_soon(namespace, self.clock.now_ms()).await {
             tracing::warn!(%namespace, %error, "could not put finished jobs up for pruning");
         }
+        if asked {
+            self.prune.notify_one();
+        }
     }
 }

@@ -109,6 +109,7 @@ pub(crate) fn offline_context() -> Context {
         clock,
         shutdown,
         dispatch: Default::default(),
+        prune: Default::default(),
     }
 }
 

@@ -39,7 +39,8 @@ impl Jobs {
         let released = self.cx.store.run(namespace, &op).await?;
         let record = state_result(id, released.check, JobAction::Release)?;
         let mut effects = Effects::finished(released.register);
-        if record.state == JobState::Pending {
+        // A node of a flow that ended may have readied its dependents (issue 34).
+        if record.state == JobState::Pending || record.graph.is_some() {
             effects = effects.and_ready(Work::Jobs, Ready::Now);
         }
         self.cx.apply(&self.entry(namespace), effects).await;

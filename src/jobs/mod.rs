@@ -495,7 +495,12 @@ impl Jobs {
     pub(crate) async fn cancel(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {
         let cancelled = self.cx.store.run(namespace, &CancelJob { id }).await?;
         let record = state_result(id, cancelled.check, JobAction::Cancel)?;
-        let effects = Effects::finished(cancelled.register);
+        let mut effects = Effects::finished(cancelled.register);
+        // A cancelled node of a flow may have readied a dependent of rule run or a
+        // skipped one's dependents (issue 34).
+        if record.graph.is_some() {
+            effects = effects.and_ready(Work::Jobs, Ready::Now);
+        }
         self.cx.apply(&self.entry(namespace), effects).await;
         Ok(record)
     }

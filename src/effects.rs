@@ -12,6 +12,10 @@ use crate::{
     namespaces::{Entry, Work},
 };
 
+/// Most drain_graph calls one drain makes (64 steps each: a 1,000-node flow's sweep
+/// several times over) before it leaves the rest to the pruner.
+const GRAPH_DRAIN_CALLS: usize = 64;
+
 /// What one successful script call did, as far as this instance must act on it.
 /// Empty by default: a use case sets what its operation's outcome says.
 #[derive(Debug, Default)]
@@ -154,6 +158,46 @@ impl Context {
         }
         if asked {
             self.prune.notify_one();
+            // Graph work a script left queued (issue 34) continues now, with this
+            // replica's claims woken for what it readies; the pruner is the backstop.
+            let cx = self.clone();
+            let entry = self.namespaces.entry(entry.name());
+            tokio::spawn(async move { cx.drain_graph(&entry).await });
         }
+    }
+
+    /// Takes the namespace's queued graph work (lua/lib/graph.lua "Bounded work") in
+    /// at most `GRAPH_DRAIN_CALLS` script calls, waking this replica's claims when a
+    /// node became pending; true when work is left (the pruner takes it). A failure
+    /// is logged: the work stays queued in Redis.
+    pub(crate) async fn drain_graph(&self, entry: &Entry) -> bool {
+        use crate::store::ops::drain_graph::DrainGraph;
+        for _ in 0..GRAPH_DRAIN_CALLS {
+            match self.store.run(entry.name(), &DrainGraph).await {
+                Ok(drained) => {
+                    if drained.woke {
+                        self.wakers
+                            .observe(entry, Work::Jobs, Some(self.clock.now_ms()));
+                    }
+                    if drained.register {
+                        let namespace = entry.name();
+                        if let Err(error) =
+                            self.store.prune_soon(namespace, self.clock.now_ms()).await
+                        {
+                            tracing::warn!(%namespace, %error, "could not put a finished flow up for pruning");
+                        }
+                    }
+                    if !drained.more {
+                        return false;
+                    }
+                }
+                Err(error) => {
+                    let namespace = entry.name();
+                    tracing::debug!(%namespace, %error, "graph work left to the pruner");
+                    return true;
+                }
+            }
+        }
+        true
     }
 }

@@ -17,7 +17,7 @@ use crate::{
         ops::{
             abort_flow::AbortFlow,
             cancel_flow::CancelFlow,
-            drain_graph::{DrainGraph, Drained},
+            drain_graph::Drained,
             enqueue_flow::{EnqueueFlow, FlowStored},
             get_flow::GetFlow,
             retry_flow::RetryFlow,
@@ -26,9 +26,9 @@ use crate::{
     },
 };
 
-/// Most drain calls one request makes before it leaves the rest to the pruner: at
-/// graph.INLINE (64) steps a call, enough for a 1,000-node flow's sweep several times.
-const DRAIN_CALLS: usize = 64;
+/// Most abort_flow calls one failed store makes before it leaves the rest to the
+/// pruner (64 nodes a call: a 1,000-node flow several times over).
+const ABORT_CALLS: usize = 64;
 
 impl Jobs {
     /// The validated nodes with ids and defaults, every node after its dependencies;
@@ -111,7 +111,7 @@ impl Jobs {
             return error;
         }
         let op = AbortFlow { flow_id, token };
-        for _ in 0..DRAIN_CALLS {
+        for _ in 0..ABORT_CALLS {
             match self.cx.store.run(namespace, &op).await {
                 Ok(true) => continue,
                 Ok(false) => break,
@@ -184,24 +184,10 @@ impl Jobs {
         self.get_flow(namespace, flow_id, 0, 1).await
     }
 
-    /// Takes the namespace's queued graph work until none is left (or `DRAIN_CALLS`
-    /// calls, leaving the rest to the pruner, which the scripts registered for it). A
-    /// failure is logged, not returned: the work stays queued in Redis.
+    /// Takes the namespace's queued graph work until none is left (or leaves the
+    /// rest to the pruner, which the scripts registered for it).
     pub(crate) async fn drain(&self, namespace: &Namespace) {
-        for _ in 0..DRAIN_CALLS {
-            match self.cx.store.run(namespace, &DrainGraph).await {
-                Ok(drained) => {
-                    self.apply_drained(namespace, drained).await;
-                    if !drained.more {
-                        return;
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(namespace = %namespace.as_str(), %error, "graph work left to the pruner");
-                    return;
-                }
-            }
-        }
+        self.cx.drain_graph(&self.entry(namespace)).await;
     }
 
     async fn apply_drained(&self, namespace: &Namespace, drained: Drained) {

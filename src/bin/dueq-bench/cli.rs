@@ -87,6 +87,10 @@ pub(crate) enum Family {
     /// Issue 32: flow control's cost when its limits do not bind, slot-freed dispatch
     /// latency, fairness (Jain's index, weighted shares) and memory per key.
     Flow,
+    /// Issue 34: job dependencies: a fan-in's script calls per job against plain
+    /// jobs, a fan-out's readying, a chain's hop latency, EnqueueFlow of 1,000 nodes,
+    /// and the longest graph script.
+    Deps,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -26,6 +26,7 @@ mod clients;
 mod cluster;
 mod consume;
 mod cpu;
+mod deps;
 mod dispatch;
 mod env;
 mod flow;
@@ -161,6 +162,11 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
     if plan.runs(Family::Flow) {
         step("flow");
         flow::run(plan, env, report).await?;
+        env.reset().await?;
+    }
+    if plan.runs(Family::Deps) {
+        step("deps");
+        deps::run(plan, env, report).await?;
         env.reset().await?;
     }
     if plan.runs(Family::Metrics) {

@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 13] = [
+pub(crate) const SECTIONS: [&str; 14] = [
     "ceiling",
     "grpc",
     "consume",
@@ -28,6 +28,7 @@ pub(crate) const SECTIONS: [&str; 13] = [
     "metrics",
     "dispatch",
     "flow",
+    "deps",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

@@ -55,6 +55,15 @@ pub(crate) async fn timed<T>(
     script: &str,
     phase: impl std::future::Future<Output = Result<T>>,
 ) -> Result<(T, ScriptTime)> {
+    timed_any(conn, &[script], phase).await
+}
+
+/// `timed`, reporting the longest call of any of `scripts`.
+pub(crate) async fn timed_any<T>(
+    conn: &mut MultiplexedConnection,
+    scripts: &[&str],
+    phase: impl std::future::Future<Output = Result<T>>,
+) -> Result<(T, ScriptTime)> {
     let threshold = start_slowlog(conn).await?;
     let before = Evalsha::take(conn).await?;
     let out = phase.await;
@@ -64,7 +73,7 @@ pub(crate) async fn timed<T>(
     let durations: Vec<u64> = entries
         .iter()
         .filter_map(script_entry)
-        .filter(|(_, name)| *name == script)
+        .filter(|(_, name)| scripts.contains(name))
         .map(|(us, _)| us)
         .collect();
     let calls = after.calls.saturating_sub(before.calls);

@@ -166,3 +166,47 @@ async fn each_rule_for_a_failed_dependency_holds() {
     assert_eq!(flow.state, proto::FlowState::Failed as i32);
     assert_eq!(flow.failed, 3, "root dead, two cancelled");
 }
+
+/// Pins: a 999 -> 1 fan-in drained by claims that carry the acks of the jobs before
+/// (100 a claim, so a claim's graph work passes the 64 steps a script may take and the
+/// rest is queued, then drained at once): the sink becomes claimable — a long-poll
+/// without acks gets it — and carries 999 dependencies.
+#[tokio::test]
+async fn a_fan_in_drained_by_claims_carrying_acks_readies_its_sink() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut nodes: Vec<_> = (0..999)
+        .map(|i| node(&format!("r{i}"), "fi", &[]))
+        .collect();
+    let roots: Vec<String> = nodes.iter().map(|n| n.r#ref.clone()).collect();
+    let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+    nodes.push(node("sink", "fi", &roots));
+    enqueue_flow(&mut c, "fan-in", nodes)
+        .await
+        .expect("EnqueueFlow");
+    let mut acks = Vec::new();
+    let mut seen = 0;
+    let sink = loop {
+        // A claim carrying acks answers at once; one without waits for work.
+        let mut req = claim_req(&["fi"], LONG_POLL_MS, Some(600_000));
+        req.max_jobs = 100;
+        req.acks = std::mem::take(&mut acks);
+        let jobs = c.claim_job(req).await.expect("claim").into_inner().jobs;
+        seen += jobs.len();
+        if let Some(sink) = jobs.iter().find(|j| j.flow_ref == "sink") {
+            break sink.clone();
+        }
+        assert!(seen < 1000, "the sink was not among the first 999 jobs");
+        acks = jobs
+            .iter()
+            .map(|j| proto::JobLease {
+                job_id: j.job_id.clone(),
+                lease_token: j.lease_token.clone(),
+                result: Vec::new(),
+            })
+            .collect();
+    };
+    assert_eq!(sink.dependencies.len(), 999);
+    assert_eq!(seen, 1000);
+}

@@ -28,6 +28,7 @@ impl Report {
         self.check_watch();
         self.check_dispatch();
         self.check_flow();
+        self.check_deps();
         self.check_clients();
     }
 
@@ -393,5 +394,36 @@ impl Report {
             )
         });
         self.target("flow idle keys 0 bytes", t);
+    }
+
+    /// Job dependencies (issue 34): a fan-in costs its children no extra script
+    /// call beyond what plain jobs drained the same way cost, and no graph script
+    /// holds Redis for 10 ms.
+    fn check_deps(&mut self) {
+        use crate::deps::{FAN_IN_ROW, LONGEST, PLAIN_ROW, S};
+        let key = "script_calls_per_job";
+        let t = self
+            .extra(S, FAN_IN_ROW, key)
+            .zip(self.extra(S, PLAIN_ROW, key))
+            .map(|(flow, plain)| {
+                (
+                    flow - plain <= 1.0,
+                    format!(
+                        "{:+.3} ({flow:.3} vs {plain:.3} script calls/job)",
+                        flow - plain
+                    ),
+                )
+            });
+        self.target("deps fan-in extra script calls/job <= 1", t);
+        let longest = self
+            .rows
+            .iter()
+            .filter(|r| r.section == S)
+            .filter_map(|r| r.extra.get(LONGEST).and_then(Value::as_f64))
+            .fold(None, |most: Option<f64>, us| {
+                Some(most.map_or(us, |m| m.max(us)))
+            });
+        let t = longest.map(|us| (us <= 10_000.0, format!("longest {:.2} ms", us / 1e3)));
+        self.target("deps script <= 10 ms", t);
     }
 }

@@ -79,6 +79,7 @@ conformance![
     schedule_occurrences_run_once_across_two_workers,
     bad_input_is_refused_before_sending,
     the_producer_api_stores_what_it_says,
+    flow_dependencies,
 ];
 
 #[derive(serde::Deserialize)]

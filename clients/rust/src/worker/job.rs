@@ -116,6 +116,46 @@ impl ActiveJob {
         });
     }
 
+    /// Set when the job is a node of a flow ([`Client::enqueue_flow`]): the flow's
+    /// id; empty otherwise.
+    ///
+    /// [`Client::enqueue_flow`]: crate::Client::enqueue_flow
+    pub fn flow_id(&self) -> &str {
+        &self.job.flow_id
+    }
+
+    /// Its ref in its flow; empty when not a flow node.
+    pub fn flow_ref(&self) -> &str {
+        &self.job.flow_ref
+    }
+
+    /// Its direct dependencies, in `after` order, as the claim found them: ref,
+    /// job id and state (COMPLETED or SKIPPED; DEAD or CANCELLED only under
+    /// [`DependencyFailure::Run`](crate::DependencyFailure::Run)).
+    pub fn dependencies(&self) -> &[proto::JobDependency] {
+        &self.job.dependencies
+    }
+
+    /// The COMPLETED dependencies' results, by ref, as many as fit the claim's
+    /// reply. A completed dependency whose ref is missing here did not fit: read
+    /// its result with [`Client::get_job`](crate::Client::get_job) (its id is in
+    /// [`dependencies`](ActiveJob::dependencies)).
+    pub fn dependency_results(&self) -> &HashMap<String, Vec<u8>> {
+        &self.job.dependency_results
+    }
+
+    /// The result of dependency `reference` parsed as JSON; `None` when it is not
+    /// in [`dependency_results`](ActiveJob::dependency_results).
+    pub fn dependency_json<T: DeserializeOwned>(
+        &self,
+        reference: &str,
+    ) -> Option<Result<T, serde_json::Error>> {
+        self.job
+            .dependency_results
+            .get(reference)
+            .map(|bytes| serde_json::from_slice(bytes))
+    }
+
     /// The claimed job as the service sent it (schedule, priority, deadline...).
     pub fn claimed(&self) -> &proto::ClaimedJob {
         &self.job

@@ -11,6 +11,7 @@
 pub(crate) mod cases;
 mod docs;
 pub(crate) mod driver;
+mod examples;
 pub(crate) mod server;
 mod unit;
 

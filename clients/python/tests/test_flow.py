@@ -121,6 +121,12 @@ class FlowViews(unittest.TestCase):
         with self.assertRaises(KeyError):
             job.dependency_json("c")
 
+    def test_the_new_states_have_names(self):
+        enqueued = dueq.Enqueued.from_proto(jobs_pb2.EnqueueResponse(job_id="j", state=jobs_pb2.JOB_STATE_WAITING))
+        self.assertEqual(enqueued.state, "waiting")
+        job = jobs_pb2.Job(job_id="j", state=jobs_pb2.JOB_STATE_SKIPPED, flow_id="f", flow_ref="a")
+        self.assertEqual((job.flow_id, job.flow_ref), ("f", "a"))
+
     def test_a_job_outside_a_flow_has_none(self):
         msg = jobs_pb2.ClaimedJob(job_id="j", lease_token="t", attempt=1)
         job = Job(msg, None, None, time.monotonic())

@@ -4,6 +4,7 @@ import * as assert from "node:assert/strict";
 import { Client, InvalidArgument, Unavailable, type FlowNode } from "../src/index";
 import { flowRequest, toDependencies, toFlowStatus } from "../src/flow";
 import { messageType } from "../src/proto";
+import { toJob } from "../src/types";
 
 // Nothing listens on port 1: a request that went out would fail Unavailable, so an
 // InvalidArgument proves the client refused it before sending.
@@ -70,4 +71,12 @@ test("GetFlow pages become one FlowStatus; a claim's dependencies get their stat
   ]);
   assert.deepEqual(toDependencies({ dependencies: [{ ref: "a", jobId: "j-a", state: 7 }] }), [{ ref: "a", jobId: "j-a", state: "WAITING" }]);
   assert.deepEqual(toDependencies({}), []);
+});
+
+test("a stored job shows its flow and the WAITING and SKIPPED states", () => {
+  const Job = messageType("Job");
+  const waiting = toJob(Job.decode(Job.encode({ jobId: "j", state: 7, flowId: "f", flowRef: "a" }).finish()));
+  assert.deepEqual([waiting.state, waiting.flowId, waiting.flowRef], ["WAITING", "f", "a"]);
+  const skipped = toJob(Job.decode(Job.encode({ jobId: "j", state: 8 }).finish()));
+  assert.deepEqual([skipped.state, skipped.flowId, skipped.flowRef], ["SKIPPED", "", ""]);
 });

@@ -649,7 +649,11 @@ async fn flow_nodes(c: &mut Runner, flow: &str) -> BTreeMap<String, proto::FlowN
         .await
         .expect("get flow")
         .into_inner();
-    reply.nodes.into_iter().map(|n| (n.r#ref.clone(), n)).collect()
+    reply
+        .nodes
+        .into_iter()
+        .map(|n| (n.r#ref.clone(), n))
+        .collect()
 }
 
 fn node_state(nodes: &BTreeMap<String, proto::FlowNodeStatus>, r: &str) -> proto::JobState {
@@ -663,7 +667,10 @@ pub async fn flow_dependencies(lang: Lang) {
     let mut d = Driver::spawn(lang, params, &env(&server)).await;
     d.exit_ok().await;
     let enqueued = calls(&mut d, "enqueue_flow");
-    let ids: Vec<&str> = enqueued.iter().filter_map(|e| e["flow_id"].as_str()).collect();
+    let ids: Vec<&str> = enqueued
+        .iter()
+        .filter_map(|e| e["flow_id"].as_str())
+        .collect();
     assert_eq!(ids, ["f-ok", "f-fail", "f-cancel"], "{:?}", d.events);
     // The job ids by ref are the stored nodes'.
     for e in &enqueued {
@@ -672,8 +679,10 @@ pub async fn flow_dependencies(lang: Lang) {
         let stored = flow_nodes(&mut c, flow).await;
         let printed: BTreeMap<String, String> =
             serde_json::from_value(e["job_ids"].clone()).expect("job_ids by ref");
-        let want: BTreeMap<String, String> =
-            stored.iter().map(|(r, n)| (r.clone(), n.job_id.clone())).collect();
+        let want: BTreeMap<String, String> = stored
+            .iter()
+            .map(|(r, n)| (r.clone(), n.job_id.clone()))
+            .collect();
         assert_eq!(printed, want, "{flow}");
     }
     // a -> (b, c) -> d: each ran once, after its dependencies, seeing their results.
@@ -685,7 +694,11 @@ pub async fn flow_dependencies(lang: Lang) {
     assert_eq!(b["results"], json!({"a": {"ref": "a"}}), "{b}");
     let top = started(&mut d, "f-ok", "d");
     assert_eq!(top["job_id"], json!(ok["d"].job_id), "{top}");
-    assert_eq!(top["results"], json!({"b": {"ref": "b"}, "c": {"ref": "c"}}), "{top}");
+    assert_eq!(
+        top["results"],
+        json!({"b": {"ref": "b"}, "c": {"ref": "c"}}),
+        "{top}"
+    );
     assert_eq!(
         top["dependencies"],
         json!([{"ref": "b", "job_id": ok["b"].job_id, "state": "COMPLETED"},
@@ -708,14 +721,22 @@ async fn check_the_failed_flow(c: &mut Runner, d: &mut Driver) {
     );
     assert_eq!(y["results"], json!({}), "{y}");
     assert!(
-        !d.named("start").iter().any(|e| e["flow_id"] == "f-fail" && e["flow_ref"] == "x"),
+        !d.named("start")
+            .iter()
+            .any(|e| e["flow_id"] == "f-fail" && e["flow_ref"] == "x"),
         "x ran: {:?}",
         d.events
     );
     let shown: Vec<Value> = calls(d, "get_flow");
     assert_eq!(shown.len(), 2, "{:?}", d.events);
-    assert_eq!((&shown[0]["flow_id"], &shown[0]["state"]), (&json!("f-ok"), &json!("COMPLETED")));
-    assert_eq!((&shown[1]["flow_id"], &shown[1]["state"]), (&json!("f-fail"), &json!("FAILED")));
+    assert_eq!(
+        (&shown[0]["flow_id"], &shown[0]["state"]),
+        (&json!("f-ok"), &json!("COMPLETED"))
+    );
+    assert_eq!(
+        (&shown[1]["flow_id"], &shown[1]["state"]),
+        (&json!("f-fail"), &json!("FAILED"))
+    );
     let x = shown[1]["nodes"]
         .as_array()
         .and_then(|n| n.iter().find(|n| n["ref"] == "x"))
@@ -728,7 +749,10 @@ async fn check_the_failed_flow(c: &mut Runner, d: &mut Driver) {
     );
     let retried = calls(d, "retry_flow");
     assert_eq!(retried.len(), 1, "{:?}", d.events);
-    assert_eq!((&retried[0]["state"], &retried[0]["failed"]), (&json!("RUNNING"), &json!(0)));
+    assert_eq!(
+        (&retried[0]["state"], &retried[0]["failed"]),
+        (&json!("RUNNING"), &json!(0))
+    );
     let now = flow_nodes(c, "f-fail").await;
     assert_eq!(node_state(&now, "a"), proto::JobState::Pending, "{now:?}");
     assert_eq!(node_state(&now, "x"), proto::JobState::Waiting, "{now:?}");
@@ -741,20 +765,31 @@ async fn check_the_other_calls(c: &mut Runner, d: &mut Driver) {
     let cancelled = calls(d, "cancel_flow");
     assert_eq!(cancelled.len(), 1, "{:?}", d.events);
     assert_eq!(
-        (&cancelled[0]["state"], &cancelled[0]["unfinished"], &cancelled[0]["failed"]),
+        (
+            &cancelled[0]["state"],
+            &cancelled[0]["unfinished"],
+            &cancelled[0]["failed"]
+        ),
         (&json!("FAILED"), &json!(0), &json!(2)),
         "{:?}",
         cancelled[0]
     );
     let nodes = flow_nodes(c, "f-cancel").await;
     for r in ["a", "b"] {
-        assert_eq!(node_state(&nodes, r), proto::JobState::Cancelled, "f-cancel/{r}");
+        assert_eq!(
+            node_state(&nodes, r),
+            proto::JobState::Cancelled,
+            "f-cancel/{r}"
+        );
     }
     let refused = d.named("error");
     assert_eq!(refused.len(), 1, "{:?}", d.events);
     assert_error(&refused[0], "InvalidArgument", 3);
     let message = refused[0]["message"].as_str().unwrap_or("");
-    assert!(message.contains("nodes[0]") && message.contains("nope"), "{message}");
+    assert!(
+        message.contains("nodes[0]") && message.contains("nope"),
+        "{message}"
+    );
     let gone = c
         .get_flow(proto::GetFlowRequest {
             namespace: NS.into(),

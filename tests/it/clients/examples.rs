@@ -28,7 +28,10 @@ async fn pipeline_runs(what: &str, command: Command) {
         .strip_prefix("enqueued flow ")
         .and_then(|rest| rest.strip_suffix(": 4 jobs"))
         .unwrap_or_else(|| panic!("{what}: {lines:?}"));
-    assert_eq!(lines[1], "notify: cat-1024.png@256px, cat-1024.png@64px", "{what}");
+    assert_eq!(
+        lines[1], "notify: cat-1024.png@256px, cat-1024.png@64px",
+        "{what}"
+    );
     assert_eq!(
         lines[2].to_lowercase(),
         format!("flow {flow_id}: completed").to_lowercase(),

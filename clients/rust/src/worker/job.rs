@@ -369,4 +369,41 @@ mod tests {
         assert_eq!(p.0.message.as_deref(), Some("half"));
         assert_eq!(p.0.checkpoint, None);
     }
+
+    #[test]
+    fn a_flow_node_shows_its_flow_dependencies_and_their_results() {
+        let mut job = proto::ClaimedJob {
+            job_id: "j-d".into(),
+            flow_id: "f".into(),
+            flow_ref: "d".into(),
+            dependencies: vec![
+                proto::JobDependency {
+                    r#ref: "b".into(),
+                    job_id: "j-b".into(),
+                    state: proto::JobState::Completed as i32,
+                },
+                proto::JobDependency {
+                    r#ref: "c".into(),
+                    job_id: "j-c".into(),
+                    state: proto::JobState::Dead as i32,
+                },
+            ],
+            ..Default::default()
+        };
+        job.dependency_results
+            .insert("b".into(), br#"{"n":1}"#.to_vec());
+        let (events, _) = mpsc::unbounded_channel();
+        let active = ActiveJob {
+            job,
+            cancelled: CancellationToken::new(),
+            events,
+        };
+        assert_eq!((active.flow_id(), active.flow_ref()), ("f", "d"));
+        let states: Vec<_> = active.dependencies().iter().map(|d| d.state()).collect();
+        assert_eq!(states, [proto::JobState::Completed, proto::JobState::Dead]);
+        assert_eq!(active.dependency_results().len(), 1);
+        let n: serde_json::Value = active.dependency_json("b").unwrap().unwrap();
+        assert_eq!(n, serde_json::json!({"n": 1}));
+        assert!(active.dependency_json::<serde_json::Value>("c").is_none());
+    }
 }

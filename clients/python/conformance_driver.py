@@ -204,7 +204,66 @@ async def bench(params):
     emit(event="bench", jobs=stop.count, seconds=round(seconds, 4), cpu_seconds=round(cpu, 4))
 
 
-MODES = {"work": work, "schedules": schedules, "produce": produce, "call": call, "bench": bench}
+async def flow(params):
+    c, q = dueq.AsyncClient(), params["queue"]
+
+    def node(ref, after=(), payload=None, **options):
+        rule = options.pop("rule", "cancel")
+        job = dueq.JobSpec.json(q, f"flow.{ref}", payload or {}, **options)
+        return dueq.FlowNode(ref, job, after=list(after), on_dependency_failure=rule)
+
+    flows = {
+        "f-ok": [node("a"), node("b", ["a"]), node("c", ["a"]), node("d", ["b", "c"])],
+        "f-fail": [node("a", payload={"fail": "fatal"}), node("x", ["a"]), node("y", ["a"], rule="run")],
+        "f-cancel": [node("a", delay=3600), node("b", ["a"])],
+    }
+    for flow_id, nodes in flows.items():
+        r = await c.enqueue_flow(nodes, flow_id=flow_id)
+        emit(event="call", call="enqueue_flow", flow_id=r.flow_id, outcome=r.outcome.upper(), job_ids=r.job_ids)
+    counts = await c.cancel_flow("f-cancel")
+    emit(event="call", call="cancel_flow", state=counts.state.upper(), unfinished=counts.unfinished,
+         failed=counts.failed)
+    try:
+        await c.enqueue_flow([node("a", ["nope"])], flow_id="f-bad")
+        emit(event="ok", call="enqueue_flow")
+    except dueq.DueqError as err:
+        emit(event="error", call="enqueue_flow", kind=type(err).__name__, code=err.code_number, message=err.message)
+    await flow_worker(params, q)
+    for flow_id in ("f-ok", "f-fail"):
+        f = await c.get_flow(flow_id)
+        nodes = [dict(ref=n.ref, job_id=n.job_id, state=n.state.upper(), after=n.after,
+                      failed_dependency=n.failed_dependency) for n in f.nodes]
+        emit(event="call", call="get_flow", flow_id=f.flow_id, state=f.state.upper(), nodes=nodes)
+    counts = await c.retry_flow("f-fail")
+    emit(event="call", call="retry_flow", state=counts.state.upper(), unfinished=counts.unfinished,
+         failed=counts.failed)
+    await c.close()
+
+
+async def flow_worker(params, q):
+    """Works the flows' six runnable nodes, printing what each handler sees."""
+    stop = StopAfter(6)
+
+    async def handler(job):
+        try:
+            deps = [dict(ref=d.ref, job_id=d.job_id, state=d.state.upper()) for d in job.dependencies]
+            results = {ref: job.dependency_json(ref) for ref in job.dependency_results}
+            emit(event="start", job_id=job.id, flow_id=job.flow_id, flow_ref=job.flow_ref,
+                 dependencies=deps, results=results)
+            if job.json().get("fail") == "fatal":
+                raise dueq.NonRetryable("planned fatal")
+            return dueq.Json({"ref": job.flow_ref})
+        finally:
+            stop.returned()
+
+    worker = dueq.Worker(dueq.AsyncClient(), q, handler, concurrency=params.get("concurrency") or 2,
+                         transport=params.get("transport") or "claims")
+    stop.worker = worker
+    EarlyStop.watch(worker)
+    await worker.run_async()
+
+
+MODES = {"work": work, "schedules": schedules, "produce": produce, "call": call, "bench": bench, "flow": flow}
 
 
 def main():

@@ -13,8 +13,8 @@ use std::{
 };
 
 use dueq_client::{
-    ActiveJob, Backoff, Client, Config, HandlerError, Job, NonRetryable, Occurrence, Output,
-    Progress, Schedule, ScheduleWorker, Worker,
+    proto, ActiveJob, Backoff, Client, Config, DependencyFailure, FlowNode, HandlerError, Job,
+    NonRetryable, Occurrence, Output, Progress, Schedule, ScheduleWorker, Worker,
 };
 use serde_json::{json, Value};
 
@@ -40,6 +40,7 @@ async fn main() {
         "produce" => produce(&params).await,
         "call" => call(&params).await,
         "bench" => bench(&params).await,
+        "flow" => flow(&params).await,
         other => Err(format!("unknown mode {other:?}").into()),
     };
     if let Err(e) = result {
@@ -300,6 +301,156 @@ async fn call(params: &Value) -> Result<(), Failure> {
         })),
     }
     Ok(())
+}
+
+/// A job state's name without its prefix (`COMPLETED`).
+fn state_name(state: proto::JobState) -> &'static str {
+    let name = state.as_str_name();
+    name.strip_prefix("JOB_STATE_").unwrap_or(name)
+}
+
+fn flow_state_name(state: proto::FlowState) -> &'static str {
+    let name = state.as_str_name();
+    name.strip_prefix("FLOW_STATE_").unwrap_or(name)
+}
+
+/// A node of the flow mode: job `flow.<ref>` of `queue`, a JSON payload.
+fn flow_node(queue: &str, reference: &str, after: &[&str], payload: Value) -> FlowNode {
+    let job = Job::json(queue, format!("flow.{reference}"), &payload);
+    FlowNode::new(reference, job).after(after.iter().copied())
+}
+
+async fn flow(params: &Value) -> Result<(), Failure> {
+    let client = connect().await?;
+    let q = params["queue"].as_str().unwrap_or("q");
+    let delayed = Job::json(q, "flow.a", &json!({})).delay(Duration::from_secs(3600));
+    let flows = [
+        (
+            "f-ok",
+            vec![
+                flow_node(q, "a", &[], json!({})),
+                flow_node(q, "b", &["a"], json!({})),
+                flow_node(q, "c", &["a"], json!({})),
+                flow_node(q, "d", &["b", "c"], json!({})),
+            ],
+        ),
+        (
+            "f-fail",
+            vec![
+                flow_node(q, "a", &[], json!({"fail": "fatal"})),
+                flow_node(q, "x", &["a"], json!({})),
+                flow_node(q, "y", &["a"], json!({})).on_dependency_failure(DependencyFailure::Run),
+            ],
+        ),
+        (
+            "f-cancel",
+            vec![
+                FlowNode::new("a", delayed),
+                flow_node(q, "b", &["a"], json!({})),
+            ],
+        ),
+    ];
+    for (flow_id, nodes) in flows {
+        let r = client.enqueue_flow(nodes, Some(flow_id)).await?;
+        let outcome = r
+            .outcome
+            .as_str_name()
+            .trim_start_matches("ENQUEUE_OUTCOME_");
+        emit(call_event(
+            "enqueue_flow",
+            json!({"flow_id": r.flow_id, "outcome": outcome, "job_ids": r.job_ids}),
+        ));
+    }
+    let c = client.cancel_flow("f-cancel").await?;
+    emit(call_event(
+        "cancel_flow",
+        json!({"state": flow_state_name(c.state()), "unfinished": c.unfinished, "failed": c.failed}),
+    ));
+    match client
+        .enqueue_flow([flow_node(q, "a", &["nope"], json!({}))], Some("f-bad"))
+        .await
+    {
+        Ok(_) => emit(json!({"event": "ok", "call": "enqueue_flow"})),
+        Err(e) => emit(json!({
+            "event": "error", "call": "enqueue_flow", "kind": e.kind().name(),
+            "code": e.code() as i32, "message": e.message(),
+        })),
+    }
+    flow_worker(&client, params).await?;
+    for flow_id in ["f-ok", "f-fail"] {
+        let f = client.get_flow(flow_id).await?;
+        let nodes: Vec<Value> = f
+            .nodes
+            .iter()
+            .map(|n| {
+                json!({
+                    "ref": n.r#ref, "job_id": n.job_id, "state": state_name(n.state()),
+                    "after": n.after, "failed_dependency": n.failed_dependency,
+                })
+            })
+            .collect();
+        emit(call_event(
+            "get_flow",
+            json!({"flow_id": f.flow_id, "state": flow_state_name(f.state()), "nodes": nodes}),
+        ));
+    }
+    let r = client.retry_flow("f-fail").await?;
+    emit(call_event(
+        "retry_flow",
+        json!({"state": flow_state_name(r.state()), "unfinished": r.unfinished, "failed": r.failed}),
+    ));
+    Ok(())
+}
+
+/// Works the flow mode's six runnable nodes, printing what each handler sees.
+async fn flow_worker(client: &Client, params: &Value) -> Result<(), Failure> {
+    let stopper: Arc<Mutex<Option<StopAfter>>> = Arc::default();
+    let slot = stopper.clone();
+    let queue = params["queue"].as_str().unwrap_or("q").to_owned();
+    let worker = Worker::new(client.clone(), [queue], move |job: ActiveJob| {
+        let stopper = slot.lock().ok().and_then(|s| s.clone());
+        async move {
+            let outcome = handle_node(job);
+            if let Some(stopper) = stopper {
+                stopper.returned();
+            }
+            outcome
+        }
+    })
+    .concurrency(params["concurrency"].as_u64().unwrap_or(2) as usize)
+    .on_ready(|| emit(json!({"event": "ready"})));
+    let stop = StopAfter {
+        done: Arc::default(),
+        after: Some(6),
+        stop: worker.stop_handle(),
+    };
+    *stopper.lock().map_err(|_| "poisoned")? = Some(stop);
+    worker.run().await?;
+    Ok(())
+}
+
+/// The flow mode's handler: prints the node's flow, dependencies and their results.
+fn handle_node(job: ActiveJob) -> Result<Output, HandlerError> {
+    let dependencies: Vec<Value> = job
+        .dependencies()
+        .iter()
+        .map(|d| json!({"ref": d.r#ref, "job_id": d.job_id, "state": state_name(d.state())}))
+        .collect();
+    let mut results = serde_json::Map::new();
+    for reference in job.dependency_results().keys() {
+        if let Some(value) = job.dependency_json::<Value>(reference) {
+            results.insert(reference.clone(), value?);
+        }
+    }
+    emit(json!({
+        "event": "start", "job_id": job.id(), "flow_id": job.flow_id(), "flow_ref": job.flow_ref(),
+        "dependencies": dependencies, "results": results,
+    }));
+    let asks: Value = job.json()?;
+    if asks["fail"] == "fatal" {
+        return Err(NonRetryable::new("planned fatal").into());
+    }
+    Output::json(&json!({"ref": job.flow_ref()}))
 }
 
 /// A no-op worker that stops after `jobs` handlers returned; the time from the

@@ -12,6 +12,7 @@ use tonic::{
 use crate::{
     config::Config,
     error::{Error, ErrorKind, Result},
+    flow::{flow_request, EnqueuedFlow, FlowNode},
     job::{check_name, Enqueued, Job},
     proto::{self, queue_service_client::QueueServiceClient},
     schedule::{Schedule, Triggered, Upserted},
@@ -263,6 +264,89 @@ impl Client {
             .unary(request, |mut g, r| async move { g.retry_job(r).await })
             .await?;
         job_of(reply.map(|r| r.into_inner().job))
+    }
+
+    /// Enqueues a flow: `nodes` form a graph without cycles (up to 1,000), stored
+    /// all or nothing; a node runs once every ref of its `after` has finished.
+    /// `flow_id` makes the call idempotent (a stored flow with it answers a
+    /// duplicate). Every node is checked first (InvalidArgument naming it,
+    /// `nodes[2].job.queue`, nothing sent); the service's own checks (an unknown
+    /// ref, a cycle) are InvalidArgument naming the node too.
+    pub async fn enqueue_flow(
+        &self,
+        nodes: impl IntoIterator<Item = FlowNode>,
+        flow_id: Option<&str>,
+    ) -> Result<EnqueuedFlow> {
+        let request = flow_request(
+            self.namespace(),
+            nodes,
+            flow_id,
+            self.inner.max_payload_size,
+        )?;
+        let reply = self
+            .unary(request, |mut g, r| async move { g.enqueue_flow(r).await })
+            .await?
+            .map_err(Error::from)?;
+        Ok(EnqueuedFlow::from_proto(reply.into_inner()))
+    }
+
+    /// The flow: its state, counts, and every node (all pages, in one answer
+    /// whose `next_page_token` is empty), each after its dependencies.
+    pub async fn get_flow(&self, flow_id: &str) -> Result<proto::GetFlowResponse> {
+        check_name("flow_id", flow_id)?;
+        let mut all: Option<proto::GetFlowResponse> = None;
+        let mut page_token = String::new();
+        loop {
+            let request = proto::GetFlowRequest {
+                namespace: self.namespace().to_owned(),
+                flow_id: flow_id.to_owned(),
+                page_size: 0,
+                page_token,
+            };
+            let mut page = self
+                .unary(request, |mut g, r| async move { g.get_flow(r).await })
+                .await?
+                .map_err(Error::from)?
+                .into_inner();
+            page_token = std::mem::take(&mut page.next_page_token);
+            match &mut all {
+                None => all = Some(page),
+                Some(all) => all.nodes.append(&mut page.nodes),
+            }
+            if page_token.is_empty() {
+                return all.ok_or_else(|| Error::new(ErrorKind::Internal, "no page"));
+            }
+        }
+    }
+
+    /// Cancels every unfinished node of the flow (an active one's worker is asked
+    /// to stop; a node readied later is cancelled). The flow's counts after.
+    pub async fn cancel_flow(&self, flow_id: &str) -> Result<proto::CancelFlowResponse> {
+        check_name("flow_id", flow_id)?;
+        let request = proto::CancelFlowRequest {
+            namespace: self.namespace().to_owned(),
+            flow_id: flow_id.to_owned(),
+        };
+        let reply = self
+            .unary(request, |mut g, r| async move { g.cancel_flow(r).await })
+            .await?
+            .map_err(Error::from)?;
+        Ok(reply.into_inner())
+    }
+
+    /// Re-arms the flow's dead, cancelled and skipped nodes (completed ones keep
+    /// their results) and lifts its cancel. The flow's counts after.
+    pub async fn retry_flow(&self, flow_id: &str) -> Result<proto::RetryFlowResponse> {
+        check_name("flow_id", flow_id)?;
+        let request = proto::RetryFlowRequest {
+            namespace: self.namespace().to_owned(),
+            flow_id: flow_id.to_owned(),
+        };
+        let reply = self
+            .unary(request, |mut g, r| async move { g.retry_flow(r).await })
+            .await?
+            .map_err(Error::from)?;
+        Ok(reply.into_inner())
     }
 
     /// Creates or updates a schedule.

@@ -21,7 +21,9 @@
 //! - [`Client`] connects from [`Config`] (arguments, or the `DUEQ_*` environment
 //!   variables the `dueq` CLI reads) and is the producer: [`Client::enqueue`] a
 //!   [`Job`], [`Client::enqueue_batch`], [`Client::get_job`], [`Client::cancel`],
-//!   [`Client::retry`], and the schedule calls ([`Client::upsert_schedule`] of a
+//!   [`Client::retry`], flows of jobs that run after their dependencies
+//!   ([`Client::enqueue_flow`] of [`FlowNode`]s, [`Client::get_flow`],
+//!   [`Client::cancel_flow`], [`Client::retry_flow`]), and the schedule calls ([`Client::upsert_schedule`] of a
 //!   [`Schedule`], ...).
 //! - [`Worker`] runs a handler for each job: its `Ok` acks the job (with the
 //!   [`Output`] as the job's result), its `Err` fails it (retried after its
@@ -39,6 +41,7 @@
 mod client;
 mod config;
 mod error;
+mod flow;
 mod job;
 mod reconnect;
 mod schedule;
@@ -59,6 +62,7 @@ pub use config::{
     Config, DEFAULT_ADDR, DEFAULT_MAX_PAYLOAD_SIZE, DEFAULT_NAMESPACE, DEFAULT_TIMEOUT,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use flow::{DependencyFailure, EnqueuedFlow, FlowNode, FlowState};
 pub use job::{Backoff, DedupMode, EnqueueOutcome, Enqueued, Job, JobState};
 pub use schedule::{Schedule, Triggered, Upserted};
 pub use schedule_worker::{Occurrence, ScheduleWorker};

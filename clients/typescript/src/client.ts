@@ -6,6 +6,7 @@ import * as grpc from "@grpc/grpc-js";
 
 import { resolveConfig, type ClientOptions, type ResolvedConfig } from "./config";
 import { DueqError, errorFor, fromGrpc, invalid } from "./errors";
+import { flowRequest, toEnqueuedFlow, toFlowCounts, toFlowStatus, type EnqueuedFlow, type FlowCounts, type FlowNode, type FlowStatus } from "./flow";
 import { method, toDate } from "./proto";
 import { Http2Connection } from "./work-stream";
 import {
@@ -140,6 +141,43 @@ export class Client {
   async retry(jobId: string, options?: CallOptions): Promise<JobInfo> {
     this.checkName("jobId", jobId);
     return toJob((await this.unary("RetryJob", { namespace: this.namespace, jobId }, options)).job);
+  }
+
+  /**
+   * Enqueues a flow: `nodes` form a graph without cycles (up to 1,000), stored all
+   * or nothing; a node runs once every ref in its `after` has finished. `flowId`
+   * makes the call idempotent (a stored flow with it answers DUPLICATE). The job ids
+   * come back by ref. A bad node is InvalidArgument naming it
+   * (`nodes[2].after[0]: ...`), from this client or from the service.
+   */
+  async enqueueFlow(nodes: FlowNode[], flowId?: string, options?: CallOptions): Promise<EnqueuedFlow> {
+    const request = flowRequest(this, nodes, flowId);
+    return toEnqueuedFlow(await this.unary("EnqueueFlow", request, options));
+  }
+
+  /** The flow: its state, counts and every node (all pages). NotFound when there is none. */
+  async getFlow(flowId: string, options?: CallOptions): Promise<FlowStatus> {
+    this.checkName("flowId", flowId);
+    const pages: any[] = [];
+    let pageToken = "";
+    do {
+      const reply = await this.unary("GetFlow", { namespace: this.namespace, flowId, pageToken }, options);
+      pages.push(reply);
+      pageToken = reply.nextPageToken;
+    } while (pageToken);
+    return toFlowStatus(pages);
+  }
+
+  /** Cancels every unfinished node (an active one's worker is asked to stop; a node readied later is cancelled). */
+  async cancelFlow(flowId: string, options?: CallOptions): Promise<FlowCounts> {
+    this.checkName("flowId", flowId);
+    return toFlowCounts(await this.unary("CancelFlow", { namespace: this.namespace, flowId }, options));
+  }
+
+  /** Re-arms the dead, cancelled and skipped nodes (completed ones keep their results) and lifts a cancel. */
+  async retryFlow(flowId: string, options?: CallOptions): Promise<FlowCounts> {
+    this.checkName("flowId", flowId);
+    return toFlowCounts(await this.unary("RetryFlow", { namespace: this.namespace, flowId }, options));
   }
 
   /** Creates or updates a schedule; `created` is true when it did not exist. */

@@ -1,5 +1,6 @@
 // What a job handler receives, and the marker for a JSON result.
 
+import type { Dependency } from "./flow";
 import type { Progress } from "./types";
 
 /**
@@ -30,6 +31,20 @@ export interface Job {
   readonly cancelled: AbortSignal;
   /** The payload parsed as JSON. */
   json<T = unknown>(): T;
+  /** Set when the job is a node of a flow (Client.enqueueFlow): the flow's id ("" otherwise). */
+  readonly flowId: string;
+  /** Its ref in its flow ("" otherwise). */
+  readonly flowRef: string;
+  /** Its direct dependencies, in `after` order, as the claim found them. */
+  readonly dependencies: Dependency[];
+  /**
+   * The COMPLETED dependencies' results, by ref, as many as fit the claim's reply.
+   * A completed dependency whose ref is missing here did not fit: read it with
+   * `client.getJob(dependency.jobId)`.
+   */
+  readonly dependencyResults: Record<string, Buffer>;
+  /** The result of dependency `ref` parsed as JSON; undefined when it is not in `dependencyResults`. */
+  dependencyJson<T = unknown>(ref: string): T | undefined;
   /**
    * Reports how far the job got (stored with the job, GetJob shows it); sent at
    * once, with a lease extension. A checkpoint is handed to the next attempt.

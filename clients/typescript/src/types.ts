@@ -7,7 +7,18 @@ import { duration, enumType, num, timestamp, toDate, toMs } from "./proto";
 import * as protobuf from "protobufjs";
 
 /** A job's place in its lifecycle (proto JobState without its prefix). */
-export type JobState = "UNSPECIFIED" | "PENDING" | "DELAYED" | "ACTIVE" | "COMPLETED" | "DEAD" | "CANCELLED";
+export type JobState =
+  | "UNSPECIFIED"
+  | "PENDING"
+  | "DELAYED"
+  | "ACTIVE"
+  | "COMPLETED"
+  | "DEAD"
+  | "CANCELLED"
+  /** A flow node waiting for its dependencies. */
+  | "WAITING"
+  /** A flow node not run: a dependency failed under `onDependencyFailure: "skip"`. */
+  | "SKIPPED";
 /** What an enqueue did (proto EnqueueOutcome without its prefix). */
 export type EnqueueOutcome = "UNSPECIFIED" | "CREATED" | "DUPLICATE" | "REPLACED" | "EXTENDED";
 /** A schedule's status (proto ScheduleStatus without its prefix). */
@@ -111,6 +122,9 @@ export interface JobInfo {
   result: Buffer;
   cancelRequested: boolean;
   version: number;
+  /** Set when the job is a node of a flow: the flow's id and the node's ref ("" otherwise). */
+  flowId: string;
+  flowRef: string;
 }
 
 /** A schedule's definition, for {@link Client.upsertSchedule}. Exactly one of cron or everyMs. */
@@ -242,6 +256,8 @@ export function toJob(j: any): JobInfo {
     result: Buffer.from(j.result),
     cancelRequested: j.cancelRequested,
     version: num(j.version),
+    flowId: j.flowId ?? "",
+    flowRef: j.flowRef ?? "",
   };
 }
 

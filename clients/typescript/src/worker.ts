@@ -6,6 +6,7 @@ import * as os from "node:os";
 
 import type { Client } from "./client";
 import { Cancelled, type DueqError, errorFor, NonRetryable } from "./errors";
+import { toDependencies, type Dependency } from "./flow";
 import { JsonResult, type Handler, type Job } from "./job";
 import { duration, num } from "./proto";
 import type { Progress } from "./types";
@@ -117,6 +118,24 @@ class ActiveJob implements Job {
   }
   json<T = unknown>(): T {
     return JSON.parse(this.payload.toString("utf8")) as T;
+  }
+  get flowId(): string {
+    return this.msg.flowId ?? "";
+  }
+  get flowRef(): string {
+    return this.msg.flowRef ?? "";
+  }
+  get dependencies(): Dependency[] {
+    return toDependencies(this.msg);
+  }
+  get dependencyResults(): Record<string, Buffer> {
+    const out: Record<string, Buffer> = {};
+    for (const [ref, bytes] of Object.entries(this.msg.dependencyResults ?? {})) out[ref] = Buffer.from(bytes as Uint8Array);
+    return out;
+  }
+  dependencyJson<T = unknown>(ref: string): T | undefined {
+    const bytes = this.msg.dependencyResults?.[ref];
+    return bytes === undefined ? undefined : (JSON.parse(Buffer.from(bytes).toString("utf8")) as T);
   }
   progress(progress: Progress): void {
     const p = (this.pendingProgress ??= {});

@@ -618,3 +618,185 @@ pub async fn the_producer_api_stores_what_it_says(lang: Lang) {
         .expect_err("deleted");
     assert_eq!(gone.code(), tonic::Code::NotFound);
 }
+
+/// The driver's events named `call` with `"call": name`, in order.
+fn calls(d: &mut Driver, name: &str) -> Vec<Value> {
+    d.named("call")
+        .into_iter()
+        .filter(|e| e["call"] == name)
+        .collect()
+}
+
+/// The handler's `start` event of node `reference` of flow `flow`.
+fn started(d: &mut Driver, flow: &str, reference: &str) -> Value {
+    let seen: Vec<Value> = d
+        .named("start")
+        .into_iter()
+        .filter(|e| e["flow_id"] == flow && e["flow_ref"] == reference)
+        .collect();
+    assert_eq!(seen.len(), 1, "{flow}/{reference} started: {:?}", d.events);
+    seen[0].clone()
+}
+
+/// Every node of flow `flow` (one page: these flows are small), by ref.
+async fn flow_nodes(c: &mut Runner, flow: &str) -> BTreeMap<String, proto::FlowNodeStatus> {
+    let reply = c
+        .get_flow(proto::GetFlowRequest {
+            namespace: NS.into(),
+            flow_id: flow.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("get flow")
+        .into_inner();
+    reply
+        .nodes
+        .into_iter()
+        .map(|n| (n.r#ref.clone(), n))
+        .collect()
+}
+
+fn node_state(nodes: &BTreeMap<String, proto::FlowNodeStatus>, r: &str) -> proto::JobState {
+    proto::JobState::try_from(nodes[r].state).expect("a state")
+}
+
+pub async fn flow_dependencies(lang: Lang) {
+    let server = Server::start(Setup::PLAIN).await;
+    let mut c = server.client().await;
+    let params = json!({"mode": "flow", "queue": Q, "concurrency": 2});
+    let mut d = Driver::spawn(lang, params, &env(&server)).await;
+    d.exit_ok().await;
+    let enqueued = calls(&mut d, "enqueue_flow");
+    let ids: Vec<&str> = enqueued
+        .iter()
+        .filter_map(|e| e["flow_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["f-ok", "f-fail", "f-cancel"], "{:?}", d.events);
+    // The job ids by ref are the stored nodes'.
+    for e in &enqueued {
+        let flow = e["flow_id"].as_str().unwrap_or("");
+        assert_eq!(e["outcome"], "CREATED", "{e}");
+        let stored = flow_nodes(&mut c, flow).await;
+        let printed: BTreeMap<String, String> =
+            serde_json::from_value(e["job_ids"].clone()).expect("job_ids by ref");
+        let want: BTreeMap<String, String> = stored
+            .iter()
+            .map(|(r, n)| (r.clone(), n.job_id.clone()))
+            .collect();
+        assert_eq!(printed, want, "{flow}");
+    }
+    // a -> (b, c) -> d: each ran once, after its dependencies, seeing their results.
+    let ok = flow_nodes(&mut c, "f-ok").await;
+    for r in ["a", "b", "c", "d"] {
+        assert_eq!(node_state(&ok, r), proto::JobState::Completed, "f-ok/{r}");
+    }
+    let b = started(&mut d, "f-ok", "b");
+    assert_eq!(b["results"], json!({"a": {"ref": "a"}}), "{b}");
+    let top = started(&mut d, "f-ok", "d");
+    assert_eq!(top["job_id"], json!(ok["d"].job_id), "{top}");
+    assert_eq!(
+        top["results"],
+        json!({"b": {"ref": "b"}, "c": {"ref": "c"}}),
+        "{top}"
+    );
+    assert_eq!(
+        top["dependencies"],
+        json!([{"ref": "b", "job_id": ok["b"].job_id, "state": "COMPLETED"},
+               {"ref": "c", "job_id": ok["c"].job_id, "state": "COMPLETED"}]),
+        "{top}"
+    );
+    check_the_failed_flow(&mut c, &mut d).await;
+    check_the_other_calls(&mut c, &mut d).await;
+}
+
+/// f-fail: a fails non-retryable; x (CANCEL) ends CANCELLED naming a without
+/// running, y (RUN) runs and sees a DEAD; then RetryFlow re-armed a and x.
+async fn check_the_failed_flow(c: &mut Runner, d: &mut Driver) {
+    let y = started(d, "f-fail", "y");
+    let failed = flow_nodes(c, "f-fail").await;
+    assert_eq!(
+        y["dependencies"],
+        json!([{"ref": "a", "job_id": failed["a"].job_id, "state": "DEAD"}]),
+        "{y}"
+    );
+    assert_eq!(y["results"], json!({}), "{y}");
+    assert!(
+        !d.named("start")
+            .iter()
+            .any(|e| e["flow_id"] == "f-fail" && e["flow_ref"] == "x"),
+        "x ran: {:?}",
+        d.events
+    );
+    let shown: Vec<Value> = calls(d, "get_flow");
+    assert_eq!(shown.len(), 2, "{:?}", d.events);
+    assert_eq!(
+        (&shown[0]["flow_id"], &shown[0]["state"]),
+        (&json!("f-ok"), &json!("COMPLETED"))
+    );
+    assert_eq!(
+        (&shown[1]["flow_id"], &shown[1]["state"]),
+        (&json!("f-fail"), &json!("FAILED"))
+    );
+    let x = shown[1]["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["ref"] == "x"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (&x["state"], &x["failed_dependency"], &x["after"]),
+        (&json!("CANCELLED"), &json!("a"), &json!(["a"])),
+        "{x}"
+    );
+    let retried = calls(d, "retry_flow");
+    assert_eq!(retried.len(), 1, "{:?}", d.events);
+    assert_eq!(
+        (&retried[0]["state"], &retried[0]["failed"]),
+        (&json!("RUNNING"), &json!(0))
+    );
+    let now = flow_nodes(c, "f-fail").await;
+    assert_eq!(node_state(&now, "a"), proto::JobState::Pending, "{now:?}");
+    assert_eq!(node_state(&now, "x"), proto::JobState::Waiting, "{now:?}");
+    assert_eq!(node_state(&now, "y"), proto::JobState::Completed, "{now:?}");
+}
+
+/// CancelFlow ended both nodes of f-cancel; a node after an unknown ref was
+/// InvalidArgument naming it, and nothing was stored.
+async fn check_the_other_calls(c: &mut Runner, d: &mut Driver) {
+    let cancelled = calls(d, "cancel_flow");
+    assert_eq!(cancelled.len(), 1, "{:?}", d.events);
+    assert_eq!(
+        (
+            &cancelled[0]["state"],
+            &cancelled[0]["unfinished"],
+            &cancelled[0]["failed"]
+        ),
+        (&json!("FAILED"), &json!(0), &json!(2)),
+        "{:?}",
+        cancelled[0]
+    );
+    let nodes = flow_nodes(c, "f-cancel").await;
+    for r in ["a", "b"] {
+        assert_eq!(
+            node_state(&nodes, r),
+            proto::JobState::Cancelled,
+            "f-cancel/{r}"
+        );
+    }
+    let refused = d.named("error");
+    assert_eq!(refused.len(), 1, "{:?}", d.events);
+    assert_error(&refused[0], "InvalidArgument", 3);
+    let message = refused[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("nodes[0]") && message.contains("nope"),
+        "{message}"
+    );
+    let gone = c
+        .get_flow(proto::GetFlowRequest {
+            namespace: NS.into(),
+            flow_id: "f-bad".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("not stored");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+}

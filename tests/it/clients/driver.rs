@@ -138,7 +138,7 @@ impl Driver {
     pub async fn spawn(lang: Lang, params: Value, env: &[(&str, String)]) -> Driver {
         let mut command = lang.command().await;
         let mut params = params;
-        if lang == Lang::PythonStream && params["mode"] == "work" {
+        if lang == Lang::PythonStream && (params["mode"] == "work" || params["mode"] == "flow") {
             params["transport"] = "stream".into();
         }
         command.arg(params.to_string());

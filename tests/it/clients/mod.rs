@@ -11,6 +11,7 @@
 pub(crate) mod cases;
 mod docs;
 pub(crate) mod driver;
+mod examples;
 pub(crate) mod server;
 mod unit;
 
@@ -79,6 +80,7 @@ conformance![
     schedule_occurrences_run_once_across_two_workers,
     bad_input_is_refused_before_sending,
     the_producer_api_stores_what_it_says,
+    flow_dependencies,
 ];
 
 #[derive(serde::Deserialize)]

@@ -16,6 +16,7 @@ asyncio inside, with a blocking `run()` and an `await run_async()`. Errors are
 to make its job dead at once. The generated messages are in `dueq.v1`.
 """
 
+from ._flow import Dependency, EnqueuedFlow, FlowCounts, FlowNode, FlowNodeStatus, FlowStatus
 from ._types import Backoff, Enqueued, JobSpec, Json
 from .client import AsyncClient, Client, Upserted
 from .config import Config
@@ -33,7 +34,13 @@ __all__ = [
     "CancelSignal",
     "Client",
     "Config",
+    "Dependency",
     "Enqueued",
+    "EnqueuedFlow",
+    "FlowCounts",
+    "FlowNode",
+    "FlowNodeStatus",
+    "FlowStatus",
     "Job",
     "JobSpec",
     "Json",

@@ -6,6 +6,7 @@ import collections
 import grpc
 
 from . import _channel
+from ._flow import EnqueuedFlow, FlowCounts, FlowStatus, flow_request
 from ._types import Enqueued, JobSpec, check_name, check_payload, enqueue_request, json_bytes, to_duration
 from .config import MAX_PAYLOAD_SIZE, Config
 from .errors import InvalidArgument, from_code, from_rpc_error
@@ -105,6 +106,36 @@ class _Api:
         check_name(job_id, "job_id")
         req = jobs_pb2.RetryJobRequest(namespace=self.namespace, job_id=job_id)
         return self._call("RetryJob", req, lambda r: r.job)
+
+    # Flows.
+
+    def enqueue_flow(self, nodes, flow_id=None):
+        """Enqueues a flow: `nodes` are `dueq.FlowNode`s forming a graph without
+        cycles (up to 1,000), stored all or nothing; a node runs once every ref in
+        its `after` has finished. `flow_id` makes the call idempotent (a stored flow
+        with it answers "duplicate"). Returns `EnqueuedFlow(flow_id, outcome,
+        job_ids)`, the job ids by ref. A bad node is `InvalidArgument` naming it
+        (`nodes[2].after[0]: ...`), from this client or from the service."""
+        req = flow_request(nodes, flow_id, self.namespace, self.config.max_payload_size)
+        return self._call("EnqueueFlow", req, EnqueuedFlow.from_proto)
+
+    def cancel_flow(self, flow_id):
+        """Cancels every unfinished node of the flow (an active one's worker is asked
+        to stop; a node readied later is cancelled). Returns `FlowCounts`."""
+        check_name(flow_id, "flow_id")
+        req = jobs_pb2.CancelFlowRequest(namespace=self.namespace, flow_id=flow_id)
+        return self._call("CancelFlow", req, FlowCounts.from_proto)
+
+    def retry_flow(self, flow_id):
+        """Re-arms the flow's dead, cancelled and skipped nodes (completed ones keep
+        their results) and lifts its cancel. Returns `FlowCounts`."""
+        check_name(flow_id, "flow_id")
+        req = jobs_pb2.RetryFlowRequest(namespace=self.namespace, flow_id=flow_id)
+        return self._call("RetryFlow", req, FlowCounts.from_proto)
+
+    def _flow_page(self, flow_id, page_token):
+        check_name(flow_id, "flow_id")
+        return jobs_pb2.GetFlowRequest(namespace=self.namespace, flow_id=flow_id, page_token=page_token)
 
     # Schedules.
 
@@ -240,6 +271,14 @@ class AsyncClient(_Api):
             raise from_rpc_error(err) from err
         return convert(reply)
 
+    async def get_flow(self, flow_id):
+        """The flow (`FlowStatus`: its state, counts and every node, all pages).
+        `NotFound` if unknown or pruned."""
+        pages = [await self._call("GetFlow", self._flow_page(flow_id, ""), lambda r: r)]
+        while pages[-1].next_page_token:
+            pages.append(await self._call("GetFlow", self._flow_page(flow_id, pages[-1].next_page_token), lambda r: r))
+        return FlowStatus.from_pages(pages)
+
     async def list_schedules(self):
         """Every schedule of the namespace (all pages), in id order."""
         out, token = [], ""
@@ -284,6 +323,14 @@ class Client(_Api):
         except grpc.RpcError as err:
             raise from_rpc_error(err) from err
         return convert(reply)
+
+    def get_flow(self, flow_id):
+        """The flow (`FlowStatus`: its state, counts and every node, all pages).
+        `NotFound` if unknown or pruned."""
+        pages = [self._call("GetFlow", self._flow_page(flow_id, ""), lambda r: r)]
+        while pages[-1].next_page_token:
+            pages.append(self._call("GetFlow", self._flow_page(flow_id, pages[-1].next_page_token), lambda r: r))
+        return FlowStatus.from_pages(pages)
 
     def list_schedules(self):
         """Every schedule of the namespace (all pages), in id order."""

@@ -26,6 +26,7 @@ from ._common import (
     default_worker_id,
 )
 from ._claims import ClaimsTransport
+from ._flow import Dependency, state_name
 from ._types import Json, check_name, from_timestamp
 from .errors import Aborted, InvalidArgument, NonRetryable, NotFound, from_code, from_rpc_error
 from .v1 import jobs_pb2
@@ -50,7 +51,14 @@ class Job:
     `lease_token`; `json()` parses the payload as JSON; `cancelled` is a
     `CancelSignal` set when a cancel is requested (or the lease was lost: another
     worker may have the job now); `progress(fraction=, message=, checkpoint=)`
-    reports how far the job got (sent at once, the latest values winning)."""
+    reports how far the job got (sent at once, the latest values winning).
+
+    A node of a flow (`enqueue_flow`) also has `flow_id`, `flow_ref`,
+    `dependencies` (its direct dependencies: `Dependency(ref, job_id, state)`) and
+    `dependency_results` (the completed ones' results, bytes by ref;
+    `dependency_json(ref)` parses one). A completed dependency whose ref is missing
+    from `dependency_results` did not fit the claim's reply budget: read it with
+    `client.get_job(job_id).result`."""
 
     __slots__ = ("_msg", "_worker", "id", "lease_token", "cancelled", "_expiry", "_lease", "_task",
                  "_extending", "_sent_at", "_progress", "_lost")
@@ -78,6 +86,25 @@ class Job:
     max_attempts = property(lambda self: self._msg.max_attempts, doc="Claims before it is dead.")
     priority = property(lambda self: self._msg.priority, doc="Its priority.")
     checkpoint = property(lambda self: self._msg.checkpoint, doc="An earlier attempt's checkpoint.")
+    flow_id = property(lambda self: self._msg.flow_id, doc="Its flow's id; empty when not a flow node.")
+    flow_ref = property(lambda self: self._msg.flow_ref, doc="Its ref in its flow; empty when not a flow node.")
+
+    @property
+    def dependencies(self):
+        """Its direct dependencies, in `after` order: `Dependency(ref, job_id, state)`."""
+        return [Dependency(d.ref, d.job_id, state_name(d.state)) for d in self._msg.dependencies]
+
+    @property
+    def dependency_results(self):
+        """The completed dependencies' results, bytes by ref (those that fit the reply)."""
+        return dict(self._msg.dependency_results)
+
+    def dependency_json(self, ref):
+        """The result of dependency `ref` parsed as JSON. `KeyError` when it is not
+        here (not completed, or it did not fit: read it with `get_job`)."""
+        if ref not in self._msg.dependency_results:
+            raise KeyError(ref)
+        return json.loads(self._msg.dependency_results[ref])
 
     @property
     def headers(self):

@@ -116,6 +116,46 @@ impl ActiveJob {
         });
     }
 
+    /// Set when the job is a node of a flow ([`Client::enqueue_flow`]): the flow's
+    /// id; empty otherwise.
+    ///
+    /// [`Client::enqueue_flow`]: crate::Client::enqueue_flow
+    pub fn flow_id(&self) -> &str {
+        &self.job.flow_id
+    }
+
+    /// Its ref in its flow; empty when not a flow node.
+    pub fn flow_ref(&self) -> &str {
+        &self.job.flow_ref
+    }
+
+    /// Its direct dependencies, in `after` order, as the claim found them: ref,
+    /// job id and state (COMPLETED or SKIPPED; DEAD or CANCELLED only under
+    /// [`DependencyFailure::Run`](crate::DependencyFailure::Run)).
+    pub fn dependencies(&self) -> &[proto::JobDependency] {
+        &self.job.dependencies
+    }
+
+    /// The COMPLETED dependencies' results, by ref, as many as fit the claim's
+    /// reply. A completed dependency whose ref is missing here did not fit: read
+    /// its result with [`Client::get_job`](crate::Client::get_job) (its id is in
+    /// [`dependencies`](ActiveJob::dependencies)).
+    pub fn dependency_results(&self) -> &HashMap<String, Vec<u8>> {
+        &self.job.dependency_results
+    }
+
+    /// The result of dependency `reference` parsed as JSON; `None` when it is not
+    /// in [`dependency_results`](ActiveJob::dependency_results).
+    pub fn dependency_json<T: DeserializeOwned>(
+        &self,
+        reference: &str,
+    ) -> Option<Result<T, serde_json::Error>> {
+        self.job
+            .dependency_results
+            .get(reference)
+            .map(|bytes| serde_json::from_slice(bytes))
+    }
+
     /// The claimed job as the service sent it (schedule, priority, deadline...).
     pub fn claimed(&self) -> &proto::ClaimedJob {
         &self.job
@@ -328,5 +368,42 @@ mod tests {
         assert_eq!(p.0.fraction, Some(0.5));
         assert_eq!(p.0.message.as_deref(), Some("half"));
         assert_eq!(p.0.checkpoint, None);
+    }
+
+    #[test]
+    fn a_flow_node_shows_its_flow_dependencies_and_their_results() {
+        let mut job = proto::ClaimedJob {
+            job_id: "j-d".into(),
+            flow_id: "f".into(),
+            flow_ref: "d".into(),
+            dependencies: vec![
+                proto::JobDependency {
+                    r#ref: "b".into(),
+                    job_id: "j-b".into(),
+                    state: proto::JobState::Completed as i32,
+                },
+                proto::JobDependency {
+                    r#ref: "c".into(),
+                    job_id: "j-c".into(),
+                    state: proto::JobState::Dead as i32,
+                },
+            ],
+            ..Default::default()
+        };
+        job.dependency_results
+            .insert("b".into(), br#"{"n":1}"#.to_vec());
+        let (events, _) = mpsc::unbounded_channel();
+        let active = ActiveJob {
+            job,
+            cancelled: CancellationToken::new(),
+            events,
+        };
+        assert_eq!((active.flow_id(), active.flow_ref()), ("f", "d"));
+        let states: Vec<_> = active.dependencies().iter().map(|d| d.state()).collect();
+        assert_eq!(states, [proto::JobState::Completed, proto::JobState::Dead]);
+        assert_eq!(active.dependency_results().len(), 1);
+        let n: serde_json::Value = active.dependency_json("b").unwrap().unwrap();
+        assert_eq!(n, serde_json::json!({"n": 1}));
+        assert!(active.dependency_json::<serde_json::Value>("c").is_none());
     }
 }

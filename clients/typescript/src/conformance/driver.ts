@@ -2,7 +2,7 @@
 // dist/conformance/driver.js '<json params>'`. Connects only from the DUEQ_*
 // environment, prints one JSON event per line.
 
-import { Client, DueqError, json, NonRetryable, ScheduleWorker, Worker, type Job } from "../index";
+import { Client, DueqError, json, NonRetryable, ScheduleWorker, Worker, type DependencyFailure, type EnqueueOptions, type FlowNode, type Job } from "../index";
 
 type Params = Record<string, any>;
 
@@ -111,6 +111,67 @@ async function produce(client: Client, p: Params): Promise<void> {
   call("delete_schedule", { id: "s-1" });
 }
 
+async function flow(client: Client, p: Params): Promise<void> {
+  const q: string = p.queue;
+  const call = (name: string, fields: Record<string, unknown>) => emit({ event: "call", call: name, ...fields });
+  const node = (ref: string, after: string[] = [], payload: object = {}, options: EnqueueOptions = {}, rule?: DependencyFailure): FlowNode => ({
+    ref,
+    job: { queue: q, name: `flow.${ref}`, payload: JSON.stringify(payload), ...options },
+    after,
+    onDependencyFailure: rule,
+  });
+  const flows: Record<string, FlowNode[]> = {
+    "f-ok": [node("a"), node("b", ["a"]), node("c", ["a"]), node("d", ["b", "c"])],
+    "f-fail": [node("a", [], { fail: "fatal" }), node("x", ["a"]), node("y", ["a"], {}, {}, "run")],
+    "f-cancel": [node("a", [], {}, { delayMs: 3_600_000 }), node("b", ["a"])],
+  };
+  for (const [flowId, nodes] of Object.entries(flows)) {
+    const r = await client.enqueueFlow(nodes, flowId);
+    call("enqueue_flow", { flow_id: r.flowId, outcome: r.outcome, job_ids: r.jobIds });
+  }
+  const cancelled = await client.cancelFlow("f-cancel");
+  call("cancel_flow", { state: cancelled.state, unfinished: cancelled.unfinished, failed: cancelled.failed });
+  try {
+    await client.enqueueFlow([node("a", ["nope"])], "f-bad");
+    emit({ event: "ok", call: "enqueue_flow" });
+  } catch (error) {
+    if (!(error instanceof DueqError)) throw error;
+    emit({ event: "error", call: "enqueue_flow", kind: error.name, code: error.code, message: error.details });
+  }
+  await flowWorker(client, p);
+  for (const flowId of ["f-ok", "f-fail"]) {
+    const f = await client.getFlow(flowId);
+    const nodes = f.nodes.map((n) => ({ ref: n.ref, job_id: n.jobId, state: n.state, after: n.after, failed_dependency: n.failedDependency }));
+    call("get_flow", { flow_id: f.flowId, state: f.state, nodes });
+  }
+  const retried = await client.retryFlow("f-fail");
+  call("retry_flow", { state: retried.state, unfinished: retried.unfinished, failed: retried.failed });
+}
+
+/** Works the flows' six runnable nodes, printing what each handler sees. */
+async function flowWorker(client: Client, p: Params): Promise<void> {
+  let worker: Worker | undefined = undefined;
+  const returned = stopAfter(6, () => void worker?.stop());
+  const handler = async (job: Job) => {
+    try {
+      const dependencies = job.dependencies.map((d) => ({ ref: d.ref, job_id: d.jobId, state: d.state }));
+      const results = Object.fromEntries(Object.keys(job.dependencyResults).map((ref) => [ref, job.dependencyJson(ref)]));
+      emit({ event: "start", job_id: job.id, flow_id: job.flowId, flow_ref: job.flowRef, dependencies, results });
+      if (job.json<Params>().fail === "fatal") throw new NonRetryable("planned fatal");
+      return json({ ref: job.flowRef });
+    } finally {
+      returned();
+    }
+  };
+  worker = new Worker(client, p.queue, handler, {
+    concurrency: p.concurrency ?? 2,
+    onError: (e) => process.stderr.write(`worker: ${String(e)}\n`),
+  });
+  const running = worker.run();
+  emit({ event: "ready" });
+  await running;
+}
+
 async function oneCall(client: Client, p: Params): Promise<void> {
   if (p.call !== "enqueue") throw new Error(`call: unknown call ${JSON.stringify(p.call)}`);
   try {
@@ -158,6 +219,8 @@ async function main(): Promise<void> {
         return await oneCall(client, p);
       case "bench":
         return await bench(client, p);
+      case "flow":
+        return await flow(client, p);
       default:
         throw new Error(`mode: unknown mode ${JSON.stringify(p.mode)}`);
     }

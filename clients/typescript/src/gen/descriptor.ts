@@ -125,6 +125,22 @@ export const descriptor: Record<string, unknown> = {
          "responseType": "WatchJobResponse",
          "responseStream": true
         },
+        "EnqueueFlow": {
+         "requestType": "EnqueueFlowRequest",
+         "responseType": "EnqueueFlowResponse"
+        },
+        "GetFlow": {
+         "requestType": "GetFlowRequest",
+         "responseType": "GetFlowResponse"
+        },
+        "CancelFlow": {
+         "requestType": "CancelFlowRequest",
+         "responseType": "CancelFlowResponse"
+        },
+        "RetryFlow": {
+         "requestType": "RetryFlowRequest",
+         "responseType": "RetryFlowResponse"
+        },
         "ListNamespaces": {
          "requestType": "ListNamespacesRequest",
          "responseType": "ListNamespacesResponse"
@@ -1124,7 +1140,9 @@ export const descriptor: Record<string, unknown> = {
         "JOB_STATE_ACTIVE": 3,
         "JOB_STATE_COMPLETED": 4,
         "JOB_STATE_DEAD": 5,
-        "JOB_STATE_CANCELLED": 6
+        "JOB_STATE_CANCELLED": 6,
+        "JOB_STATE_WAITING": 7,
+        "JOB_STATE_SKIPPED": 8
        }
       },
       "BackoffKind": {
@@ -1483,6 +1501,40 @@ export const descriptor: Record<string, unknown> = {
         "cancelRequested": {
          "type": "bool",
          "id": 14
+        },
+        "flowId": {
+         "type": "string",
+         "id": 15
+        },
+        "flowRef": {
+         "type": "string",
+         "id": 16
+        },
+        "dependencies": {
+         "rule": "repeated",
+         "type": "JobDependency",
+         "id": 17
+        },
+        "dependencyResults": {
+         "keyType": "string",
+         "type": "bytes",
+         "id": 18
+        }
+       }
+      },
+      "JobDependency": {
+       "fields": {
+        "ref": {
+         "type": "string",
+         "id": 1
+        },
+        "jobId": {
+         "type": "string",
+         "id": 2
+        },
+        "state": {
+         "type": "JobState",
+         "id": 3
         }
        }
       },
@@ -1976,6 +2028,14 @@ export const descriptor: Record<string, unknown> = {
         "cost": {
          "type": "int32",
          "id": 28
+        },
+        "flowId": {
+         "type": "string",
+         "id": 29
+        },
+        "flowRef": {
+         "type": "string",
+         "id": 30
         }
        }
       },
@@ -2160,6 +2220,251 @@ export const descriptor: Record<string, unknown> = {
         "job": {
          "type": "Job",
          "id": 1
+        }
+       }
+      },
+      "DependencyFailure": {
+       "values": {
+        "DEPENDENCY_FAILURE_UNSPECIFIED": 0,
+        "DEPENDENCY_FAILURE_CANCEL": 1,
+        "DEPENDENCY_FAILURE_RUN": 2,
+        "DEPENDENCY_FAILURE_SKIP": 3
+       }
+      },
+      "FlowNode": {
+       "fields": {
+        "ref": {
+         "type": "string",
+         "id": 1
+        },
+        "job": {
+         "type": "EnqueueRequest",
+         "id": 2
+        },
+        "after": {
+         "rule": "repeated",
+         "type": "string",
+         "id": 3
+        },
+        "onDependencyFailure": {
+         "type": "DependencyFailure",
+         "id": 4
+        }
+       }
+      },
+      "EnqueueFlowRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "nodes": {
+         "rule": "repeated",
+         "type": "FlowNode",
+         "id": 2
+        },
+        "flowId": {
+         "type": "string",
+         "id": 3
+        }
+       }
+      },
+      "EnqueueFlowResponse": {
+       "fields": {
+        "flowId": {
+         "type": "string",
+         "id": 1
+        },
+        "jobIds": {
+         "keyType": "string",
+         "type": "string",
+         "id": 2
+        },
+        "outcome": {
+         "type": "EnqueueOutcome",
+         "id": 3
+        }
+       }
+      },
+      "FlowState": {
+       "values": {
+        "FLOW_STATE_UNSPECIFIED": 0,
+        "FLOW_STATE_RUNNING": 1,
+        "FLOW_STATE_COMPLETED": 2,
+        "FLOW_STATE_FAILED": 3
+       }
+      },
+      "FlowNodeStatus": {
+       "fields": {
+        "ref": {
+         "type": "string",
+         "id": 1
+        },
+        "jobId": {
+         "type": "string",
+         "id": 2
+        },
+        "queue": {
+         "type": "string",
+         "id": 3
+        },
+        "name": {
+         "type": "string",
+         "id": 4
+        },
+        "state": {
+         "type": "JobState",
+         "id": 5
+        },
+        "after": {
+         "rule": "repeated",
+         "type": "string",
+         "id": 6
+        },
+        "onDependencyFailure": {
+         "type": "DependencyFailure",
+         "id": 7
+        },
+        "attempts": {
+         "type": "uint32",
+         "id": 8
+        },
+        "createTime": {
+         "type": "google.protobuf.Timestamp",
+         "id": 9
+        },
+        "updateTime": {
+         "type": "google.protobuf.Timestamp",
+         "id": 10
+        },
+        "finishTime": {
+         "type": "google.protobuf.Timestamp",
+         "id": 11
+        },
+        "failedDependency": {
+         "type": "string",
+         "id": 12
+        }
+       }
+      },
+      "GetFlowRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "flowId": {
+         "type": "string",
+         "id": 2
+        },
+        "pageSize": {
+         "type": "uint32",
+         "id": 3
+        },
+        "pageToken": {
+         "type": "string",
+         "id": 4
+        }
+       }
+      },
+      "GetFlowResponse": {
+       "fields": {
+        "flowId": {
+         "type": "string",
+         "id": 1
+        },
+        "state": {
+         "type": "FlowState",
+         "id": 2
+        },
+        "nodeCount": {
+         "type": "uint32",
+         "id": 3
+        },
+        "unfinished": {
+         "type": "uint32",
+         "id": 4
+        },
+        "failed": {
+         "type": "uint32",
+         "id": 5
+        },
+        "createTime": {
+         "type": "google.protobuf.Timestamp",
+         "id": 6
+        },
+        "finishTime": {
+         "type": "google.protobuf.Timestamp",
+         "id": 7
+        },
+        "nodes": {
+         "rule": "repeated",
+         "type": "FlowNodeStatus",
+         "id": 8
+        },
+        "nextPageToken": {
+         "type": "string",
+         "id": 9
+        },
+        "cancelled": {
+         "type": "bool",
+         "id": 10
+        }
+       }
+      },
+      "CancelFlowRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "flowId": {
+         "type": "string",
+         "id": 2
+        }
+       }
+      },
+      "CancelFlowResponse": {
+       "fields": {
+        "state": {
+         "type": "FlowState",
+         "id": 1
+        },
+        "unfinished": {
+         "type": "uint32",
+         "id": 2
+        },
+        "failed": {
+         "type": "uint32",
+         "id": 3
+        }
+       }
+      },
+      "RetryFlowRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "flowId": {
+         "type": "string",
+         "id": 2
+        }
+       }
+      },
+      "RetryFlowResponse": {
+       "fields": {
+        "state": {
+         "type": "FlowState",
+         "id": 1
+        },
+        "unfinished": {
+         "type": "uint32",
+         "id": 2
+        },
+        "failed": {
+         "type": "uint32",
+         "id": 3
         }
        }
       },

@@ -20,6 +20,8 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_COMPLETED: _ClassVar[JobState]
     JOB_STATE_DEAD: _ClassVar[JobState]
     JOB_STATE_CANCELLED: _ClassVar[JobState]
+    JOB_STATE_WAITING: _ClassVar[JobState]
+    JOB_STATE_SKIPPED: _ClassVar[JobState]
 
 class BackoffKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -47,6 +49,20 @@ class JobView(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_VIEW_UNSPECIFIED: _ClassVar[JobView]
     JOB_VIEW_BASIC: _ClassVar[JobView]
     JOB_VIEW_FULL: _ClassVar[JobView]
+
+class DependencyFailure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DEPENDENCY_FAILURE_UNSPECIFIED: _ClassVar[DependencyFailure]
+    DEPENDENCY_FAILURE_CANCEL: _ClassVar[DependencyFailure]
+    DEPENDENCY_FAILURE_RUN: _ClassVar[DependencyFailure]
+    DEPENDENCY_FAILURE_SKIP: _ClassVar[DependencyFailure]
+
+class FlowState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FLOW_STATE_UNSPECIFIED: _ClassVar[FlowState]
+    FLOW_STATE_RUNNING: _ClassVar[FlowState]
+    FLOW_STATE_COMPLETED: _ClassVar[FlowState]
+    FLOW_STATE_FAILED: _ClassVar[FlowState]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_PENDING: JobState
 JOB_STATE_DELAYED: JobState
@@ -54,6 +70,8 @@ JOB_STATE_ACTIVE: JobState
 JOB_STATE_COMPLETED: JobState
 JOB_STATE_DEAD: JobState
 JOB_STATE_CANCELLED: JobState
+JOB_STATE_WAITING: JobState
+JOB_STATE_SKIPPED: JobState
 BACKOFF_KIND_UNSPECIFIED: BackoffKind
 BACKOFF_KIND_FIXED: BackoffKind
 BACKOFF_KIND_EXPONENTIAL: BackoffKind
@@ -69,6 +87,14 @@ DEDUP_MODE_EXTEND: DedupMode
 JOB_VIEW_UNSPECIFIED: JobView
 JOB_VIEW_BASIC: JobView
 JOB_VIEW_FULL: JobView
+DEPENDENCY_FAILURE_UNSPECIFIED: DependencyFailure
+DEPENDENCY_FAILURE_CANCEL: DependencyFailure
+DEPENDENCY_FAILURE_RUN: DependencyFailure
+DEPENDENCY_FAILURE_SKIP: DependencyFailure
+FLOW_STATE_UNSPECIFIED: FlowState
+FLOW_STATE_RUNNING: FlowState
+FLOW_STATE_COMPLETED: FlowState
+FLOW_STATE_FAILED: FlowState
 
 class Backoff(_message.Message):
     __slots__ = ("kind", "base", "cap", "jitter")
@@ -212,7 +238,7 @@ class ClaimJobRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., worker_id: _Optional[str] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_jobs: _Optional[int] = ..., acks: _Optional[_Iterable[_Union[JobLease, _Mapping]]] = ...) -> None: ...
 
 class ClaimedJob(_message.Message):
-    __slots__ = ("job_id", "lease_token", "attempt", "lease_deadline", "queue", "name", "payload", "headers", "priority", "max_attempts", "create_time", "schedule", "checkpoint", "cancel_requested")
+    __slots__ = ("job_id", "lease_token", "attempt", "lease_deadline", "queue", "name", "payload", "headers", "priority", "max_attempts", "create_time", "schedule", "checkpoint", "cancel_requested", "flow_id", "flow_ref", "dependencies", "dependency_results")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +246,13 @@ class ClaimedJob(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class DependencyResultsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +267,10 @@ class ClaimedJob(_message.Message):
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     CANCEL_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    FLOW_REF_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCIES_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCY_RESULTS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     lease_token: str
     attempt: int
@@ -248,7 +285,21 @@ class ClaimedJob(_message.Message):
     schedule: JobSchedule
     checkpoint: bytes
     cancel_requested: bool
-    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., attempt: _Optional[int] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schedule: _Optional[_Union[JobSchedule, _Mapping]] = ..., checkpoint: _Optional[bytes] = ..., cancel_requested: _Optional[bool] = ...) -> None: ...
+    flow_id: str
+    flow_ref: str
+    dependencies: _containers.RepeatedCompositeFieldContainer[JobDependency]
+    dependency_results: _containers.ScalarMap[str, bytes]
+    def __init__(self, job_id: _Optional[str] = ..., lease_token: _Optional[str] = ..., attempt: _Optional[int] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queue: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schedule: _Optional[_Union[JobSchedule, _Mapping]] = ..., checkpoint: _Optional[bytes] = ..., cancel_requested: _Optional[bool] = ..., flow_id: _Optional[str] = ..., flow_ref: _Optional[str] = ..., dependencies: _Optional[_Iterable[_Union[JobDependency, _Mapping]]] = ..., dependency_results: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+
+class JobDependency(_message.Message):
+    __slots__ = ("ref", "job_id", "state")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    job_id: str
+    state: JobState
+    def __init__(self, ref: _Optional[str] = ..., job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ...) -> None: ...
 
 class JobSchedule(_message.Message):
     __slots__ = ("schedule_id", "due_time", "run_number")
@@ -451,7 +502,7 @@ class JobErrorEntry(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., message: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("job_id", "queue", "name", "payload", "headers", "priority", "state", "attempts", "max_attempts", "backoff", "lease", "errors", "create_time", "update_time", "run_at", "lease_deadline", "worker_id", "finish_time", "dedup_key", "schedule", "progress", "result", "cancel_requested", "version", "fairness_key", "concurrency_key", "rate_key", "cost")
+    __slots__ = ("job_id", "queue", "name", "payload", "headers", "priority", "state", "attempts", "max_attempts", "backoff", "lease", "errors", "create_time", "update_time", "run_at", "lease_deadline", "worker_id", "finish_time", "dedup_key", "schedule", "progress", "result", "cancel_requested", "version", "fairness_key", "concurrency_key", "rate_key", "cost", "flow_id", "flow_ref")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -487,6 +538,8 @@ class Job(_message.Message):
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     RATE_KEY_FIELD_NUMBER: _ClassVar[int]
     COST_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    FLOW_REF_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     queue: str
     name: str
@@ -515,7 +568,9 @@ class Job(_message.Message):
     concurrency_key: str
     rate_key: str
     cost: int
-    def __init__(self, job_id: _Optional[str] = ..., queue: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., max_attempts: _Optional[int] = ..., backoff: _Optional[_Union[Backoff, _Mapping]] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., errors: _Optional[_Iterable[_Union[JobErrorEntry, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., worker_id: _Optional[str] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dedup_key: _Optional[str] = ..., schedule: _Optional[_Union[JobSchedule, _Mapping]] = ..., progress: _Optional[_Union[JobProgress, _Mapping]] = ..., result: _Optional[bytes] = ..., cancel_requested: _Optional[bool] = ..., version: _Optional[int] = ..., fairness_key: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., rate_key: _Optional[str] = ..., cost: _Optional[int] = ...) -> None: ...
+    flow_id: str
+    flow_ref: str
+    def __init__(self, job_id: _Optional[str] = ..., queue: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Mapping[str, str]] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., max_attempts: _Optional[int] = ..., backoff: _Optional[_Union[Backoff, _Mapping]] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., errors: _Optional[_Iterable[_Union[JobErrorEntry, _Mapping]]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., worker_id: _Optional[str] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., dedup_key: _Optional[str] = ..., schedule: _Optional[_Union[JobSchedule, _Mapping]] = ..., progress: _Optional[_Union[JobProgress, _Mapping]] = ..., result: _Optional[bytes] = ..., cancel_requested: _Optional[bool] = ..., version: _Optional[int] = ..., fairness_key: _Optional[str] = ..., concurrency_key: _Optional[str] = ..., rate_key: _Optional[str] = ..., cost: _Optional[int] = ..., flow_id: _Optional[str] = ..., flow_ref: _Optional[str] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("namespace", "job_id")
@@ -632,3 +687,142 @@ class ReleaseJobResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class FlowNode(_message.Message):
+    __slots__ = ("ref", "job", "after", "on_dependency_failure")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    ON_DEPENDENCY_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    job: EnqueueRequest
+    after: _containers.RepeatedScalarFieldContainer[str]
+    on_dependency_failure: DependencyFailure
+    def __init__(self, ref: _Optional[str] = ..., job: _Optional[_Union[EnqueueRequest, _Mapping]] = ..., after: _Optional[_Iterable[str]] = ..., on_dependency_failure: _Optional[_Union[DependencyFailure, str]] = ...) -> None: ...
+
+class EnqueueFlowRequest(_message.Message):
+    __slots__ = ("namespace", "nodes", "flow_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    nodes: _containers.RepeatedCompositeFieldContainer[FlowNode]
+    flow_id: str
+    def __init__(self, namespace: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[FlowNode, _Mapping]]] = ..., flow_id: _Optional[str] = ...) -> None: ...
+
+class EnqueueFlowResponse(_message.Message):
+    __slots__ = ("flow_id", "job_ids", "outcome")
+    class JobIdsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    flow_id: str
+    job_ids: _containers.ScalarMap[str, str]
+    outcome: EnqueueOutcome
+    def __init__(self, flow_id: _Optional[str] = ..., job_ids: _Optional[_Mapping[str, str]] = ..., outcome: _Optional[_Union[EnqueueOutcome, str]] = ...) -> None: ...
+
+class FlowNodeStatus(_message.Message):
+    __slots__ = ("ref", "job_id", "queue", "name", "state", "after", "on_dependency_failure", "attempts", "create_time", "update_time", "finish_time", "failed_dependency")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    ON_DEPENDENCY_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    FINISH_TIME_FIELD_NUMBER: _ClassVar[int]
+    FAILED_DEPENDENCY_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    job_id: str
+    queue: str
+    name: str
+    state: JobState
+    after: _containers.RepeatedScalarFieldContainer[str]
+    on_dependency_failure: DependencyFailure
+    attempts: int
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    finish_time: _timestamp_pb2.Timestamp
+    failed_dependency: str
+    def __init__(self, ref: _Optional[str] = ..., job_id: _Optional[str] = ..., queue: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., after: _Optional[_Iterable[str]] = ..., on_dependency_failure: _Optional[_Union[DependencyFailure, str]] = ..., attempts: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failed_dependency: _Optional[str] = ...) -> None: ...
+
+class GetFlowRequest(_message.Message):
+    __slots__ = ("namespace", "flow_id", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    flow_id: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., flow_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class GetFlowResponse(_message.Message):
+    __slots__ = ("flow_id", "state", "node_count", "unfinished", "failed", "create_time", "finish_time", "nodes", "next_page_token", "cancelled")
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    NODE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    UNFINISHED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    FINISH_TIME_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    flow_id: str
+    state: FlowState
+    node_count: int
+    unfinished: int
+    failed: int
+    create_time: _timestamp_pb2.Timestamp
+    finish_time: _timestamp_pb2.Timestamp
+    nodes: _containers.RepeatedCompositeFieldContainer[FlowNodeStatus]
+    next_page_token: str
+    cancelled: bool
+    def __init__(self, flow_id: _Optional[str] = ..., state: _Optional[_Union[FlowState, str]] = ..., node_count: _Optional[int] = ..., unfinished: _Optional[int] = ..., failed: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[FlowNodeStatus, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., cancelled: _Optional[bool] = ...) -> None: ...
+
+class CancelFlowRequest(_message.Message):
+    __slots__ = ("namespace", "flow_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    flow_id: str
+    def __init__(self, namespace: _Optional[str] = ..., flow_id: _Optional[str] = ...) -> None: ...
+
+class CancelFlowResponse(_message.Message):
+    __slots__ = ("state", "unfinished", "failed")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UNFINISHED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    state: FlowState
+    unfinished: int
+    failed: int
+    def __init__(self, state: _Optional[_Union[FlowState, str]] = ..., unfinished: _Optional[int] = ..., failed: _Optional[int] = ...) -> None: ...
+
+class RetryFlowRequest(_message.Message):
+    __slots__ = ("namespace", "flow_id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FLOW_ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    flow_id: str
+    def __init__(self, namespace: _Optional[str] = ..., flow_id: _Optional[str] = ...) -> None: ...
+
+class RetryFlowResponse(_message.Message):
+    __slots__ = ("state", "unfinished", "failed")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UNFINISHED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    state: FlowState
+    unfinished: int
+    failed: int
+    def __init__(self, state: _Optional[_Union[FlowState, str]] = ..., unfinished: _Optional[int] = ..., failed: _Optional[int] = ...) -> None: ...

@@ -175,6 +175,26 @@ class QueueServiceStub:
                 request_serializer=dueq_dot_v1_dot_jobs__pb2.WatchJobRequest.SerializeToString,
                 response_deserializer=dueq_dot_v1_dot_jobs__pb2.WatchJobResponse.FromString,
                 _registered_method=True)
+        self.EnqueueFlow = channel.unary_unary(
+                '/dueq.v1.QueueService/EnqueueFlow',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.EnqueueFlowRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.EnqueueFlowResponse.FromString,
+                _registered_method=True)
+        self.GetFlow = channel.unary_unary(
+                '/dueq.v1.QueueService/GetFlow',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.GetFlowRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.GetFlowResponse.FromString,
+                _registered_method=True)
+        self.CancelFlow = channel.unary_unary(
+                '/dueq.v1.QueueService/CancelFlow',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.CancelFlowRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.CancelFlowResponse.FromString,
+                _registered_method=True)
+        self.RetryFlow = channel.unary_unary(
+                '/dueq.v1.QueueService/RetryFlow',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.RetryFlowRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.RetryFlowResponse.FromString,
+                _registered_method=True)
         self.ListNamespaces = channel.unary_unary(
                 '/dueq.v1.QueueService/ListNamespaces',
                 request_serializer=dueq_dot_v1_dot_ops__pb2.ListNamespacesRequest.SerializeToString,
@@ -497,6 +517,42 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnqueueFlow(self, request, context):
+        """Flows (job dependencies; messages in jobs.proto).
+
+        Enqueues a directed acyclic graph of up to 1,000 jobs across the namespace's
+        queues, atomically: each node runs once the nodes it comes `after` have
+        finished, and a node whose dependency failed follows its on_dependency_failure.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlow(self, request, context):
+        """A flow's state and a page of its nodes (state, dependencies, times).
+        NOT_FOUND if unknown (or pruned with its jobs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelFlow(self, request, context):
+        """Cancels every node not finished: waiting, pending and delayed ones end
+        CANCELLED at once; active ones are asked to stop, as CancelJob. Audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryFlow(self, request, context):
+        """Re-arms the nodes that ended DEAD, CANCELLED or SKIPPED, keeping what
+        completed: each is WAITING again, or PENDING when its dependencies are all
+        finished. Audited.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListNamespaces(self, request, context):
         """Inspection and queue controls (messages in ops.proto).
 
@@ -746,6 +802,26 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.WatchJob,
                     request_deserializer=dueq_dot_v1_dot_jobs__pb2.WatchJobRequest.FromString,
                     response_serializer=dueq_dot_v1_dot_jobs__pb2.WatchJobResponse.SerializeToString,
+            ),
+            'EnqueueFlow': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnqueueFlow,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.EnqueueFlowRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.EnqueueFlowResponse.SerializeToString,
+            ),
+            'GetFlow': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlow,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.GetFlowRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.GetFlowResponse.SerializeToString,
+            ),
+            'CancelFlow': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelFlow,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.CancelFlowRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.CancelFlowResponse.SerializeToString,
+            ),
+            'RetryFlow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryFlow,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.RetryFlowRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.RetryFlowResponse.SerializeToString,
             ),
             'ListNamespaces': grpc.unary_unary_rpc_method_handler(
                     servicer.ListNamespaces,
@@ -1545,6 +1621,114 @@ class QueueService:
             '/dueq.v1.QueueService/WatchJob',
             dueq_dot_v1_dot_jobs__pb2.WatchJobRequest.SerializeToString,
             dueq_dot_v1_dot_jobs__pb2.WatchJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnqueueFlow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/EnqueueFlow',
+            dueq_dot_v1_dot_jobs__pb2.EnqueueFlowRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.EnqueueFlowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/GetFlow',
+            dueq_dot_v1_dot_jobs__pb2.GetFlowRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.GetFlowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelFlow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/CancelFlow',
+            dueq_dot_v1_dot_jobs__pb2.CancelFlowRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.CancelFlowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryFlow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/RetryFlow',
+            dueq_dot_v1_dot_jobs__pb2.RetryFlowRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.RetryFlowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -531,26 +531,32 @@ async fn removed_jobs_show_per_queue() {
 }
 
 /// Pins: the queue-state gauge family has the WAITING state (issue 34): a flow's
-/// nodes waiting for their dependencies, per queue, then 0 once they are ready.
+/// nodes waiting for their dependencies, per queue, then 0 once they are ready; a
+/// stored flow counts in dueq_flows_enqueued_total (once: the same flow id again is
+/// not a new flow) and its nodes in dueq_jobs_enqueued_total.
 #[tokio::test]
 async fn waiting_flow_nodes_are_a_queue_state_gauge() {
     let redis = Redis::start().await;
     let (service, metrics) = start(&redis, |_| {}).await;
     let mut c = service.client().await;
-    crate::deps::enqueue_flow(
-        &mut c,
-        "f",
-        vec![
-            crate::deps::node("a", "q", &[]),
-            crate::deps::node("b", "w", &["a"]),
-            crate::deps::node("c", "w", &["a"]),
-        ],
-    )
-    .await
-    .expect("EnqueueFlow");
+    let nodes = vec![
+        crate::deps::node("a", "q", &[]),
+        crate::deps::node("b", "w", &["a"]),
+        crate::deps::node("c", "w", &["a"]),
+    ];
+    for _ in 0..2 {
+        crate::deps::enqueue_flow(&mut c, "f", nodes.clone())
+            .await
+            .expect("EnqueueFlow");
+    }
     let waiting = "dueq_queue_jobs{namespace=\"ns\",queue=\"w\",state=\"waiting\"}";
     let s = scrape(&metrics).await;
     assert_eq!(s.value(waiting), 2.0);
+    assert_eq!(s.value("dueq_flows_enqueued_total{namespace=\"ns\"}"), 1.0);
+    assert_eq!(
+        s.value("dueq_jobs_enqueued_total{namespace=\"ns\",queue=\"w\"}"),
+        2.0
+    );
     assert_eq!(
         s.value("dueq_queue_jobs{namespace=\"ns\",queue=\"q\",state=\"waiting\"}"),
         0.0

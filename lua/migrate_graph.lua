@@ -33,7 +33,8 @@
 --               mark: its dependents were never told; it is settled (graph.settle)
 --   miscounted  a WAITING node whose w: count is not the recount (any other): set
 -- Repairs take the graph's bounded steps (graph.INLINE); what is left is queued in
--- meta:dagq as any script leaves it, for the pruner. Invariants: 11 (no node waits
+-- meta:dagq as any script leaves it, and the call stops after that node (register
+-- 1): the caller drains the queue (drain_graph.lua) before the next call. Invariants: 11 (no node waits
 -- forever), 3 (O(batch) per call), 5 (refused while the jobs are in an older
 -- layout); a dry run takes no lock and writes nothing.
 
@@ -139,6 +140,13 @@ for f = 1, #flows, 2 do
         break
       end
       check(G, flow_id, refs[i])
+      -- A repair left graph work queued: the counts it will take down are under
+      -- way, so the walk stops here; the caller drains the queue, then goes on.
+      if graph.queued then
+        out[3], out[4], out[5] = created, flow_id, i
+        stopped = true
+        break
+      end
     end
   else
     visited = visited + 1

@@ -63,9 +63,12 @@ impl Migrator {
             found.miscounted += reply.miscounted;
             run.progress.repaired += reply.stranded + reply.untold + reply.miscounted;
             if reply.register {
+                // Work a repair queued (or a flow it finished): taken now, so the
+                // next call judges the flow with its counts settled.
                 self.store
                     .prune_soon(run.namespace, self.clock.now_ms())
                     .await?;
+                self.drain_graph(run).await?;
             }
             if let Some(problem) = reply.problem {
                 run.progress.problems.push((

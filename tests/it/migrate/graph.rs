@@ -227,3 +227,51 @@ async fn the_check_walks_every_flow_in_bounded_calls() {
     }
     assert_eq!(migrate_done(&mut a, step(true)).await.repaired, 0);
 }
+
+/// Pins: a repair that leaves graph work queued (a finished node told to 80
+/// dependents: 64 steps a script) stops the walk until the queue is drained, so the
+/// dependents still counted down by queued work are not "recounted" (which would
+/// then ready them before their other dependency): each ran only after z.
+#[tokio::test]
+async fn a_repair_with_queued_work_is_drained_before_the_walk_goes_on() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let mut a = admin(&service).await;
+    let mut conn = redis.conn().await;
+    let children: Vec<String> = (0..80).map(|i| format!("b{i}")).collect();
+    let mut nodes = vec![node("a", "q", &[]), node("z", "z", &[])];
+    nodes.extend(children.iter().map(|b| node(b, "b", &["a", "z"])));
+    enqueue_flow(&mut c, "f", nodes).await.expect("EnqueueFlow");
+    assert_eq!(run_one(&mut c).await, "a");
+    // As if a's finish had never been told: no mark, each child's count up again.
+    let mut lose = pipe();
+    lose.cmd("HDEL").arg(FLOW).arg("t:a").ignore();
+    lose.cmd("HINCRBY").arg(FLOW).arg("open").arg(1).ignore();
+    for b in &children {
+        lose.cmd("HINCRBY")
+            .arg(FLOW)
+            .arg(format!("w:{b}"))
+            .arg(1)
+            .ignore();
+    }
+    let _: () = lose.query_async(&mut conn).await.expect("lose the mark");
+    assert_eq!(repaired(&mut a, true).await, 1);
+    assert_eq!(repaired(&mut a, false).await, 1);
+    assert_eq!(repaired(&mut a, true).await, 0);
+    assert!(
+        claim_job(&mut c, &["b"], 0, None).await.is_none(),
+        "the children still wait for z"
+    );
+    let z = claim_job(&mut c, &["z"], 0, Some(600_000))
+        .await
+        .expect("z");
+    ack_job(&mut c, &z.job_id, &z.lease_token)
+        .await
+        .expect("ack z");
+    let states = node_states(&mut c, "f").await;
+    assert!(
+        children.iter().all(|b| states[b] == S::Pending),
+        "{states:?}"
+    );
+}

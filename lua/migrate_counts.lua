@@ -1,5 +1,5 @@
 #!lua
--- migrate_counts: count one queue's pending and dead jobs for a namespace whose jobs
+-- migrate_counts: count one queue's pending, waiting and dead jobs for a namespace whose jobs
 -- predate the queue counts (meta `counts` unset), one bounded batch per call; or,
 -- with an empty queue name, record that every queue is counted.
 --
@@ -40,12 +40,12 @@ if cursor == -1 then return { 'ok', 1, 0 } end
 if cursor == nil then
   cursor = 1
   redis.call('HSET', meta, rc, cursor)
-  redis.call('HSET', queue_state(meta, queue), 'pending', 0)
+  redis.call('HSET', queue_state(meta, queue), 'pending', 0, 'waiting', 0)
   redis.call('ZADD', queue_registry(meta), 'NX', 0, queue)
 end
 
 local last = tonumber(redis.call('HGET', meta, 'n:' .. queue)) or 0
-local visited, pending = 0, 0
+local visited, pending, waiting = 0, 0, 0
 while cursor <= last and visited < batch do
   local bucket = math.floor(cursor / LISTING_BUCKET)
   local fields = redis.call('HGETALL', listing_bucket(K, queue, cursor))
@@ -57,6 +57,8 @@ while cursor <= last and visited < batch do
       if r and not is_error(r) and r.queue == queue and r.n == n then
         if r.state == 'pending' then
           pending = pending + 1
+        elseif r.state == 'waiting' then
+          waiting = waiting + 1
         elseif r.state == 'dead' then
           dead_add(meta, id, r, r.finished ~= '' and r.finished or 0)
         end
@@ -68,6 +70,7 @@ while cursor <= last and visited < batch do
   visited = visited + 1 -- an empty bucket costs a call too
 end
 if pending > 0 then redis.call('HINCRBY', queue_state(meta, queue), 'pending', pending) end
+if waiting > 0 then redis.call('HINCRBY', queue_state(meta, queue), 'waiting', waiting) end
 if cursor > last then
   redis.call('HSET', meta, rc, -1)
   return { 'ok', 1, visited }

@@ -10,12 +10,13 @@
 -- Returns { now ms, more (1 if queues after this page), n, then per queue:
 --           name, pending, delayed, active, dead, paused (0/1),
 --           oldest pending run_at ms ("" none found), counted (0/1), removed (finished
---           jobs removed by retention so far, lib/job.lua job_remove), policy (the
+--           jobs removed by retention so far, lib/job.lua job_remove), waiting (flow
+--           nodes waiting for their dependencies, issue 34), policy (the
 --           state's `flow` field, lib/flow.lua; "" none), w (the number of weight
 --           items that follow: the weights hash as key, weight pairs, read only for
 --           a weighted policy) }
 --   counted: 0 while the namespace's jobs predate the counts and Migrate has not
---   recounted this queue yet (pending and dead are then not to be trusted).
+--   recounted this queue yet (pending, waiting and dead are then not to be trusted).
 --
 -- Read-only. Per queue O(1) counts (HMGET of its state, ZCARD of its delayed, leased
 -- and dead sets) and the oldest pending job from the heads of its ready lists: of
@@ -63,7 +64,7 @@ end
 local out = { now, more, #names }
 for _, q in ipairs(names) do
   local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused', 'removed',
-    'flow')
+    'flow', 'waiting')
   local counted = COUNTS_KEPT
   if not counted then counted = redis.call('HGET', meta, 'rc:' .. q) == '-1' end
   out[#out + 1] = q
@@ -75,6 +76,7 @@ for _, q in ipairs(names) do
   out[#out + 1] = oldest_pending(q) or ''
   out[#out + 1] = counted and 1 or 0
   out[#out + 1] = tonumber(state[3]) or 0
+  out[#out + 1] = math.max(tonumber(state[5]) or 0, 0)
   local policy = state[4] or ''
   out[#out + 1] = policy
   local weights = {}

@@ -23,6 +23,8 @@ const GRAPH_DRAIN_CALLS: usize = 64;
 pub(crate) struct Effects<'a> {
     /// Jobs created, by queue (a duplicate, replaced or extended job is not new).
     pub(crate) created: Vec<&'a str>,
+    /// A flow of jobs was stored (EnqueueFlow; its nodes are in `created`).
+    pub(crate) flow_created: bool,
     /// Jobs handed out: their queue and how long each waited to be (ms).
     pub(crate) claimed: Vec<(&'a str, i64)>,
     /// Jobs completed, by queue.
@@ -100,6 +102,9 @@ impl Context {
         let namespace = entry.name();
         for queue in effects.created {
             self.metrics.job_enqueued(namespace, queue);
+        }
+        if effects.flow_created {
+            self.metrics.flow_enqueued(namespace);
         }
         for (queue, waited_ms) in effects.claimed {
             self.metrics.job_claimed(namespace, queue, waited_ms);

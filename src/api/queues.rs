@@ -96,6 +96,7 @@ fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
         paused: q.paused,
         counted: q.counted,
         removed: q.removed,
+        waiting: q.waiting,
         policy: q.policy.map(super::flow::policy_to_proto),
     }
 }

@@ -52,6 +52,9 @@ pub enum OperatorCommand {
     /// Operator: run Migrate on a namespace (or all), with a progress bar.
     #[command(after_help = CLIENT_HELP)]
     Migrate(MigrateArgs),
+    /// Operator: flows of jobs (job dependencies, docs/dependencies.md): enqueue one
+    /// from a JSON file, show its nodes, cancel or retry it.
+    Flow(FlowArgs),
 }
 
 /// How a command prints its answer.
@@ -680,6 +683,60 @@ pub struct MigrateArgs {
     /// No progress bar (it is drawn on stderr, and only on a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq flow …`: a flow of jobs (issue 34).
+#[derive(Debug, Clone, clap::Args)]
+pub struct FlowArgs {
+    #[command(subcommand)]
+    pub action: FlowAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum FlowAction {
+    /// Enqueue a flow described in a JSON file (EnqueueFlow): {"flow_id"?, "nodes":
+    /// [{"ref", "queue", "name", "payload"? (text), "after"? [refs],
+    /// "on_dependency_failure"? cancel|run|skip, "job_id"?, "headers"? {k: v}}]}.
+    /// Prints the flow id and each node's job id.
+    #[command(after_help = CLIENT_HELP)]
+    Enqueue(FlowEnqueueArgs),
+    /// Show a flow (GetFlow): its state and every node with its state, queue,
+    /// dependencies, attempts and the dependency that failed it.
+    #[command(after_help = CLIENT_HELP)]
+    Get(FlowTarget),
+    /// Cancel a flow (CancelFlow): every node not finished ends cancelled (active
+    /// ones are asked to stop).
+    #[command(after_help = CLIENT_HELP)]
+    Cancel(FlowTarget),
+    /// Retry a flow (RetryFlow): its dead, cancelled and skipped nodes run again,
+    /// completed ones are kept.
+    #[command(after_help = CLIENT_HELP)]
+    Retry(FlowTarget),
+}
+
+/// `dueq flow enqueue`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FlowEnqueueArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The flow as JSON ("-": standard input).
+    #[arg(long, value_name = "FLOW.json")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// One flow of one namespace.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FlowTarget {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The flow id.
+    pub flow_id: String,
     #[command(flatten)]
     pub client: ClientArgs,
 }

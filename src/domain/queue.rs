@@ -23,6 +23,8 @@ pub(crate) struct QueueStats {
     pub(crate) counted: bool,
     /// Finished jobs removed so far, by their own retention rule or the server's.
     pub(crate) removed: u64,
+    /// Flow nodes waiting for their dependencies (state WAITING, issue 34).
+    pub(crate) waiting: u64,
     /// Its flow policy (SetQueuePolicy), `None` when it has none.
     pub(crate) policy: Option<super::QueuePolicy>,
 }

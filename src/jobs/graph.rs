@@ -83,6 +83,7 @@ impl Jobs {
         let entry = self.entry(namespace);
         let mut effects = Effects::finished(register).stored();
         effects.created = nodes.iter().map(|n| n.job.queue.as_str()).collect();
+        effects.flow_created = true;
         self.cx.apply(&entry, effects).await;
         self.drain(namespace).await;
         let job_ids = nodes

@@ -163,6 +163,7 @@ pub(crate) struct Metrics {
     pub(crate) rpc_seconds: Histograms<RpcLabels>,
 
     jobs_enqueued: Counters<QueueLabels>,
+    flows_enqueued: Counters<NamespaceLabels>,
     jobs_claimed: Counters<QueueLabels>,
     jobs_completed: Counters<QueueLabels>,
     jobs_failed: Counters<FailedLabels>,
@@ -216,6 +217,7 @@ impl Metrics {
             rpc_handled: counters(),
             rpc_seconds: histograms(RPC_BUCKETS),
             jobs_enqueued: counters(),
+            flows_enqueued: counters(),
             jobs_claimed: counters(),
             jobs_completed: counters(),
             jobs_failed: counters(),
@@ -280,8 +282,14 @@ impl Metrics {
         let r = &mut self.registry;
         r.register(
             "dueq_jobs_enqueued",
-            "Jobs created by Enqueue and EnqueueBatch (duplicates not counted).",
+            "Jobs created by Enqueue, EnqueueBatch and EnqueueFlow (duplicates not counted).",
             self.jobs_enqueued.clone(),
+        );
+        r.register(
+            "dueq_flows_enqueued",
+            "Flows of jobs stored by EnqueueFlow (a flow id already stored not counted); \
+             their nodes count in dueq_jobs_enqueued.",
+            self.flows_enqueued.clone(),
         );
         r.register(
             "dueq_jobs_claimed",
@@ -440,6 +448,13 @@ impl Metrics {
     pub(crate) fn job_enqueued(&self, namespace: &str, queue: &str) {
         self.jobs_enqueued
             .get_or_create(&self.queue(namespace, queue))
+            .inc();
+    }
+
+    /// A flow of jobs stored (EnqueueFlow, issue 34).
+    pub(crate) fn flow_enqueued(&self, namespace: &str) {
+        self.flows_enqueued
+            .get_or_create(&self.namespace(namespace))
             .inc();
     }
 

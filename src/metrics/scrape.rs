@@ -181,7 +181,11 @@ impl Metrics {
                 let mut states = vec![("delayed", stats.delayed), ("active", stats.active)];
                 // Until Migrate recounts a store older than the counts, they are unknown.
                 if stats.counted {
-                    states.extend([("pending", stats.pending), ("dead", stats.dead)]);
+                    states.extend([
+                        ("pending", stats.pending),
+                        ("dead", stats.dead),
+                        ("waiting", stats.waiting),
+                    ]);
                 }
                 for (state, n) in states {
                     self.queue_jobs

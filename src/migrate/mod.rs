@@ -16,6 +16,7 @@
 mod boringnode;
 mod counts;
 mod flow;
+mod graph;
 mod jobs;
 mod lock;
 mod progress;
@@ -275,6 +276,9 @@ impl Migrator {
         let jobs_current = !state.jobs_need_migrate() && !state.jobs_meta_lost();
         if jobs_stored && (jobs_current || !options.dry_run) {
             self.repair_flow(&mut run).await?;
+            // 3d. Job dependencies (issue 34): no node left waiting whose
+            // dependencies have finished.
+            self.check_graph(&mut run).await?;
         }
         // 4. The version, last.
         run.progress.to_schema = if options.dry_run {

@@ -77,6 +77,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "metrics-table",
         "tools::metrics::the_dashboard_queries_only_documented_metrics",
     ),
+    (
+        "dependencies-example",
+        "doc_examples::the_dependencies_example_runs_with_the_cli",
+    ),
 ];
 
 /// One document: its path from the repository's root, and its text.
@@ -287,6 +291,97 @@ fn the_readme_cli_taste_is_run_with_the_cli_examples() {
             "the README's CLI command\n{command}is not among docs/cli.md's examples, so no \
              test runs it"
         );
+    }
+}
+
+/// Pins: docs/dependencies.md's example runs as one bash script, in a folder of its
+/// own, with this build's `dueq` on PATH against a live service: the flow is stored,
+/// `dueq flow get` shows charge pending and the others waiting, and `dueq queues`
+/// counts them in its WAITING column; the nodes run in dependency order after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dependencies_example_runs_with_the_cli() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let script =
+        fenced("dependencies-example").replace("localhost:50051", &service.addr.to_string());
+    let bin = Path::new(env!("CARGO_BIN_EXE_dueq"))
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = tokio::task::block_in_place(|| {
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .current_dir(dir.path())
+            .env("PATH", path)
+            .env_remove("DUEQ_TOKEN")
+            .output()
+            .expect("bash")
+    });
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the dependencies example failed:\n{text}"
+    );
+    assert!(text.contains("flow order-1001 enqueued"), "{text}");
+    // The row whose first cell is `needle` in the table of `columns` columns.
+    let row = |needle: &str, columns: usize| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains('┆'))
+            .map(|l| {
+                l.split('┆')
+                    .map(|c| {
+                        c.trim_matches(|c: char| c == '│' || c.is_whitespace())
+                            .to_owned()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .find(|cells| cells.len() == columns && cells[0] == needle)
+            .unwrap_or_else(|| panic!("no row {needle}:\n{text}"))
+    };
+    // dueq flow get: REF, STATE, QUEUE, AFTER, ATTEMPTS, FAILED_DEP.
+    assert_eq!(row("charge", 6)[1], "pending", "{text}");
+    assert_eq!(row("ship", 6)[1], "waiting", "{text}");
+    assert_eq!(row("audit", 6)[3], "charge,ship", "{text}");
+    // dueq queues: QUEUE, PENDING, DELAYED, ACTIVE, DEAD, WAITING, ...
+    assert_eq!(row("emails", 9)[5], "1", "{text}");
+    assert_eq!(row("payments", 9)[1], "1", "{text}");
+
+    let mut c = service.client().await;
+    for (queue, expected) in [
+        ("payments", "charge"),
+        ("shipping", "ship"),
+        ("emails", "email"),
+        ("audit", "audit"),
+    ] {
+        let mut claim = claim_req(&[queue], 0, None);
+        claim.namespace = "shop".into();
+        let claimed = c
+            .claim_job(claim)
+            .await
+            .expect("claim")
+            .into_inner()
+            .jobs
+            .pop()
+            .unwrap_or_else(|| panic!("{expected} is ready"));
+        assert_eq!(claimed.flow_ref, expected);
+        c.ack_job(proto::AckJobRequest {
+            namespace: "shop".into(),
+            job_id: claimed.job_id,
+            lease_token: claimed.lease_token,
+            result: Vec::new(),
+        })
+        .await
+        .expect("ack");
     }
 }
 

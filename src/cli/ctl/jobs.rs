@@ -195,7 +195,7 @@ async fn show(namespace: String, job_id: String, client_args: ClientArgs) -> Res
     emit(client_args.output, doc, || {
         let mut headers: Vec<_> = job.headers.iter().collect();
         headers.sort();
-        let mut text = render::fields(vec![
+        let mut rows = vec![
             ("job_id", job.job_id.clone()),
             ("queue", job.queue.clone()),
             ("name", job.name.clone()),
@@ -233,8 +233,12 @@ async fn show(namespace: String, job_id: String, client_args: ClientArgs) -> Res
                     .map_or_else(|| "-".into(), |c| format!("{} bytes", c.len())),
             ),
             ("result", render::bytes_cell(&job.result)),
-        ])
-        .to_string();
+        ];
+        if !job.flow_id.is_empty() {
+            rows.insert(1, ("flow", job.flow_id.clone()));
+            rows.insert(2, ("ref", job.flow_ref.clone()));
+        }
+        let mut text = render::fields(rows).to_string();
         if !job.errors.is_empty() {
             let mut errors = render::table(&["ATTEMPT", "TIME", "ERROR"]);
             for e in &job.errors {

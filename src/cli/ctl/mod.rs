@@ -1,12 +1,13 @@
 //! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue` (with the
 //! flow-control subcommands of `flow`), `dueq
 //! retry-dead`, `dueq purge`, `dueq jobs`, `dueq job`, `dueq schedules`, `dueq
-//! schedule`, `dueq preview`, `dueq migrate`): clients of a running service over the generated
+//! schedule`, `dueq preview`, `dueq migrate`, `dueq flow` (flows of jobs)): clients of a running service over the generated
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
 pub(crate) mod connect;
 mod flow;
+mod flows;
 mod jobs;
 mod migrate;
 mod queues;
@@ -92,6 +93,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
         OperatorCommand::Schedule(args) => schedules::act(args).await,
         OperatorCommand::Preview(args) => schedules::preview(args).await,
         OperatorCommand::Migrate(args) => migrate::run(args).await,
+        OperatorCommand::Flow(args) => flows::run(args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -103,7 +105,9 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 }
 
 fn command_name(command: &OperatorCommand) -> &'static str {
-    use dueq::config::ctl::{JobCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction};
+    use dueq::config::ctl::{
+        FlowAction, JobCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction,
+    };
     match command {
         OperatorCommand::Namespaces(_) => "namespaces",
         OperatorCommand::Queues(_) => "queues",
@@ -138,6 +142,12 @@ fn command_name(command: &OperatorCommand) -> &'static str {
         },
         OperatorCommand::Preview(_) => "preview",
         OperatorCommand::Migrate(_) => "migrate",
+        OperatorCommand::Flow(args) => match args.action {
+            FlowAction::Enqueue(_) => "flow enqueue",
+            FlowAction::Get(_) => "flow get",
+            FlowAction::Cancel(_) => "flow cancel",
+            FlowAction::Retry(_) => "flow retry",
+        },
     }
 }
 

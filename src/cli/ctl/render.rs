@@ -222,6 +222,8 @@ pub(crate) fn job_json(job: &proto::Job, full: bool) -> Value {
         doc["fairness_key"] = json!(job.fairness_key);
         doc["concurrency_key"] = json!(job.concurrency_key);
         doc["rate_key"] = json!(job.rate_key);
+        doc["flow_id"] = json!(job.flow_id);
+        doc["flow_ref"] = json!(job.flow_ref);
         doc["cost"] = json!(job.cost);
         doc["payload_base64"] = payload_json(&job.payload);
         doc["result_base64"] = payload_json(&job.result);

@@ -92,6 +92,7 @@ operations!(
     migrate_counts,
     migrate_finish,
     migrate_flow,
+    migrate_graph,
     migrate_index,
     migrate_jobs,
     migrate_lock,

@@ -41,6 +41,7 @@ impl Operation for QueueStatsPage<'_> {
                 oldest_pending_ms: reply.opt_int()?,
                 counted: reply.flag()?,
                 removed: reply.count()?,
+                waiting: reply.count()?,
                 policy: super::get_queue_policy::read_policy(&mut reply)?,
             });
         }

@@ -6,6 +6,7 @@ mod checks;
 mod concurrency;
 mod fixtures;
 mod flow;
+mod graph;
 mod import;
 mod jobs;
 mod repair;

@@ -3,3 +3,4 @@
 
 mod ops;
 mod quotas;
+mod waiting;

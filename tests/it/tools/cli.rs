@@ -1122,6 +1122,7 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         "schedule",
         "preview",
         "migrate",
+        "flow",
     ] {
         assert!(
             help.lines()
@@ -1141,6 +1142,10 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         &["queue", "resume"],
         &["retry-dead"],
         &["purge"],
+        &["flow", "enqueue"],
+        &["flow", "get"],
+        &["flow", "cancel"],
+        &["flow", "retry"],
     ] {
         let mut args = command.to_vec();
         args.push("--help");
@@ -1237,7 +1242,7 @@ async fn namespaces_and_queues_json() {
         emails,
         json!({
             "queue": "emails", "pending": 1, "delayed": 1, "active": 1, "dead": 1,
-            "oldest_pending_age_seconds": "checked", "paused": false, "counted": true,
+            "waiting": 0, "oldest_pending_age_seconds": "checked", "paused": false, "counted": true,
             "policy": null,
         })
     );
@@ -1253,9 +1258,9 @@ async fn namespaces_and_queues_json() {
         .split('┆')
         .map(|c| c.trim_matches(|c: char| c == '│' || c.is_whitespace()))
         .collect();
-    assert_eq!(&cells[..5], ["emails", "1", "1", "1", "1"], "{row}");
-    assert_eq!(cells[6], "no", "{row}");
-    assert_eq!(cells[7], "-", "no policy: {row}");
+    assert_eq!(&cells[..6], ["emails", "1", "1", "1", "1", "0"], "{row}");
+    assert_eq!(cells[7], "no", "{row}");
+    assert_eq!(cells[8], "-", "no policy: {row}");
 }
 
 /// Pins: `dueq queue pause|resume` pause and resume a queue (claims skip it while
@@ -1646,4 +1651,219 @@ async fn schedule_next_run_moves_the_next_run_and_says_why_it_refuses() {
         rfc3339(&s.next_run_time).as_deref(),
         Some("2031-05-06T05:08:09.500Z")
     );
+}
+
+/// Writes `text` to FLOW.json in `dir`; its path.
+fn flow_file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write the flow file");
+    path.to_string_lossy().into_owned()
+}
+
+/// The state of each node of a `dueq flow get -o json` document, by ref.
+fn node_states(doc: &Value) -> std::collections::BTreeMap<String, String> {
+    doc["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            (
+                n["ref"].as_str().expect("a ref").to_owned(),
+                n["state"].as_str().expect("a state").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Pins (issue 34): `dueq flow enqueue --file` stores a flow from JSON (again: not
+/// created twice), `dueq flow get` shows each node's state, dependencies and failed
+/// dependency, `dueq queues` the WAITING count, `dueq jobs --state waiting` the
+/// waiting nodes, `dueq job` the flow and ref; `dueq flow retry` re-arms what a
+/// failure ended and `dueq flow cancel` ends what is unfinished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_commands_enqueue_show_retry_and_cancel() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut client = service.client().await;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = flow_file(
+        &dir,
+        "flow.json",
+        r#"{"flow_id": "f1", "nodes": [
+          {"ref": "a", "queue": "q", "name": "step.a", "payload": "hello", "job_id": "ja"},
+          {"ref": "b", "queue": "q", "name": "step.b", "after": ["a"], "job_id": "jb",
+           "headers": {"tenant": "acme"}},
+          {"ref": "c", "queue": "w", "name": "step.c", "after": ["b"],
+           "on_dependency_failure": "skip"},
+          {"ref": "d", "queue": "w", "name": "step.d", "after": ["a"],
+           "on_dependency_failure": "run"}
+        ]}"#,
+    );
+    let enqueue = ["flow", "enqueue", "-n", "ns", "--file", &file, "-o", "json"];
+    let doc = json_of(&dueq(&service, &enqueue));
+    assert_eq!(keys(&doc), ["created", "flow_id", "job_ids", "namespace"]);
+    assert_eq!(
+        (&doc["flow_id"], &doc["created"]),
+        (&json!("f1"), &json!(true))
+    );
+    assert_eq!(keys(&doc["job_ids"]), ["a", "b", "c", "d"]);
+    assert_eq!(doc["job_ids"]["a"], json!("ja"));
+    let again = json_of(&dueq(&service, &enqueue));
+    assert_eq!(again["created"], json!(false));
+    assert_eq!(again["job_ids"], doc["job_ids"]);
+
+    let get = ["flow", "get", "-n", "ns", "f1", "-o", "json"];
+    let flow = json_of(&dueq(&service, &get));
+    assert_eq!(flow["state"], json!("running"));
+    assert_eq!(flow["node_count"], json!(4));
+    let states = node_states(&flow);
+    assert_eq!(states["a"], "pending");
+    assert_eq!(
+        (states["b"].as_str(), states["c"].as_str()),
+        ("waiting", "waiting")
+    );
+    let c = &flow["nodes"].as_array().expect("nodes")[2];
+    assert_eq!(
+        c["after"],
+        json!(["b"]),
+        "stored order: every node after its dependencies"
+    );
+    assert_eq!(c["on_dependency_failure"], json!("skip"));
+
+    let queues = json_of(&dueq(&service, &["queues", "-n", "ns", "-o", "json"]));
+    assert_eq!(queues["queues"][0]["waiting"], json!(1), "b waits in q");
+    assert_eq!(
+        queues["queues"][1]["waiting"],
+        json!(2),
+        "c and d wait in w"
+    );
+    let table = stdout(&dueq(&service, &["queues", "-n", "ns"]));
+    assert!(table.contains("WAITING"), "{table}");
+    let waiting = json_of(&dueq(
+        &service,
+        &["jobs", "-n", "ns", "q", "--state", "waiting", "-o", "json"],
+    ));
+    assert_eq!(ids(&waiting["jobs"], "job_id"), ["jb"]);
+    let b = json_of(&dueq(&service, &["job", "-n", "ns", "jb", "-o", "json"]));
+    assert_eq!(
+        (&b["job"]["flow_id"], &b["job"]["flow_ref"]),
+        (&json!("f1"), &json!("b"))
+    );
+    assert_eq!(b["job"]["headers"], json!({"tenant": "acme"}));
+    let shown = stdout(&dueq(&service, &["job", "-n", "ns", "jb"]));
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("flow") && l.contains("f1")),
+        "{shown}"
+    );
+
+    // a fails for good: b is cancelled (rule cancel), c skipped after it, d runs.
+    let claimed = claim_job(&mut client, &["q"], 0, None).await.expect("a");
+    assert_eq!(claimed.payload, b"hello");
+    fail_job_for_good(&mut client, &claimed).await;
+    let flow = json_of(&dueq(&service, &get));
+    let states = node_states(&flow);
+    assert_eq!(
+        [&states["a"], &states["b"], &states["c"], &states["d"]],
+        ["dead", "cancelled", "skipped", "pending"]
+    );
+    let table = stdout(&dueq(&service, &["flow", "get", "-n", "ns", "f1"]));
+    for header in ["REF", "STATE", "QUEUE", "AFTER", "ATTEMPTS", "FAILED_DEP"] {
+        assert!(table.contains(header), "{table}");
+    }
+    let row = table
+        .lines()
+        .find(|l| l.contains("cancelled") && l.contains('┆'));
+    let row = row.unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row
+        .split('┆')
+        .map(|c| c.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect();
+    assert_eq!(cells, ["b", "cancelled", "q", "a", "0", "a"], "{row}");
+
+    let retried = json_of(&dueq(
+        &service,
+        &["flow", "retry", "-n", "ns", "f1", "-o", "json"],
+    ));
+    assert_eq!(retried["state"], json!("running"), "{retried}");
+    let states = node_states(&json_of(&dueq(&service, &get)));
+    assert_eq!(
+        (states["a"].as_str(), states["b"].as_str()),
+        ("pending", "waiting")
+    );
+
+    let cancelled = stdout(&dueq(&service, &["flow", "cancel", "-n", "ns", "f1"]));
+    assert!(
+        cancelled.starts_with("cancelled flow f1: now"),
+        "{cancelled}"
+    );
+    let states = node_states(&json_of(&dueq(&service, &get)));
+    // c's dependency b ended cancelled, so c ends by its rule: skipped.
+    assert_eq!(
+        [&states["a"], &states["b"], &states["c"], &states["d"]],
+        ["cancelled", "cancelled", "skipped", "cancelled"]
+    );
+}
+
+/// Claimed job `claimed` of "ns" fails with a non-retryable error.
+async fn fail_job_for_good(client: &mut Client, claimed: &proto::ClaimedJob) {
+    client
+        .fail_job(proto::FailJobRequest {
+            namespace: "ns".into(),
+            job_id: claimed.job_id.clone(),
+            lease_token: claimed.lease_token.clone(),
+            error: "boom".into(),
+            non_retryable: true,
+            ..Default::default()
+        })
+        .await
+        .expect("fail");
+}
+
+/// Pins: the flow commands' bad input: a file that cannot be read or is not a flow
+/// (naming where) exits 2 sending nothing; a flow the service refuses (a cycle) or
+/// an unknown flow exits 1 with the service's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_commands_refuse_bad_input() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let enqueue = |file: &str| dueq(&service, &["flow", "enqueue", "-n", "ns", "--file", file]);
+
+    let missing = dir.path().join("missing.json");
+    let (code, err) = failure(&enqueue(&missing.to_string_lossy()));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot read"), "{err}");
+    let rule = flow_file(
+        &dir,
+        "rule.json",
+        r#"{"nodes": [{"ref": "a", "queue": "q", "name": "n", "on_dependency_failure": "maybe"}]}"#,
+    );
+    let (code, err) = failure(&enqueue(&rule));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nodes[0].on_dependency_failure"), "{err}");
+    let unknown = flow_file(&dir, "unknown.json", r#"{"nodes": [], "flows": 1}"#);
+    let (code, err) = failure(&enqueue(&unknown));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("flows"), "{err}");
+    let cycle = flow_file(
+        &dir,
+        "cycle.json",
+        r#"{"nodes": [
+          {"ref": "a", "queue": "q", "name": "n", "after": ["b"]},
+          {"ref": "b", "queue": "q", "name": "n", "after": ["a"]}
+        ]}"#,
+    );
+    let (code, err) = failure(&enqueue(&cycle));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("INVALID_ARGUMENT"), "{err}");
+    let (code, err) = failure(&dueq(&service, &["flow", "get", "-n", "ns", "nope"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("NOT_FOUND"), "{err}");
+    let (code, err) = failure(&dueq(&service, &["flow", "cancel", "-n", "ns", "nope"]));
+    assert_eq!((code, err.contains("NOT_FOUND")), (1, true), "{err}");
+    // Nothing was stored by the refused calls.
+    let queues = json_of(&dueq(&service, &["queues", "-n", "ns", "-o", "json"]));
+    assert_eq!(queues["queues"], json!([]), "{queues}");
 }

@@ -67,8 +67,8 @@ async fn jobs_and_rpcs_are_counted_exactly() {
     assert_eq!(gauge("leased", "active"), 1.0);
     assert_eq!(
         s.series_of("dueq_queue_jobs").len(),
-        12,
-        "3 queues x 4 states"
+        15,
+        "3 queues x 5 states"
     );
     assert!(s.samples.contains_key(&format!("dueq_queue_paused{{{q}}}")));
     assert_eq!(s.value(&format!("dueq_queue_paused{{{q}}}")), 0.0);
@@ -527,5 +527,50 @@ async fn removed_jobs_show_per_queue() {
     assert_eq!(
         s.value("dueq_queue_jobs_removed{namespace=\"ns\",queue=\"kept\"}"),
         0.0
+    );
+}
+
+/// Pins: the queue-state gauge family has the WAITING state (issue 34): a flow's
+/// nodes waiting for their dependencies, per queue, then 0 once they are ready; a
+/// stored flow counts in dueq_flows_enqueued_total (once: the same flow id again is
+/// not a new flow) and its nodes in dueq_jobs_enqueued_total.
+#[tokio::test]
+async fn waiting_flow_nodes_are_a_queue_state_gauge() {
+    let redis = Redis::start().await;
+    let (service, metrics) = start(&redis, |_| {}).await;
+    let mut c = service.client().await;
+    let nodes = vec![
+        crate::deps::node("a", "q", &[]),
+        crate::deps::node("b", "w", &["a"]),
+        crate::deps::node("c", "w", &["a"]),
+    ];
+    for _ in 0..2 {
+        crate::deps::enqueue_flow(&mut c, "f", nodes.clone())
+            .await
+            .expect("EnqueueFlow");
+    }
+    let waiting = "dueq_queue_jobs{namespace=\"ns\",queue=\"w\",state=\"waiting\"}";
+    let s = scrape(&metrics).await;
+    assert_eq!(s.value(waiting), 2.0);
+    assert_eq!(s.value("dueq_flows_enqueued_total{namespace=\"ns\"}"), 1.0);
+    assert_eq!(
+        s.value("dueq_jobs_enqueued_total{namespace=\"ns\",queue=\"w\"}"),
+        2.0
+    );
+    assert_eq!(
+        s.value("dueq_queue_jobs{namespace=\"ns\",queue=\"q\",state=\"waiting\"}"),
+        0.0
+    );
+    let claimed = claim_job(&mut c, &["q"], 0, Some(60_000)).await.expect("a");
+    ack_job(&mut c, &claimed.job_id, &claimed.lease_token)
+        .await
+        .expect("ack");
+    // A fresh replica reads the gauges now (the first one's serve scrapes for a while).
+    let (_replica, fresh) = start(&redis, |_| {}).await;
+    let s = scrape(&fresh).await;
+    assert_eq!(s.value(waiting), 0.0);
+    assert_eq!(
+        s.value("dueq_queue_jobs{namespace=\"ns\",queue=\"w\",state=\"pending\"}"),
+        2.0
     );
 }

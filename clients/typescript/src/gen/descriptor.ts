@@ -2550,6 +2550,10 @@ export const descriptor: Record<string, unknown> = {
         "policy": {
          "type": "QueuePolicy",
          "id": 10
+        },
+        "waiting": {
+         "type": "uint64",
+         "id": 11
         }
        }
       },

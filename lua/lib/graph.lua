@@ -97,7 +97,7 @@ end
 
 function graph.finished(K, meta, done, id, r, now)
   redis.call('ZADD', done, string.format('%d', retention.RULE_BASE + now), id)
-  local register = graph.settle(K, meta, done, r.dag, r.ref, r.state, id, now, 0)
+  local register = graph.settle(K, meta, done, r.dag, r.ref, r.state, id, now, nil)
   if graph.queued then register = 1 end
   return register
 end
@@ -123,7 +123,7 @@ function graph.end_node(K, meta, done, G, key, r, state, why, cause, now)
   local id = string.sub(key, #K.job + 1)
   redis.call('ZADD', done, string.format('%d', retention.RULE_BASE + now), id)
   if cause ~= '' then redis.call('HSET', G, 'c:' .. r.ref, cause) end
-  return graph.settle(K, meta, done, r.dag, r.ref, state, id, now, 0)
+  return graph.settle(K, meta, done, r.dag, r.ref, state, id, now, nil)
 end
 
 -- Waiting node r (at key) runs: pending (delayed while its own run time is later),
@@ -149,13 +149,17 @@ function graph.release(K, meta, done, G, key, r, now)
   return 0
 end
 
--- Node x finished in x_state: marks it (from = 0), then tells its dependents from
--- the from+1-th on, while this call may take steps. Returns 1 when the flow finished.
+-- Node x finished in x_state: marks it (from = nil: the call that finished it), then
+-- tells its dependents from the from+1-th on (a queued continuation: from >= 0, 0
+-- too when the finishing call had no step left for the first), while this call may
+-- take steps. Returns 1 when the flow finished.
 function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
   local G = graph.key(meta, flow_id)
   local ok = graph.ok(x_state)
   local register = 0
-  if from == 0 then
+  local fresh = from == nil
+  from = from or 0
+  if fresh then
     if redis.call('HSETNX', G, 't:' .. x, ok and 'o' or 'f') == 0 then return 0 end
     if not ok then redis.call('HINCRBY', G, 'failed', 1) end
     if redis.call('HINCRBY', G, 'open', -1) == 0 and not redis.call('HGET', G, 'stage') then
@@ -169,7 +173,7 @@ function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
   if not node then return register end
   -- A continuation whose node was re-armed since (its mark cleared or changed) only
   -- takes its counts down, which the re-arm added back.
-  local live = from == 0 or redis.call('HGET', G, 't:' .. x) == (ok and 'o' or 'f')
+  local live = fresh or redis.call('HGET', G, 't:' .. x) == (ok and 'o' or 'f')
   local next = node[3]
   for i = from + 1, #next do
     if not graph.step() then

@@ -344,7 +344,7 @@ async fn random_flows_end_in_order_under_failures_and_a_crashing_service() {
         };
         workers.push(tokio::spawn(worker(
             endpoint,
-            seed ^ (w + 1) * 0x9E37_79B9,
+            seed ^ ((w + 1) * 0x9E37_79B9),
             rules.clone(),
             seen.clone(),
             stop.clone(),

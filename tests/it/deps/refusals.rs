@@ -265,9 +265,7 @@ async fn a_taken_job_id_is_refused_naming_the_node_and_nothing_is_stored() {
         (kept.queue.as_str(), state(&kept)),
         ("other", proto::JobState::Pending)
     );
-    assert!(queue_info(&mut c, "q")
-        .await
-        .map_or(true, |q| q.pending == 0));
+    assert!(queue_info(&mut c, "q").await.is_none_or(|q| q.pending == 0));
 }
 
 /// Pins: a job id found taken by a later part of a large flow (two nodes of one flow

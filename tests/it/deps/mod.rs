@@ -3,6 +3,7 @@
 //! dependency results in claims, retention of flows, and the graph's bounded work.
 
 mod control;
+mod failover;
 mod idempotency;
 mod large;
 mod proof;

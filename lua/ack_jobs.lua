@@ -38,19 +38,19 @@ if result_count > 0 then
   results = {}
   for i = last + 1, #ARGV - 1, 2 do results[10 + 2 * tonumber(ARGV[i])] = ARGV[i + 1] end
 end
--- A job with its own retention rule or in a flow (issues 36, 34) finishes unbatched
--- and may ask for a prune visit itself (a keep_for expiry, graph work queued).
-local asked = 0
+local register = 0
 for i = 10, last - 1, 2 do
-  local outcome, register = complete_job(K, KEYS[2], KEYS[1], ARGV[i], ARGV[i + 1], now,
+  -- (a job with its own retention rule or of a flow is finished unbatched: its
+  -- registration, e.g. graph work queued, comes back here)
+  local outcome, asked = complete_job(K, KEYS[2], KEYS[1], ARGV[i], ARGV[i + 1], now,
     completions, results and results[i])
-  asked = math.max(asked, register)
+  register = math.max(register, asked or 0)
   if is_error(outcome) then
     out[#out + 1], out[#out + 2] = 'corrupt', outcome.err
   else
     out[#out + 1], out[#out + 2] = outcome[1], outcome[2] or ''
   end
 end
-out[2] = math.max(asked, completions_flush(K, KEYS[1], completions))
+out[2] = math.max(register, completions_flush(K, KEYS[1], completions))
 out[3] = flow.woke or 0
 return out

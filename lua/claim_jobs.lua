@@ -95,11 +95,11 @@ for i = first_result + 2 * result_count, #ARGV do queues[#queues + 1] = ARGV[i] 
 local acked = {}
 local completions = completions_new(now)
 for i = 17, 16 + 2 * acks, 2 do
-  -- A job with its own retention rule or in a flow (issues 36, 34) finishes unbatched
-  -- and may ask for a prune visit itself (a keep_for expiry, graph work queued).
+  -- (a job with its own retention rule or of a flow is finished unbatched: its
+  -- registration, e.g. graph work queued, comes back here)
   local outcome, asked = complete_job(K, KEYS[2], done, ARGV[i], ARGV[i + 1], now,
     completions, results and results[i])
-  register = math.max(register, asked)
+  register = math.max(register, asked or 0)
   if is_error(outcome) then
     acked[#acked + 1], acked[#acked + 2] = 'corrupt', outcome.err
   else

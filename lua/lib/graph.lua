@@ -149,16 +149,17 @@ function graph.release(K, meta, done, G, key, r, now)
   return 0
 end
 
--- Node x finished in x_state: marks it (from = nil: the call that finished it),
--- then tells its dependents from the from+1-th on (a queued continuation), while
--- this call may take steps. Returns 1 when the flow finished.
+-- Node x finished in x_state: marks it (from = nil: the call that finished it), then
+-- tells its dependents from the from+1-th on (a queued continuation: from >= 0, 0
+-- too when the finishing call had no step left for the first), while this call may
+-- take steps. Returns 1 when the flow finished.
 function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
   local G = graph.key(meta, flow_id)
   local ok = graph.ok(x_state)
   local register = 0
   local fresh = from == nil
+  from = from or 0
   if fresh then
-    from = 0
     if redis.call('HSETNX', G, 't:' .. x, ok and 'o' or 'f') == 0 then return 0 end
     if not ok then redis.call('HINCRBY', G, 'failed', 1) end
     if redis.call('HINCRBY', G, 'open', -1) == 0 and not redis.call('HGET', G, 'stage') then

@@ -75,7 +75,9 @@ impl Jobs {
                 FlowStored::Stored { register: r } => register |= r,
                 FlowStored::Duplicate { refs, ids } => return duplicate(flow_id, &refs, &ids),
                 refused => {
-                    let error = refusal(namespace, flow_id, part, refused, self.max_jobs);
+                    // The first call checks every node's id: its index is the flow's.
+                    let scope: &[FlowNodeSpec] = if i == 0 { &nodes } else { part };
+                    let error = refusal(namespace, flow_id, scope, refused, self.max_jobs);
                     return Err(self.give_up(namespace, flow_id, &token, i, error).await);
                 }
             }
@@ -233,7 +235,8 @@ fn duplicate(flow_id: &str, refs: &[u8], ids: &[u8]) -> Result<FlowEnqueued, Err
     })
 }
 
-/// The error a refused part's reply means.
+/// The error a refused part's reply means; `part` holds the nodes its indexes count
+/// (the whole flow for the first call, which checks every id).
 fn refusal(
     namespace: &Namespace,
     flow_id: &str,

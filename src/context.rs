@@ -30,10 +30,6 @@ pub(crate) struct Context {
     /// Wakes this replica's dispatcher (`crate::dispatch`) when a schedule write here
     /// made a target slot due sooner than it knows.
     pub(crate) dispatch: Arc<tokio::sync::Notify>,
-    /// Wakes this replica's pruner (`crate::jobs::Pruner`) when a script asked for a
-    /// visit: finished jobs to prune, or graph work it queued (issue 34: the rest of a
-    /// cascade continues at once rather than at the next prune interval).
-    pub(crate) prune: Arc<tokio::sync::Notify>,
 }
 
 impl Context {

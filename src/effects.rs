@@ -162,7 +162,6 @@ impl Context {
             tracing::warn!(%namespace, %error, "could not put finished jobs up for pruning");
         }
         if asked {
-            self.prune.notify_one();
             // Graph work a script left queued (issue 34) continues now, with this
             // replica's claims woken for what it readies; the pruner is the backstop.
             let cx = self.clone();

@@ -184,7 +184,6 @@ fn core(
         clock,
         shutdown: cancel.clone(),
         dispatch: Default::default(),
-        prune: Default::default(),
     })
 }
 
@@ -342,7 +341,6 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
     let pruner = Pruner::new(
         core.store.clone(),
         core.clock.clone(),
-        core.prune.clone(),
         Retention {
             max_age: config.job_retention,
             max_count: config.job_retention_count,

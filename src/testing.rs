@@ -109,7 +109,6 @@ pub(crate) fn offline_context() -> Context {
         clock,
         shutdown,
         dispatch: Default::default(),
-        prune: Default::default(),
     }
 }
 

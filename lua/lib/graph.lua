@@ -42,9 +42,10 @@
 -- dependent counted down, a node readied, ended or re-armed) of graph work; what is
 -- left goes to the namespace's queue as an item that says where to continue, and
 -- graph.queued tells the script to return register = 1: the service then puts the
--- namespace in the prune due-set, due now, and the pruner's next call
--- (prune_jobs.lua, graph.drain) continues it, as do the calls that drain on purpose
--- (drain_graph.lua). The queue is in Redis: a crash between calls loses no step.
+-- namespace in the prune due-set, due now, and at once takes the queued steps with
+-- drain_graph.lua calls (src/effects.rs Context::drain_graph, which wakes its claims
+-- for what they ready); the pruner's next visit (prune_jobs.lua, graph.drain) is the
+-- backstop. The queue is in Redis: a crash between calls loses no step.
 -- Queue items (msgpack arrays):
 --   { 's', flow, ref, state, id, i }  tell node ref's dependents from the i+1-th on
 --   { 'r', flow, i }   ready the roots from the i+1-th node on (a flow just stored)

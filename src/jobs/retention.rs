@@ -44,22 +44,14 @@ pub(crate) struct Retention {
 pub(crate) struct Pruner {
     store: Arc<Store>,
     clock: Arc<Clock>,
-    /// Notified when a script of this replica asked for a visit (`Context::prune`).
-    nudge: Arc<tokio::sync::Notify>,
     retention: Retention,
 }
 
 impl Pruner {
-    pub(crate) fn new(
-        store: Arc<Store>,
-        clock: Arc<Clock>,
-        nudge: Arc<tokio::sync::Notify>,
-        retention: Retention,
-    ) -> Self {
+    pub(crate) fn new(store: Arc<Store>, clock: Arc<Clock>, retention: Retention) -> Self {
         Self {
             store,
             clock,
-            nudge,
             retention,
         }
     }
@@ -153,7 +145,6 @@ impl Pruner {
             let tick = tokio::time::sleep(self.retention.interval);
             tokio::select! {
                 _ = tick => {}
-                _ = self.nudge.notified() => {}
                 _ = shutdown.cancelled() => return,
             }
             if let Err(error) = self.tick().await {

@@ -25,7 +25,7 @@
 -- the records, by the one invariant of lib/graph.lua (w:<ref> = the node's
 -- dependencies without a t: mark):
 --   stranded    a WAITING node whose dependencies all have a t: mark, or one with a
---               failed ('f') dependency whose rule is not run: its count is set to
+--               failed ('f' or 'x') dependency whose rule is not run: its count is set to
 --               the recount and it is placed by its rule (graph.place: readied,
 --               cancelled or skipped), as the call that finished its last dependency
 --               would have done
@@ -97,7 +97,7 @@ local function check(G, flow_id, ref)
       local fields = {}
       for i, a in ipairs(after) do fields[i] = 't:' .. a end
       for _, m in ipairs(redis.call('HMGET', G, unpack(fields))) do
-        if not m then count = count + 1 elseif m == 'f' then failed = true end
+        if not m then count = count + 1 elseif graph.failed(m) then failed = true end
       end
     end
     visited = visited + #after
@@ -118,7 +118,7 @@ local function check(G, flow_id, ref)
     untold = untold + 1
     if not dry then
       register = math.max(register, graph.settle(K, meta, done, flow_id, ref, r.state,
-        string.sub(key, #K.job + 1), now, 0))
+        string.sub(key, #K.job + 1), now, nil))
     end
   end
 end

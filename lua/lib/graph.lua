@@ -8,7 +8,7 @@
 -- `flow_*`; a library test pins them):
 --   graph.key(meta, id)      hash meta .. ':dag:' .. id, the flow:
 --     nodes      the node count            created    epoch ms
---     open       nodes whose t: is unset   failed     nodes marked 'f'
+--     open       nodes whose t: is unset   failed     nodes marked 'f' or 'x'
 --     finished   epoch ms once open reached 0 (absent while running)
 --     refs, ids  msgpack arrays of the refs and job ids, every node after its
 --                dependencies (src/jobs/graph.rs orders them)
@@ -22,7 +22,8 @@
 --                dependents' rules (one letter each, in their order: 'c' cancel, 'r'
 --                run, 's' skip) }
 --     w:<ref>    how many of the node's dependencies have no t: mark
---     t:<ref>    'o' (completed or skipped) | 'f' (dead or cancelled): the node
+--     t:<ref>    how it finished: 'o' completed, 's' skipped, 'f' dead, 'x' cancelled
+--                (graph.MARK; 'f' and 'x' fail its dependents): the node
 --                finished and its dependents' counts were taken down
 --     c:<ref>    the ref of the failed dependency that cancelled or skipped it
 --   graph.open_set(meta)   zset meta .. ':dags'       flow id -> created ms (running)
@@ -64,6 +65,12 @@
 --   steps.
 
 graph.INLINE = 64
+-- Each finished state's t: mark, and back (to a state code, lib/job.lua STATE_CODE).
+graph.MARK = { completed = 'o', skipped = 's', dead = 'f', cancelled = 'x' }
+graph.MARKED = { o = 4, s = 8, f = 5, x = 6 }
+-- Dependency records a claim call reads for their results (graph.deps_of), all its
+-- claimed nodes together; past it a completed dependency's result is left to GetJob.
+graph.READS = 200
 graph.spent = 0
 graph.queued = false
 graph.STAGE_TTL_MS = 60000
@@ -82,6 +89,7 @@ function graph.node(G, ref)
 end
 
 function graph.ok(state) return state == 'completed' or state == 'skipped' end
+function graph.failed(mark) return mark == 'f' or mark == 'x' end
 
 -- Whether this call may take another step; counts it.
 function graph.step()
@@ -161,7 +169,7 @@ function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
   local fresh = from == nil
   from = from or 0
   if fresh then
-    if redis.call('HSETNX', G, 't:' .. x, ok and 'o' or 'f') == 0 then return 0 end
+    if redis.call('HSETNX', G, 't:' .. x, graph.MARK[x_state] or 'f') == 0 then return 0 end
     if not ok then redis.call('HINCRBY', G, 'failed', 1) end
     if redis.call('HINCRBY', G, 'open', -1) == 0 and not redis.call('HGET', G, 'stage') then
       redis.call('HSET', G, 'finished', now)
@@ -174,7 +182,7 @@ function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
   if not node then return register end
   -- A continuation whose node was re-armed since (its mark cleared or changed) only
   -- takes its counts down, which the re-arm added back.
-  local live = fresh or redis.call('HGET', G, 't:' .. x) == (ok and 'o' or 'f')
+  local live = fresh or redis.call('HGET', G, 't:' .. x) == (graph.MARK[x_state] or 'f')
   local next = node[3]
   for i = from + 1, #next do
     if not graph.step() then
@@ -183,7 +191,9 @@ function graph.settle(K, meta, done, flow_id, x, x_state, x_id, now, from)
     end
     local d = next[i]
     local w = redis.call('HINCRBY', G, 'w:' .. d, -1)
-    if live and redis.call('HEXISTS', G, 't:' .. d) == 0 then
+    -- A dependency that finished well changes nothing for a dependent still waiting
+    -- on others: only the count (a fan-in's children cost one HINCRBY each).
+    if live and (w <= 0 or not ok) and redis.call('HEXISTS', G, 't:' .. d) == 0 then
       local key, r = graph.load(K, G, d)
       if key and r.state == 'waiting' then
         local why = 'dependency ' .. x .. ' (job ' .. x_id .. ') ended ' .. x_state
@@ -210,7 +220,7 @@ function graph.place(K, meta, done, G, key, r, node, now)
     for i, a in ipairs(node[2]) do fields[i] = 't:' .. a end
     local marks = redis.call('HMGET', G, unpack(fields))
     for i, mark in ipairs(marks) do
-      if mark == 'f' then
+      if graph.failed(mark) then
         local a = node[2][i]
         return graph.end_node(K, meta, done, G, key, r, (r.odf == 's') and 'skipped' or 'cancelled',
           'dependency ' .. a .. ' (job ' .. node[4][i] .. ') had failed', a, now)
@@ -230,7 +240,7 @@ function graph.rearm_node(K, meta, done, G, flow_id, ref, now)
   local mark = redis.call('HGET', G, 't:' .. ref)
   if mark then
     redis.call('HDEL', G, 't:' .. ref, 'c:' .. ref)
-    if mark == 'f' then redis.call('HINCRBY', G, 'failed', -1) end
+    if graph.failed(mark) then redis.call('HINCRBY', G, 'failed', -1) end
     if redis.call('HINCRBY', G, 'open', 1) == 1 then
       redis.call('HDEL', G, 'finished')
       redis.call('ZREM', graph.done_set(meta), flow_id)
@@ -351,22 +361,26 @@ end
 
 -- graph.deps_of(K, meta, p, budget) -> the dependencies of claimed node p (its packed
 --   array), msgpack { { ref, job id, state code, result | false }, ... } in the order
---   of its `after`, each completed one's result included while the results so far fit
---   in `budget` bytes (false: read it with GetJob); and the bytes that takes.
+--   of its `after` (each state from its t: mark, one HMGET for all; 0 when unmarked),
+--   each completed one's result included while the results so far fit in `budget`
+--   bytes and this call has record reads left (graph.READS; false: read it with
+--   GetJob); and the bytes that takes.
 function graph.deps_of(K, meta, p, budget)
-  local node = graph.node(graph.key(meta, p[P_DAG]), p[P_REF])
+  local G = graph.key(meta, p[P_DAG])
+  local node = graph.node(G, p[P_REF])
   local out, used = {}, 0
-  if node then
+  if node and #node[2] > 0 then
     local refs, ids = node[2], node[4]
+    local fields = {}
+    for i, a in ipairs(refs) do fields[i] = 't:' .. a end
+    local marks = redis.call('HMGET', G, unpack(fields))
     for i = 1, #refs do
-      local q = packed_load(K.job .. ids[i])
-      local code, result = 0, false
-      if q and not is_error(q) then
-        code = q[P_STATE]
-        local got = q[P_RESULT] or ''
-        if code == STATE_CODE.completed and used + #got <= budget then
-          result, used = got, used + #got
-        end
+      local code, result = graph.MARKED[marks[i]] or 0, false
+      if code == STATE_CODE.completed and graph.READS > 0 then
+        graph.READS = graph.READS - 1
+        local q = packed_load(K.job .. ids[i])
+        local got = (q and not is_error(q) and q[P_RESULT]) or ''
+        if used + #got <= budget then result, used = got, used + #got end
       end
       out[i] = { refs[i], ids[i], code, result }
       used = used + #refs[i] + #ids[i] + 8

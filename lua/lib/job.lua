@@ -508,6 +508,12 @@ local function complete_job(K, meta, done, id, token, now, batch, result)
   -- without (the record ends before P_RETAIN) pays this length check.
   if #p >= P_RETAIN then
     redis.call('ZREM', K.leased .. queue, id)
+    -- A node of a flow (issue 34; it has no retention rule of its own) needs only its
+    -- flow, ref and state for the graph: no second decode of the record.
+    if (p[P_DAG] or '') ~= '' then
+      return { 'ok', queue }, graph.finished(K, meta, done, id,
+        { dag = p[P_DAG], ref = p[P_REF], state = 'completed' }, now)
+    end
     return { 'ok', queue }, retention.finish(K, meta, done, id, job_load(key), now)
   end
   if batch then

@@ -108,8 +108,8 @@ fn claim(queue: &str, acks: Vec<proto::JobLease>, wait_ms: i32) -> proto::ClaimJ
         queues: vec![queue.into()],
         worker_id: "bench".into(),
         wait: Some(prost_types::Duration {
-            seconds: 0,
-            nanos: wait_ms * 1_000_000,
+            seconds: i64::from(wait_ms / 1_000),
+            nanos: (wait_ms % 1_000) * 1_000_000,
         }),
         lease: Some(prost_types::Duration {
             seconds: 600,

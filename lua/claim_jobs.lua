@@ -60,8 +60,9 @@
 --   queue (one HGET per queue) is skipped entirely.
 -- * 7 (one clock): Redis TIME decides what is due and what is expired.
 -- * 11 (dependencies): a node of a flow is claimable only once its dependencies
---   finished (lib/graph.lua readies it); its claim reads each dependency's record
---   for its state and result, O(dependencies).
+--   finished (lib/graph.lua readies it); its claim reads its dependencies' marks (one
+--   HMGET) and at most graph.READS records a call for their results; queued graph
+--   work takes the steps the acks left (graph.INLINE a call in all).
 -- * 9 (bounded replies): a job the reply could not carry is not leased; it goes
 --   back to the head of its list for the next claim. The first job is always leased: the
 --   service refuses a payload limit that cannot fit in one message.
@@ -107,6 +108,13 @@ for i = 17, 16 + 2 * acks, 2 do
   end
 end
 register = math.max(register, completions_flush(K, done, completions))
+-- Graph work left queued (issue 34; lib/graph.lua "Bounded work"): a claim takes the
+-- steps its acks left it, before it claims, so queued work advances while any worker
+-- of the namespace claims, whatever became of the call that queued it (a failover, a
+-- crash). One EXISTS when nothing is queued.
+if redis.call('EXISTS', graph.queue(KEYS[2])) == 1 then
+  register = math.max(register, graph.drain(K, KEYS[2], done, now))
+end
 
 -- 1. Expired leases: pending again (at the head of their list), or dead when out of
 -- attempts.

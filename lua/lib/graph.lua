@@ -45,8 +45,10 @@
 -- graph.queued tells the script to return register = 1: the service then puts the
 -- namespace in the prune due-set, due now, and at once takes the queued steps with
 -- drain_graph.lua calls (src/effects.rs Context::drain_graph, which wakes its claims
--- for what they ready); the pruner's next visit (prune_jobs.lua, graph.drain) is the
--- backstop. The queue is in Redis: a crash between calls loses no step.
+-- for what they ready); every claim of the namespace (claim_jobs.lua) and the
+-- pruner's next visit (prune_jobs.lua, graph.drain) take steps too, so queued work
+-- advances whatever became of the call that queued it (a failover, a crash). The
+-- queue is in Redis: a crash between calls loses no step.
 -- Queue items (msgpack arrays):
 --   { 's', flow, ref, state, id, i }  tell node ref's dependents from the i+1-th on
 --   { 'r', flow, i }   ready the roots from the i+1-th node on (a flow just stored)

@@ -39,6 +39,7 @@ const READS: &[&str] = &[
     "ListQueues",
     "GetQueuePolicy",
     "ListFlowKeys",
+    "GetFlow",
 ];
 
 /// RPCs over every namespace at once: a principal needs the pattern `*` for them.
@@ -59,6 +60,8 @@ fn allowed(role: &str, method: &str) -> bool {
         "CancelJob",
         "DeleteJob",
         "PreviewSchedule",
+        "EnqueueFlow",
+        "CancelFlow",
     ];
     let worker = [
         "ClaimJob",
@@ -110,6 +113,10 @@ const RPCS: &[&str] = &[
     "QueueService/DeleteJob",
     "QueueService/ReleaseJob",
     "QueueService/WatchJob",
+    "QueueService/EnqueueFlow",
+    "QueueService/GetFlow",
+    "QueueService/CancelFlow",
+    "QueueService/RetryFlow",
     "QueueService/ListNamespaces",
     "QueueService/ListQueues",
     "QueueService/PauseQueue",
@@ -273,6 +280,10 @@ async fn call(
         "QueueService/DeleteJob" => send!(queue.delete_job(DeleteJobRequest {})),
         "QueueService/ReleaseJob" => send!(queue.release_job(ReleaseJobRequest {})),
         "QueueService/WatchJob" => send!(queue.watch_job(WatchJobRequest {})),
+        "QueueService/EnqueueFlow" => send!(queue.enqueue_flow(EnqueueFlowRequest {})),
+        "QueueService/GetFlow" => send!(queue.get_flow(GetFlowRequest {})),
+        "QueueService/CancelFlow" => send!(queue.cancel_flow(CancelFlowRequest {})),
+        "QueueService/RetryFlow" => send!(queue.retry_flow(RetryFlowRequest {})),
         "QueueService/ListNamespaces" => queue
             .list_namespaces(with_token(proto::ListNamespacesRequest::default(), token))
             .await

@@ -197,15 +197,23 @@ impl Redis {
     /// Starts a server `set_up` configures on a free port. Between probing a port and
     /// redis-server binding it, another process (or a parallel test's client
     /// connection) may take it: then it tries another.
+    /// A cluster node also listens on its bus port, port + 10,000, which lies among the
+    /// ephemeral ports the suite's own connections take: a port whose bus port is taken
+    /// is passed over before redis-server is tried on it.
     async fn start_set_up(what: &str, set_up: impl Fn(&mut Redis)) -> Redis {
-        for _ in 0..5 {
+        const TRIES: usize = 20;
+        for _ in 0..TRIES {
             let mut redis = Redis::unstarted(free_port());
             set_up(&mut redis);
+            let cluster = redis.args.iter().any(|a| a == "--cluster-enabled");
+            if cluster && TcpListener::bind(("127.0.0.1", redis.port + 10_000)).is_err() {
+                continue;
+            }
             if redis.spawn().await {
                 return redis;
             }
         }
-        panic!("{what} could not listen on any of 5 free ports");
+        panic!("{what} could not listen on any of {TRIES} free ports");
     }
 
     /// Starts redis-server on a given port, e.g. one a service was already pointed at.

@@ -166,11 +166,11 @@ pub(in crate::api) async fn cancel_flow(
 ) -> Result<proto::CancelFlowResponse, ApiError> {
     let req = request.into_inner();
     let flow_id = check::id("flow_id", &req.flow_id)?;
-    let page = api.jobs.cancel_flow(namespace, flow_id).await?;
+    let (state, unfinished, failed) = summary(api.jobs.cancel_flow(namespace, flow_id).await?);
     Ok(proto::CancelFlowResponse {
-        state: flow_state(page.counts.state()) as i32,
-        unfinished: page.counts.unfinished,
-        failed: page.counts.failed,
+        state,
+        unfinished,
+        failed,
     })
 }
 
@@ -181,12 +181,22 @@ pub(in crate::api) async fn retry_flow(
 ) -> Result<proto::RetryFlowResponse, ApiError> {
     let req = request.into_inner();
     let flow_id = check::id("flow_id", &req.flow_id)?;
-    let page = api.jobs.retry_flow(namespace, flow_id).await?;
+    let (state, unfinished, failed) = summary(api.jobs.retry_flow(namespace, flow_id).await?);
     Ok(proto::RetryFlowResponse {
-        state: flow_state(page.counts.state()) as i32,
-        unfinished: page.counts.unfinished,
-        failed: page.counts.failed,
+        state,
+        unfinished,
+        failed,
     })
+}
+
+/// A flow's state, unfinished and failed counts, as CancelFlow and RetryFlow answer.
+fn summary(page: FlowPage) -> (i32, u32, u32) {
+    let counts = page.counts;
+    (
+        flow_state(counts.state()) as i32,
+        counts.unfinished,
+        counts.failed,
+    )
 }
 
 fn flow_state(state: FlowState) -> proto::FlowState {

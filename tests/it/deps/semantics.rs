@@ -4,22 +4,6 @@
 use super::*;
 use proto::{DependencyFailure as Rule, JobState as S};
 
-/// Claims one job of `queues`, acks it with `result`; returns the claim.
-async fn run_one(c: &mut Client, queues: &[&str], result: &[u8]) -> proto::ClaimedJob {
-    let claimed = claim_job(c, queues, 0, Some(600_000))
-        .await
-        .expect("a claimable job");
-    c.ack_job(proto::AckJobRequest {
-        namespace: "ns".into(),
-        job_id: claimed.job_id.clone(),
-        lease_token: claimed.lease_token.clone(),
-        result: result.to_vec(),
-    })
-    .await
-    .expect("ack");
-    claimed
-}
-
 /// Pins: a diamond (resize → thumb-a, thumb-b → notify) runs in dependency order
 /// across two queues: only what has all its dependencies completed is claimable, each
 /// claim carries its dependencies' results by ref, and the flow ends COMPLETED.

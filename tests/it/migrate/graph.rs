@@ -29,13 +29,7 @@ async fn repaired(a: &mut Admin, dry_run: bool) -> u64 {
 
 /// Claims one job of queue "q" and acks it; its flow ref.
 async fn run_one(c: &mut Client) -> String {
-    let claimed = claim_job(c, &["q"], 0, Some(600_000))
-        .await
-        .expect("a claimable job");
-    ack_job(c, &claimed.job_id, &claimed.lease_token)
-        .await
-        .expect("ack");
-    claimed.flow_ref
+    crate::deps::run_one(c, &["q"], b"").await.flow_ref
 }
 
 /// Flow "f": a → b, a → c; then `field` of the flow hash raised by one behind the

@@ -14,13 +14,7 @@ async fn waiting(c: &mut Client, queue: &str) -> (u64, u64) {
 
 /// Claims one job of `queue` and acks it; returns its flow ref.
 async fn run_one(c: &mut Client, queue: &str) -> String {
-    let claimed = claim_job(c, &[queue], 0, Some(600_000))
-        .await
-        .expect("a claimable job");
-    ack_job(c, &claimed.job_id, &claimed.lease_token)
-        .await
-        .expect("ack");
-    claimed.flow_ref
+    crate::deps::run_one(c, &[queue], b"").await.flow_ref
 }
 
 /// Pins: a chain a → (b, c) → d over two queues shows its waiting nodes in

@@ -29,7 +29,7 @@ if refused then return refused end
 local now = now_ms()
 local K = job_keys(ARGV, 1)
 local out = { now, 0, 0 }
-local completions = completions_new(now)
+local completions = completions_new(now, KEYS[2])
 local result_count = tonumber(ARGV[9])
 local last = #ARGV - 2 * result_count
 -- Results by the ARGV position of their ack's id (nil when none carries one).

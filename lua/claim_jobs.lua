@@ -94,7 +94,7 @@ for i = first_result + 2 * result_count, #ARGV do queues[#queues + 1] = ARGV[i] 
 -- 0. The acks this claim carries: each exactly as AckJob (invariant 4), so a worker
 -- finishes its last jobs and fetches the next ones in one round trip and one script.
 local acked = {}
-local completions = completions_new(now)
+local completions = completions_new(now, KEYS[2])
 for i = 17, 16 + 2 * acks, 2 do
   -- (a job with its own retention rule or of a flow is finished unbatched: its
   -- registration, e.g. graph work queued, comes back here)
@@ -421,7 +421,12 @@ for _, q in ipairs(queues) do
 end
 
 out[2], out[3], out[4], out[5] = next_ms or '', more, register, claimed
-for _, q in ipairs(all_queues) do out[#out + 1] = expired[q] or 0 end
+for _, q in ipairs(all_queues) do
+  local n = expired[q] or 0
+  -- An expired lease is a failed attempt in the queue's total (issue 33).
+  if n > 0 then redis.call('HINCRBY', queue_state(KEYS[2], q), 'failed', n) end
+  out[#out + 1] = n
+end
 for i = 1, #acked do out[#out + 1] = acked[i] end
 -- Per queue in ARGV order: the limits met ('' none; else "reason=count ..."), for
 -- dueq_flow_throttled_total.

@@ -34,6 +34,8 @@ local key, r = leased_job(K, id, ARGV[10], now)
 if not key then return r end
 
 push_error(r, r.attempts, ARGV[11], now)
+-- The queue's failed-attempts total (issue 33: the console's failure rate).
+redis.call('HINCRBY', queue_state(KEYS[2], r.queue), 'failed', 1)
 r.lease_until, r.updated = '', now
 redis.call('ZREM', K.leased .. r.queue, id)
 flow.finish(KEYS[2], r.queue, r.ckey)

@@ -11,7 +11,9 @@
 --           name, pending, delayed, active, dead, paused (0/1),
 --           oldest pending run_at ms ("" none found), counted (0/1), removed (finished
 --           jobs removed by retention so far, lib/job.lua job_remove), waiting (flow
---           nodes waiting for their dependencies, issue 34), policy (the
+--           nodes waiting for their dependencies, issue 34), enqueued, completed
+--           and failed (totals since the queue began, issue 33: jobs numbered, jobs
+--           completed, attempts failed or whose lease expired), policy (the
 --           state's `flow` field, lib/flow.lua; "" none), w (the number of weight
 --           items that follow: the weights hash as key, weight pairs, read only for
 --           a weighted policy) }
@@ -64,7 +66,7 @@ end
 local out = { now, more, #names }
 for _, q in ipairs(names) do
   local state = redis.call('HMGET', queue_state(meta, q), 'pending', 'paused', 'removed',
-    'flow', 'waiting')
+    'flow', 'waiting', 'completed', 'failed')
   local counted = COUNTS_KEPT
   if not counted then counted = redis.call('HGET', meta, 'rc:' .. q) == '-1' end
   out[#out + 1] = q
@@ -77,6 +79,9 @@ for _, q in ipairs(names) do
   out[#out + 1] = counted and 1 or 0
   out[#out + 1] = tonumber(state[3]) or 0
   out[#out + 1] = math.max(tonumber(state[5]) or 0, 0)
+  out[#out + 1] = tonumber(redis.call('HGET', meta, 'n:' .. q)) or 0
+  out[#out + 1] = tonumber(state[6]) or 0
+  out[#out + 1] = tonumber(state[7]) or 0
   local policy = state[4] or ''
   out[#out + 1] = policy
   local weights = {}

@@ -54,6 +54,10 @@ pub struct DevConfig {
     /// Address the gRPC server listens on (host:port; a host name resolves).
     #[arg(long, default_value = "127.0.0.1:50051")]
     pub listen: String,
+
+    /// Address of the web console (host:port).
+    #[arg(long, default_value = "127.0.0.1:50052")]
+    pub console_listen: String,
 }
 
 /// Flags of `dueq health`.
@@ -312,6 +316,12 @@ pub struct ServeConfig {
     /// a host name resolves). Off when unset.
     #[arg(long, env = "DUEQ_METRICS_LISTEN")]
     pub metrics_listen: Option<String>,
+
+    /// Address to serve the web console on (host:port; a host name resolves), over
+    /// HTTP/1.1, with TLS when --tls-cert is set. Sign-in takes a bearer token of
+    /// --auth-file; without an auth file (loopback) it is open, as gRPC is. Off when unset.
+    #[arg(long, env = "DUEQ_CONSOLE_LISTEN")]
+    pub console_listen: Option<String>,
 
     /// Most namespaces, and most (namespace, queue) pairs, that get label values of
     /// their own in the metrics; the rest are counted under `_other`.

@@ -35,6 +35,7 @@ mod api;
 mod auth;
 mod clock;
 mod connections;
+mod console;
 mod context;
 mod dispatch;
 mod domain;

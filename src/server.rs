@@ -7,11 +7,15 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{server::TcpIncoming, Server};
+use tonic::{
+    service::Routes,
+    transport::{server::TcpIncoming, Server},
+};
 use tonic_health::{
     pb::health_server::{Health, HealthServer},
     ServingStatus,
 };
+use tower_layer::{Identity, Layer, Stack};
 
 use crate::auth::Principals;
 use crate::{
@@ -20,6 +24,7 @@ use crate::{
     clock::Clock,
     config::ServeConfig,
     connections::LimitedIncoming,
+    console,
     context::Context,
     dispatch::Dispatcher,
     health,
@@ -77,6 +82,10 @@ pub async fn run(
         Some(listen) => Some(metrics::bind(listen).await.map_err(ServeError::Config)?),
         None => None,
     };
+    let console_listener = match &config.console_listen {
+        Some(listen) => Some(console::bind(listen).await.map_err(ServeError::Config)?),
+        None => None,
+    };
     let metrics = Metrics::new(
         usize::try_from(config.metrics_max_series).unwrap_or(usize::MAX),
         config.overdue_after,
@@ -113,7 +122,16 @@ pub async fn run(
         prefix = %config.key_prefix,
         "dueq listening"
     );
-    let services = Services { queue, admin };
+    let services = Services {
+        queue: QueueServiceServer::new(queue)
+            .max_decoding_message_size(config.max_message_size)
+            .max_encoding_message_size(config.max_message_size),
+        admin: AdminServiceServer::from_arc(admin),
+        layers: layers(&config, &core, guard.principals.clone()),
+    };
+    if let Some(listener) = console_listener {
+        serve_console(listener, &config, &guard, &services, &core)?;
+    }
     serve(&config, listener, guard, services, health, &core, shutdown).await?;
     tracing::info!("dueq stopped");
     Ok(())
@@ -218,10 +236,90 @@ fn serve_metrics(listener: TcpListener, core: &Context) -> Result<(), ServeError
     Ok(())
 }
 
-/// dueq's gRPC services.
+/// The web console until shutdown: its in-process gRPC client is the same services
+/// behind the same layers.
+fn serve_console(
+    listener: TcpListener,
+    config: &ServeConfig,
+    guard: &Guard,
+    services: &Services,
+    core: &Context,
+) -> Result<(), ServeError> {
+    let routes = Routes::new(services.queue.clone())
+        .add_service(services.admin.clone())
+        .prepare();
+    let grpc = console::Grpc::new(services.layers.layer(routes), config.max_message_size);
+    let addr = listener.local_addr()?;
+    let scheme = if guard.tls.is_some() { "https" } else { "http" };
+    tracing::info!(url = %format!("{scheme}://{}", advertised(addr)), "serving the web console");
+    let console = console::Console::new(
+        grpc,
+        guard.principals.clone(),
+        guard.tls.is_some(),
+        core.shutdown.clone(),
+    );
+    tokio::spawn(console::serve(
+        listener,
+        console,
+        guard.tls.clone(),
+        core.shutdown.clone(),
+    ));
+    Ok(())
+}
+
+/// dueq's gRPC services and the tower layers around them.
 struct Services {
-    queue: QueueApi,
-    admin: Arc<AdminApi>,
+    queue: QueueServiceServer<QueueApi>,
+    admin: AdminServiceServer<AdminApi>,
+    layers: Layers,
+}
+
+/// The cross-cutting layers, outermost first: the classification of a request by the
+/// RPC table (every other layer reads what it found), tracing, metrics, load shedding,
+/// authentication, the unary timeout and the wording of an over-sized request. One
+/// value serves the gRPC listener and the console's in-process calls, which so share
+/// the caps, the metrics and the checks of every call.
+type Layers = Stack<
+    Around<MessageSize>,
+    Stack<
+        Around<Timeout>,
+        Stack<
+            Around<Authenticate>,
+            Stack<
+                Around<Shed>,
+                Stack<MetricsLayer, Stack<TraceLayer, Stack<ClassifyLayer, Identity>>>,
+            >,
+        >,
+    >,
+>;
+
+fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<Principals>>) -> Layers {
+    let outer = Stack::new(
+        ClassifyLayer::new(Catalogue::new(crate::api::rpcs())),
+        Identity::new(),
+    );
+    let outer = Stack::new(TraceLayer, outer);
+    let outer = Stack::new(MetricsLayer::new(core.metrics.clone()), outer);
+    let outer = Stack::new(
+        Around(Shed::new(
+            usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
+            usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
+        )),
+        outer,
+    );
+    let outer = Stack::new(Around(Authenticate { principals }), outer);
+    let outer = Stack::new(
+        Around(Timeout {
+            timeout: config.request_timeout,
+        }),
+        outer,
+    );
+    Stack::new(
+        Around(MessageSize {
+            limit: config.max_message_size,
+        }),
+        outer,
+    )
 }
 
 /// Serves the gRPC services behind the tower layers until shutdown, then drains.
@@ -256,31 +354,12 @@ async fn serve(
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let router = transport(config)
-        .layer(ClassifyLayer::new(Catalogue::new(crate::api::rpcs())))
-        .layer(TraceLayer)
-        .layer(MetricsLayer::new(core.metrics.clone()))
-        .layer(Around(Shed::new(
-            usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
-            usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
-        )))
-        .layer(Around(Authenticate {
-            principals: guard.principals,
-        }))
-        .layer(Around(Timeout {
-            timeout: config.request_timeout,
-        }))
-        .layer(Around(MessageSize {
-            limit: config.max_message_size,
-        }))
+        .layer(services.layers)
         .add_service(health)
         .add_optional_service(config.reflection.then_some(reflection_v1))
         .add_optional_service(config.reflection.then_some(reflection_v1alpha))
-        .add_service(
-            QueueServiceServer::new(services.queue)
-                .max_decoding_message_size(config.max_message_size)
-                .max_encoding_message_size(config.max_message_size),
-        )
-        .add_service(AdminServiceServer::from_arc(services.admin));
+        .add_service(services.queue)
+        .add_service(services.admin);
     let grace = config.shutdown_grace;
     match guard.tls {
         None => {

@@ -504,6 +504,8 @@ local function complete_job(K, meta, done, id, token, now, batch, result)
   packed_save(key, p)
   local queue = p[P_QUEUE]
   flow.woke = math.max(flow.woke or 0, flow.finish(meta, queue, p[P_CKEY]))
+  -- The queue's completed total (issue 33): a batch counts its jobs once per queue.
+  if not batch then redis.call('HINCRBY', meta .. ':q:' .. queue, 'completed', 1) end
   -- A job with its own retention rule (issue 36) takes the unbatched way; one
   -- without (the record ends before P_RETAIN) pays this length check.
   if #p >= P_RETAIN then
@@ -539,14 +541,16 @@ end
 -- returns the prune registration finish_entry would have returned for any of them
 -- (finish_crossed: a size in between that reaches the rule). Flush before anything
 -- in the same script reads the lease or finished sets.
-local function completions_new(now)
+local function completions_new(now, meta)
   -- The finish time as text once, not converted again for every job in the ZADD.
-  return { leased = {}, queues = {}, done = {}, now_text = string.format('%d', now) }
+  return { leased = {}, queues = {}, done = {}, now_text = string.format('%d', now),
+    meta = meta }
 end
 
 local function completions_flush(K, done, batch)
   for _, q in ipairs(batch.queues) do
     redis.call('ZREM', K.leased .. q, unpack(batch.leased[q]))
+    redis.call('HINCRBY', batch.meta .. ':q:' .. q, 'completed', #batch.leased[q])
   end
   if #batch.done == 0 then return 0 end
   local added = redis.call('ZADD', done, unpack(batch.done))

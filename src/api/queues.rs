@@ -98,6 +98,9 @@ fn queue_to_proto(q: QueueStats, now_ms: i64) -> proto::QueueInfo {
         removed: q.removed,
         waiting: q.waiting,
         policy: q.policy.map(super::flow::policy_to_proto),
+        enqueued_total: q.enqueued,
+        completed_total: q.completed,
+        failed_total: q.failed,
     }
 }
 

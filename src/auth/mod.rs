@@ -88,7 +88,24 @@ pub(crate) enum Caller {
     Principal(Arc<Principal>),
 }
 
+/// A call the console makes in-process for a signed-in viewer (src/console/grpc.rs):
+/// the auth layer takes this caller from the request's extensions instead of a
+/// credential. Only code in this process can put it there; a request off the network
+/// carries headers, never extensions.
+#[derive(Debug, Clone)]
+pub(crate) struct InProcess(pub(crate) Caller);
+
 impl Caller {
+    /// Whether this caller may call an RPC needing `role` on namespace `namespace`
+    /// (what `api::authorize` decides; the console asks it to decide which buttons
+    /// to show, and the RPC it calls decides again).
+    pub(crate) fn may(&self, role: Role, namespace: &str) -> bool {
+        match self {
+            Caller::Unrestricted => true,
+            Caller::Principal(principal) => principal.allows(role, Scope::Namespace(namespace)),
+        }
+    }
+
     /// The name for audit lines.
     pub(crate) fn name(&self) -> &str {
         match self {
@@ -108,6 +125,12 @@ impl Principals {
     /// Reads and checks `path`; the error names the principal and the field.
     pub(crate) fn load(path: &std::path::Path) -> Result<Principals, AuthFileError> {
         file::load(path)
+    }
+
+    /// The principal named `name` (a console session keeps the name, so it follows
+    /// the auth file's current principal).
+    pub(crate) fn by_name(&self, name: &str) -> Option<Arc<Principal>> {
+        self.principals.iter().find(|p| p.name == name).cloned()
     }
 
     /// The principal a bearer token or a client certificate's names (SANs and CN)

@@ -25,6 +25,11 @@ pub(crate) struct QueueStats {
     pub(crate) removed: u64,
     /// Flow nodes waiting for their dependencies (state WAITING, issue 34).
     pub(crate) waiting: u64,
+    /// Totals since the queue began (issue 33, the console's rates): jobs enqueued
+    /// (numbered), jobs completed, attempts that failed or whose lease expired.
+    pub(crate) enqueued: u64,
+    pub(crate) completed: u64,
+    pub(crate) failed: u64,
     /// Its flow policy (SetQueuePolicy), `None` when it has none.
     pub(crate) policy: Option<super::QueuePolicy>,
 }

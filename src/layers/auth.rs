@@ -13,7 +13,7 @@ use tower_service::Service;
 
 use super::{Answer, Concern};
 use crate::{
-    auth::{Caller, Principals},
+    auth::{Caller, InProcess, Principals},
     rpc::{self, Access},
 };
 
@@ -52,7 +52,9 @@ impl Concern for Authenticate {
         R: Default + Send + 'static,
     {
         let open = rpc::of(request.extensions()).is_some_and(|rpc| rpc.access == Access::Open);
+        let in_process = request.extensions_mut().remove::<InProcess>();
         let caller = match &self.principals {
+            _ if in_process.is_some() => in_process.map(|InProcess(caller)| caller),
             None => Some(Caller::Unrestricted),
             Some(_) if open => Some(Caller::Unrestricted),
             Some(principals) => principals

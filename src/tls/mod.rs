@@ -34,7 +34,7 @@ use crate::sync::lock;
 
 /// Longest a client may take to complete its TLS handshake; one that never does
 /// (a plaintext client waiting for an answer, a slowloris) is dropped after it.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepted connections waiting for tonic to take them.
 const READY_BACKLOG: usize = 64;
@@ -68,6 +68,11 @@ impl Tls {
                 "TLS reload failed; still serving the certificates loaded before"
             ),
         }
+    }
+
+    /// An acceptor with the certificates in force now (the console's listener).
+    pub(crate) fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(lock(&self.config).clone())
     }
 
     /// Reloads on every SIGHUP until `cancel`.

@@ -44,6 +44,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     };
     config.redis_url = redis.url();
     config.listen = dev.listen;
+    config.console_listen = Some(dev.console_listen.clone());
     let Some(listener) = crate::bind(&config.listen).await else {
         stop(redis).await;
         return ExitCode::FAILURE;
@@ -58,6 +59,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         dir.display(),
         redis::LOG_FILE
     );
+    println!("  console: http://{}/", dev.console_listen);
     println!("  try:    grpcurl -plaintext {} list", config.listen);
     // Redis exiting under dueq stops it too: a dev service that answers UNAVAILABLE
     // to everything helps nobody.

@@ -42,6 +42,9 @@ impl Operation for QueueStatsPage<'_> {
                 counted: reply.flag()?,
                 removed: reply.count()?,
                 waiting: reply.count()?,
+                enqueued: reply.count()?,
+                completed: reply.count()?,
+                failed: reply.count()?,
                 policy: super::get_queue_policy::read_policy(&mut reply)?,
             });
         }

@@ -2554,6 +2554,18 @@ export const descriptor: Record<string, unknown> = {
         "waiting": {
          "type": "uint64",
          "id": 11
+        },
+        "enqueuedTotal": {
+         "type": "uint64",
+         "id": 12
+        },
+        "completedTotal": {
+         "type": "uint64",
+         "id": 13
+        },
+        "failedTotal": {
+         "type": "uint64",
+         "id": 14
         }
        }
       },

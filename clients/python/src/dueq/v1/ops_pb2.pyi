@@ -61,7 +61,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("queue", "pending", "delayed", "active", "dead", "oldest_pending_age", "paused", "counted", "removed", "policy", "waiting")
+    __slots__ = ("queue", "pending", "delayed", "active", "dead", "oldest_pending_age", "paused", "counted", "removed", "policy", "waiting", "enqueued_total", "completed_total", "failed_total")
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     DELAYED_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,9 @@ class QueueInfo(_message.Message):
     REMOVED_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
+    ENQUEUED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FAILED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     queue: str
     pending: int
     delayed: int
@@ -84,7 +87,10 @@ class QueueInfo(_message.Message):
     removed: int
     policy: QueuePolicy
     waiting: int
-    def __init__(self, queue: _Optional[str] = ..., pending: _Optional[int] = ..., delayed: _Optional[int] = ..., active: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., paused: _Optional[bool] = ..., counted: _Optional[bool] = ..., removed: _Optional[int] = ..., policy: _Optional[_Union[QueuePolicy, _Mapping]] = ..., waiting: _Optional[int] = ...) -> None: ...
+    enqueued_total: int
+    completed_total: int
+    failed_total: int
+    def __init__(self, queue: _Optional[str] = ..., pending: _Optional[int] = ..., delayed: _Optional[int] = ..., active: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_pending_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., paused: _Optional[bool] = ..., counted: _Optional[bool] = ..., removed: _Optional[int] = ..., policy: _Optional[_Union[QueuePolicy, _Mapping]] = ..., waiting: _Optional[int] = ..., enqueued_total: _Optional[int] = ..., completed_total: _Optional[int] = ..., failed_total: _Optional[int] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues", "next_page_token", "read_time")

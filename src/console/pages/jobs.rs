@@ -210,7 +210,9 @@ fn facts(ns: &str, job: &proto::Job) -> Markup {
             @if !job.worker_id.is_empty() { dt { "Lease holder" } dd { (job.worker_id) } }
             @if job.lease_deadline.is_some() { dt { "Lease deadline" } dd { (time(job.lease_deadline.as_ref())) } }
             @if !job.dedup_key.is_empty() { dt { "Dedup key" } dd { (job.dedup_key) } }
-            @if !job.flow_id.is_empty() { dt { "Flow" } dd { (job.flow_id) " · " (job.flow_ref) } }
+            @if !job.flow_id.is_empty() {
+                dt { "Flow" } dd { a href={ "/ns/" (enc(ns)) "/flows/" (enc(&job.flow_id)) } { (job.flow_id) } " · node " (job.flow_ref) }
+            }
             @if let Some(progress) = &job.progress {
                 dt { "Progress" } dd {
                     @if let Some(f) = progress.fraction { (format!("{:.0}%", f * 100.0)) " " }

@@ -243,6 +243,7 @@ pub(crate) async fn retry_dead(args: RetryDeadArgs) -> Result<(), Failure> {
             namespace: args.namespace.clone(),
             queue: args.queue.clone(),
             limit,
+            error_fingerprint: args.fingerprint.clone().unwrap_or_default(),
         };
         async move {
             let answer = client.retry_dead_jobs(request).await?.into_inner();
@@ -253,11 +254,15 @@ pub(crate) async fn retry_dead(args: RetryDeadArgs) -> Result<(), Failure> {
     let doc = json!({
         "namespace": args.namespace,
         "queue": args.queue,
+        "fingerprint": args.fingerprint,
         "retried": retried,
         "more": more,
     });
     emit(args.client.output, doc, || {
         let mut text = format!("{retried} dead job(s) of {} made pending again", args.queue);
+        if let Some(fingerprint) = &args.fingerprint {
+            text.push_str(&format!(" (error group {fingerprint})"));
+        }
         if more {
             text.push_str("; more dead jobs remain (raise --limit)");
         }
@@ -292,6 +297,7 @@ pub(crate) async fn purge(args: PurgeArgs) -> Result<(), Failure> {
             queue: args.queue.clone(),
             state: state as i32,
             limit,
+            error_fingerprint: args.fingerprint.clone().unwrap_or_default(),
         };
         async move {
             let answer = client.purge_jobs(request).await?.into_inner();
@@ -303,11 +309,15 @@ pub(crate) async fn purge(args: PurgeArgs) -> Result<(), Failure> {
         "namespace": args.namespace,
         "queue": args.queue,
         "state": state_name,
+        "fingerprint": args.fingerprint,
         "purged": purged,
         "more": more,
     });
     emit(args.client.output, doc, || {
         let mut text = format!("{purged} {state_name} job(s) of {} deleted", args.queue);
+        if let Some(fingerprint) = &args.fingerprint {
+            text.push_str(&format!(" (error group {fingerprint})"));
+        }
         if more {
             text.push_str("; more remain (raise --limit)");
         }

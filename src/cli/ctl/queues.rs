@@ -251,13 +251,15 @@ pub(crate) async fn retry_dead(args: RetryDeadArgs) -> Result<(), Failure> {
         }
     })
     .await?;
-    let doc = json!({
+    let mut doc = json!({
         "namespace": args.namespace,
         "queue": args.queue,
-        "fingerprint": args.fingerprint,
         "retried": retried,
         "more": more,
     });
+    if let Some(fingerprint) = &args.fingerprint {
+        doc["fingerprint"] = json!(fingerprint);
+    }
     emit(args.client.output, doc, || {
         let mut text = format!("{retried} dead job(s) of {} made pending again", args.queue);
         if let Some(fingerprint) = &args.fingerprint {
@@ -305,14 +307,16 @@ pub(crate) async fn purge(args: PurgeArgs) -> Result<(), Failure> {
         }
     })
     .await?;
-    let doc = json!({
+    let mut doc = json!({
         "namespace": args.namespace,
         "queue": args.queue,
         "state": state_name,
-        "fingerprint": args.fingerprint,
         "purged": purged,
         "more": more,
     });
+    if let Some(fingerprint) = &args.fingerprint {
+        doc["fingerprint"] = json!(fingerprint);
+    }
     emit(args.client.output, doc, || {
         let mut text = format!("{purged} {state_name} job(s) of {} deleted", args.queue);
         if let Some(fingerprint) = &args.fingerprint {

@@ -5,6 +5,7 @@
 
 mod api;
 mod bulk;
+mod cli;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -315,6 +315,35 @@ async fn error_fingerprints_ignore_numbers_ids_and_quoted_strings() {
     );
 }
 
+/// The cap on a namespace's groups (lib/job.lua `dg.MAX`, lowered to 2 here): past
+/// it a new error joins its queue's group "other", an existing group still takes its
+/// own; a job leaves "other" as it leaves any group, and an empty group is gone.
+#[tokio::test]
+async fn past_the_group_cap_new_errors_join_other() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "ns");
+    let body = "dg.MAX = 2 \
+        local meta = ARGV[1] \
+        local function r(m) return { queue = 'q', \
+          errors = cjson.encode({ { attempt = 1, message = m, at = 0 } }) } end \
+        dg.add(meta, 'a', r('disk full'), 1, false) \
+        dg.add(meta, 'b', r('timeout'), 2, false) \
+        dg.add(meta, 'c', r('no route'), 3, false) \
+        dg.add(meta, 'd', r('disk full'), 4, false) \
+        local fp = dg.fingerprint('disk full') \
+        local out = { redis.call('HLEN', dg.groups(meta)), \
+          redis.call('ZCARD', dg.set(meta, 'other', 'q')), \
+          redis.call('ZCARD', dg.set(meta, fp, 'q')), dg.of(meta, 'c', r('no route')) } \
+        dg.remove(meta, 'c', r('no route')) \
+        out[#out + 1] = redis.call('EXISTS', dg.set(meta, 'other', 'q')) \
+        out[#out + 1] = redis.call('HLEN', dg.groups(meta)) \
+        out[#out + 1] = redis.call('ZCARD', dg.order(meta, 'q')) \
+        return out";
+    let got = eval(&mut conn, Prelude::Job, body, &[keys.meta()]).await;
+    assert_eq!(got, ["3", "1", "2", "other", "0", "2", "2"]);
+}
+
 #[tokio::test]
 async fn the_flow_graph_keys_lua_composes_are_the_ones_keys_rs_names() {
     let redis = TestRedis::start().await;

@@ -261,3 +261,62 @@ async fn migrate_indexes_dead_jobs_stored_before_the_groups() {
     assert_eq!(again.repaired, 0, "{again:?}");
     assert_eq!(grouped(&mut c).await, before);
 }
+
+/// A job whose last lease ran out joins the group of "lease expired"; dead nodes of a
+/// flow leave their group when RetryDeadJobs re-arms one and RetryFlow the rest.
+#[tokio::test]
+async fn lease_expiry_and_flow_nodes_keep_the_groups_exact() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let id = enqueue(&mut c, one_attempt("l", "abandoned")).await.job_id;
+    claim_job(&mut c, &["l"], 0, Some(200))
+        .await
+        .expect("claim");
+    let patience = Patience::new("the lease to run out and a claim to find it");
+    while state(&get_job(&mut c, &id).await) != proto::JobState::Dead {
+        assert!(claim_job(&mut c, &["l"], 0, None).await.is_none());
+        patience.wait().await;
+    }
+    let expired = groups(&mut c, "l").await;
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        (expired[0].count, expired[0].sample_error.as_str()),
+        (1, "lease expired")
+    );
+
+    let node = |reference: &str| proto::FlowNode {
+        r#ref: reference.into(),
+        job: Some(one_attempt("f", reference)),
+        after: vec![],
+        on_dependency_failure: 0,
+    };
+    c.enqueue_flow(proto::EnqueueFlowRequest {
+        namespace: "ns".into(),
+        flow_id: "fl".into(),
+        nodes: vec![node("a"), node("b"), node("c")],
+    })
+    .await
+    .expect("EnqueueFlow");
+    let mut errors = HashMap::new();
+    for j in list_all_jobs(&mut c, "ns", "f", 100).await {
+        errors.insert(j.job_id.clone(), message('A', errors.len()));
+    }
+    fail_all(&mut c, &["f".to_owned()], &errors).await;
+    let queues = ["l", "f"];
+    assert_eq!(grouped(&mut c).await, truth(&mut c, &queues).await);
+    assert_eq!(grouped(&mut c).await[&key("f", 'A')], 3);
+    let fp = fingerprint(&mut c, "f", 'A').await;
+    let one = retry_group(&mut c, "f", &fp, 1).await;
+    assert_eq!((one.retried, one.more), (1, true));
+    assert_eq!(grouped(&mut c).await[&key("f", 'A')], 2);
+    c.retry_flow(proto::RetryFlowRequest {
+        namespace: "ns".into(),
+        flow_id: "fl".into(),
+    })
+    .await
+    .expect("RetryFlow");
+    let now = grouped(&mut c).await;
+    assert_eq!(now, truth(&mut c, &queues).await);
+    assert!(!now.contains_key(&key("f", 'A')), "{now:?}");
+}

@@ -7,10 +7,13 @@
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] queue: the queue   ARGV[10] state: "pending" | "delayed" | "dead"
 -- ARGV[11] limit: most jobs to delete (the caller bounds it: at most 500)
+-- ARGV[12] fingerprint: with state "dead", only the dead jobs of this group of the
+--          queue (issue 33, lib/job.lua dg; "" = every dead job of the queue)
 -- Returns { purged, more (1 if jobs in that state may remain in the queue), register
 --           (1: put the namespace in the prune due-set: a flow finished) }
 --
--- The state's own index is the work list: the delayed set, the queue's dead set, or
+-- The state's own index is the work list: the delayed set, the queue's dead set (or
+-- the group's set, with a fingerprint; a dead job leaves both, dead_remove), or
 -- the ready lists (popped from the head, best priority first) and then the queue's
 -- flow lanes (lib/flow.lua flow.purge_lanes: every place a lane can be). Each entry is
 -- re-validated against its record (invariant 1): only a job still in that state and
@@ -25,6 +28,10 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local K = job_keys(ARGV, 1)
 local meta, queue, state, limit = KEYS[2], ARGV[9], ARGV[10], tonumber(ARGV[11])
+local fingerprint = ARGV[12]
+if fingerprint ~= '' and state ~= 'dead' then
+  return redis.error_reply('DUEQ_BAD_STATE ' .. state)
+end
 
 local now = now_ms()
 local register = 0
@@ -74,13 +81,15 @@ end
 if state == 'dead' or state == 'delayed' then
   local index = K.delayed .. queue
   if state == 'dead' then index = queue_dead(meta, queue) end
+  if fingerprint ~= '' then index = dg.set(meta, fingerprint, queue) end
   for _, id in ipairs(redis.call('ZRANGE', index, 0, limit - 1)) do
-    redis.call('ZREM', index, id)
     local r = live(id)
     if r then
+      if state == 'dead' then dead_remove(meta, id, r) end
       purge(id, r)
       purged = purged + 1
     end
+    redis.call('ZREM', index, id)
   end
   if redis.call('ZCARD', index) > 0 then more = 1 end
 elseif state == 'pending' then

@@ -586,12 +586,137 @@ end
 
 local function count_pending(meta, r, delta) count_state(meta, r, 'pending', delta) end
 
--- A job became dead / stopped being dead: its queue's dead set follows.
+-- Dead letters grouped by error (issue 33). A dead job is in exactly one group, named
+-- by its queue and the fingerprint of the last message of its error history (the
+-- message of the attempt that made it dead): dg.fingerprint(message) -> the
+-- first 16 hex digits of the SHA-1 of dg.normalise(message): its first
+-- dg.NORMALISE_BYTES bytes lower-cased, quoted strings ('...' and "...") made '…' and
+-- "…", UUIDs made #, and in each run of letters and digits that holds a digit: the
+-- whole run made # when it is hex, starts with 0x or is 8 or more long (an id),
+-- else each run of digits made # ("30s" -> "#s"). Keys composed from meta (keys.rs
+-- `dead_groups`, `dead_group`, `dead_order`; a library test pins them):
+--   dg.groups(meta)            hash meta .. ':dg'  '<fp>:<queue>' -> cmsgpack
+--                              { sample job id, its message (at most dg.SAMPLE_BYTES) }:
+--                              the last job that joined the group
+--   dg.set(meta, fp, q)        zset meta .. ':dg:' .. fp .. ':' .. q  id -> dead ms
+--                              (its count, first and last seen are this set's)
+--   dg.order(meta, q)          zset meta .. ':dgo' (q '': every queue) or
+--                              meta .. ':dgo:' .. q  '<fp>:<queue>' -> count
+-- A namespace holds at most dg.MAX groups: past it, a job whose group is
+-- new joins its queue's group 'other' (fingerprint "other") instead. A group leaves
+-- every key with its last job. Scores are the set's size (ZCARD), never an
+-- increment, so adding a job twice (Migrate, the recount) leaves the counts exact.
+-- dg.add(meta, id, r, at, keep_sample) / dg.remove(meta, id, r) (dead_add and
+-- dead_remove call them; keep_sample: a group's sample is only set when it has none):
+-- O(log N) plus one decode of the error history (at most MAX_ERRORS entries).
+-- (One table, not a local each: see `retention` below.)
+local dg = { MAX = 10000, NORMALISE_BYTES = 1024, SAMPLE_BYTES = 512 }
+function dg.groups(meta) return meta .. ':dg' end
+function dg.set(meta, fp, queue) return meta .. ':dg:' .. fp .. ':' .. queue end
+function dg.order(meta, queue)
+  if queue == '' then return meta .. ':dgo' end
+  return meta .. ':dgo:' .. queue
+end
+
+dg.UUID = '%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x'
+
+function dg.normal_word(w)
+  if not string.find(w, '%d') then return nil end
+  if #w >= 8 or not string.find(w, '%X') or string.find(w, '^0x%x+$') then return '#' end
+  return (string.gsub(w, '%d+', '#'))
+end
+
+function dg.normalise(message)
+  local s = string.lower(string.sub(message, 1, dg.NORMALISE_BYTES))
+  s = string.gsub(s, "'[^']*'", "'\226\128\166'")
+  s = string.gsub(s, '"[^"]*"', '"\226\128\166"')
+  s = string.gsub(s, dg.UUID, '#')
+  return (string.gsub(s, '%w+', dg.normal_word))
+end
+
+function dg.fingerprint(message)
+  return string.sub(redis.sha1hex(dg.normalise(message)), 1, 16)
+end
+
+-- The last message of a record's error history ('' when it has none).
+function dg.last_error(r)
+  if r.errors == '' then return '' end
+  local ok, decoded = pcall(cjson.decode, r.errors)
+  if not ok or type(decoded) ~= 'table' or #decoded == 0 then return '' end
+  local message = decoded[#decoded].message
+  if type(message) ~= 'string' then return '' end
+  return message
+end
+
+-- s cut to at most n bytes, never inside a UTF-8 character.
+function dg.cut(s, n)
+  if #s <= n then return s end
+  local cut = n
+  while cut > 0 do
+    local b = string.byte(s, cut + 1)
+    if b < 128 or b >= 192 then break end
+    cut = cut - 1
+  end
+  return string.sub(s, 1, cut)
+end
+
+function dg.recount(meta, queue, fp, set)
+  local field, n = fp .. ':' .. queue, redis.call('ZCARD', set)
+  if n == 0 then
+    redis.call('HDEL', dg.groups(meta), field)
+    redis.call('ZREM', dg.order(meta, ''), field)
+    redis.call('ZREM', dg.order(meta, queue), field)
+  else
+    redis.call('ZADD', dg.order(meta, ''), n, field)
+    redis.call('ZADD', dg.order(meta, queue), n, field)
+  end
+end
+
+function dg.add(meta, id, r, at, keep_sample)
+  local message = dg.last_error(r)
+  local fp = dg.fingerprint(message)
+  local groups = dg.groups(meta)
+  if redis.call('HEXISTS', groups, fp .. ':' .. r.queue) == 0
+      and redis.call('HLEN', groups) >= dg.MAX then
+    fp = 'other'
+  end
+  local set = dg.set(meta, fp, r.queue)
+  redis.call('ZADD', set, at, id)
+  local sample = cmsgpack.pack({ id, dg.cut(message, dg.SAMPLE_BYTES) })
+  if keep_sample then
+    redis.call('HSETNX', groups, fp .. ':' .. r.queue, sample)
+  else
+    redis.call('HSET', groups, fp .. ':' .. r.queue, sample)
+  end
+  dg.recount(meta, r.queue, fp, set)
+end
+
+-- The group job id (record r, dead) is in: its fingerprint, else 'other'; nil when
+-- it is in neither (a job dead before the groups, until Migrate indexes it).
+function dg.of(meta, id, r)
+  local fp = dg.fingerprint(dg.last_error(r))
+  if redis.call('ZSCORE', dg.set(meta, fp, r.queue), id) then return fp end
+  if redis.call('ZSCORE', dg.set(meta, 'other', r.queue), id) then return 'other' end
+  return nil
+end
+
+function dg.remove(meta, id, r)
+  local fp = dg.of(meta, id, r)
+  if not fp then return end
+  local set = dg.set(meta, fp, r.queue)
+  redis.call('ZREM', set, id)
+  dg.recount(meta, r.queue, fp, set)
+end
+
+-- A job became dead / stopped being dead: its queue's dead set and its group follow
+-- (r still holds the error history it died with).
 local function dead_add(meta, id, r, now)
   redis.call('ZADD', queue_dead(meta, r.queue), now, id)
+  dg.add(meta, id, r, now, false)
 end
 local function dead_remove(meta, id, r)
   redis.call('ZREM', queue_dead(meta, r.queue), id)
+  dg.remove(meta, id, r)
 end
 
 -- Whether a queue is paused (claims skip it). O(1).

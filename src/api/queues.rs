@@ -11,7 +11,9 @@ use super::{
 use crate::{
     domain::{limits::is_namespace, Namespace, QueueStats},
     proto,
-    store::ops::{purge_jobs, purge_jobs::PurgeState, retry_dead_jobs},
+    store::ops::{
+        list_dead_groups::DeadGroup, purge_jobs, purge_jobs::PurgeState, retry_dead_jobs,
+    },
 };
 
 const DEFAULT_PAGE_SIZE: u32 = 100;
@@ -126,6 +128,73 @@ pub(super) async fn resume(
     Ok(proto::ResumeQueueResponse { changed })
 }
 
+/// An error group's fingerprint (issue 33): "" (none), 16 lowercase hex digits, or
+/// "other".
+fn fingerprint(value: &str) -> Result<&str, ApiError> {
+    let hex = value.len() == 16
+        && value
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if value.is_empty() || value == "other" || hex {
+        return Ok(value);
+    }
+    Err(ApiError::invalid(
+        "error_fingerprint",
+        "must be a DeadGroup.fingerprint: 16 lowercase hex digits or \"other\"",
+    ))
+}
+
+/// Most groups a page token may skip: a token is an offset into the groups, which
+/// a namespace holds at most about 10,000 of.
+const MAX_GROUP_OFFSET: u64 = 1_000_000;
+
+/// ListDeadGroups' page token: the number of groups before the page, in decimal.
+fn group_offset(token: &str) -> Result<u64, ApiError> {
+    if token.is_empty() {
+        return Ok(0);
+    }
+    match token.parse::<u64>() {
+        Ok(n) if n <= MAX_GROUP_OFFSET && token.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(ApiError::invalid(
+            "page_token",
+            "is not a token ListDeadGroups returned",
+        )),
+    }
+}
+
+pub(super) async fn list_dead_groups(
+    api: &QueueApi,
+    namespace: &Namespace,
+    request: Request<proto::ListDeadGroupsRequest>,
+) -> Result<proto::ListDeadGroupsResponse, ApiError> {
+    let req = request.into_inner();
+    if !req.queue.is_empty() {
+        check::id("queue", &req.queue)?;
+    }
+    let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    let offset = group_offset(&req.page_token)?;
+    let page = api
+        .jobs
+        .list_dead_groups(namespace, &req.queue, offset, size)
+        .await?;
+    Ok(proto::ListDeadGroupsResponse {
+        groups: page.groups.into_iter().map(group_to_proto).collect(),
+        next_page_token: page.next_offset.map(|n| n.to_string()).unwrap_or_default(),
+    })
+}
+
+fn group_to_proto(g: DeadGroup) -> proto::DeadGroup {
+    proto::DeadGroup {
+        fingerprint: g.fingerprint,
+        queue: g.queue,
+        count: g.count,
+        first_seen: g.first_seen_ms.map(timestamp),
+        last_seen: g.last_seen_ms.map(timestamp),
+        sample_job_id: g.sample_job_id,
+        sample_error: g.sample_error,
+    }
+}
+
 pub(super) async fn retry_dead(
     api: &QueueApi,
     namespace: &Namespace,
@@ -133,8 +202,12 @@ pub(super) async fn retry_dead(
 ) -> Result<proto::RetryDeadJobsResponse, ApiError> {
     let req = request.into_inner();
     let queue = queue(&req.queue)?;
+    let fingerprint = fingerprint(&req.error_fingerprint)?;
     let limit = limit(req.limit, retry_dead_jobs::MAX_BATCH)?;
-    let (retried, more) = api.jobs.retry_dead(namespace, queue, limit).await?;
+    let (retried, more) = api
+        .jobs
+        .retry_dead(namespace, queue, fingerprint, limit)
+        .await?;
     Ok(proto::RetryDeadJobsResponse { retried, more })
 }
 
@@ -145,33 +218,42 @@ pub(super) async fn purge(
 ) -> Result<proto::PurgeJobsResponse, ApiError> {
     let req = request.into_inner();
     let queue = queue(&req.queue)?;
-    let state = match proto::JobState::try_from(req.state) {
-        Ok(proto::JobState::Pending) => PurgeState::Pending,
-        Ok(proto::JobState::Delayed) => PurgeState::Delayed,
-        Ok(proto::JobState::Dead) => PurgeState::Dead,
-        Ok(proto::JobState::Unspecified) => {
-            return Err(ApiError::invalid(
-                "state",
-                "is required: JOB_STATE_PENDING, JOB_STATE_DELAYED or JOB_STATE_DEAD",
-            ))
-        }
-        Ok(other) => {
-            return Err(ApiError::invalid(
-                "state",
-                format!(
-                    "{} jobs cannot be purged (only pending, delayed or dead)",
-                    other.as_str_name()
-                ),
-            ))
-        }
-        Err(_) => {
-            return Err(ApiError::invalid(
-                "state",
-                format!("unknown state {}", req.state),
-            ))
-        }
-    };
+    let fingerprint = fingerprint(&req.error_fingerprint)?;
+    let state = purge_state(req.state, !fingerprint.is_empty())?;
     let limit = limit(req.limit, purge_jobs::MAX_BATCH)?;
-    let (purged, more) = api.jobs.purge(namespace, queue, state, limit).await?;
+    let (purged, more) = api
+        .jobs
+        .purge(namespace, queue, state, fingerprint, limit)
+        .await?;
     Ok(proto::PurgeJobsResponse { purged, more })
+}
+
+/// PurgeJobs' `state`; with an error fingerprint (`grouped`) it is DEAD or left
+/// unspecified (meaning DEAD).
+fn purge_state(state: i32, grouped: bool) -> Result<PurgeState, ApiError> {
+    match proto::JobState::try_from(state) {
+        Ok(proto::JobState::Dead) => Ok(PurgeState::Dead),
+        Ok(proto::JobState::Unspecified) if grouped => Ok(PurgeState::Dead),
+        Ok(proto::JobState::Pending | proto::JobState::Delayed) if grouped => {
+            Err(ApiError::invalid(
+                "state",
+                "must be JOB_STATE_DEAD or unspecified with error_fingerprint (only dead jobs \
+                 have an error group)",
+            ))
+        }
+        Ok(proto::JobState::Pending) => Ok(PurgeState::Pending),
+        Ok(proto::JobState::Delayed) => Ok(PurgeState::Delayed),
+        Ok(proto::JobState::Unspecified) => Err(ApiError::invalid(
+            "state",
+            "is required: JOB_STATE_PENDING, JOB_STATE_DELAYED or JOB_STATE_DEAD",
+        )),
+        Ok(other) => Err(ApiError::invalid(
+            "state",
+            format!(
+                "{} jobs cannot be purged (only pending, delayed or dead)",
+                other.as_str_name()
+            ),
+        )),
+        Err(_) => Err(ApiError::invalid("state", format!("unknown state {state}"))),
+    }
 }

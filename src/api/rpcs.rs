@@ -217,6 +217,7 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Reader   Unary    quiet   ns ] ListFlowKeys: list_flow_keys(ListFlowKeysRequest -> ListFlowKeysResponse) = flow::list_keys;
     [Admin    Unary    audited ns ] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
     [Admin    Unary    audited ns ] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
+    [Reader   Unary    quiet   ns ] ListDeadGroups: list_dead_groups(ListDeadGroupsRequest -> ListDeadGroupsResponse) = queues::list_dead_groups;
     [Admin    Stream   audited own] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
     [Reader   Unary    quiet   ns ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
 });

@@ -403,6 +403,10 @@ pub struct RetryDeadArgs {
     /// batches of at most 500.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Only the dead jobs of this error group (a fingerprint `dueq jobs dead-groups`
+    /// shows).
+    #[arg(long)]
+    pub fingerprint: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -431,6 +435,10 @@ pub struct PurgeArgs {
     /// called in batches of at most 500.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Only the dead jobs of this error group (a fingerprint `dueq jobs dead-groups`
+    /// shows; needs --state dead).
+    #[arg(long)]
+    pub fingerprint: Option<String>,
     /// Really delete: without it nothing is sent and the command exits 2.
     #[arg(long)]
     pub yes: bool,
@@ -438,18 +446,50 @@ pub struct PurgeArgs {
     pub client: ClientArgs,
 }
 
-/// `dueq jobs`: the jobs of one queue.
+/// `dueq jobs`: the jobs of one queue (`dueq jobs -n NS QUEUE`), or the dead jobs
+/// grouped by error (`dueq jobs dead-groups -n NS`, issue 33).
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct JobsArgs {
+    #[command(subcommand)]
+    pub action: Option<JobsCommand>,
     /// The namespace.
-    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
-    pub namespace: String,
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE", required = true)]
+    pub namespace: Option<String>,
     /// The queue.
-    pub queue: String,
+    #[arg(required = true)]
+    pub queue: Option<String>,
     /// Only jobs in this state (default: all).
     #[arg(long, value_enum)]
     pub state: Option<JobStateArg>,
     /// Most jobs to show, in enqueue order (1-10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// What `dueq jobs` shows besides a queue's jobs.
+#[derive(Debug, Clone, Subcommand)]
+pub enum JobsCommand {
+    /// A namespace's dead jobs grouped by error (ListDeadGroups): jobs of one queue
+    /// whose last error messages match once numbers, ids and quoted strings are
+    /// normalised; the largest group first. Retry or delete a group with
+    /// `dueq retry-dead --fingerprint` / `dueq purge --state dead --fingerprint`.
+    #[command(name = "dead-groups", after_help = CLIENT_HELP)]
+    DeadGroups(DeadGroupsArgs),
+}
+
+/// `dueq jobs dead-groups`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeadGroupsArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Only this queue's groups (default: every queue).
+    #[arg(long, short = 'q')]
+    pub queue: Option<String>,
+    /// Most groups to show, largest first (1-10000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
     #[command(flatten)]

@@ -9,6 +9,7 @@ use crate::{
     error::Error,
     namespaces::Work,
     store::ops::{
+        list_dead_groups::{DeadGroupPage, ListDeadGroups},
         pause_queue::PauseQueue,
         purge_jobs::{PurgeJobs, PurgeState},
         retry_dead_jobs::RetryDeadJobs,
@@ -61,11 +62,30 @@ impl Jobs {
         Ok(changed)
     }
 
-    /// Retries up to `limit` dead jobs of a queue; how many, and whether more remain.
+    /// A page of a namespace's dead jobs grouped by error (issue 33), of one queue
+    /// or ("") every queue, the largest group first.
+    pub(crate) async fn list_dead_groups(
+        &self,
+        namespace: &Namespace,
+        queue: &str,
+        offset: u64,
+        size: usize,
+    ) -> Result<DeadGroupPage, Error> {
+        let op = ListDeadGroups {
+            queue,
+            offset,
+            limit: size,
+        };
+        Ok(self.cx.store.run(namespace, &op).await?)
+    }
+
+    /// Retries up to `limit` dead jobs of a queue (of one error group when
+    /// `fingerprint` is not ""); how many, and whether more remain.
     pub(crate) async fn retry_dead(
         &self,
         namespace: &Namespace,
         queue: &str,
+        fingerprint: &str,
         limit: u32,
     ) -> Result<(u32, bool), Error> {
         let entry = self.entry(namespace);
@@ -80,6 +100,7 @@ impl Jobs {
                     &RetryDeadJobs {
                         queue,
                         limit: batch,
+                        fingerprint,
                     },
                 )
                 .await?;
@@ -97,13 +118,14 @@ impl Jobs {
         Ok((retried, more))
     }
 
-    /// Deletes up to `limit` jobs of a queue in `state`; how many, and whether more
-    /// may remain.
+    /// Deletes up to `limit` jobs of a queue in `state` (dead ones of one error group
+    /// when `fingerprint` is not ""); how many, and whether more may remain.
     pub(crate) async fn purge(
         &self,
         namespace: &Namespace,
         queue: &str,
         state: PurgeState,
+        fingerprint: &str,
         limit: u32,
     ) -> Result<(u32, bool), Error> {
         let (mut purged, mut left) = (0, limit);
@@ -113,6 +135,7 @@ impl Jobs {
                 queue,
                 state,
                 limit: batch,
+                fingerprint,
             };
             let batch_done = self.cx.store.run(namespace, &op).await?;
             if batch_done.register {

@@ -15,6 +15,7 @@
 
 mod boringnode;
 mod counts;
+mod dead_groups;
 mod flow;
 mod graph;
 mod jobs;
@@ -279,6 +280,9 @@ impl Migrator {
             // 3d. Job dependencies (issue 34): no node left waiting whose
             // dependencies have finished.
             self.check_graph(&mut run).await?;
+            // 3e. Dead jobs grouped by error (issue 33): dead jobs stored before the
+            // groups join theirs.
+            self.index_dead_groups(&mut run).await?;
         }
         // 4. The version, last.
         run.progress.to_schema = if options.dry_run {

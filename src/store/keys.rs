@@ -50,9 +50,11 @@
 //! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
-//! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, lib/flow.lua
+//! `queue_dead`, `queue_registry`, `retention.expiry`, `retention.kept`, `dg.groups`,
+//! `dg.set`, `dg.order`, lib/flow.lua
 //! `flow.key`, lib/graph.lua `graph.key` and its sets, pinned to the functions here by
 //! library tests); their infixes (`q:`, `dead:`, `queues`, `jobs`, `expire`, `kept:`,
+//! `dg`, `dg:`, `dgo`, `dgo:`,
 //! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`) follow meta's own name,
 //! which no other kind of key starts with. A flow key carries the queue's length
 //! before the queue, so no two queues' flow keys meet whatever follows the queue.
@@ -258,6 +260,29 @@ impl NamespaceKeys {
     #[cfg(test)]
     pub(crate) fn queue_dead(&self, queue: &str) -> String {
         format!("{}:dead:{queue}", self.meta())
+    }
+
+    /// Dead jobs grouped by error (issue 33; lib/job.lua `dg.groups`, `dg.set`,
+    /// `dg.order`): the groups' hash (`<fingerprint>:<queue>` -> sample), one group's
+    /// set of job ids by dead ms, and the groups by count (every queue when `queue`
+    /// is "", else that queue's).
+    #[cfg(test)]
+    pub(crate) fn dead_groups(&self) -> String {
+        format!("{}:dg", self.meta())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn dead_group(&self, fingerprint: &str, queue: &str) -> String {
+        format!("{}:dg:{fingerprint}:{queue}", self.meta())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn dead_order(&self, queue: &str) -> String {
+        if queue.is_empty() {
+            format!("{}:dgo", self.meta())
+        } else {
+            format!("{}:dgo:{queue}", self.meta())
+        }
     }
 
     /// A flow's hash (issue 34; lib/graph.lua `graph.key`).

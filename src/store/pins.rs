@@ -227,6 +227,124 @@ async fn the_jobs_marker_lua_composes_is_the_one_keys_rs_names() {
 }
 
 #[tokio::test]
+async fn the_dead_group_keys_lua_composes_are_the_ones_keys_rs_names() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "billing.eu");
+    let lua = eval(
+        &mut conn,
+        Prelude::Job,
+        "return { dg.groups(ARGV[1]), dg.set(ARGV[1], ARGV[2], ARGV[3]), \
+         dg.order(ARGV[1], ''), dg.order(ARGV[1], ARGV[3]) }",
+        &[keys.meta(), "0123456789abcdef".into(), "q:{x}".into()],
+    )
+    .await;
+    let want = vec![
+        keys.dead_groups(),
+        keys.dead_group("0123456789abcdef", "q:{x}"),
+        keys.dead_order(""),
+        keys.dead_order("q:{x}"),
+    ];
+    assert_eq!(lua, want);
+}
+
+/// The error normaliser (lib/job.lua `dg.normalise`, `dg.fingerprint`; issue 33):
+/// messages that differ only in numbers, ids and quoted strings share a fingerprint;
+/// others do not.
+#[tokio::test]
+async fn error_fingerprints_ignore_numbers_ids_and_quoted_strings() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let pairs_same = [
+        (
+            "timeout after 30s on job 7f3a9c",
+            "timeout after 12s on job 99b1e0",
+        ),
+        (
+            "Order 550e8400-e29b-41d4-a716-446655440000 not found",
+            "order 6ba7b810-9dad-11d1-80b4-00c04fd430c8 NOT FOUND",
+        ),
+        ("user 'alice' has no access", "user 'bob' has no access"),
+        ("bad key \"x-1\" at 0x7ffe1234", "bad key \"yz\" at 0x1"),
+        ("id a8Xk29Qz7 rejected", "id Q2w9zzTT1 rejected"),
+    ];
+    let pairs_differ = [
+        ("timeout after 30s", "connection refused after 30s"),
+        ("disk full", "disk quota exceeded"),
+        ("timeout after 30s", "timeout after 30ms"),
+    ];
+    let mut args = Vec::new();
+    for (a, b) in pairs_same.iter().chain(pairs_differ.iter()) {
+        args.push((*a).to_owned());
+        args.push((*b).to_owned());
+    }
+    let lua = eval(
+        &mut conn,
+        Prelude::Job,
+        "local out = {} for i, m in ipairs(ARGV) do out[i] = dg.fingerprint(m) end return out",
+        &args,
+    )
+    .await;
+    for fp in &lua {
+        assert!(
+            fp.len() == 16 && fp.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{fp:?}: 16 hex digits"
+        );
+    }
+    for (i, (a, b)) in pairs_same.iter().enumerate() {
+        assert_eq!(lua[2 * i], lua[2 * i + 1], "{a:?} and {b:?}: one group");
+    }
+    let base = 2 * pairs_same.len();
+    for (i, (a, b)) in pairs_differ.iter().enumerate() {
+        assert_ne!(
+            lua[base + 2 * i],
+            lua[base + 2 * i + 1],
+            "{a:?} and {b:?}: two groups"
+        );
+    }
+    let normal = eval(
+        &mut conn,
+        Prelude::Job,
+        "return { dg.normalise(ARGV[1]) }",
+        &["Timeout after 30s on job 7f3a9c (user 'alice')".into()],
+    )
+    .await;
+    assert_eq!(
+        normal,
+        vec!["timeout after #s on job # (user '…')".to_owned()]
+    );
+}
+
+/// The cap on a namespace's groups (lib/job.lua `dg.MAX`, lowered to 2 here): past
+/// it a new error joins its queue's group "other", an existing group still takes its
+/// own; a job leaves "other" as it leaves any group, and an empty group is gone.
+#[tokio::test]
+async fn past_the_group_cap_new_errors_join_other() {
+    let redis = TestRedis::start().await;
+    let mut conn = redis.conn().await;
+    let keys = NamespaceKeys::new("dueq", "ns");
+    let body = "dg.MAX = 2 \
+        local meta = ARGV[1] \
+        local function r(m) return { queue = 'q', \
+          errors = cjson.encode({ { attempt = 1, message = m, at = 0 } }) } end \
+        dg.add(meta, 'a', r('disk full'), 1, false) \
+        dg.add(meta, 'b', r('timeout'), 2, false) \
+        dg.add(meta, 'c', r('no route'), 3, false) \
+        dg.add(meta, 'd', r('disk full'), 4, false) \
+        local fp = dg.fingerprint('disk full') \
+        local out = { redis.call('HLEN', dg.groups(meta)), \
+          redis.call('ZCARD', dg.set(meta, 'other', 'q')), \
+          redis.call('ZCARD', dg.set(meta, fp, 'q')), dg.of(meta, 'c', r('no route')) } \
+        dg.remove(meta, 'c', r('no route')) \
+        out[#out + 1] = redis.call('EXISTS', dg.set(meta, 'other', 'q')) \
+        out[#out + 1] = redis.call('HLEN', dg.groups(meta)) \
+        out[#out + 1] = redis.call('ZCARD', dg.order(meta, 'q')) \
+        return out";
+    let got = eval(&mut conn, Prelude::Job, body, &[keys.meta()]).await;
+    assert_eq!(got, ["3", "1", "2", "other", "0", "2", "2"]);
+}
+
+#[tokio::test]
 async fn the_flow_graph_keys_lua_composes_are_the_ones_keys_rs_names() {
     let redis = TestRedis::start().await;
     let mut conn = redis.conn().await;

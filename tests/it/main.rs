@@ -10,6 +10,7 @@
 //! - `deps/`       job dependencies: flows of jobs, their rules, results, retention
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
 //! - `queues/`     queue inspection and controls, per-namespace quotas
+//! - `deadgroups/` dead letters grouped by error: listing, group retry and purge, Migrate
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
 //! - `security/`   authentication and authorisation, TLS to clients and to Redis
@@ -36,6 +37,7 @@ mod common;
 
 mod clients;
 mod cluster;
+mod deadgroups;
 mod deps;
 mod doc_examples;
 mod edge;

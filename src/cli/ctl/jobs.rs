@@ -3,7 +3,8 @@
 
 use dueq::{
     config::ctl::{
-        ClientArgs, JobArgs, JobCommand, JobStateArg, JobTarget, JobsArgs, ReleaseJobTarget,
+        ClientArgs, DeadGroupsArgs, JobArgs, JobCommand, JobStateArg, JobTarget, JobsArgs,
+        JobsCommand, ReleaseJobTarget,
     },
     proto,
 };
@@ -29,7 +30,93 @@ pub(crate) fn state(arg: JobStateArg) -> proto::JobState {
     }
 }
 
-pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
+/// `dueq jobs`: a queue's jobs, or `dead-groups`.
+pub(crate) async fn jobs(args: JobsArgs) -> Result<(), Failure> {
+    match args.action {
+        Some(JobsCommand::DeadGroups(groups)) => dead_groups(groups).await,
+        None => match (args.namespace.clone(), args.queue.clone()) {
+            (Some(namespace), Some(queue)) => list(namespace, queue, args).await,
+            // clap requires both without a subcommand.
+            _ => Err(Failure::Usage(
+                "a namespace (-n) and a queue are required".into(),
+            )),
+        },
+    }
+}
+
+/// `dueq jobs dead-groups`: ListDeadGroups, paged up to --limit.
+async fn dead_groups(args: DeadGroupsArgs) -> Result<(), Failure> {
+    let mut client = connect(&args.client, true).await?;
+    let limit = args.limit as usize;
+    let mut groups = Vec::new();
+    let mut token = String::new();
+    let more = loop {
+        let page = client
+            .list_dead_groups(proto::ListDeadGroupsRequest {
+                namespace: args.namespace.clone(),
+                queue: args.queue.clone().unwrap_or_default(),
+                page_size: (limit - groups.len()).min(1000) as u32,
+                page_token: token,
+            })
+            .await?
+            .into_inner();
+        groups.extend(page.groups);
+        token = page.next_page_token;
+        if token.is_empty() {
+            break false;
+        }
+        if groups.len() >= limit {
+            break true;
+        }
+    };
+    groups.truncate(limit);
+    let doc = json!({
+        "namespace": args.namespace,
+        "queue": args.queue,
+        "groups": groups.iter().map(|g| json!({
+            "fingerprint": g.fingerprint,
+            "queue": g.queue,
+            "count": g.count,
+            "first_seen": render::time_json(&g.first_seen),
+            "last_seen": render::time_json(&g.last_seen),
+            "sample_job_id": g.sample_job_id,
+            "sample_error": g.sample_error,
+        })).collect::<Vec<_>>(),
+        "more": more,
+    });
+    emit(args.client.output, doc, || {
+        let mut table = render::table(&[
+            "FINGERPRINT",
+            "QUEUE",
+            "COUNT",
+            "FIRST SEEN",
+            "LAST SEEN",
+            "SAMPLE JOB",
+            "SAMPLE ERROR",
+        ]);
+        for g in &groups {
+            table.add_row(vec![
+                g.fingerprint.clone(),
+                g.queue.clone(),
+                g.count.to_string(),
+                time_cell(&g.first_seen),
+                time_cell(&g.last_seen),
+                or_dash(&g.sample_job_id),
+                or_dash(&g.sample_error),
+            ]);
+        }
+        let mut text = table.to_string();
+        if more {
+            text.push_str(&format!(
+                "\nmore groups follow; raise --limit (now {limit}) to see them"
+            ));
+        }
+        text
+    });
+    Ok(())
+}
+
+async fn list(namespace: String, queue: String, args: JobsArgs) -> Result<(), Failure> {
     let mut client = connect(&args.client, true).await?;
     let limit = args.limit as usize;
     let filter = args.state.map(state);
@@ -38,8 +125,8 @@ pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
     let more = loop {
         let page = client
             .list_jobs(proto::ListJobsRequest {
-                namespace: args.namespace.clone(),
-                queue: args.queue.clone(),
+                namespace: namespace.clone(),
+                queue: queue.clone(),
                 state: filter.map_or(0, |s| s as i32),
                 page_size: (limit - jobs.len()).min(1000) as u32,
                 page_token: token,
@@ -58,8 +145,8 @@ pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
     };
     jobs.truncate(limit);
     let doc = json!({
-        "namespace": args.namespace,
-        "queue": args.queue,
+        "namespace": namespace,
+        "queue": queue,
         "state": args.state.map(|s| render::job_state(state(s) as i32)),
         "jobs": jobs.iter().map(|j| job_json(j, false)).collect::<Vec<_>>(),
         "more": more,

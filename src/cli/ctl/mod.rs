@@ -87,7 +87,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
         OperatorCommand::Queue(args) => queues::queue(args).await,
         OperatorCommand::RetryDead(args) => queues::retry_dead(args).await,
         OperatorCommand::Purge(args) => queues::purge(args).await,
-        OperatorCommand::Jobs(args) => jobs::list(args).await,
+        OperatorCommand::Jobs(args) => jobs::jobs(args).await,
         OperatorCommand::Job(args) => jobs::job(args).await,
         OperatorCommand::Schedules(args) => schedules::list(args).await,
         OperatorCommand::Schedule(args) => schedules::act(args).await,
@@ -106,7 +106,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 
 fn command_name(command: &OperatorCommand) -> &'static str {
     use dueq::config::ctl::{
-        FlowAction, JobCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction,
+        FlowAction, JobCommand, JobsCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction,
     };
     match command {
         OperatorCommand::Namespaces(_) => "namespaces",
@@ -126,7 +126,10 @@ fn command_name(command: &OperatorCommand) -> &'static str {
         },
         OperatorCommand::RetryDead(_) => "retry-dead",
         OperatorCommand::Purge(_) => "purge",
-        OperatorCommand::Jobs(_) => "jobs",
+        OperatorCommand::Jobs(args) => match args.action {
+            None => "jobs",
+            Some(JobsCommand::DeadGroups(_)) => "jobs dead-groups",
+        },
         OperatorCommand::Job(args) => match args.action {
             None => "job",
             Some(JobCommand::Delete(_)) => "job delete",

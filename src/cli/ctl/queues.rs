@@ -243,6 +243,7 @@ pub(crate) async fn retry_dead(args: RetryDeadArgs) -> Result<(), Failure> {
             namespace: args.namespace.clone(),
             queue: args.queue.clone(),
             limit,
+            error_fingerprint: args.fingerprint.clone().unwrap_or_default(),
         };
         async move {
             let answer = client.retry_dead_jobs(request).await?.into_inner();
@@ -250,14 +251,20 @@ pub(crate) async fn retry_dead(args: RetryDeadArgs) -> Result<(), Failure> {
         }
     })
     .await?;
-    let doc = json!({
+    let mut doc = json!({
         "namespace": args.namespace,
         "queue": args.queue,
         "retried": retried,
         "more": more,
     });
+    if let Some(fingerprint) = &args.fingerprint {
+        doc["fingerprint"] = json!(fingerprint);
+    }
     emit(args.client.output, doc, || {
         let mut text = format!("{retried} dead job(s) of {} made pending again", args.queue);
+        if let Some(fingerprint) = &args.fingerprint {
+            text.push_str(&format!(" (error group {fingerprint})"));
+        }
         if more {
             text.push_str("; more dead jobs remain (raise --limit)");
         }
@@ -292,6 +299,7 @@ pub(crate) async fn purge(args: PurgeArgs) -> Result<(), Failure> {
             queue: args.queue.clone(),
             state: state as i32,
             limit,
+            error_fingerprint: args.fingerprint.clone().unwrap_or_default(),
         };
         async move {
             let answer = client.purge_jobs(request).await?.into_inner();
@@ -299,15 +307,21 @@ pub(crate) async fn purge(args: PurgeArgs) -> Result<(), Failure> {
         }
     })
     .await?;
-    let doc = json!({
+    let mut doc = json!({
         "namespace": args.namespace,
         "queue": args.queue,
         "state": state_name,
         "purged": purged,
         "more": more,
     });
+    if let Some(fingerprint) = &args.fingerprint {
+        doc["fingerprint"] = json!(fingerprint);
+    }
     emit(args.client.output, doc, || {
         let mut text = format!("{purged} {state_name} job(s) of {} deleted", args.queue);
+        if let Some(fingerprint) = &args.fingerprint {
+            text.push_str(&format!(" (error group {fingerprint})"));
+        }
         if more {
             text.push_str("; more remain (raise --limit)");
         }

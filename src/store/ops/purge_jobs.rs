@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!(PurgeJobs<'_>: "purge_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
+script!(PurgeJobs<'_>: "purge_jobs", Job, Arity::Exactly(2), Arity::Exactly(12));
 
 /// Most jobs one call may delete (the script's run time is bounded by it).
 pub(crate) const MAX_BATCH: u32 = 500;
@@ -30,6 +30,9 @@ pub(crate) struct PurgeJobs<'a> {
     pub(crate) state: PurgeState,
     /// Capped at [`MAX_BATCH`].
     pub(crate) limit: u32,
+    /// With [`PurgeState::Dead`], only the dead jobs of this error group (issue 33;
+    /// "" = every dead job).
+    pub(crate) fingerprint: &'a str,
 }
 
 /// What one purge call deleted.
@@ -50,7 +53,8 @@ impl Operation for PurgeJobs<'_> {
         job_head(keys, call);
         call.arg("queue", self.queue)
             .arg("state", self.state.as_str())
-            .arg("limit", self.limit.clamp(1, MAX_BATCH));
+            .arg("limit", self.limit.clamp(1, MAX_BATCH))
+            .arg("fingerprint", self.fingerprint);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -72,5 +76,6 @@ pub(super) fn sample() -> PurgeJobs<'static> {
         queue: "q",
         state: PurgeState::Dead,
         limit: 10,
+        fingerprint: "",
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{job_head, prelude::*};
 
-script!(RetryDeadJobs<'_>: "retry_dead_jobs", Job, Arity::Exactly(2), Arity::Exactly(10));
+script!(RetryDeadJobs<'_>: "retry_dead_jobs", Job, Arity::Exactly(2), Arity::Exactly(11));
 
 /// Most jobs one call may retry (the script's run time is bounded by it).
 pub(crate) const MAX_BATCH: u32 = 500;
@@ -11,6 +11,8 @@ pub(crate) struct RetryDeadJobs<'a> {
     pub(crate) queue: &'a str,
     /// Capped at [`MAX_BATCH`].
     pub(crate) limit: u32,
+    /// Only the dead jobs of this error group (issue 33; "" = every dead job).
+    pub(crate) fingerprint: &'a str,
 }
 
 /// What one retry call revived.
@@ -30,7 +32,8 @@ impl Operation for RetryDeadJobs<'_> {
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
         call.arg("queue", self.queue)
-            .arg("limit", self.limit.clamp(1, MAX_BATCH));
+            .arg("limit", self.limit.clamp(1, MAX_BATCH))
+            .arg("fingerprint", self.fingerprint);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -51,5 +54,6 @@ pub(super) fn sample() -> RetryDeadJobs<'static> {
     RetryDeadJobs {
         queue: "q",
         limit: 10,
+        fingerprint: "",
     }
 }

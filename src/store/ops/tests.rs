@@ -289,6 +289,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "get_job",
     "get_queue_policy",
     "get_schedule",
+    "list_dead_groups",
     "list_due_schedules",
     "list_flow_keys",
     "list_jobs",

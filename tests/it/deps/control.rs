@@ -328,6 +328,7 @@ async fn purge_jobs_cancels_pending_nodes_instead_of_deleting_them() {
         queue: "p".into(),
         state: S::Pending as i32,
         limit: 0,
+        ..Default::default()
     })
     .await
     .expect("PurgeJobs");

@@ -497,6 +497,7 @@ async fn purging_pending_jobs_takes_those_with_flow_keys() {
                 queue: Q.into(),
                 state: proto::JobState::Pending as i32,
                 limit: 100,
+                ..Default::default()
             })
             .await
             .expect("PurgeJobs")

@@ -271,6 +271,7 @@ async fn an_unknown_job_and_a_job_purged_while_watched_are_not_found() {
         queue: "q".into(),
         state: proto::JobState::Pending as i32,
         limit: 10,
+        ..Default::default()
     })
     .await
     .expect("purge");

@@ -72,6 +72,7 @@ async fn retry_dead(c: &mut Client, queue: &str, limit: u32) -> proto::RetryDead
         namespace: "ns".into(),
         queue: queue.into(),
         limit,
+        ..Default::default()
     })
     .await
     .expect("retry dead jobs")
@@ -89,6 +90,7 @@ async fn purge(
         queue: queue.into(),
         state: state as i32,
         limit,
+        ..Default::default()
     })
     .await
     .expect("purge")
@@ -594,6 +596,7 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
             namespace: "ns".into(),
             queue: "q".into(),
             limit: 501,
+            ..Default::default()
         })
     );
     refused!(
@@ -602,6 +605,7 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
             namespace: "ns".into(),
             queue: String::new(),
             limit: 1,
+            ..Default::default()
         })
     );
     for state in [
@@ -617,6 +621,7 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
                 queue: "q".into(),
                 state,
                 limit: 1,
+                ..Default::default()
             })
         );
     }
@@ -627,6 +632,7 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing() {
             queue: "q".into(),
             state: proto::JobState::Dead as i32,
             limit: 501,
+            ..Default::default()
         })
     );
     for (field, result) in refusals {

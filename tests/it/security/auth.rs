@@ -40,6 +40,7 @@ const READS: &[&str] = &[
     "GetQueuePolicy",
     "ListFlowKeys",
     "GetFlow",
+    "ListDeadGroups",
 ];
 
 /// RPCs over every namespace at once: a principal needs the pattern `*` for them.
@@ -128,6 +129,7 @@ const RPCS: &[&str] = &[
     "QueueService/ListFlowKeys",
     "QueueService/RetryDeadJobs",
     "QueueService/PurgeJobs",
+    "QueueService/ListDeadGroups",
     "QueueService/Migrate",
     "QueueService/GetNamespaceStatus",
     "AdminService/Migrate",
@@ -159,7 +161,7 @@ fn the_oracle_lists_every_rpc_of_the_proto() {
     assert_eq!(listed, declared);
 }
 
-fn token_hash(token: &str) -> String {
+pub(crate) fn token_hash(token: &str) -> String {
     let out = Command::new("sha256sum")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -198,7 +200,7 @@ async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
     Service::start_with(config).await
 }
 
-pub(super) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+pub(crate) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
         let value = format!("Bearer {token}").parse().expect("header value");
@@ -320,6 +322,9 @@ async fn call(
             queue: "q".into(),
             state: proto::JobState::Dead as i32
         })),
+        "QueueService/ListDeadGroups" => {
+            send!(queue.list_dead_groups(ListDeadGroupsRequest {}))
+        }
         "QueueService/Migrate" => send!(queue.migrate(MigrateRequest { dry_run: true })),
         "QueueService/GetNamespaceStatus" => {
             send!(queue.get_namespace_status(GetNamespaceStatusRequest {}))

@@ -1132,6 +1132,7 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
     }
     for command in [
         &["jobs"][..],
+        &["jobs", "dead-groups"],
         &["job"],
         &["schedules"],
         &["schedule", "pause"],

@@ -185,6 +185,10 @@ export const descriptor: Record<string, unknown> = {
          "requestType": "PurgeJobsRequest",
          "responseType": "PurgeJobsResponse"
         },
+        "ListDeadGroups": {
+         "requestType": "ListDeadGroupsRequest",
+         "responseType": "ListDeadGroupsResponse"
+        },
         "Migrate": {
          "requestType": "MigrateRequest",
          "responseType": "MigrateProgress",
@@ -2639,6 +2643,10 @@ export const descriptor: Record<string, unknown> = {
         "limit": {
          "type": "uint32",
          "id": 3
+        },
+        "errorFingerprint": {
+         "type": "string",
+         "id": 4
         }
        }
       },
@@ -2671,6 +2679,75 @@ export const descriptor: Record<string, unknown> = {
         "limit": {
          "type": "uint32",
          "id": 4
+        },
+        "errorFingerprint": {
+         "type": "string",
+         "id": 5
+        }
+       }
+      },
+      "ListDeadGroupsRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "queue": {
+         "type": "string",
+         "id": 2
+        },
+        "pageSize": {
+         "type": "uint32",
+         "id": 3
+        },
+        "pageToken": {
+         "type": "string",
+         "id": 4
+        }
+       }
+      },
+      "DeadGroup": {
+       "fields": {
+        "fingerprint": {
+         "type": "string",
+         "id": 1
+        },
+        "queue": {
+         "type": "string",
+         "id": 2
+        },
+        "count": {
+         "type": "uint64",
+         "id": 3
+        },
+        "firstSeen": {
+         "type": "google.protobuf.Timestamp",
+         "id": 4
+        },
+        "lastSeen": {
+         "type": "google.protobuf.Timestamp",
+         "id": 5
+        },
+        "sampleJobId": {
+         "type": "string",
+         "id": 6
+        },
+        "sampleError": {
+         "type": "string",
+         "id": 7
+        }
+       }
+      },
+      "ListDeadGroupsResponse": {
+       "fields": {
+        "groups": {
+         "rule": "repeated",
+         "type": "DeadGroup",
+         "id": 1
+        },
+        "nextPageToken": {
+         "type": "string",
+         "id": 2
         }
        }
       },

@@ -131,14 +131,16 @@ class ResumeQueueResponse(_message.Message):
     def __init__(self, changed: _Optional[bool] = ...) -> None: ...
 
 class RetryDeadJobsRequest(_message.Message):
-    __slots__ = ("namespace", "queue", "limit")
+    __slots__ = ("namespace", "queue", "limit", "error_fingerprint")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     queue: str
     limit: int
-    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    error_fingerprint: str
+    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., limit: _Optional[int] = ..., error_fingerprint: _Optional[str] = ...) -> None: ...
 
 class RetryDeadJobsResponse(_message.Message):
     __slots__ = ("retried", "more")
@@ -149,16 +151,56 @@ class RetryDeadJobsResponse(_message.Message):
     def __init__(self, retried: _Optional[int] = ..., more: _Optional[bool] = ...) -> None: ...
 
 class PurgeJobsRequest(_message.Message):
-    __slots__ = ("namespace", "queue", "state", "limit")
+    __slots__ = ("namespace", "queue", "state", "limit", "error_fingerprint")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     queue: str
     state: _jobs_pb2.JobState
     limit: int
-    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., state: _Optional[_Union[_jobs_pb2.JobState, str]] = ..., limit: _Optional[int] = ...) -> None: ...
+    error_fingerprint: str
+    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., state: _Optional[_Union[_jobs_pb2.JobState, str]] = ..., limit: _Optional[int] = ..., error_fingerprint: _Optional[str] = ...) -> None: ...
+
+class ListDeadGroupsRequest(_message.Message):
+    __slots__ = ("namespace", "queue", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    queue: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class DeadGroup(_message.Message):
+    __slots__ = ("fingerprint", "queue", "count", "first_seen", "last_seen", "sample_job_id", "sample_error")
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    queue: str
+    count: int
+    first_seen: _timestamp_pb2.Timestamp
+    last_seen: _timestamp_pb2.Timestamp
+    sample_job_id: str
+    sample_error: str
+    def __init__(self, fingerprint: _Optional[str] = ..., queue: _Optional[str] = ..., count: _Optional[int] = ..., first_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sample_job_id: _Optional[str] = ..., sample_error: _Optional[str] = ...) -> None: ...
+
+class ListDeadGroupsResponse(_message.Message):
+    __slots__ = ("groups", "next_page_token")
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[DeadGroup]
+    next_page_token: str
+    def __init__(self, groups: _Optional[_Iterable[_Union[DeadGroup, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class PurgeJobsResponse(_message.Message):
     __slots__ = ("purged", "more")

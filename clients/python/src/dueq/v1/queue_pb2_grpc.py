@@ -250,6 +250,11 @@ class QueueServiceStub:
                 request_serializer=dueq_dot_v1_dot_ops__pb2.PurgeJobsRequest.SerializeToString,
                 response_deserializer=dueq_dot_v1_dot_ops__pb2.PurgeJobsResponse.FromString,
                 _registered_method=True)
+        self.ListDeadGroups = channel.unary_unary(
+                '/dueq.v1.QueueService/ListDeadGroups',
+                request_serializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.FromString,
+                _registered_method=True)
         self.Migrate = channel.unary_stream(
                 '/dueq.v1.QueueService/Migrate',
                 request_serializer=dueq_dot_v1_dot_admin__pb2.MigrateRequest.SerializeToString,
@@ -639,6 +644,16 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDeadGroups(self, request, context):
+        """Pages through a namespace's dead jobs grouped by error (issue 33): jobs of one
+        queue whose last error messages are the same once numbers, ids and quoted
+        strings are normalised; the largest group first (reader). Retry or delete a
+        group with RetryDeadJobs / PurgeJobs and its `error_fingerprint`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Migrate(self, request, context):
         """Operators.
 
@@ -877,6 +892,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.PurgeJobs,
                     request_deserializer=dueq_dot_v1_dot_ops__pb2.PurgeJobsRequest.FromString,
                     response_serializer=dueq_dot_v1_dot_ops__pb2.PurgeJobsResponse.SerializeToString,
+            ),
+            'ListDeadGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeadGroups,
+                    request_deserializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.SerializeToString,
             ),
             'Migrate': grpc.unary_stream_rpc_method_handler(
                     servicer.Migrate,
@@ -2026,6 +2046,33 @@ class QueueService:
             '/dueq.v1.QueueService/PurgeJobs',
             dueq_dot_v1_dot_ops__pb2.PurgeJobsRequest.SerializeToString,
             dueq_dot_v1_dot_ops__pb2.PurgeJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeadGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/ListDeadGroups',
+            dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.SerializeToString,
+            dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -52,13 +52,15 @@ pub(crate) fn page(viewer: &Viewer, title: &str, ns: Option<(&str, Tab)>, body: 
 pub(crate) enum Tab {
     Queues,
     Jobs,
+    Dead,
     Schedules,
 }
 
 impl Tab {
-    const ALL: [(Tab, &'static str, &'static str); 3] = [
+    const ALL: [(Tab, &'static str, &'static str); 4] = [
         (Tab::Queues, "Queues", ""),
         (Tab::Jobs, "Jobs", "/jobs"),
+        (Tab::Dead, "Dead letters", "/dead"),
         (Tab::Schedules, "Schedules", "/schedules"),
     ];
 }

@@ -49,6 +49,11 @@ fn routes(console: Arc<Console>) -> Router {
         .route("/ns/{ns}/jobs", get(pages::jobs::list))
         .route("/ns/{ns}/jobs/{id}", get(pages::jobs::detail))
         .route("/ns/{ns}/jobs/{id}/{action}", post(pages::jobs::act))
+        .route("/ns/{ns}/dead", get(pages::dead::list))
+        .route(
+            "/ns/{ns}/dead/{queue}/{fingerprint}/{action}",
+            post(pages::dead::act),
+        )
         .route("/ns/{ns}/flows/{id}", get(pages::flows::detail))
         .route("/ns/{ns}/flows/{id}/{action}", post(pages::flows::act))
         .route("/ns/{ns}/schedules", get(pages::schedules::list))

@@ -3,6 +3,7 @@
 //! renders HTML; each action is one RPC (or a bounded loop of one RPC) made as the
 //! viewer, then a redirect back with what it did.
 
+pub(super) mod dead;
 pub(super) mod flows;
 pub(super) mod jobs;
 pub(super) mod overview;

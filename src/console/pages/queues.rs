@@ -283,18 +283,21 @@ pub(crate) async fn act(
             client.resume_queue(request(caller, message)).await?;
             format!("Resumed queue {queue}.")
         }
-        "retry-dead" => retry_dead(&console, &viewer, &ns, &queue).await?,
+        "retry-dead" => retry_dead(&console, &viewer, &ns, &queue, "").await?,
         "purge" => purge(&console, &viewer, &ns, &queue, &Fields::of(&body)).await?,
         _ => return Ok(super::not_found().await),
     };
     Ok(done(&back, &notice))
 }
 
-async fn retry_dead(
+/// Retries the queue's dead jobs (those of one error group when `fingerprint` is
+/// set) in bounded batches.
+pub(crate) async fn retry_dead(
     console: &Console,
     viewer: &Viewer,
     ns: &str,
     queue: &str,
+    fingerprint: &str,
 ) -> Result<String, Failure> {
     let mut client = console.grpc.queue();
     let mut retried = 0u64;
@@ -303,6 +306,7 @@ async fn retry_dead(
             namespace: ns.to_owned(),
             queue: queue.to_owned(),
             limit: 500,
+            error_fingerprint: fingerprint.to_owned(),
         };
         let reply = client
             .retry_dead_jobs(request(&viewer.caller, message))
@@ -340,6 +344,19 @@ async fn purge(
             )))
         }
     };
+    purge_state(console, viewer, ns, queue, state, "").await
+}
+
+/// Deletes the queue's jobs in `state` (the dead jobs of one error group when
+/// `fingerprint` is set) in bounded batches.
+pub(crate) async fn purge_state(
+    console: &Console,
+    viewer: &Viewer,
+    ns: &str,
+    queue: &str,
+    state: JobState,
+    fingerprint: &str,
+) -> Result<String, Failure> {
     let mut client = console.grpc.queue();
     let mut purged = 0u64;
     for _ in 0..MAX_BATCHES {
@@ -348,6 +365,7 @@ async fn purge(
             queue: queue.to_owned(),
             state: state.into(),
             limit: 500,
+            error_fingerprint: fingerprint.to_owned(),
         };
         let reply = client
             .purge_jobs(request(&viewer.caller, message))
@@ -357,7 +375,7 @@ async fn purge(
         if !reply.more {
             return Ok(format!(
                 "Purged {purged} {} jobs of {queue}.",
-                state.as_str_name()
+                crate::console::html::state_name(state.into())
             ));
         }
     }

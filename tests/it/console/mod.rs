@@ -4,6 +4,7 @@
 
 mod access;
 mod actions;
+mod audit;
 mod browser;
 mod http;
 mod pages;

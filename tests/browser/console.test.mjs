@@ -36,7 +36,8 @@ let client;
 before(async () => {
   browser = await chromium.launch({
     executablePath: env("DUEQ_CHROMIUM", "/usr/bin/chromium"),
-    args: ["--no-sandbox"],
+    // Root in a CI container: no sandbox; a small /dev/shm there: not used.
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
   });
   client = new Client({ addr: env("DUEQ_GRPC_ADDR"), token: ADMIN, namespace: NS });
   if (SHOTS) mkdirSync(SHOTS, { recursive: true });

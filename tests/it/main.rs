@@ -13,6 +13,8 @@
 //! - `deadgroups/` dead letters grouped by error: listing, group retry and purge, Migrate
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
+//! - `console/`    the web console: pages, sign-in, roles, CSRF, actions, live
+//!   updates; and in Chromium (ignored: needs chromium and node)
 //! - `security/`   authentication and authorisation, TLS to clients and to Redis
 //! - `edge/`       bad input, Redis faults, transport limits, reply budgets, fds
 //! - `clients/`    the client libraries' conformance suite (clients/conformance/),
@@ -38,6 +40,7 @@ mod common;
 mod clients;
 mod cluster;
 mod deadgroups;
+mod console;
 mod deps;
 mod doc_examples;
 mod edge;

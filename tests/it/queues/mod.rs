@@ -3,4 +3,5 @@
 
 mod ops;
 mod quotas;
+mod totals;
 mod waiting;

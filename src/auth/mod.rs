@@ -106,6 +106,20 @@ impl Caller {
         }
     }
 
+    /// The namespaces a principal names without a wildcard (the console lists them
+    /// for a principal that may not list every namespace); none when unrestricted.
+    pub(crate) fn exact_namespaces(&self) -> Vec<String> {
+        match self {
+            Caller::Unrestricted => Vec::new(),
+            Caller::Principal(principal) => principal
+                .namespaces
+                .iter()
+                .filter_map(Pattern::exact)
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+
     /// The name for audit lines.
     pub(crate) fn name(&self) -> &str {
         match self {

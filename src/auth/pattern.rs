@@ -11,6 +11,11 @@ impl Pattern {
 
     /// The pattern `*`: every namespace, and the only one that grants calls over all
     /// of them at once.
+    /// The one namespace this pattern names, if it has no wildcard.
+    pub(super) fn exact(&self) -> Option<&str> {
+        (!self.0.contains('*')).then_some(self.0.as_str())
+    }
+
     pub(super) fn is_all(&self) -> bool {
         self.0 == "*"
     }

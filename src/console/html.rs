@@ -178,8 +178,10 @@ pub(crate) fn badge(state: &str) -> Markup {
 /// A form that posts one action (a button), with the confirmation its `confirm`
 /// text asks for (the script shows it; without script the post goes ahead).
 pub(crate) fn action(to: &str, label: &str, confirm: Option<&str>) -> Markup {
+    // The action's name (the path's last segment) for scripts and tests to find it.
+    let name = to.rsplit('/').next().unwrap_or_default();
     html! {
-        form.inline method="post" action=(to) data-confirm=[confirm] {
+        form.inline method="post" action=(to) data-confirm=[confirm] data-action=(name) {
             button type="submit" { (label) }
         }
     }

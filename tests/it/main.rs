@@ -39,8 +39,8 @@ mod common;
 
 mod clients;
 mod cluster;
-mod deadgroups;
 mod console;
+mod deadgroups;
 mod deps;
 mod doc_examples;
 mod edge;

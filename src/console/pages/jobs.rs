@@ -207,7 +207,10 @@ fn facts(ns: &str, job: &proto::Job) -> Markup {
             dt { "Attempts" } dd { (job.attempts) " of " (job.max_attempts) }
             dt { "Priority" } dd { (job.priority) }
             dt { "Run at" } dd { (time(job.run_at.as_ref())) }
-            @if !job.worker_id.is_empty() { dt { "Lease holder" } dd { (job.worker_id) } }
+            @if !job.worker_id.is_empty() {
+                dt { @if state_name(job.state) == "active" { "Lease holder" } @else { "Last worker" } }
+                dd { (job.worker_id) }
+            }
             @if job.lease_deadline.is_some() { dt { "Lease deadline" } dd { (time(job.lease_deadline.as_ref())) } }
             @if !job.dedup_key.is_empty() { dt { "Dedup key" } dd { (job.dedup_key) } }
             @if !job.flow_id.is_empty() {

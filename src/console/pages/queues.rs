@@ -100,8 +100,8 @@ pub(crate) fn queue_table_rows(rows: &[(&str, &QueueRow)], with_ns: bool) -> Mar
             thead { tr {
                 @if with_ns { th { "Namespace" } }
                 th { "Queue" } th.num { "Pending" } th.num { "Delayed" } th.num { "Active" }
-                th.num { "Waiting" } th.num { "Dead" } th.num { "Oldest pending" }
-                th.num { "Enqueued/min" } th.num { "Completed/min" } th.num { "Failed/min" } th.num { "Failure %" }
+                th.num { "Waiting" } th.num { "Dead" } th.num title="How long the oldest pending job has waited" { "Oldest" }
+                th.num title="Jobs enqueued per minute over the last hour" { "Enq/min" } th.num title="Jobs completed per minute over the last hour" { "Done/min" } th.num title="Failed attempts per minute over the last hour" { "Fail/min" } th.num { "Failure %" }
                 th { "State" }
             } }
             tbody {

@@ -44,6 +44,7 @@ pub(crate) async fn list(args: JobsArgs) -> Result<(), Failure> {
                 page_size: (limit - jobs.len()).min(1000) as u32,
                 page_token: token,
                 view: proto::JobView::Basic as i32,
+                filter: super::bulk::filter_of(&args.filter),
             })
             .await?
             .into_inner();

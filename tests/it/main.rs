@@ -9,6 +9,7 @@
 //! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
 //! - `deps/`       job dependencies: flows of jobs, their rules, results, retention
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
+//! - `filters/`    ListJobs' filter and the bulk actions (RetryJobs, CancelJobs, DeleteJobs)
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
@@ -39,6 +40,7 @@ mod cluster;
 mod deps;
 mod doc_examples;
 mod edge;
+mod filters;
 mod flow;
 mod jobs;
 mod migrate;

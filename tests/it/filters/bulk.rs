@@ -443,3 +443,89 @@ async fn each_bulk_action_needs_the_role_of_its_single_job_rpc() {
         }
     }
 }
+
+/// Pins: the grpcurl example of docs/jobs.md ("Filtering and bulk actions") runs and
+/// does what it says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_jobs_doc_filter_example_runs() {
+    crate::common::tools::require("grpcurl");
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    for (id, tenant, error) in [
+        ("m-1", "acme", "upstream timeout"),
+        ("m-2", "globex", "mailbox full"),
+    ] {
+        let mut req = job_with("mail", id, "email.send", &[("tenant", tenant)]);
+        req.namespace = "shop".into();
+        req.max_attempts = Some(1);
+        c.enqueue(req).await.expect("enqueue");
+        let mut claim = claim_req(&["mail"], 0, Some(600_000));
+        claim.namespace = "shop".into();
+        let held = c.claim_job(claim).await.expect("claim").into_inner().jobs;
+        let held = held.first().expect("a job");
+        c.fail_job(proto::FailJobRequest {
+            namespace: "shop".into(),
+            job_id: held.job_id.clone(),
+            lease_token: held.lease_token.clone(),
+            error: error.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("fail");
+    }
+    let text = crate::doc_examples::run_fenced("filters-example", &service);
+    for shown in [
+        "\"jobId\": \"m-1\"",
+        "\"applied\": \"1\"",
+        "\"jobId\": \"m-9\"",
+        "\"reason\": \"not found\"",
+    ] {
+        assert!(text.contains(shown), "{shown} is not in:\n{text}");
+    }
+    assert!(!text.contains("\"jobId\": \"m-2\""), "{text}");
+    let get = |id: &str| proto::GetJobRequest {
+        namespace: "shop".into(),
+        job_id: id.into(),
+    };
+    let gone = c.get_job(get("m-1")).await.expect_err("deleted");
+    assert_eq!(gone.code(), Code::NotFound);
+    let m2 = c
+        .get_job(get("m-2"))
+        .await
+        .expect("m-2")
+        .into_inner()
+        .job
+        .expect("job");
+    assert_eq!(state(&m2), proto::JobState::Dead);
+}
+
+/// Pins: at maxmemory CancelJobs and DeleteJobs still run (as CancelJob and
+/// DeleteJob do: `allow-oom`), while RetryJobs is refused, as RetryJob is.
+#[tokio::test]
+async fn at_maxmemory_cancel_and_delete_run_and_retry_is_refused() {
+    let redis = Redis::start().await;
+    let service = Service::start_with(config_without_background_work(&redis.url())).await;
+    let mut c = service.client().await;
+    let mut conn = redis.conn().await;
+    dead_jobs(&mut c, "q", "dead", 1, "boom").await;
+    enqueue(&mut c, job_with("q", "waiting", "x", &[])).await;
+    crate::edge::faults::full::fill_redis(&mut conn).await;
+    let refused = bulk(&mut c, Action::Retry, request("q", ids(&["dead-0"])))
+        .await
+        .expect_err("a retry at maxmemory is refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let cancelled = bulk(&mut c, Action::Cancel, request("q", ids(&["waiting"])))
+        .await
+        .expect("CancelJobs at maxmemory");
+    assert_eq!(cancelled.applied, 1);
+    let deleted = bulk(
+        &mut c,
+        Action::Delete,
+        request("q", ids(&["dead-0", "waiting"])),
+    )
+    .await
+    .expect("DeleteJobs at maxmemory");
+    assert_eq!(deleted.applied, 2);
+}

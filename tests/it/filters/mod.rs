@@ -1,9 +1,11 @@
 //! Job filters and bulk actions (issue 33): ListJobs' filter (each part alone and
 //! combined, paging under its budget, a time range narrowing the scan, bad input) and
 //! RetryJobs / CancelJobs / DeleteJobs (by ids with skips and their reasons, by query
-//! looped to completion, two callers racing, permission, bad input).
+//! looped to completion, two callers racing, permission, bad input); the CLI's
+//! `dueq jobs` filter flags and `dueq bulk`.
 
 mod bulk;
+mod cli;
 mod listing;
 
 use std::collections::HashMap;

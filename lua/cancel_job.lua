@@ -26,21 +26,11 @@
 
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
-local now = now_ms()
 local K = job_keys(ARGV, 1)
 local id = ARGV[9]
-local key, r = job_at(K, id)
-if not key then return r end
-if r.state == 'active' then
-  local packed, p = cancel_request(key, now)
-  local out = { 'ok', 0 }
-  push_job(out, K, id, packed, p[P_PX])
-  return out
-end
-if r.state ~= 'pending' and r.state ~= 'delayed' and r.state ~= 'waiting' then
-  return { 'state', r.state }
-end
-local packed, register = cancel_unstarted(K, KEYS[2], KEYS[1], key, id, r, now)
-local out = { 'ok', register }
-push_job(out, K, id, packed, r.px)
+-- The transition itself is lib/job.lua manage.cancel (CancelJobs runs it too).
+local done, refusal = manage.cancel(K, KEYS[2], KEYS[1], id, now_ms())
+if not done then return refusal end
+local out = { 'ok', done[1] }
+push_job(out, K, id, done[2], done[3])
 return out

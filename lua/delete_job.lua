@@ -23,18 +23,8 @@ local refused = jobs_guard(KEYS[2])
 if refused then return refused end
 local K = job_keys(ARGV, 1)
 local id = ARGV[9]
-local key = K.job .. id
-local _, packed = packed_load(key)
-local r = job_load(key)
-if r == nil then return { 'missing' } end
-if is_error(r) then return r end
-if r.state == 'active' then return { 'state', r.state } end
--- A flow's node that has not finished (issue 34): its dependents wait on it, so it is
--- cancelled (CancelJob, CancelFlow), not deleted.
-if r.dag ~= '' and (r.state == 'pending' or r.state == 'delayed' or r.state == 'waiting') then
-  return { 'state', r.state }
-end
+-- The removal itself is lib/job.lua manage.delete (DeleteJobs runs it too).
 local out = { 'ok' }
-push_job(out, K, id, packed, r.px)
-job_remove(K, KEYS[2], KEYS[1], id, r, false)
+local done, refusal = manage.delete(K, KEYS[2], KEYS[1], id, nil, nil, out)
+if not done then return refusal end
 return out

@@ -1026,3 +1026,249 @@ local function cancel_unstarted(K, meta, done, key, id, r, now)
   local packed = job_save(key, r)
   return packed, retention.finish(K, meta, done, id, r, now)
 end
+
+-- An operator's actions on one job, and the filtered scan of a queue (issue 33). One
+-- table (one local: see retention above):
+-- manage.retry / manage.cancel / manage.delete(K, meta, done, id, now[, queue]) ->
+--   { register, packed, px } (whether the namespace must be put in the prune
+--   due-set, and what to push_job; delete: { 0 }, see below) | nil, the refusal ({ 'missing' }, { 'state', state } or
+--   the record's DUEQ_CORRUPT error). RetryJob, CancelJob and DeleteJob run them for
+--   one job, bulk_jobs.lua for many, so a bulk action takes each job exactly as the
+--   single-job RPC would. With `queue`, a job of another queue is missing.
+-- manage.matches(p, f) -> whether the packed record p matches filter f (all parts
+--   that are set): state (name), name, dedup, hkey/hval (a header; hval '' = any
+--   value), err (lower-case text in an error message), after/before (created in
+--   [after, before), epoch ms; nil = unbounded).
+-- manage.filter(argv, first) -> the filter f from seven ARGV values (name, dedup,
+--   header key, header value, error text, created after, created before; '' = unset)
+-- manage.scan(K, meta, queue, after, f, budget, visit) -> next_after ('' = done),
+--   examined: visits, in job-number order past `after`, each job of the queue that
+--   matches f: visit(id, p, packed, n) returns nil to go on, 'took' to end the call
+--   after this job, 'left' to end it before (the job opens the next call). At most
+--   `budget` jobs are examined and MAX_BUCKETS listing buckets read per call
+--   (invariant 3). Job numbers follow creation order (each is taken in the script
+--   that creates the job, at its `created`), so a scan with f.after starts at
+--   manage.seek's bound and one with f.before ends at the first job created later.
+-- manage.seek(K, queue, last, at) -> a job number s such that every job numbered up
+--   to s was created before `at`, and the records it read: a binary search over the
+--   listing buckets, one record each (the first of the bucket), O(log N). An empty
+--   bucket or a stale entry proves nothing, so the search looks earlier (the bound
+--   stays safe, only less tight).
+local manage = { MAX_BUCKETS = 256 }
+
+function manage.retry(K, meta, done, id, now, queue)
+  local key, r = job_at(K, id)
+  if not key then return nil, r end
+  if queue and r.queue ~= queue then return nil, { 'missing' } end
+  if r.state ~= 'dead' then return nil, { 'state', r.state } end
+  if r.dag ~= '' then
+    -- A node of a flow (issue 34): re-armed as RetryFlow re-arms it, with the nodes its
+    -- failure cancelled or skipped (lib/graph.lua); waiting when a dependency of it is
+    -- unfinished.
+    graph.rearm_node(K, meta, done, graph.key(meta, r.dag), r.dag, r.ref, now)
+    local register = graph.run_item(K, meta, done, { 'c', r.dag, r.ref, 0 }, now)
+    if graph.queued then register = 1 end
+    local p, packed = packed_load(key)
+    return { register, packed, p[P_PX] }
+  end
+  redis.call('ZREM', done, id)
+  retention.forget(meta, id, r) -- (lib/job.lua, issue 36)
+  r.state, r.attempts, r.token, r.lease_until = 'pending', 0, '', ''
+  r.finished, r.run_at, r.updated = '', now, now
+  local packed = job_save(key, r)
+  flow.ready(K, meta, r, true)
+  dead_remove(meta, id, r)
+  count_pending(meta, r, 1)
+  return { 0, packed, r.px }
+end
+
+function manage.cancel(K, meta, done, id, now, queue)
+  local key, r = job_at(K, id)
+  if not key then return nil, r end
+  if queue and r.queue ~= queue then return nil, { 'missing' } end
+  if r.state == 'active' then
+    local packed, p = cancel_request(key, now)
+    return { 0, packed, p[P_PX] }
+  end
+  if r.state ~= 'pending' and r.state ~= 'delayed' and r.state ~= 'waiting' then
+    return nil, { 'state', r.state }
+  end
+  local packed, register = cancel_unstarted(K, meta, done, key, id, r, now)
+  return { register, packed, r.px }
+end
+
+-- With `out`, the job as it was just before goes there (push_job): what DeleteJob
+-- returns (read before the payload's key goes).
+function manage.delete(K, meta, done, id, _, queue, out)
+  local key = K.job .. id
+  local _, packed = packed_load(key)
+  local r = job_load(key)
+  if r == nil then return nil, { 'missing' } end
+  if is_error(r) then return nil, r end
+  if queue and r.queue ~= queue then return nil, { 'missing' } end
+  if r.state == 'active' then return nil, { 'state', r.state } end
+  -- A flow's node that has not finished (issue 34): its dependents wait on it, so it is
+  -- cancelled (CancelJob, CancelFlow), not deleted.
+  if r.dag ~= '' and (r.state == 'pending' or r.state == 'delayed' or r.state == 'waiting') then
+    return nil, { 'state', r.state }
+  end
+  if out then push_job(out, K, id, packed, r.px) end
+  job_remove(K, meta, done, id, r, false)
+  return { 0 }
+end
+
+function manage.filter(argv, first)
+  return { name = argv[first], dedup = argv[first + 1], hkey = argv[first + 2],
+    hval = argv[first + 3], err = argv[first + 4], after = tonumber(argv[first + 5]),
+    before = tonumber(argv[first + 6]), state = '' }
+end
+
+-- Whether one of the messages of error history `errors` (JSON) holds `text`.
+function manage.errors_hold(errors, text)
+  if errors == nil or errors == '' then return false end
+  local ok, list = pcall(cjson.decode, errors)
+  if not ok or type(list) ~= 'table' then return false end
+  for _, e in ipairs(list) do
+    if type(e) == 'table' and type(e.message) == 'string'
+        and string.find(string.lower(e.message), text, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
+function manage.matches(p, f)
+  if f.state ~= '' and STATE_NAME[p[P_STATE]] ~= f.state then return false end
+  if f.name ~= '' and p[P_NAME] ~= f.name then return false end
+  if f.dedup ~= '' and (p[P_DEDUP] or '') ~= f.dedup then return false end
+  if f.after and p[P_CREATED] < f.after then return false end
+  if f.before and p[P_CREATED] >= f.before then return false end
+  if f.hkey ~= '' then
+    local headers = p[P_HEADERS] or ''
+    if headers == '' then return false end
+    local ok, h = pcall(cjson.decode, headers)
+    if not ok or type(h) ~= 'table' then return false end
+    local v = h[f.hkey]
+    if v == nil or (f.hval ~= '' and v ~= f.hval) then return false end
+  end
+  if f.err ~= '' and not manage.errors_hold(p[P_ERRORS], f.err) then return false end
+  return true
+end
+
+function manage.seek(K, queue, last, at)
+  local lo, hi = 0, math.floor(last / LISTING_BUCKET)
+  local start, reads = 0, 0
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local fields = redis.call('HGETALL', listing_bucket(K, queue, mid * LISTING_BUCKET))
+    local first, id = nil, nil
+    for i = 1, #fields, 2 do
+      local k = tonumber(fields[i])
+      if first == nil or k < first then first, id = k, fields[i + 1] end
+    end
+    local p = nil
+    if id then
+      p = packed_load(K.job .. id)
+      reads = reads + 1
+    end
+    if p == nil or is_error(p) or p[P_N] ~= mid * LISTING_BUCKET + first
+        or p[P_QUEUE] ~= queue or p[P_CREATED] >= at then
+      hi = mid - 1
+    else
+      start = mid * LISTING_BUCKET + first
+      lo = mid + 1
+    end
+  end
+  return start, reads
+end
+
+function manage.scan(K, meta, queue, after, f, budget, visit)
+  local last = tonumber(redis.call('HGET', meta, 'n:' .. queue)) or 0
+  local cursor, examined, buckets, stop = after, 0, 0, false
+  if f.after and cursor == 0 then cursor, examined = manage.seek(K, queue, last, f.after) end
+  while cursor < last and examined < budget and buckets < manage.MAX_BUCKETS and not stop do
+    local bucket = math.floor((cursor + 1) / LISTING_BUCKET)
+    local bkey = listing_bucket(K, queue, cursor + 1)
+    local fields = redis.call('HGETALL', bkey)
+    local entries = {}
+    for i = 1, #fields, 2 do
+      local n = bucket * LISTING_BUCKET + tonumber(fields[i])
+      if n > cursor then entries[#entries + 1] = { n, fields[i + 1], fields[i] } end
+    end
+    table.sort(entries, function(a, b) return a[1] < b[1] end)
+    local cut = false
+    for _, e in ipairs(entries) do
+      local p, packed = packed_load(K.job .. e[2])
+      if p == nil or (not is_error(p) and (p[P_N] ~= e[1] or p[P_QUEUE] ~= queue)) then
+        -- Pruned, or replaced by a later job of the same id: the entry goes (repair).
+        redis.call('HDEL', bkey, e[3])
+      elseif not is_error(p) and f.before and p[P_CREATED] >= f.before then
+        -- Created after the range: so is every later job.
+        examined = examined + 1
+        return '', examined
+      elseif not is_error(p) and manage.matches(p, f) then
+        local v = visit(e[2], p, packed, e[1])
+        if v == 'left' then
+          cut, stop = true, true
+          break
+        end
+        if v == 'took' then stop = true end
+      end
+      examined = examined + 1
+      cursor = e[1]
+      if stop or examined >= budget then
+        cut = true
+        break
+      end
+    end
+    if not cut then cursor = math.max(cursor, (bucket + 1) * LISTING_BUCKET - 1) end
+    buckets = buckets + 1
+  end
+  if cursor < last then return string.format('%d', cursor), examined end
+  return '', examined
+end
+
+-- manage.bulk(KEYS, ARGV, action) -> the reply of retry_jobs.lua, cancel_jobs.lua and
+--   delete_jobs.lua (their headers: KEYS, ARGV and reply), which differ only in the
+--   action (manage.retry, manage.cancel, manage.delete) and in whether they run when
+--   Redis is full, as the single-job scripts do.
+function manage.bulk(keys, argv, action)
+  local refused = jobs_guard(keys[2])
+  if refused then return refused end
+  local now = now_ms()
+  local K, queue = job_keys(argv, 1), argv[9]
+  local applied, register, skips = 0, 0, {}
+  local function take(id)
+    local done, refusal = action(K, keys[2], keys[1], id, now, queue)
+    if done then
+      applied = applied + 1
+      if done[1] == 1 then register = 1 end
+    elseif is_error(refusal) then
+      skips[#skips + 1] = { id, 'corrupt' }
+    else
+      skips[#skips + 1] = { id, refusal[2] or refusal[1] }
+    end
+  end
+  local next_after, examined = '', 0
+  if argv[10] == '1' then
+    local f = manage.filter(argv, 15)
+    f.state = argv[12]
+    local max_taken, taken = tonumber(argv[14]), 0
+    next_after, examined = manage.scan(K, keys[2], queue, tonumber(argv[11]) or 0, f,
+      tonumber(argv[13]), function(id)
+        take(id)
+        taken = taken + 1
+        if taken >= max_taken then return 'took' end
+      end)
+  else
+    for i = 22, #argv do
+      take(argv[i])
+      examined = examined + 1
+    end
+  end
+  local out = { next_after, examined, applied, register, #skips }
+  for _, s in ipairs(skips) do
+    out[#out + 1], out[#out + 2] = s[1], s[2]
+  end
+  return out
+end

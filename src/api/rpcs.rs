@@ -124,7 +124,7 @@ macro_rules! methods {
 /// What a request reaches (`authorize::Scoped`). `ns`: its `namespace` field, the
 /// impl written here; `own`: an impl of its own in `authorize` (every namespace, an
 /// optional namespace, Migrate's choice, Work's first message), or the same request
-/// on another service's line.
+/// on another line (another service's, or BulkJobsRequest's first line).
 macro_rules! target {
     (own $sig:tt) => {};
     (ns ($req:ident -> $($response:tt)*)) => {
@@ -200,6 +200,10 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Producer Unary    audited ns ] CancelJob: cancel_job(CancelJobRequest -> CancelJobResponse) = jobs::cancel;
     [Admin    Unary    audited ns ] RetryJob: retry_job(RetryJobRequest -> RetryJobResponse) = jobs::retry;
     [Producer Unary    audited ns ] DeleteJob: delete_job(DeleteJobRequest -> DeleteJobResponse) = jobs::delete;
+    [Admin    Unary    audited ns ] RetryJobs: retry_jobs(BulkJobsRequest -> BulkJobsResponse) = jobs::retry_jobs;
+    // The same request as RetryJobs' line: its `namespace` target is written there.
+    [Producer Unary    audited own] CancelJobs: cancel_jobs(BulkJobsRequest -> BulkJobsResponse) = jobs::cancel_jobs;
+    [Producer Unary    audited own] DeleteJobs: delete_jobs(BulkJobsRequest -> BulkJobsResponse) = jobs::delete_jobs;
     [Worker   Unary    audited ns ] ReleaseJob: release_job(ReleaseJobRequest -> ReleaseJobResponse) = jobs::release;
     [Reader   Stream   quiet   ns ] WatchJob: watch_job(WatchJobRequest -> stream WatchJobStream) = jobs::watch;
     [Producer Unary    quiet   ns ] EnqueueFlow: enqueue_flow(EnqueueFlowRequest -> EnqueueFlowResponse) = jobs::enqueue_flow;

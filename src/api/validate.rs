@@ -2,9 +2,11 @@
 //! docs/DESIGN.md); every error names the field.
 
 use super::ApiError;
-use crate::domain::limits::{self, MAX_HEADERS, MAX_HEADER_KEY_LEN, MAX_HEADER_VALUE_LEN};
+use crate::domain::limits::{self, MAX_HEADERS};
 
-pub(super) use limits::{MAX_ID_LEN, MAX_NAME_LEN, MAX_RUN_LIMIT};
+pub(super) use limits::{
+    MAX_HEADER_KEY_LEN, MAX_HEADER_VALUE_LEN, MAX_ID_LEN, MAX_NAME_LEN, MAX_RUN_LIMIT,
+};
 
 /// A record id: any UTF-8, 1-256 bytes.
 pub(super) fn id<'a>(field: &str, value: &'a str) -> Result<&'a str, ApiError> {

@@ -34,6 +34,9 @@ pub enum OperatorCommand {
     /// Operator: one job, with its error history; `delete` or `release` it.
     #[command(after_help = CLIENT_HELP)]
     Job(JobArgs),
+    /// Operator: retry, cancel or delete many jobs of a queue: listed ids, or every
+    /// job matching a state and filter, in bounded batches with a progress bar.
+    Bulk(BulkArgs),
     /// Operator: make a queue's dead jobs pending again (attempts reset, error
     /// history kept), the longest dead first.
     #[command(name = "retry-dead", after_help = CLIENT_HELP)]
@@ -465,6 +468,102 @@ pub struct JobsArgs {
     /// Most jobs to show, in enqueue order (1-10000).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
+    #[command(flatten)]
+    pub filter: JobFilterArgs,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Which jobs of a queue (ListJobs' filter, issue 33): every flag given must match.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct JobFilterArgs {
+    /// Only jobs with this name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Only jobs with this dedup key.
+    #[arg(long)]
+    pub dedup_key: Option<String>,
+    /// Only jobs with this header: KEY (any value) or KEY=VALUE.
+    #[arg(long, value_name = "KEY[=VALUE]")]
+    pub header: Option<String>,
+    /// Only jobs with an error message containing TEXT (ignoring ASCII case).
+    #[arg(long, value_name = "TEXT")]
+    pub error: Option<String>,
+    /// Only jobs created at or after this RFC 3339 time (2026-01-31T12:00:00Z).
+    #[arg(long, value_name = "TIME", value_parser = humantime::parse_rfc3339_weak)]
+    pub since: Option<std::time::SystemTime>,
+    /// Only jobs created before this RFC 3339 time.
+    #[arg(long, value_name = "TIME", value_parser = humantime::parse_rfc3339_weak)]
+    pub until: Option<std::time::SystemTime>,
+}
+
+impl JobFilterArgs {
+    /// Whether no flag is given.
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.dedup_key.is_none()
+            && self.header.is_none()
+            && self.error.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+}
+
+/// `dueq bulk`: RetryJobs, CancelJobs or DeleteJobs (issue 33).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BulkArgs {
+    #[command(subcommand)]
+    pub action: BulkCommand,
+}
+
+/// What `dueq bulk` does to each selected job (as `RetryJob`, `CancelJob` and
+/// `DeleteJob` would; a job that one would refuse is a skip, with its reason).
+#[derive(Debug, Clone, Subcommand)]
+pub enum BulkCommand {
+    /// Make dead jobs pending again (RetryJobs).
+    #[command(after_help = CLIENT_HELP)]
+    Retry(BulkTarget),
+    /// Cancel pending, delayed or waiting jobs; ask active ones to stop (CancelJobs).
+    #[command(after_help = CLIENT_HELP)]
+    Cancel(BulkTarget),
+    /// Delete jobs no worker holds (DeleteJobs; needs --yes).
+    #[command(after_help = CLIENT_HELP)]
+    Delete(BulkTarget),
+}
+
+/// The jobs of one queue a bulk action takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BulkTarget {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// The queue.
+    pub queue: String,
+    /// These jobs (repeat the flag or separate ids with commas; at most 1000).
+    #[arg(
+        long = "id",
+        value_name = "JOB_ID",
+        value_delimiter = ',',
+        required_unless_present = "all_matching",
+        conflicts_with = "all_matching"
+    )]
+    pub ids: Vec<String>,
+    /// Every job of the queue matching --state and the filter flags, called in
+    /// batches until none is left.
+    #[arg(long)]
+    pub all_matching: bool,
+    /// With --all-matching: only jobs in this state.
+    #[arg(long, value_enum, requires = "all_matching")]
+    pub state: Option<JobStateArg>,
+    #[command(flatten)]
+    pub filter: JobFilterArgs,
+    /// Really delete (`dueq bulk delete` only): without it nothing is sent and the
+    /// command exits 2.
+    #[arg(long)]
+    pub yes: bool,
+    /// No progress bar (it is drawn on stderr, only on a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -384,3 +384,44 @@ pub(crate) enum StateCheck {
     Missing,
     WrongState(JobState),
 }
+
+/// Which jobs a listing or a bulk action takes (issue 33): every part that is set
+/// must match. `error_contains` is kept lower-case (matched ignoring ASCII case).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct JobFilter {
+    pub(crate) name: String,
+    pub(crate) dedup_key: String,
+    pub(crate) header_key: String,
+    /// Empty: any value of `header_key`.
+    pub(crate) header_value: String,
+    pub(crate) error_contains: String,
+    /// Created at or after (epoch ms).
+    pub(crate) created_after: Option<i64>,
+    /// Created before (epoch ms).
+    pub(crate) created_before: Option<i64>,
+}
+
+impl JobFilter {
+    /// Whether no part is set (matches every job).
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == JobFilter::default()
+    }
+}
+
+/// A bulk action (issue 33): the single-job RPC it repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BulkAction {
+    Retry,
+    Cancel,
+    Delete,
+}
+
+impl BulkAction {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            BulkAction::Retry => "retry",
+            BulkAction::Cancel => "cancel",
+            BulkAction::Delete => "delete",
+        }
+    }
+}

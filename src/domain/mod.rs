@@ -32,6 +32,7 @@ pub(crate) use job::{
     JobErrorEntry, JobProgress, JobRecord, JobRetention, JobSchedule, JobSpec, JobState, NewJob,
     ProgressReport, RetentionRule, RunAt, StateCheck,
 };
+pub(crate) use job::{BulkAction, JobFilter};
 pub(crate) use lease::{LeaseCheck, LeaseLoss};
 pub(crate) use namespace::Namespace;
 pub(crate) use occurrence::occurrence_id;

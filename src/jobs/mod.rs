@@ -4,6 +4,7 @@
 //! randomness (jitter) and turns script answers into outcomes and errors. Retention
 //! pruning is `retention`; grouping of concurrent Enqueues is `coalesce`.
 
+mod bulk;
 mod chunks;
 mod coalesce;
 mod flow;
@@ -23,6 +24,7 @@ use std::{
 
 use tokio::time::Instant;
 
+pub(crate) use bulk::BulkSelection;
 pub(crate) use manage::DEFAULT_RELEASE_REASON;
 pub(crate) use retention::{Pruner, Retention};
 pub(crate) use work::{WorkInput, WorkOptions, WorkOutput};
@@ -31,8 +33,8 @@ use crate::{
     context::Context,
     domain::Namespace,
     domain::{
-        limits::PageShape, EnqueueOutcome, Enqueued, Extended, Failed, Failure, JobRecord, JobSpec,
-        JobState, LeaseCheck, NewJob, ProgressReport, StateCheck,
+        limits::PageShape, EnqueueOutcome, Enqueued, Extended, Failed, Failure, JobFilter,
+        JobRecord, JobSpec, JobState, LeaseCheck, NewJob, ProgressReport, StateCheck,
     },
     effects::{Effects, Ready},
     error::{Error, JobAction, LostLease, Missing},
@@ -66,8 +68,8 @@ pub(crate) struct Claimed {
     pub(crate) acked: Vec<Result<(), Error>>,
 }
 
-/// A page of jobs, and the job number to continue after.
-pub(crate) type JobPage = (Vec<JobRecord>, Option<i64>);
+/// A page of jobs, the job number to continue after and the jobs examined.
+pub(crate) type JobPage = crate::store::ops::list_jobs::ListedJobs;
 
 /// What a claim asks for.
 #[derive(Debug, Clone)]
@@ -481,15 +483,16 @@ impl Jobs {
         after: Option<i64>,
         page: PageShape,
         state: Option<JobState>,
+        filter: &JobFilter,
     ) -> Result<JobPage, Error> {
         let list = ListJobs {
             queue,
             after,
             page,
             state,
+            filter,
         };
-        let page = self.cx.store.run(namespace, &list).await?;
-        Ok((page.jobs, page.next_after))
+        Ok(self.cx.store.run(namespace, &list).await?)
     }
 
     pub(crate) async fn cancel(&self, namespace: &Namespace, id: &str) -> Result<JobRecord, Error> {

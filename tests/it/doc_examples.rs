@@ -48,6 +48,10 @@ const BLOCKS: &[(&str, &str)] = &[
         "jobs::delete_release::the_jobs_doc_example_runs",
     ),
     (
+        "filters-example",
+        "filters::bulk::the_jobs_doc_filter_example_runs",
+    ),
+    (
         "schedule-target-examples",
         "schedules::target::the_schedules_doc_target_example_runs",
     ),

@@ -9,6 +9,7 @@
 //! - `flow/`       flow control: concurrency keys, rates, fairness, no over-admission
 //! - `deps/`       job dependencies: flows of jobs, their rules, results, retention
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
+//! - `filters/`    ListJobs' filter and the bulk actions (RetryJobs, CancelJobs, DeleteJobs)
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `deadgroups/` dead letters grouped by error: listing, group retry and purge, Migrate
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
@@ -44,6 +45,7 @@ mod deadgroups;
 mod deps;
 mod doc_examples;
 mod edge;
+mod filters;
 mod flow;
 mod jobs;
 mod migrate;

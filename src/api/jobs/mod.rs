@@ -1,5 +1,6 @@
 //! Handlers of the job RPCs: validate, call `crate::jobs`, convert.
 
+mod bulk;
 pub(super) mod convert;
 mod graph;
 mod manage;
@@ -7,6 +8,7 @@ pub(super) mod validate;
 mod watch;
 mod work;
 
+pub(super) use bulk::{cancel_jobs, delete_jobs, retry_jobs};
 pub(super) use graph::{cancel_flow, enqueue_flow, get_flow, retry_flow};
 pub(super) use manage::{delete, release};
 pub(super) use watch::{watch, WatchJobStream};
@@ -438,7 +440,12 @@ pub(super) async fn list(
     };
     let after = convert::parse_page_token(&req.page_token)?;
     let state = convert::state_filter("state", req.state)?;
-    let (records, mut next) = api.jobs.list(namespace, queue, after, page, state).await?;
+    let filter = bulk::filter("filter", req.filter.as_ref())?;
+    let listed = api
+        .jobs
+        .list(namespace, queue, after, page, state, &filter)
+        .await?;
+    let (records, mut next) = (listed.jobs, listed.next_after);
     let seqs: Vec<i64> = records.iter().map(|r| r.seq).collect();
     let mut jobs: Vec<proto::Job> = records.into_iter().map(convert::job_to_proto).collect();
     // The script's size estimate is a bound, not the encoding: if the page still does
@@ -449,6 +456,7 @@ pub(super) async fn list(
     Ok(proto::ListJobsResponse {
         jobs,
         next_page_token: next.map(convert::page_token).unwrap_or_default(),
+        scanned: listed.scanned,
     })
 }
 

@@ -131,6 +131,7 @@ async fn list(namespace: String, queue: String, args: JobsArgs) -> Result<(), Fa
                 page_size: (limit - jobs.len()).min(1000) as u32,
                 page_token: token,
                 view: proto::JobView::Basic as i32,
+                filter: super::bulk::filter_of(&args.filter),
             })
             .await?
             .into_inner();

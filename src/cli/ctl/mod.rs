@@ -5,6 +5,7 @@
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
+mod bulk;
 pub(crate) mod connect;
 mod flow;
 mod flows;
@@ -89,6 +90,7 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
         OperatorCommand::Purge(args) => queues::purge(args).await,
         OperatorCommand::Jobs(args) => jobs::jobs(args).await,
         OperatorCommand::Job(args) => jobs::job(args).await,
+        OperatorCommand::Bulk(args) => bulk::run(args).await,
         OperatorCommand::Schedules(args) => schedules::list(args).await,
         OperatorCommand::Schedule(args) => schedules::act(args).await,
         OperatorCommand::Preview(args) => schedules::preview(args).await,
@@ -106,7 +108,8 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
 
 fn command_name(command: &OperatorCommand) -> &'static str {
     use dueq::config::ctl::{
-        FlowAction, JobCommand, JobsCommand, PolicyAction, PolicyArgs, QueueAction, ScheduleAction,
+        BulkCommand, FlowAction, JobCommand, JobsCommand, PolicyAction, PolicyArgs, QueueAction,
+        ScheduleAction,
     };
     match command {
         OperatorCommand::Namespaces(_) => "namespaces",
@@ -134,6 +137,11 @@ fn command_name(command: &OperatorCommand) -> &'static str {
             None => "job",
             Some(JobCommand::Delete(_)) => "job delete",
             Some(JobCommand::Release(_)) => "job release",
+        },
+        OperatorCommand::Bulk(args) => match args.action {
+            BulkCommand::Retry(_) => "bulk retry",
+            BulkCommand::Cancel(_) => "bulk cancel",
+            BulkCommand::Delete(_) => "bulk delete",
         },
         OperatorCommand::Schedules(_) => "schedules",
         OperatorCommand::Schedule(args) => match args.action {

@@ -48,11 +48,13 @@ operations!(
     abort_flow,
     ack_occurrence,
     backfill_schedule,
+    cancel_jobs,
     cancel_flow,
     cancel_job,
     claim_due,
     claim_jobs,
     delete_job,
+    delete_jobs,
     delete_schedule,
     dispatch_due,
     drain_graph,
@@ -70,6 +72,7 @@ operations!(
     retry_dead_jobs,
     retry_flow,
     retry_job,
+    retry_jobs,
     set_follow,
     set_key_limit,
     set_queue_policy,
@@ -108,6 +111,9 @@ operations!(
     watch_job,
     ;
 );
+
+/// What the bulk scripts share (RetryJobs, CancelJobs, DeleteJobs).
+pub(crate) mod bulk;
 
 /// What every operation module uses.
 mod prelude {

@@ -269,11 +269,13 @@ async fn listed(store: &Store, full: bool) -> Vec<JobRecord> {
         full,
         max_bytes: 1 << 20,
     };
+    let none = crate::domain::JobFilter::default();
     let list = ListJobs {
         queue: "q",
         after: None,
         page,
         state: None,
+        filter: &none,
     };
     let listed = store
         .run("ns", &list)

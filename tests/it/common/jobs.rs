@@ -142,6 +142,7 @@ pub async fn list_all_jobs(
                 page_size,
                 page_token: token,
                 view: proto::JobView::Full as i32,
+                filter: None,
             })
             .await
             .expect("ListJobs")

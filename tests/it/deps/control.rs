@@ -375,6 +375,7 @@ async fn waiting_is_visible_to_get_job_and_list_jobs() {
             page_size: 100,
             page_token: String::new(),
             view: proto::JobView::Basic as i32,
+            filter: None,
         })
         .await
         .expect("ListJobs")

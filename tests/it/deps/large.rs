@@ -58,6 +58,7 @@ async fn run_all(
                     page_size: 1000,
                     page_token: String::new(),
                     view: 1,
+                    filter: None,
                 })
                 .await
                 .expect("list")

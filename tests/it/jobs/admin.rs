@@ -18,6 +18,7 @@ async fn list(
         page_size,
         page_token: token.into(),
         view: proto::JobView::Full as i32,
+        filter: None,
     })
     .await
     .expect("list")

@@ -535,6 +535,7 @@ async fn results_are_kept_with_the_completed_job_whichever_way_it_was_acked() {
         page_size: 100,
         page_token: String::new(),
         view: view as i32,
+        filter: None,
     };
     let full = c
         .list_jobs(list(proto::JobView::Full))

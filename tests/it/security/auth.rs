@@ -60,6 +60,8 @@ fn allowed(role: &str, method: &str) -> bool {
         "SetScheduleNextRun",
         "CancelJob",
         "DeleteJob",
+        "CancelJobs",
+        "DeleteJobs",
         "PreviewSchedule",
         "EnqueueFlow",
         "CancelFlow",
@@ -112,6 +114,9 @@ const RPCS: &[&str] = &[
     "QueueService/CancelJob",
     "QueueService/RetryJob",
     "QueueService/DeleteJob",
+    "QueueService/RetryJobs",
+    "QueueService/CancelJobs",
+    "QueueService/DeleteJobs",
     "QueueService/ReleaseJob",
     "QueueService/WatchJob",
     "QueueService/EnqueueFlow",
@@ -200,6 +205,13 @@ async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
     Service::start_with(config).await
 }
 
+/// A bulk action's selection of one (unknown) job.
+fn bulk_ids() -> proto::bulk_jobs_request::Selection {
+    proto::bulk_jobs_request::Selection::JobIds(proto::JobIds {
+        job_ids: vec!["j".into()],
+    })
+}
+
 pub(crate) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
@@ -280,6 +292,18 @@ async fn call(
         "QueueService/CancelJob" => send!(queue.cancel_job(CancelJobRequest {})),
         "QueueService/RetryJob" => send!(queue.retry_job(RetryJobRequest {})),
         "QueueService/DeleteJob" => send!(queue.delete_job(DeleteJobRequest {})),
+        "QueueService/RetryJobs" => send!(queue.retry_jobs(BulkJobsRequest {
+            queue: "q".into(),
+            selection: Some(bulk_ids())
+        })),
+        "QueueService/CancelJobs" => send!(queue.cancel_jobs(BulkJobsRequest {
+            queue: "q".into(),
+            selection: Some(bulk_ids())
+        })),
+        "QueueService/DeleteJobs" => send!(queue.delete_jobs(BulkJobsRequest {
+            queue: "q".into(),
+            selection: Some(bulk_ids())
+        })),
         "QueueService/ReleaseJob" => send!(queue.release_job(ReleaseJobRequest {})),
         "QueueService/WatchJob" => send!(queue.watch_job(WatchJobRequest {})),
         "QueueService/EnqueueFlow" => send!(queue.enqueue_flow(EnqueueFlowRequest {})),

@@ -873,7 +873,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 25, "{commands:#?}");
+    assert_eq!(commands.len(), 28, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -1022,6 +1022,24 @@ async fn every_cli_doc_example_runs() {
         1_893_556_800_000,
         "2030-01-02T04:00:00Z"
     );
+    // Issue 33: a filtered listing, a bulk action by query and one by ids.
+    assert!(
+        outputs[25].contains("digest-alice") && outputs[25].contains("mailbox full"),
+        "{}",
+        outputs[25]
+    );
+    assert!(
+        outputs[26].starts_with("cancelled 1 job(s) of queue emails, skipped 0 ("),
+        "{}",
+        outputs[26]
+    );
+    assert!(
+        outputs[27].starts_with("deleted 1 job(s) of queue emails, skipped 1 (")
+            && outputs[27].contains("no-such-job")
+            && outputs[27].contains("not found"),
+        "{}",
+        outputs[27]
+    );
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary
@@ -1118,6 +1136,7 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         "purge",
         "jobs",
         "job",
+        "bulk",
         "schedules",
         "schedule",
         "preview",
@@ -1147,6 +1166,9 @@ fn help_names_the_operator_commands_and_their_exit_codes() {
         &["flow", "get"],
         &["flow", "cancel"],
         &["flow", "retry"],
+        &["bulk", "retry"],
+        &["bulk", "cancel"],
+        &["bulk", "delete"],
     ] {
         let mut args = command.to_vec();
         args.push("--help");

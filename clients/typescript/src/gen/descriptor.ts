@@ -116,6 +116,18 @@ export const descriptor: Record<string, unknown> = {
          "requestType": "DeleteJobRequest",
          "responseType": "DeleteJobResponse"
         },
+        "RetryJobs": {
+         "requestType": "BulkJobsRequest",
+         "responseType": "BulkJobsResponse"
+        },
+        "CancelJobs": {
+         "requestType": "BulkJobsRequest",
+         "responseType": "BulkJobsResponse"
+        },
+        "DeleteJobs": {
+         "requestType": "BulkJobsRequest",
+         "responseType": "BulkJobsResponse"
+        },
         "ReleaseJob": {
          "requestType": "ReleaseJobRequest",
          "responseType": "ReleaseJobResponse"
@@ -2088,6 +2100,42 @@ export const descriptor: Record<string, unknown> = {
         "view": {
          "type": "JobView",
          "id": 6
+        },
+        "filter": {
+         "type": "JobFilter",
+         "id": 7
+        }
+       }
+      },
+      "JobFilter": {
+       "fields": {
+        "name": {
+         "type": "string",
+         "id": 1
+        },
+        "dedupKey": {
+         "type": "string",
+         "id": 2
+        },
+        "headerKey": {
+         "type": "string",
+         "id": 3
+        },
+        "headerValue": {
+         "type": "string",
+         "id": 4
+        },
+        "errorContains": {
+         "type": "string",
+         "id": 5
+        },
+        "createdAfter": {
+         "type": "google.protobuf.Timestamp",
+         "id": 6
+        },
+        "createdBefore": {
+         "type": "google.protobuf.Timestamp",
+         "id": 7
         }
        }
       },
@@ -2106,6 +2154,100 @@ export const descriptor: Record<string, unknown> = {
          "id": 1
         },
         "nextPageToken": {
+         "type": "string",
+         "id": 2
+        },
+        "scanned": {
+         "type": "uint64",
+         "id": 3
+        }
+       }
+      },
+      "BulkJobsRequest": {
+       "oneofs": {
+        "selection": {
+         "oneof": [
+          "jobIds",
+          "query"
+         ]
+        }
+       },
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "queue": {
+         "type": "string",
+         "id": 2
+        },
+        "jobIds": {
+         "type": "JobIds",
+         "id": 3
+        },
+        "query": {
+         "type": "JobQuery",
+         "id": 4
+        }
+       }
+      },
+      "JobIds": {
+       "fields": {
+        "jobIds": {
+         "rule": "repeated",
+         "type": "string",
+         "id": 1
+        }
+       }
+      },
+      "JobQuery": {
+       "fields": {
+        "state": {
+         "type": "JobState",
+         "id": 1
+        },
+        "filter": {
+         "type": "JobFilter",
+         "id": 2
+        },
+        "pageToken": {
+         "type": "string",
+         "id": 3
+        }
+       }
+      },
+      "BulkJobsResponse": {
+       "fields": {
+        "applied": {
+         "type": "uint64",
+         "id": 1
+        },
+        "skipped": {
+         "type": "uint64",
+         "id": 2
+        },
+        "skips": {
+         "rule": "repeated",
+         "type": "BulkJobSkip",
+         "id": 3
+        },
+        "scanned": {
+         "type": "uint64",
+         "id": 4
+        },
+        "nextPageToken": {
+         "type": "string",
+         "id": 5
+        }
+       }
+      },
+      "BulkJobSkip": {
+       "fields": {
+        "jobId": {
+         "type": "string",
+         "id": 1
+        },
+        "reason": {
          "type": "string",
          "id": 2
         }

@@ -587,28 +587,100 @@ class GetJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("namespace", "queue", "state", "page_size", "page_token", "view")
+    __slots__ = ("namespace", "queue", "state", "page_size", "page_token", "view", "filter")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     queue: str
     state: JobState
     page_size: int
     page_token: str
     view: JobView
-    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., view: _Optional[_Union[JobView, str]] = ...) -> None: ...
+    filter: JobFilter
+    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., view: _Optional[_Union[JobView, str]] = ..., filter: _Optional[_Union[JobFilter, _Mapping]] = ...) -> None: ...
+
+class JobFilter(_message.Message):
+    __slots__ = ("name", "dedup_key", "header_key", "header_value", "error_contains", "created_after", "created_before")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_KEY_FIELD_NUMBER: _ClassVar[int]
+    HEADER_KEY_FIELD_NUMBER: _ClassVar[int]
+    HEADER_VALUE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CONTAINS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    dedup_key: str
+    header_key: str
+    header_value: str
+    error_contains: str
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    def __init__(self, name: _Optional[str] = ..., dedup_key: _Optional[str] = ..., header_key: _Optional[str] = ..., header_value: _Optional[str] = ..., error_contains: _Optional[str] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs", "next_page_token")
+    __slots__ = ("jobs", "next_page_token", "scanned")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
     next_page_token: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    scanned: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., scanned: _Optional[int] = ...) -> None: ...
+
+class BulkJobsRequest(_message.Message):
+    __slots__ = ("namespace", "queue", "job_ids", "query")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    queue: str
+    job_ids: JobIds
+    query: JobQuery
+    def __init__(self, namespace: _Optional[str] = ..., queue: _Optional[str] = ..., job_ids: _Optional[_Union[JobIds, _Mapping]] = ..., query: _Optional[_Union[JobQuery, _Mapping]] = ...) -> None: ...
+
+class JobIds(_message.Message):
+    __slots__ = ("job_ids",)
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class JobQuery(_message.Message):
+    __slots__ = ("state", "filter", "page_token")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    state: JobState
+    filter: JobFilter
+    page_token: str
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., filter: _Optional[_Union[JobFilter, _Mapping]] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class BulkJobsResponse(_message.Message):
+    __slots__ = ("applied", "skipped", "skips", "scanned", "next_page_token")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    SKIPS_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    applied: int
+    skipped: int
+    skips: _containers.RepeatedCompositeFieldContainer[BulkJobSkip]
+    scanned: int
+    next_page_token: str
+    def __init__(self, applied: _Optional[int] = ..., skipped: _Optional[int] = ..., skips: _Optional[_Iterable[_Union[BulkJobSkip, _Mapping]]] = ..., scanned: _Optional[int] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class BulkJobSkip(_message.Message):
+    __slots__ = ("job_id", "reason")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CancelJobRequest(_message.Message):
     __slots__ = ("namespace", "job_id")

@@ -165,6 +165,21 @@ class QueueServiceStub:
                 request_serializer=dueq_dot_v1_dot_jobs__pb2.DeleteJobRequest.SerializeToString,
                 response_deserializer=dueq_dot_v1_dot_jobs__pb2.DeleteJobResponse.FromString,
                 _registered_method=True)
+        self.RetryJobs = channel.unary_unary(
+                '/dueq.v1.QueueService/RetryJobs',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
+                _registered_method=True)
+        self.CancelJobs = channel.unary_unary(
+                '/dueq.v1.QueueService/CancelJobs',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
+                _registered_method=True)
+        self.DeleteJobs = channel.unary_unary(
+                '/dueq.v1.QueueService/DeleteJobs',
+                request_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
+                _registered_method=True)
         self.ReleaseJob = channel.unary_unary(
                 '/dueq.v1.QueueService/ReleaseJob',
                 request_serializer=dueq_dot_v1_dot_jobs__pb2.ReleaseJobRequest.SerializeToString,
@@ -464,7 +479,8 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListJobs(self, request, context):
-        """Pages through a queue's jobs in enqueue order, optionally by state.
+        """Pages through a queue's jobs in enqueue order, optionally by state and by a
+        JobFilter (a budgeted search: keep paging while next_page_token is set).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -494,6 +510,29 @@ class QueueServiceServicer:
         (ReleaseJob it first, or CancelJob and wait for its worker); NOT_FOUND if
         unknown. A watcher's stream ends with NOT_FOUND. Audited.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryJobs(self, request, context):
+        """Bulk actions (docs/jobs.md, "Filtering and bulk actions"): each selected job of
+        the queue is handled exactly as RetryJob / CancelJob / DeleteJob would handle
+        it; one it would refuse is a skip with its reason, not an error. With
+        query, one call does one bounded batch: loop while next_page_token is set.
+        Audited; each needs the role of its single-job RPC.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelJobs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteJobs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -807,6 +846,21 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.DeleteJob,
                     request_deserializer=dueq_dot_v1_dot_jobs__pb2.DeleteJobRequest.FromString,
                     response_serializer=dueq_dot_v1_dot_jobs__pb2.DeleteJobResponse.SerializeToString,
+            ),
+            'RetryJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryJobs,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.SerializeToString,
+            ),
+            'CancelJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelJobs,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.SerializeToString,
+            ),
+            'DeleteJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteJobs,
+                    request_deserializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.SerializeToString,
             ),
             'ReleaseJob': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseJob,
@@ -1587,6 +1641,87 @@ class QueueService:
             '/dueq.v1.QueueService/DeleteJob',
             dueq_dot_v1_dot_jobs__pb2.DeleteJobRequest.SerializeToString,
             dueq_dot_v1_dot_jobs__pb2.DeleteJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/RetryJobs',
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/CancelJobs',
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/DeleteJobs',
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsRequest.SerializeToString,
+            dueq_dot_v1_dot_jobs__pb2.BulkJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,33 @@
+#!lua
+-- retry_jobs: RetryJobs (issue 33): one bounded batch of the action on many jobs of one
+-- queue, each taken exactly as retry_job.lua takes it (lib/job.lua manage.bulk
+-- runs the same function that script runs).
+-- Like retry_job.lua, refused when Redis is full.
+--
+-- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
+-- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
+-- ARGV[9] queue: only its jobs are taken (a listed id of another queue is missing)
+-- ARGV[10] query: '1' = the jobs the query (below) selects; '' = the ids (last)
+-- ARGV[11] after: the query's exclusive lower bound job number ('' = from the start)
+-- ARGV[12] state: the query's state ('' = any)
+-- ARGV[13] budget: most jobs the query examines in this call
+-- ARGV[14] max_taken: most jobs the query takes (applied or skipped) in this call
+-- ARGV[15..21] filter: name, dedup key, header key, header value, error text (lower
+--          case), created after, created before (epoch ms): lib/job.lua
+--          manage.filter ('' = unset)
+-- ARGV[22..] ids: the job ids (without a query; the caller sends a bounded number)
+-- Returns { next_after ("" = done; always "" for ids), examined, applied, register (1:
+--           put the namespace in the prune due-set), skipped, then per skip: id,
+--           reason ("missing" | "corrupt" | the state the action refused) }
+--
+-- Invariant 1 (docs/DESIGN.md): each job's transition keeps its indexes as the
+-- single-job script does, in this one script. Invariant 3: a query examines at most
+-- `budget` jobs and takes at most `max_taken` (lib/job.lua manage.scan); ids are as
+-- many as the caller sends (src/store/ops/bulk.rs: 100 a call); each action is
+-- O(log N). Two calls racing over the same jobs each re-check every job's state here,
+-- so no job is taken twice. Invariant 5: refused while the namespace's jobs are in an
+-- older layout.
+
+return manage.bulk(KEYS, ARGV, manage.retry)

@@ -1,0 +1,3 @@
+//! `lua/cancel_jobs.lua`: one bounded batch of CancelJobs (issue 33; `super::bulk`).
+
+super::bulk::bulk_op!(CancelJobs: "cancel_jobs");

@@ -26,7 +26,7 @@ use std::sync::Arc;
 pub(crate) use error::ApiError;
 pub(crate) use limits::Limits;
 pub(crate) use rescue::Rescue;
-pub(crate) use rpcs::all as rpcs;
+pub(crate) use rpcs::{all as rpcs, queue_rpc};
 
 use crate::{jobs::Jobs, migrate::Migrator, schedules::Schedules};
 

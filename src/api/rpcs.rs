@@ -259,6 +259,12 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Rpc> {
     .copied()
 }
 
+/// The QueueService RPC named `method` (the console asks it which role an action
+/// needs, to decide which buttons to show).
+pub(crate) fn queue_rpc(method: &str) -> Option<&'static Rpc> {
+    queue::ALL.iter().copied().find(|rpc| rpc.method == method)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;

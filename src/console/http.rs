@@ -49,6 +49,10 @@ fn routes(console: Arc<Console>) -> Router {
         .route("/ns/{ns}/jobs", get(pages::jobs::list))
         .route("/ns/{ns}/jobs/{id}", get(pages::jobs::detail))
         .route("/ns/{ns}/jobs/{id}/{action}", post(pages::jobs::act))
+        .route("/ns/{ns}/bulk", post(pages::bulk::start))
+        .route("/ns/{ns}/bulk/{id}", get(pages::bulk::show))
+        .route("/ns/{ns}/bulk/{id}/live", get(pages::bulk::live))
+        .route("/ns/{ns}/bulk/{id}/stop", post(pages::bulk::stop))
         .route("/ns/{ns}/dead", get(pages::dead::list))
         .route(
             "/ns/{ns}/dead/{queue}/{fingerprint}/{action}",

@@ -11,6 +11,7 @@
 //! shares (`sampler`), so a viewer costs Redis nothing by being there.
 
 mod assets;
+mod bulk;
 mod csrf;
 mod grpc;
 mod html;
@@ -35,6 +36,7 @@ pub(crate) struct Console {
     sessions: session::Sessions,
     principals: Option<Arc<Principals>>,
     samplers: sampler::Samplers,
+    bulks: bulk::Bulks,
     /// Served over TLS: cookies are marked Secure.
     secure: bool,
     /// The service is stopping: live streams end.
@@ -53,6 +55,7 @@ impl Console {
             shutdown,
             grpc,
             sessions: session::Sessions::default(),
+            bulks: bulk::Bulks::default(),
             principals,
             secure,
         })

@@ -105,6 +105,16 @@ impl Viewer {
     pub(crate) fn name(&self) -> &str {
         self.caller.name()
     }
+
+    /// Whether the viewer may call QueueService's `method` on `namespace`, as the RPC
+    /// table says (which buttons a page shows; the RPC decides again when called).
+    pub(crate) fn may_call(&self, method: &str, namespace: &str) -> bool {
+        match crate::api::queue_rpc(method).map(|rpc| rpc.access) {
+            Some(crate::rpc::Access::Role(role)) => self.caller.may(role, namespace),
+            Some(crate::rpc::Access::Open) => true,
+            None => false,
+        }
+    }
 }
 
 impl FromRequestParts<Arc<Console>> for Viewer {

@@ -13,7 +13,6 @@ use serde::Deserialize;
 
 use super::{done, queues, readable};
 use crate::{
-    auth::Role,
     console::{
         grpc::request,
         html::{action, count, enc, notice, page, time, Answer, Tab},
@@ -53,7 +52,7 @@ pub(crate) async fn list(
         .list_dead_groups(request(&viewer.caller, message))
         .await?
         .into_inner();
-    let admin = viewer.caller.may(Role::Admin, &ns);
+    let admin = viewer.may_call("RetryDeadJobs", &ns);
     let body = html! { main {
         h1 { "Dead letters by error" }
         (notice(p.notice.as_deref()))

@@ -13,7 +13,6 @@ use serde::Deserialize;
 
 use super::{done, readable};
 use crate::{
-    auth::Role,
     console::{
         grpc::request,
         html::{action, enc, notice, page, state_name, time, Answer, Tab},
@@ -72,10 +71,10 @@ pub(crate) async fn detail(
         h1 { "Flow " span.mono { (flow.flow_id) } " " (flow_state(flow.state)) }
         (notice(p.notice.as_deref()))
         div.actions {
-            @if viewer.caller.may(Role::Producer, &ns) && flow.unfinished > 0 {
+            @if viewer.may_call("CancelFlow", &ns) && flow.unfinished > 0 {
                 (action(&to("cancel"), "Cancel flow", Some("Cancel every unfinished node of this flow?")))
             }
-            @if viewer.caller.may(Role::Admin, &ns) && flow.failed > 0 {
+            @if viewer.may_call("RetryFlow", &ns) && flow.failed > 0 {
                 (action(&to("retry"), "Retry flow", Some("Retry the failed nodes of this flow?")))
             }
         }

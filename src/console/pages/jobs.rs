@@ -5,15 +5,14 @@
 use std::sync::Arc;
 
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Path, Query, RawQuery, State},
     response::{IntoResponse, Redirect},
 };
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::{done, readable};
+use super::{done, readable, Fields};
 use crate::{
-    auth::Role,
     console::{
         grpc::request,
         html::{action, badge, enc, notice, page, state_name, time, Answer, Failure, Tab},
@@ -73,22 +72,17 @@ pub(crate) async fn list(
     viewer: Viewer,
     Path(ns): Path<String>,
     Query(p): Query<ListParams>,
+    RawQuery(raw): RawQuery,
 ) -> Answer {
     readable(&viewer, &ns)?;
     let id = p.id.trim();
     if !id.is_empty() {
         return Ok(Redirect::to(&format!("/ns/{}/jobs/{}", enc(&ns), enc(id))).into_response());
     }
-    let lookup = html! {
-        form.row method="get" action={ "/ns/" (enc(&ns)) "/jobs" } {
-            div { label for="id" { "Job id" } input #id name="id" placeholder="find a job by id"; }
-            button type="submit" { "Open" }
-        }
-    };
     if p.queue.is_empty() {
         let snapshot = console.samplers.snapshot(&ns).await.unwrap_or_default();
         let body = html! { main {
-            h1 { "Jobs" } (lookup)
+            h1 { "Jobs" } (lookup(&ns))
             h2 { "Pick a queue" }
             ul { @for q in &snapshot.queues {
                 li { a href={ "/ns/" (enc(&ns)) "/jobs?queue=" (enc(&q.info.queue)) } { (q.info.queue) } }
@@ -96,6 +90,26 @@ pub(crate) async fn list(
         } };
         return Ok(frame(&viewer, &ns, "jobs", body).into_response());
     }
+    let filter = Filter::from_fields(&Fields::of(raw.unwrap_or_default().as_bytes()))?;
+    listing(&console, &viewer, &ns, &p, &filter).await
+}
+
+fn lookup(ns: &str) -> Markup {
+    html! {
+        form.row method="get" action={ "/ns/" (enc(ns)) "/jobs" } {
+            div { label for="id" { "Job id" } input #id name="id" placeholder="find a job by id"; }
+            button type="submit" { "Open" }
+        }
+    }
+}
+
+async fn listing(
+    console: &Console,
+    viewer: &Viewer,
+    ns: &str,
+    p: &ListParams,
+    filter: &Filter,
+) -> Answer {
     let state = state_of(&p.state).ok_or_else(|| {
         Failure(tonic::Status::invalid_argument(format!(
             "state: no job state {:?}",
@@ -103,11 +117,12 @@ pub(crate) async fn list(
         )))
     })?;
     let message = proto::ListJobsRequest {
-        namespace: ns.clone(),
+        namespace: ns.to_owned(),
         queue: p.queue.clone(),
         state: state.into(),
         page_size: PAGE,
         page_token: p.page.clone(),
+        filter: (!filter.is_empty()).then(|| filter.to_proto()),
         ..Default::default()
     };
     let reply = console
@@ -116,33 +131,226 @@ pub(crate) async fn list(
         .list_jobs(request(&viewer.caller, message))
         .await?
         .into_inner();
-    let base = format!("/ns/{}/jobs?queue={}", enc(&ns), enc(&p.queue));
+    let base = format!("/ns/{}/jobs?queue={}", enc(ns), enc(&p.queue));
+    let here = format!("{base}&state={}{}", enc(&p.state), filter.query());
     let body = html! { main {
         h1 { "Jobs of " (p.queue) }
         (notice(p.notice.as_deref()))
-        (lookup)
+        (lookup(ns))
         p.states {
             a href=(base) aria-current=[p.state.is_empty().then_some("page")] { "all" } " "
-            @for s in STATES { a href={ (base) "&state=" (s) } aria-current=[(p.state == s).then_some("page")] { (s) } " " }
+            @for s in STATES { a href={ (base) "&state=" (s) (filter.query()) } aria-current=[(p.state == s).then_some("page")] { (s) } " " }
         }
-        (job_table(&ns, &reply.jobs))
+        (filter_form(ns, p, filter))
+        (selection(viewer, ns, &p.queue, &reply.jobs))
         @if reply.jobs.is_empty() { p.muted { "No jobs on this page." } }
+        @if !filter.is_empty() { p.muted #scanned { "This page examined " (reply.scanned) " jobs." } }
         div.pager {
-            @if !p.page.is_empty() { a href={ (base) "&state=" (p.state) } { "← First page" } }
+            @if !p.page.is_empty() { a href=(here) { "← First page" } }
             @if !reply.next_page_token.is_empty() {
-                a href={ (base) "&state=" (p.state) "&page=" (enc(&reply.next_page_token)) } { "Next page →" }
+                a href={ (here) "&page=" (enc(&reply.next_page_token)) } {
+                    @if filter.is_empty() { "Next page →" } @else { "Keep searching →" }
+                }
             }
         }
+        (matching(viewer, ns, p, filter))
+        (recent_runs(console, ns))
     } };
-    Ok(frame(&viewer, &ns, "jobs", body).into_response())
+    Ok(frame(viewer, ns, "jobs", body).into_response())
 }
 
-fn job_table(ns: &str, jobs: &[proto::Job]) -> Markup {
+fn filter_form(ns: &str, p: &ListParams, filter: &Filter) -> Markup {
+    html! {
+        form.row.filter method="get" action={ "/ns/" (enc(ns)) "/jobs" } {
+            input type="hidden" name="queue" value=(p.queue);
+            input type="hidden" name="state" value=(p.state);
+            (filter.inputs())
+            button type="submit" { "Filter" }
+            @if !filter.is_empty() { a href={ "/ns/" (enc(ns)) "/jobs?queue=" (enc(&p.queue)) "&state=" (enc(&p.state)) } { "Clear" } }
+        }
+    }
+}
+
+/// The page's jobs with a checkbox each, and the actions on the checked ones.
+fn selection(viewer: &Viewer, ns: &str, queue: &str, jobs: &[proto::Job]) -> Markup {
+    let may = |method| viewer.may_call(method, ns);
+    let acts = may("RetryJobs") || may("CancelJobs") || may("DeleteJobs");
+    html! {
+        form.selection method="post" action={ "/ns/" (enc(ns)) "/bulk" } data-confirm="Act on the selected jobs?" {
+            input type="hidden" name="queue" value=(queue);
+            (job_table(ns, jobs, acts))
+            @if acts && !jobs.is_empty() {
+                div.actions {
+                    @if may("RetryJobs") { button type="submit" name="action" value="retry" { "Retry selected" } }
+                    @if may("CancelJobs") { button type="submit" name="action" value="cancel" { "Cancel selected" } }
+                    @if may("DeleteJobs") { button.danger type="submit" name="action" value="delete" { "Delete selected" } }
+                }
+            }
+        }
+    }
+}
+
+/// The bulk actions of the namespace this replica ran lately.
+fn recent_runs(console: &Console, ns: &str) -> Markup {
+    let runs = console.bulks.of(ns);
+    html! {
+        @if !runs.is_empty() {
+            h2 { "Recent bulk actions" }
+            ul.runs { @for run in runs.iter().take(10) {
+                @let p = run.progress.borrow().clone();
+                li {
+                    a href={ "/ns/" (enc(ns)) "/bulk/" (enc(&run.id)) } { (run.action.verb()) " " (run.queue) }
+                    " by " (run.principal) ": " (p.applied) " done"
+                    @if !p.finished { " (running)" }
+                }
+            } }
+        }
+    }
+}
+
+/// The actions on every job the listing's state and filter match, run server-side.
+fn matching(viewer: &Viewer, ns: &str, p: &ListParams, filter: &Filter) -> Markup {
+    let may = |method| viewer.may_call(method, ns);
+    if !may("RetryJobs") && !may("CancelJobs") && !may("DeleteJobs") {
+        return html! {};
+    }
+    let scope = if filter.is_empty() {
+        "every job of this listing"
+    } else {
+        "every job this filter matches"
+    };
+    html! {
+        h2 { "Act on " (scope) }
+        form.row.matching method="post" action={ "/ns/" (enc(ns)) "/bulk" }
+            data-confirm={ "Act on " (scope) " (all pages)? It runs in bounded batches; you can stop it." } {
+            input type="hidden" name="scope" value="matching";
+            input type="hidden" name="queue" value=(p.queue);
+            input type="hidden" name="state" value=(p.state);
+            (filter.hidden())
+            @if may("RetryJobs") { button type="submit" name="action" value="retry" { "Retry all matching" } }
+            @if may("CancelJobs") { button type="submit" name="action" value="cancel" { "Cancel all matching" } }
+            @if may("DeleteJobs") { button.danger type="submit" name="action" value="delete" { "Delete all matching" } }
+        }
+    }
+}
+
+/// The filter of a jobs listing (form fields `name`, `dedup`, `header` as `key=value`
+/// or `key`, `error`, `after`, `before` as UTC `YYYY-MM-DDTHH:MM`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    name: String,
+    dedup: String,
+    header: String,
+    error: String,
+    after: String,
+    before: String,
+}
+
+impl Filter {
+    pub(crate) fn from_fields(f: &Fields) -> Result<Filter, Failure> {
+        let get = |k| f.get(k).unwrap_or_default().trim().to_owned();
+        let filter = Filter {
+            name: get("name"),
+            dedup: get("dedup"),
+            header: get("header"),
+            error: get("error"),
+            after: get("after"),
+            before: get("before"),
+        };
+        filter.proto()?;
+        Ok(filter)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        [
+            &self.name,
+            &self.dedup,
+            &self.header,
+            &self.error,
+            &self.after,
+            &self.before,
+        ]
+        .iter()
+        .all(|v| v.is_empty())
+    }
+
+    fn time(field: &str, value: &str) -> Result<Option<prost_types::Timestamp>, Failure> {
+        if value.is_empty() {
+            return Ok(None);
+        }
+        super::schedules::utc(field, Some(value)).map(Some)
+    }
+
+    fn proto(&self) -> Result<proto::JobFilter, Failure> {
+        let (header_key, header_value) = match self.header.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
+            None => (self.header.clone(), String::new()),
+        };
+        Ok(proto::JobFilter {
+            name: self.name.clone(),
+            dedup_key: self.dedup.clone(),
+            header_key,
+            header_value,
+            error_contains: self.error.clone(),
+            created_after: Filter::time("after", &self.after)?,
+            created_before: Filter::time("before", &self.before)?,
+        })
+    }
+
+    /// The filter as a proto (its fields were checked when it was read).
+    pub(crate) fn to_proto(&self) -> proto::JobFilter {
+        self.proto().unwrap_or_default()
+    }
+
+    /// The filter as query parameters (`&name=…`), for links that keep it.
+    fn query(&self) -> String {
+        let mut out = String::new();
+        for (k, v) in self.pairs() {
+            if !v.is_empty() {
+                out.push_str(&format!("&{k}={}", enc(v)));
+            }
+        }
+        out
+    }
+
+    /// The filter as hidden inputs (a form that acts on what it matches).
+    fn hidden(&self) -> Markup {
+        html! {
+            @for (k, v) in self.pairs() { input type="hidden" name=(k) value=(v); }
+        }
+    }
+
+    fn pairs(&self) -> [(&'static str, &String); 6] {
+        [
+            ("name", &self.name),
+            ("dedup", &self.dedup),
+            ("header", &self.header),
+            ("error", &self.error),
+            ("after", &self.after),
+            ("before", &self.before),
+        ]
+    }
+
+    /// The filter's inputs.
+    fn inputs(&self) -> Markup {
+        html! {
+            div { label for="f-name" { "Name" } input #f-name name="name" value=(self.name); }
+            div { label for="f-error" { "Error contains" } input #f-error name="error" value=(self.error); }
+            div { label for="f-header" { "Header (key=value)" } input #f-header name="header" value=(self.header); }
+            div { label for="f-dedup" { "Dedup key" } input #f-dedup name="dedup" value=(self.dedup); }
+            div { label for="f-after" { "Created after (UTC)" } input #f-after type="datetime-local" name="after" value=(self.after); }
+            div { label for="f-before" { "Created before (UTC)" } input #f-before type="datetime-local" name="before" value=(self.before); }
+        }
+    }
+}
+
+fn job_table(ns: &str, jobs: &[proto::Job], select: bool) -> Markup {
     html! {
         table.jobs {
-            thead { tr { th { "Job" } th { "Name" } th { "State" } th.num { "Attempts" } th { "Created" } th { "Last error" } th { "Worker" } } }
+            thead { tr { @if select { th { span.sr { "Select" } } } th { "Job" } th { "Name" } th { "State" } th.num { "Attempts" } th { "Created" } th { "Last error" } th { "Worker" } } }
             tbody { @for job in jobs {
                 tr data-job=(job.job_id) {
+                    @if select { td { input type="checkbox" name="id" value=(job.job_id) aria-label={ "select " (job.job_id) }; } }
                     td.mono { a href={ "/ns/" (enc(ns)) "/jobs/" (enc(&job.job_id)) } { (job.job_id) } }
                     td { (job.name) }
                     td { (badge(state_name(job.state))) }
@@ -280,15 +488,15 @@ fn job_actions(viewer: &Viewer, ns: &str, job: &proto::Job) -> Markup {
     let to = |act: &str| format!("/ns/{}/jobs/{}/{act}", enc(ns), enc(&job.job_id));
     let state = state_name(job.state);
     let unfinished = matches!(state, "pending" | "delayed" | "active" | "waiting");
-    let may = |role| viewer.caller.may(role, ns);
+    let may = |method| viewer.may_call(method, ns);
     html! {
         div.actions {
-            @if may(Role::Admin) && matches!(state, "dead" | "cancelled" | "completed" | "skipped") {
+            @if may("RetryJob") && matches!(state, "dead" | "cancelled" | "completed" | "skipped") {
                 (action(&to("retry"), "Retry", Some("Retry this job?")))
             }
-            @if may(Role::Producer) && unfinished { (action(&to("cancel"), "Cancel", Some("Cancel this job?"))) }
-            @if may(Role::Producer) && state != "active" { (action(&to("delete"), "Delete", Some("Delete this job? This cannot be undone."))) }
-            @if may(Role::Producer) { (action(&to("clone"), "Clone and enqueue", Some("Enqueue a copy of this job?"))) }
+            @if may("CancelJob") && unfinished { (action(&to("cancel"), "Cancel", Some("Cancel this job?"))) }
+            @if may("DeleteJob") && state != "active" { (action(&to("delete"), "Delete", Some("Delete this job? This cannot be undone."))) }
+            @if may("Enqueue") { (action(&to("clone"), "Clone and enqueue", Some("Enqueue a copy of this job?"))) }
         }
     }
 }

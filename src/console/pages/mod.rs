@@ -3,6 +3,7 @@
 //! renders HTML; each action is one RPC (or a bounded loop of one RPC) made as the
 //! viewer, then a redirect back with what it did.
 
+pub(super) mod bulk;
 pub(super) mod dead;
 pub(super) mod flows;
 pub(super) mod jobs;
@@ -59,6 +60,14 @@ pub(super) struct Fields(Vec<(String, String)>);
 impl Fields {
     pub(super) fn of(body: &[u8]) -> Fields {
         Fields(url::form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    /// Every value of `name` (a checkbox list).
+    pub(super) fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
     }
 
     pub(super) fn get(&self, name: &str) -> Option<&str> {

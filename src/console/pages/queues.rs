@@ -18,7 +18,6 @@ use tokio_stream::wrappers::WatchStream;
 
 use super::{done, readable, Fields};
 use crate::{
-    auth::Role,
     console::{
         grpc::request,
         html::{action, count, enc, notice, page as frame, span, Answer, Failure, Tab},
@@ -164,7 +163,7 @@ fn content(ns: &str, s: &Snapshot, sort: Sort, viewer: &Viewer) -> Markup {
         (cards(s))
         (queue_table_rows(&rows, false))
         @if s.truncated { p.muted { "Only the first " (MAX_QUEUES) " queues are shown." } }
-        @if viewer.caller.may(Role::Admin, ns) {
+        @if viewer.may_call("PauseQueue", ns) {
             h2 { "Act on a queue" }
             (actions(ns, &rows))
         }

@@ -14,7 +14,6 @@ use serde::Deserialize;
 
 use super::{done, readable, Fields};
 use crate::{
-    auth::Role,
     console::{
         grpc::request,
         html::{action, badge, enc, notice, page, span, time, Answer, Failure, Tab},
@@ -211,7 +210,7 @@ fn runs(runs: &[proto::ScheduleRun]) -> Markup {
 }
 
 fn schedule_actions(viewer: &Viewer, ns: &str, s: &proto::Schedule) -> Markup {
-    if !viewer.caller.may(Role::Producer, ns) {
+    if !viewer.may_call("TriggerSchedule", ns) {
         return html! {};
     }
     let to = |act: &str| format!("/ns/{}/schedules/{}/{act}", enc(ns), enc(&s.id));
@@ -235,7 +234,7 @@ fn schedule_actions(viewer: &Viewer, ns: &str, s: &proto::Schedule) -> Markup {
 }
 
 /// A `datetime-local` value (UTC) as a timestamp.
-fn utc(field: &str, value: Option<&str>) -> Result<prost_types::Timestamp, Failure> {
+pub(crate) fn utc(field: &str, value: Option<&str>) -> Result<prost_types::Timestamp, Failure> {
     let bad = || {
         Failure(tonic::Status::invalid_argument(format!(
             "{field}: a date and time, as YYYY-MM-DDTHH:MM"

@@ -6,6 +6,7 @@ mod access;
 mod actions;
 mod audit;
 mod browser;
+mod bulk;
 mod http;
 mod pages;
 

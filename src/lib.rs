@@ -55,6 +55,7 @@ mod sync;
 mod timing;
 mod tls;
 mod watch;
+mod workers;
 
 #[cfg(test)]
 mod testing;

@@ -10,6 +10,8 @@
 //! - `deps/`       job dependencies: flows of jobs, their rules, results, retention
 //! - `jobs/`       the job lifecycle, dedup, retention, admin, the Work stream, crashes
 //! - `queues/`     queue inspection and controls, per-namespace quotas
+//! - `audit/`      the audit log: records of audited calls, ListAuditEvents
+//! - `workers/`    worker sessions across replicas, expiring leases: ListWorkers
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
 //! - `security/`   authentication and authorisation, TLS to clients and to Redis
@@ -34,6 +36,7 @@
 
 mod common;
 
+mod audit;
 mod clients;
 mod cluster;
 mod deps;
@@ -46,3 +49,4 @@ mod queues;
 mod schedules;
 mod security;
 mod tools;
+mod workers;

@@ -40,6 +40,8 @@ const READS: &[&str] = &[
     "GetQueuePolicy",
     "ListFlowKeys",
     "GetFlow",
+    "ListAuditEvents",
+    "ListWorkers",
 ];
 
 /// RPCs over every namespace at once: a principal needs the pattern `*` for them.
@@ -128,6 +130,8 @@ const RPCS: &[&str] = &[
     "QueueService/ListFlowKeys",
     "QueueService/RetryDeadJobs",
     "QueueService/PurgeJobs",
+    "QueueService/ListAuditEvents",
+    "QueueService/ListWorkers",
     "QueueService/Migrate",
     "QueueService/GetNamespaceStatus",
     "AdminService/Migrate",
@@ -191,14 +195,14 @@ fn write_auth_file(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
+pub(crate) async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
     let mut config = config(&redis.url());
     config.auth_file = Some(write_auth_file(dir));
     config.reflection = reflection;
     Service::start_with(config).await
 }
 
-pub(super) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+pub(crate) fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
     let mut request = Request::new(message);
     if let Some(token) = token {
         let value = format!("Bearer {token}").parse().expect("header value");
@@ -320,6 +324,10 @@ async fn call(
             queue: "q".into(),
             state: proto::JobState::Dead as i32
         })),
+        "QueueService/ListAuditEvents" => {
+            send!(queue.list_audit_events(ListAuditEventsRequest {}))
+        }
+        "QueueService/ListWorkers" => send!(queue.list_workers(ListWorkersRequest {})),
         "QueueService/Migrate" => send!(queue.migrate(MigrateRequest { dry_run: true })),
         "QueueService/GetNamespaceStatus" => {
             send!(queue.get_namespace_status(GetNamespaceStatusRequest {}))

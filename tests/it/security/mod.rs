@@ -1,7 +1,7 @@
 //! Who gets in and what is encrypted: authentication and authorisation, gRPC over
 //! TLS (and mTLS) to clients, and TLS to Redis; logs a caller cannot forge.
 
-mod auth;
+pub(crate) mod auth;
 mod logs;
 mod redis_tls;
 mod tls;

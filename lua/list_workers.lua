@@ -16,7 +16,7 @@
 --           ("<last seen ms>\n<record>"), m, then per lease 4 values: job id,
 --           queue, worker, lease deadline (epoch ms) }
 --
--- Sessions: HSCAN from the cursor until about `limit` live ones are read, at most 8
+-- Sessions: HSCAN from the cursor until about `limit` live ones are read, at most 4
 -- steps (O(limit) each); the stale ones met are removed (a dead replica's sessions go
 -- as readers meet them, or with the hash's ttl). Leases: the first 100 queues of
 -- the queue registry, their lease sets (lib/job.lua `leased`, scored by deadline)
@@ -25,7 +25,7 @@
 
 local refused = jobs_guard(KEYS[2])
 if refused then return refused end
-local MAX_QUEUES, MAX_STEPS = 100, 8
+local MAX_QUEUES, MAX_STEPS = 100, 4
 local meta, hkey = KEYS[2], KEYS[3]
 local stale, cursor = tonumber(ARGV[9]), ARGV[10]
 local limit, want = tonumber(ARGV[11]), tonumber(ARGV[12])

@@ -267,3 +267,26 @@ async fn readers_list_their_namespace_and_refusals_are_recorded_too() {
         .expect_err("billing reads no shop-* namespace");
     assert_eq!(denied.code(), Code::PermissionDenied);
 }
+
+/// Pins: an audit record that cannot be written (a full Redis refuses the append)
+/// never fails the call it records: the call is answered, and the loss is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_redis_refuses_is_counted_and_the_call_still_answers() {
+    let redis = Redis::start().await;
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut config = config_without_background_work(&redis.url());
+    config.metrics_listen = Some(metrics.clone());
+    let service = Service::start_with(config).await;
+    let mut client = service.client().await;
+    let mut conn = redis.conn().await;
+    crate::edge::faults::full::fill_redis(&mut conn).await;
+    // PauseQueue runs at maxmemory (allow-oom); the append after it does not.
+    client
+        .pause_queue(pause("ns", "q"))
+        .await
+        .expect("answered in a full Redis");
+    let patience = Patience::new("the lost record counted");
+    while scrape(&metrics).await.value("dueq_audit_dropped_total") < 1.0 {
+        patience.wait().await;
+    }
+}

@@ -1,9 +1,10 @@
 //! The one RPC table: a line per RPC the server answers, with the role it needs, its
-//! call kind, whether allowed calls are audited, and (for dueq's own services) its
+//! call kind, whether its calls are audited, and (for dueq's own services) its
 //! request, response and handler. From it come the tonic service impls, the
 //! descriptors (`crate::rpc::Rpc`) the layers classify requests by (shedding,
-//! timeout, metrics, spans, authentication) and the role and audit checks
-//! (`super::authorize`).
+//! timeout, metrics, spans, authentication), the role checks (`super::authorize`)
+//! and the audit records (`super::audit`: an audited line's calls are recorded with
+//! their outcome, and its request must name its target, `audit::Subject`).
 //!
 //! A new RPC is its proto, its Lua and operation, its use case and handler, and one
 //! line here (the line also says what the request reaches: its `namespace` field, or

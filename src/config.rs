@@ -190,6 +190,12 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_CHECK_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
     pub check_interval: Duration,
 
+    /// How often each replica publishes its Work streams and waiting long-polls to
+    /// Redis for ListWorkers (one script call per namespace that has any); a session
+    /// not published for three intervals (its replica died) is dropped by readers.
+    #[arg(long, env = "DUEQ_WORKER_REFRESH_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub worker_refresh_interval: Duration,
+
     /// How long shutdown waits for in-flight calls before exiting anyway.
     #[arg(long, env = "DUEQ_SHUTDOWN_GRACE", default_value = "10s", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Duration,

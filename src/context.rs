@@ -13,6 +13,7 @@ use crate::{
     namespaces::{Entry, Namespaces},
     store::Store,
     watch::Hub,
+    workers::Sessions,
 };
 
 #[derive(Clone)]
@@ -27,6 +28,9 @@ pub(crate) struct Context {
     pub(crate) shutdown: CancellationToken,
     /// The job changes this replica follows: WatchJob streams, Work streams' cancels.
     pub(crate) hub: Arc<Hub>,
+    /// This replica's Work streams and waiting long-polls, published for ListWorkers
+    /// (issue 33).
+    pub(crate) sessions: Arc<Sessions>,
     /// Wakes this replica's dispatcher (`crate::dispatch`) when a schedule write here
     /// made a target slot due sooner than it knows.
     pub(crate) dispatch: Arc<tokio::sync::Notify>,

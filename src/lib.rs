@@ -56,6 +56,7 @@ mod sync;
 mod timing;
 mod tls;
 mod watch;
+mod workers;
 
 #[cfg(test)]
 mod testing;

@@ -23,8 +23,9 @@ pub(crate) struct Rpc {
     pub(crate) path: &'static str,
     pub(crate) access: Access,
     pub(crate) kind: CallKind,
-    /// Allowed calls are logged with their principal on `dueq::audit` (operator
-    /// actions that change or remove data).
+    /// Calls, allowed or refused, are recorded with their principal and outcome in
+    /// the namespace's audit log and on `dueq::audit` (operator actions that change or
+    /// remove data; `api::audit`).
     pub(crate) audited: bool,
 }
 

@@ -20,6 +20,7 @@ use crate::{
     longpoll::{long_poll, Attempt},
     namespaces::Entry,
     namespaces::Work,
+    store::ops::publish_workers::SessionKind,
     store::ops::{
         ack_occurrence::AckOccurrence,
         backfill_schedule::{BackfillSchedule, Backfilled, MAX_BACKFILL_WAITING},
@@ -36,6 +37,7 @@ use crate::{
         upsert_schedule::UpsertSchedule,
     },
     timing::Timing,
+    workers::Opening,
 };
 
 /// BackfillSchedule takes ranges of at most this many slots.
@@ -496,6 +498,17 @@ impl Schedules {
         let entry = self.cx.namespaces.entry(namespace);
         let waiter = (!wait.is_zero()).then(|| self.cx.wakers.schedule_waiter(&entry));
         let _waiting = (!wait.is_zero()).then(|| self.cx.metrics.waiting("schedules"));
+        let _session = (!wait.is_zero()).then(|| {
+            self.cx.sessions.open(
+                namespace.as_str(),
+                Opening {
+                    kind: SessionKind::ClaimDueSchedule,
+                    worker,
+                    queues: &[],
+                    capacity: 1,
+                },
+            )
+        });
         long_poll(waiter, Instant::now() + wait, &self.cx.shutdown, || {
             self.attempt(&entry, lease_ms, worker)
         })

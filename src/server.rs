@@ -20,7 +20,7 @@ use tower_layer::{Identity, Layer, Stack};
 use crate::auth::Principals;
 use crate::{
     accept::BackoffIncoming,
-    api::{AdminApi, Limits, QueueApi, Rescue},
+    api::{AdminApi, Audit, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
     connections::LimitedIncoming,
@@ -45,6 +45,7 @@ use crate::{
     store::{keys::check_prefix, Store, StoreError},
     tls::{Tls, TlsFiles},
     watch::Hub,
+    workers::Sessions,
 };
 
 /// Idle time before TCP probes a silent peer (a long-poll client that vanished).
@@ -94,9 +95,11 @@ pub async fn run(
     // However this future ends (returned, or dropped mid-flight as a crash is
     // simulated in process), the background tasks it spawned stop with it.
     let _stop_background = cancel.clone().drop_guard();
-    let core = core(&config, &metrics, &cancel)?;
     let address = advertised(listener.local_addr()?);
-    let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()));
+    let core = core(&config, &metrics, &cancel, &address)?;
+    let (audit, audit_writer) = Audit::new(core.store.clone(), metrics.clone(), cancel.clone());
+    tokio::spawn(audit_writer);
+    let rescue = Arc::new(Rescue::new(address.clone(), core.namespaces.clone()).with_audit(audit));
     let admin = Arc::new(AdminApi::new(
         Arc::new(Migrator::new(
             core.store.clone(),
@@ -172,6 +175,7 @@ fn core(
     config: &ServeConfig,
     metrics: &Arc<Metrics>,
     cancel: &CancellationToken,
+    address: &str,
 ) -> Result<Context, ServeError> {
     let topology = config.redis_topology().map_err(ServeError::Config)?;
     let store = Arc::new(
@@ -198,6 +202,11 @@ fn core(
         wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
         namespaces: Namespaces::new(cancel.clone()),
         metrics: metrics.clone(),
+        sessions: Sessions::new(
+            address.to_owned(),
+            clock.clone(),
+            config.worker_refresh_interval,
+        ),
         store,
         clock,
         shutdown: cancel.clone(),
@@ -427,6 +436,11 @@ fn spawn_background(core: &Context, config: &ServeConfig) {
         },
     );
     tokio::spawn(pruner.run(core.shutdown.clone()));
+    tokio::spawn(
+        core.sessions
+            .clone()
+            .run(core.store.clone(), core.shutdown.clone()),
+    );
     let dispatcher = Dispatcher::new(
         core.clone(),
         config.recheck_interval,

@@ -3,8 +3,9 @@
 //! and the caller the auth layer found (`crate::layers::AuthLayer`) is checked
 //! against the role the RPC table names for the call (`super::rpcs`) on that
 //! namespace. A denied call is answered PERMISSION_DENIED before its handler runs,
-//! so nothing is written. Allowed calls of audited RPCs (operator actions that
-//! change or remove data) are logged with the principal on the `dueq::audit` target.
+//! so nothing is written. Calls of audited RPCs (operator actions that change or
+//! remove data), allowed or refused, are recorded with their outcome by
+//! `super::audit`, around this check.
 
 use tonic::Request;
 
@@ -150,9 +151,6 @@ pub(super) fn authorize_scope(
         return Err(ApiError::Denied(format!(
             "principal {name:?} may not call {rpc} on {scope}"
         )));
-    }
-    if rpc.audited {
-        tracing::info!(target: "dueq::audit", principal = %name, method = %rpc, scope = %scope, "audit");
     }
     Ok(())
 }

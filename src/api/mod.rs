@@ -6,6 +6,7 @@
 //! (`crate::layers`), not lines in handlers.
 
 mod admin;
+mod audit;
 mod authorize;
 mod convert;
 mod cpu;
@@ -23,6 +24,7 @@ mod validate;
 
 use std::sync::Arc;
 
+pub(crate) use audit::Audit;
 pub(crate) use error::ApiError;
 pub(crate) use limits::Limits;
 pub(crate) use rescue::Rescue;

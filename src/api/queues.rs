@@ -12,7 +12,8 @@ use crate::{
     domain::{limits::is_namespace, Namespace, QueueStats},
     proto,
     store::ops::{
-        list_dead_groups::DeadGroup, purge_jobs, purge_jobs::PurgeState, retry_dead_jobs,
+        list_dead_groups::DeadGroup, list_workers::Session, publish_workers::SessionKind,
+        purge_jobs, purge_jobs::PurgeState, retry_dead_jobs,
     },
 };
 
@@ -255,5 +256,109 @@ fn purge_state(state: i32, grouped: bool) -> Result<PurgeState, ApiError> {
             ),
         )),
         Err(_) => Err(ApiError::invalid("state", format!("unknown state {state}"))),
+    }
+}
+
+/// A page of the namespace's audit log, newest first (issue 33).
+pub(super) async fn list_audit(
+    api: &QueueApi,
+    namespace: &Namespace,
+    request: Request<proto::ListAuditEventsRequest>,
+) -> Result<proto::ListAuditEventsResponse, ApiError> {
+    let req = request.into_inner();
+    let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    // The token is the stream id of the previous page's last record: `<ms>-<seq>`.
+    let is_id = |token: &str| {
+        token.split_once('-').is_some_and(|(ms, seq)| {
+            [ms, seq].iter().all(|part| {
+                !part.is_empty() && part.len() <= 20 && part.bytes().all(|b| b.is_ascii_digit())
+            })
+        })
+    };
+    if !req.page_token.is_empty() && !is_id(&req.page_token) {
+        return Err(ApiError::invalid(
+            "page_token",
+            "is not a token ListAuditEvents returned",
+        ));
+    }
+    let limit = u32::try_from(size).unwrap_or(MAX_PAGE_SIZE);
+    let page = api
+        .jobs
+        .list_audit(namespace, &req.page_token, limit)
+        .await?;
+    let next_page_token = match (page.more, page.entries.last()) {
+        (true, Some(last)) => last.id.clone(),
+        _ => String::new(),
+    };
+    Ok(proto::ListAuditEventsResponse {
+        events: page
+            .entries
+            .into_iter()
+            .map(|entry| proto::AuditEvent {
+                time: Some(timestamp(entry.at_ms)),
+                principal: entry.principal,
+                method: entry.method,
+                target: entry.target,
+                outcome: entry.outcome,
+                via: entry.via,
+            })
+            .collect(),
+        next_page_token,
+    })
+}
+
+/// A page of the namespace's worker sessions, and its soonest ending leases (issue 33).
+pub(super) async fn list_workers(
+    api: &QueueApi,
+    namespace: &Namespace,
+    request: Request<proto::ListWorkersRequest>,
+) -> Result<proto::ListWorkersResponse, ApiError> {
+    let req = request.into_inner();
+    let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
+    // The token is the cursor of the hash's scan: a number.
+    let cursor = match req.page_token.as_str() {
+        "" => "0",
+        token if token.len() <= 20 && token.bytes().all(|b| b.is_ascii_digit()) => token,
+        _ => {
+            return Err(ApiError::invalid(
+                "page_token",
+                "is not a token ListWorkers returned",
+            ))
+        }
+    };
+    let limit = u32::try_from(size).unwrap_or(MAX_PAGE_SIZE);
+    let page = api.jobs.list_workers(namespace, cursor, limit).await?;
+    Ok(proto::ListWorkersResponse {
+        workers: page.sessions.into_iter().map(worker_to_proto).collect(),
+        expiring_leases: page
+            .leases
+            .into_iter()
+            .map(|lease| proto::LeaseInfo {
+                job_id: lease.id,
+                queue: lease.queue,
+                worker_id: lease.worker,
+                lease_deadline: Some(timestamp(lease.deadline_ms)),
+            })
+            .collect(),
+        next_page_token: page.next_cursor.unwrap_or_default(),
+    })
+}
+
+fn worker_to_proto(session: Session) -> proto::WorkerInfo {
+    let record = session.record;
+    let kind = match record.kind {
+        SessionKind::Work => proto::WorkerKind::Work,
+        SessionKind::ClaimJob => proto::WorkerKind::ClaimJob,
+        SessionKind::ClaimDueSchedule => proto::WorkerKind::ClaimDueSchedule,
+    };
+    proto::WorkerInfo {
+        worker_id: record.worker,
+        kind: kind as i32,
+        queues: record.queues,
+        capacity: record.capacity,
+        in_flight: record.in_flight,
+        connected_since: Some(timestamp(record.since_ms)),
+        replica: record.replica,
+        last_seen: Some(timestamp(session.last_seen_ms)),
     }
 }

@@ -12,7 +12,7 @@ use std::{
 use tokio::time::Instant;
 use tonic::{Code, Response, Status};
 
-use super::ApiError;
+use super::{audit::Audit, ApiError};
 use crate::{
     domain::{FailureKind, Namespace},
     namespaces::Namespaces,
@@ -37,6 +37,8 @@ pub(crate) struct Rescue {
     namespaces: Arc<Namespaces>,
     /// When a full Redis was last logged.
     full_notice: Mutex<Option<Instant>>,
+    /// Where the audited calls' records go (`super::audit`).
+    audit: Arc<Audit>,
 }
 
 /// The operator's command that migrates `namespace`: the one wording of the hint.
@@ -52,7 +54,21 @@ impl Rescue {
             address,
             namespaces,
             full_notice: Mutex::new(None),
+            audit: Arc::default(),
         }
+    }
+
+    /// Sends the audited calls' records to `audit` (the service's writer).
+    pub(crate) fn with_audit(self, audit: Audit) -> Self {
+        Self {
+            audit: Arc::new(audit),
+            ..self
+        }
+    }
+
+    /// The audit of the calls answered here.
+    pub(super) fn audit(&self) -> &Arc<Audit> {
+        &self.audit
     }
 
     /// The answer to an RPC: its message, or the status for its error.

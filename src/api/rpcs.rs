@@ -1,9 +1,10 @@
 //! The one RPC table: a line per RPC the server answers, with the role it needs, its
-//! call kind, whether allowed calls are audited, and (for dueq's own services) its
+//! call kind, whether its calls are audited, and (for dueq's own services) its
 //! request, response and handler. From it come the tonic service impls, the
 //! descriptors (`crate::rpc::Rpc`) the layers classify requests by (shedding,
-//! timeout, metrics, spans, authentication) and the role and audit checks
-//! (`super::authorize`).
+//! timeout, metrics, spans, authentication), the role checks (`super::authorize`)
+//! and the audit records (`super::audit`: an audited line's calls are recorded with
+//! their outcome, and its request must name its target, `audit::Subject`).
 //!
 //! A new RPC is its proto, its Lua and operation, its use case and handler, and one
 //! line here (the line also says what the request reaches: its `namespace` field, or
@@ -22,6 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::{
     admin::{self, MigrateStream},
+    audit::AuditCall,
     authorize::{authorize, namespace, Scoped},
     flow,
     jobs::{self, WatchJobStream},
@@ -38,7 +40,7 @@ use crate::{
     },
 };
 
-/// Whether allowed calls are logged on `dueq::audit`.
+/// Whether calls are recorded in the audit log and on `dueq::audit` (`super::audit`).
 const audited: bool = true;
 const quiet: bool = false;
 
@@ -66,10 +68,11 @@ macro_rules! methods {
             $($methods)*
         }
     };
-    // A unary call: authorised from its message, then handled.
+    // A unary call: authorised from its message, then handled; an audited one is
+    // recorded with the answer's outcome (`audit`), refused or not.
     (
         $api:ty: $trait:ident [$($methods:tt)*]
-        $rpc:path, $method:ident ($req:ident -> $resp:ident) = $handler:path;
+        $audit:ident $rpc:path, $method:ident ($req:ident -> $resp:ident) = $handler:path;
         $($rest:tt)*
     ) => {
         methods!($api: $trait [$($methods)*
@@ -77,16 +80,20 @@ macro_rules! methods {
                 &self,
                 request: Request<proto::$req>,
             ) -> Result<Response<proto::$resp>, Status> {
-                let target =
-                    authorize(&request, &$rpc).map_err(|denied| self.rescue.status(denied))?;
-                self.rescue.respond($handler(self, &target, request).await)
+                let audit = begin_audit!($audit, self, $rpc, request);
+                let answer = match authorize(&request, &$rpc) {
+                    Ok(target) => self.rescue.respond($handler(self, &target, request).await),
+                    Err(denied) => Err(self.rescue.status(denied)),
+                };
+                finish_audit(audit, &answer);
+                answer
             }
         ] $($rest)*);
     };
-    // A server stream: authorised from its message, then handled.
+    // A server stream: the same; its outcome is whether the stream started.
     (
         $api:ty: $trait:ident [$($methods:tt)*]
-        $rpc:path, $method:ident ($req:ident -> stream $stream:ident) = $handler:path;
+        $audit:ident $rpc:path, $method:ident ($req:ident -> stream $stream:ident) = $handler:path;
         $($rest:tt)*
     ) => {
         methods!($api: $trait [$($methods)*
@@ -96,16 +103,20 @@ macro_rules! methods {
                 &self,
                 request: Request<proto::$req>,
             ) -> Result<Response<Self::$stream>, Status> {
-                let target =
-                    authorize(&request, &$rpc).map_err(|denied| self.rescue.status(denied))?;
-                self.rescue.respond($handler(self, &target, request).await)
+                let audit = begin_audit!($audit, self, $rpc, request);
+                let answer = match authorize(&request, &$rpc) {
+                    Ok(target) => self.rescue.respond($handler(self, &target, request).await),
+                    Err(denied) => Err(self.rescue.status(denied)),
+                };
+                finish_audit(audit, &answer);
+                answer
             }
         ] $($rest)*);
     };
     // A bidirectional stream: its handler authorises once it has the first message.
     (
         $api:ty: $trait:ident [$($methods:tt)*]
-        $rpc:path, $method:ident (stream $req:ident -> stream $stream:ident) = $handler:path;
+        quiet $rpc:path, $method:ident (stream $req:ident -> stream $stream:ident) = $handler:path;
         $($rest:tt)*
     ) => {
         methods!($api: $trait [$($methods)*
@@ -119,6 +130,24 @@ macro_rules! methods {
             }
         ] $($rest)*);
     };
+}
+
+/// The record of an audited call, begun before it is authorised (`audit::Audit`);
+/// none for a quiet one.
+macro_rules! begin_audit {
+    (audited, $self:ident, $rpc:path, $request:ident) => {
+        Some($self.rescue.audit().begin(&$rpc, &$request))
+    };
+    (quiet, $self:ident, $rpc:path, $request:ident) => {
+        None
+    };
+}
+
+/// Records an audited call with its answer's outcome.
+fn finish_audit<R>(audit: Option<AuditCall>, answer: &Result<Response<R>, Status>) {
+    if let Some(audit) = audit {
+        audit.finish(answer);
+    }
 }
 
 /// What a request reaches (`authorize::Scoped`). `ns`: its `namespace` field, the
@@ -156,7 +185,7 @@ macro_rules! service {
 
         $(target!($target $sig);)*
 
-        methods!($api: $trait [] $($module::$name, $method $sig = $handler;)*);
+        methods!($api: $trait [] $($audit $module::$name, $method $sig = $handler;)*);
     };
 }
 
@@ -222,6 +251,8 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Admin    Unary    audited ns ] RetryDeadJobs: retry_dead_jobs(RetryDeadJobsRequest -> RetryDeadJobsResponse) = queues::retry_dead;
     [Admin    Unary    audited ns ] PurgeJobs: purge_jobs(PurgeJobsRequest -> PurgeJobsResponse) = queues::purge;
     [Reader   Unary    quiet   ns ] ListDeadGroups: list_dead_groups(ListDeadGroupsRequest -> ListDeadGroupsResponse) = queues::list_dead_groups;
+    [Reader   Unary    quiet   ns ] ListAuditEvents: list_audit_events(ListAuditEventsRequest -> ListAuditEventsResponse) = queues::list_audit;
+    [Reader   Unary    quiet   ns ] ListWorkers: list_workers(ListWorkersRequest -> ListWorkersResponse) = queues::list_workers;
     [Admin    Stream   audited own] Migrate: migrate(MigrateRequest -> stream MigrateStream) = admin::migrate;
     [Reader   Unary    quiet   ns ] GetNamespaceStatus: get_namespace_status(GetNamespaceStatusRequest -> NamespaceStatus) = admin::status;
 });

@@ -58,6 +58,14 @@ pub enum OperatorCommand {
     /// Operator: flows of jobs (job dependencies, docs/dependencies.md): enqueue one
     /// from a JSON file, show its nodes, cancel or retry it.
     Flow(FlowArgs),
+    /// Operator: a namespace's open Work streams and waiting long-polls, on every
+    /// replica, and the leases that end soonest.
+    #[command(after_help = CLIENT_HELP)]
+    Workers(WorkersArgs),
+    /// Operator: a namespace's audit log, newest first: who called which audited
+    /// RPC on what, when, and its outcome.
+    #[command(after_help = CLIENT_HELP)]
+    Audit(AuditArgs),
 }
 
 /// How a command prints its answer.
@@ -176,6 +184,32 @@ pub enum ScheduleStatusArg {
 pub struct NamespacesArgs {
     /// Most namespaces to show, in name order (1-100000).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq workers`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkersArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Most workers to show (1-100000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub limit: u32,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `dueq audit`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuditArgs {
+    /// The namespace.
+    #[arg(long, short = 'n', env = "DUEQ_NAMESPACE")]
+    pub namespace: String,
+    /// Most records to show, newest first (1-10000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
     #[command(flatten)]
     pub client: ClientArgs,

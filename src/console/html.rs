@@ -54,14 +54,18 @@ pub(crate) enum Tab {
     Jobs,
     Dead,
     Schedules,
+    Workers,
+    Audit,
 }
 
 impl Tab {
-    const ALL: [(Tab, &'static str, &'static str); 4] = [
+    const ALL: [(Tab, &'static str, &'static str); 6] = [
         (Tab::Queues, "Queues", ""),
         (Tab::Jobs, "Jobs", "/jobs"),
         (Tab::Dead, "Dead letters", "/dead"),
         (Tab::Schedules, "Schedules", "/schedules"),
+        (Tab::Workers, "Workers", "/workers"),
+        (Tab::Audit, "Audit", "/audit"),
     ];
 }
 

@@ -60,6 +60,8 @@ fn routes(console: Arc<Console>) -> Router {
         )
         .route("/ns/{ns}/flows/{id}", get(pages::flows::detail))
         .route("/ns/{ns}/flows/{id}/{action}", post(pages::flows::act))
+        .route("/ns/{ns}/workers", get(pages::ops::workers))
+        .route("/ns/{ns}/audit", get(pages::ops::audit))
         .route("/ns/{ns}/schedules", get(pages::schedules::list))
         .route("/ns/{ns}/schedules/{id}", get(pages::schedules::detail))
         .route(

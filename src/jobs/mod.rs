@@ -7,6 +7,7 @@
 mod bulk;
 mod chunks;
 mod coalesce;
+mod console;
 mod flow;
 mod graph;
 mod manage;
@@ -41,6 +42,7 @@ use crate::{
     longpoll::{long_poll, Attempt},
     namespaces::Entry,
     namespaces::Work,
+    store::ops::publish_workers::SessionKind,
     store::ops::{
         ack_job::AckJob,
         ack_jobs::{AckJobs, AckResults, Acked},
@@ -56,6 +58,7 @@ use crate::{
     },
     store::StoreError,
     sync::lock,
+    workers::Opening,
 };
 
 /// A lease to complete: (job id, lease token).
@@ -209,6 +212,17 @@ impl Jobs {
         let waiter =
             (!claim.wait.is_zero()).then(|| self.cx.wakers.job_waiter(&entry, claim.queues));
         let _waiting = (!claim.wait.is_zero()).then(|| self.cx.metrics.waiting("jobs"));
+        let _session = (!claim.wait.is_zero()).then(|| {
+            self.cx.sessions.open(
+                namespace.as_str(),
+                Opening {
+                    kind: SessionKind::ClaimJob,
+                    worker: claim.worker,
+                    queues: claim.queues,
+                    capacity: claim.max_jobs,
+                },
+            )
+        });
         // The acks go with the first attempt only; their outcomes are kept for the reply.
         let first = AtomicBool::new(true);
         let acked = Mutex::new(Vec::new());

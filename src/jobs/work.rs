@@ -34,8 +34,9 @@ use crate::{
     error::Error,
     longpoll::Waiter,
     namespaces::Entry,
-    store::StoreError,
+    store::{ops::publish_workers::SessionKind, StoreError},
     watch::{Cancel, CancelFeed},
+    workers::{Opening, Session},
 };
 
 /// Most acks and claims one script call carries (the claim script's bound).
@@ -209,6 +210,8 @@ struct WorkLoop {
     /// Cancels announced in the namespace (issue 30), and the leases already told.
     cancels: CancelFeed,
     told: HashSet<String>,
+    /// This stream as ListWorkers shows it (issue 33): its jobs held, kept current.
+    session: Session,
 }
 
 /// What woke the loop.
@@ -230,6 +233,7 @@ impl WorkLoop {
                 return End::Gone;
             }
             self.claim();
+            self.session.set_in_flight(self.hand.held.len());
             let step = match self.next_event(waiter).await {
                 Event::Answered(answered) => self.settle(answered).await,
                 Event::Message(Some(message)) => {
@@ -480,6 +484,15 @@ impl Jobs {
         let waiter = self.cx.wakers.job_waiter(&entry, &options.queues);
         let _waiting = self.cx.metrics.waiting("jobs");
         let capacity = options.capacity;
+        let session = self.cx.sessions.open(
+            namespace.as_str(),
+            Opening {
+                kind: SessionKind::Work,
+                worker: &options.worker,
+                queues: &options.queues,
+                capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+            },
+        );
         let cancels = self.cx.hub.cancels(&namespace);
         let mut stream = WorkLoop {
             jobs: self,
@@ -502,6 +515,7 @@ impl Jobs {
             backoff: None,
             cancels,
             told: HashSet::new(),
+            session,
         };
         let end = stream.run(&waiter).await;
         stream.wind_down(end).await;

@@ -187,6 +187,7 @@ pub(crate) struct Metrics {
     longpoll_waiters: Family<KindLabels, Gauge>,
     watch_streams: Gauge,
     watch_reads: Counter,
+    audit_dropped: Counter,
     redis_up: Gauge<i64, AtomicI64>,
     redis_seconds: Histogram,
 }
@@ -238,6 +239,7 @@ impl Metrics {
             longpoll_waiters: Family::default(),
             watch_streams: Gauge::default(),
             watch_reads: Counter::default(),
+            audit_dropped: Counter::default(),
             redis_up: Gauge::default(),
             redis_seconds: Histogram::new(REDIS_BUCKETS.iter().copied()),
         };
@@ -416,6 +418,12 @@ impl Metrics {
             self.watch_reads.clone(),
         );
         r.register(
+            "dueq_audit_dropped",
+            "Audit records this instance could not append to Redis (logged; the audited \
+             calls were answered all the same).",
+            self.audit_dropped.clone(),
+        );
+        r.register(
             "dueq_redis_up",
             "1 when this instance's last Redis health probe succeeded.",
             self.redis_up.clone(),
@@ -547,6 +555,11 @@ impl Metrics {
     /// WatchJob streams opened (1) or closed (-1).
     pub(crate) fn watch_streams(&self, delta: i64) {
         self.watch_streams.inc_by(delta);
+    }
+
+    /// Audit records that could not be appended.
+    pub(crate) fn audit_dropped(&self, n: u64) {
+        self.audit_dropped.inc_by(n);
     }
 
     /// One read of a watched job.

@@ -43,6 +43,8 @@
 //! | `<prefix>:{<ns>}:meta:dagsdone` | zset | finished flow id -> finished ms (pruned together) |
 //! | `<prefix>:{<ns>}:meta:dagstage` | zset | flow id being stored -> when its store is given up |
 //! | `<prefix>:{<ns>}:meta:dagq` | list | graph work queued for later calls (lib/graph.lua) |
+//! | `<prefix>:{<ns>}:meta:audit` | stream | the audit log (issue 33): one entry per audited call, capped |
+//! | `<prefix>:{<ns>}:meta:workers` | hash | open Work streams and long-polls (issue 33): session id -> last seen and record |
 //! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
@@ -55,7 +57,7 @@
 //! `flow.key`, lib/graph.lua `graph.key` and its sets, pinned to the functions here by
 //! library tests); their infixes (`q:`, `dead:`, `queues`, `jobs`, `expire`, `kept:`,
 //! `dg`, `dg:`, `dgo`, `dgo:`,
-//! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`) follow meta's own name,
+//! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`, `audit`, `workers`) follow meta's own name,
 //! which no other kind of key starts with. A flow key carries the queue's length
 //! before the queue, so no two queues' flow keys meet whatever follows the queue.
 //!
@@ -161,6 +163,17 @@ impl NamespaceKeys {
 
     pub(crate) fn ids(&self) -> String {
         format!("{}ids", self.base)
+    }
+
+    /// The audit log: a capped stream, one entry per audited call (issue 33).
+    pub(crate) fn audit(&self) -> String {
+        format!("{}:audit", self.meta())
+    }
+
+    /// The worker sessions every replica publishes: session id -> last seen and
+    /// record (issue 33).
+    pub(crate) fn workers(&self) -> String {
+        format!("{}:workers", self.meta())
     }
 
     pub(crate) fn migrate_lock(&self) -> String {

@@ -302,7 +302,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     /// The scripts not waited for are reads (listings, stats, gauges, peeks),
-    /// Migrate's steps and the pruner: a work write placed in the wrong list of
+    /// Migrate's steps, the pruner, the audit log and the worker sessions: a work write placed in the wrong list of
     /// `ops::operations!` is caught here.
     #[test]
     fn only_reads_migrate_and_the_pruner_are_not_waited_for() {
@@ -320,7 +320,11 @@ mod tests {
                 || name == "schedule_gauges"
                 || name == "prune_jobs"
                 // A read that only marks the record watched (issue 30): no work moves.
-                || name == "watch_job";
+                || name == "watch_job"
+                // The audit log and the worker sessions (issue 33): no work moves,
+                // and neither must wait for replicas.
+                || name == "append_audit"
+                || name == "publish_workers";
             assert!(
                 known,
                 "{name}: is it a work write? move it to the waited list of ops::operations!"

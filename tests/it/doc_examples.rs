@@ -753,6 +753,7 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--recheck-interval", "DUEQ_RECHECK_INTERVAL"),
         ("--migrate-lock-ttl", "DUEQ_MIGRATE_LOCK_TTL"),
         ("--check-interval", "DUEQ_CHECK_INTERVAL"),
+        ("--worker-refresh-interval", "DUEQ_WORKER_REFRESH_INTERVAL"),
         ("--log-format", "DUEQ_LOG_FORMAT"),
         ("--max-batch", "DUEQ_MAX_BATCH"),
         ("--max-lease", "DUEQ_MAX_LEASE"),

@@ -12,6 +12,8 @@
 //! - `filters/`    ListJobs' filter and the bulk actions (RetryJobs, CancelJobs, DeleteJobs)
 //! - `queues/`     queue inspection and controls, per-namespace quotas
 //! - `deadgroups/` dead letters grouped by error: listing, group retry and purge, Migrate
+//! - `audit/`      the audit log: records of audited calls, ListAuditEvents
+//! - `workers/`    worker sessions across replicas, expiring leases: ListWorkers
 //! - `migrate/`    Migrate: older layouts (schedules and jobs), repair, imports
 //! - `cluster/`    Redis Cluster and Sentinel, failover
 //! - `console/`    the web console: pages, sign-in, roles, CSRF, actions, live
@@ -38,6 +40,7 @@
 
 mod common;
 
+mod audit;
 mod clients;
 mod cluster;
 mod console;
@@ -53,3 +56,4 @@ mod queues;
 mod schedules;
 mod security;
 mod tools;
+mod workers;

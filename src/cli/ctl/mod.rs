@@ -1,12 +1,14 @@
 //! The operator commands (`dueq namespaces`, `dueq queues`, `dueq queue` (with the
 //! flow-control subcommands of `flow`), `dueq
 //! retry-dead`, `dueq purge`, `dueq jobs`, `dueq job`, `dueq schedules`, `dueq
-//! schedule`, `dueq preview`, `dueq migrate`, `dueq flow` (flows of jobs)): clients of a running service over the generated
+//! schedule`, `dueq preview`, `dueq migrate`, `dueq flow` (flows of jobs), `dueq
+//! workers`, `dueq audit`): clients of a running service over the generated
 //! tonic client, with TLS and a bearer token (`connect`), printing a table or one
 //! JSON document (`render`), and exiting with a code that says what failed (`Failure`).
 
 mod bulk;
 pub(crate) mod connect;
+mod console;
 mod flow;
 mod flows;
 mod jobs;
@@ -96,6 +98,8 @@ pub(crate) async fn run(command: OperatorCommand) -> ExitCode {
         OperatorCommand::Preview(args) => schedules::preview(args).await,
         OperatorCommand::Migrate(args) => migrate::run(args).await,
         OperatorCommand::Flow(args) => flows::run(args).await,
+        OperatorCommand::Workers(args) => console::workers(args).await,
+        OperatorCommand::Audit(args) => console::audit(args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -159,6 +163,8 @@ fn command_name(command: &OperatorCommand) -> &'static str {
             FlowAction::Cancel(_) => "flow cancel",
             FlowAction::Retry(_) => "flow retry",
         },
+        OperatorCommand::Workers(_) => "workers",
+        OperatorCommand::Audit(_) => "audit",
     }
 }
 

@@ -7,6 +7,7 @@ pub(super) mod bulk;
 pub(super) mod dead;
 pub(super) mod flows;
 pub(super) mod jobs;
+pub(super) mod ops;
 pub(super) mod overview;
 pub(super) mod queues;
 pub(super) mod schedules;

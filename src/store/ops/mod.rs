@@ -81,17 +81,21 @@ operations!(
     trigger_schedule,
     upsert_schedule,
     ;
-    // Reads (listings, stats, gauges, peeks), Migrate's steps and the pruner.
+    // Reads (listings, stats, gauges, peeks), Migrate's steps, the pruner, and the
+    // audit log's and worker sessions' writes (issue 33), which move no work.
     unwaited:
+    append_audit,
     get_flow,
     get_job,
     get_queue_policy,
     get_schedule,
     list_dead_groups,
+    list_audit,
     list_due_schedules,
     list_flow_keys,
     list_jobs,
     list_schedules,
+    list_workers,
     migrate_apply,
     migrate_counts,
     migrate_dead_groups,
@@ -106,6 +110,7 @@ operations!(
     peek_due,
     peek_jobs,
     prune_jobs,
+    publish_workers,
     queue_stats,
     schedule_gauges,
     watch_job,

@@ -25,11 +25,13 @@ pub fn config(redis_url: &str) -> ServeConfig {
 }
 
 /// `config`, with the service's periodic background work (namespace checks, job
-/// pruning) put off beyond any test, so the script calls a test counts are its own.
+/// pruning, publishing worker sessions) put off beyond any test, so the script calls
+/// a test counts are its own.
 pub fn config_without_background_work(redis_url: &str) -> ServeConfig {
     let mut config = config(redis_url);
     config.check_interval = Duration::from_secs(3600);
     config.job_prune_interval = Duration::from_secs(3600);
+    config.worker_refresh_interval = Duration::from_secs(3600);
     config
 }
 

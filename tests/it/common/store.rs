@@ -33,10 +33,18 @@ pub async fn wait_redis_past(conn: &mut MultiplexedConnection, ms: i64) {
 /// call wrote nothing.
 pub type Snapshot = BTreeMap<String, Vec<u8>>;
 
+/// Whether `key` is one of the service's records about calls rather than data: a
+/// namespace's audit log (an audited call is recorded, refused or not, after its
+/// answer) and its worker sessions (issue 33). Snapshots and key counts leave them
+/// out.
+pub fn is_call_record(key: &str) -> bool {
+    key.ends_with(":meta:audit") || key.ends_with(":meta:workers")
+}
+
 pub async fn snapshot(conn: &mut MultiplexedConnection) -> Snapshot {
     let keys: Vec<String> = query(conn, cmd("KEYS").arg("*")).await;
     let mut out = Snapshot::new();
-    for key in keys {
+    for key in keys.into_iter().filter(|key| !is_call_record(key)) {
         let dump: Option<Vec<u8>> = query(conn, cmd("DUMP").arg(&key)).await;
         // A key that expired between KEYS and DUMP is not there any more.
         if let Some(dump) = dump {
@@ -50,10 +58,13 @@ pub async fn snapshot(conn: &mut MultiplexedConnection) -> Snapshot {
 pub const INSTANCE_KEY: &str = "dueq:instance";
 
 /// How many keys Redis holds besides the store's instance id (which the service
-/// writes once when it connects, whatever calls it answers).
+/// writes once when it connects, whatever calls it answers) and the records of
+/// calls (`is_call_record`).
 pub async fn dbsize(conn: &mut MultiplexedConnection) -> i64 {
     let all: i64 = query(conn, &mut cmd("DBSIZE")).await;
-    all - i64::from(exists(conn, INSTANCE_KEY).await)
+    let records: Vec<String> = query(conn, cmd("KEYS").arg("*:meta:[aw][uo][dr]*")).await;
+    let records = records.iter().filter(|key| is_call_record(key)).count();
+    all - i64::from(exists(conn, INSTANCE_KEY).await) - i64::try_from(records).unwrap_or(0)
 }
 
 pub async fn exists(conn: &mut MultiplexedConnection, key: &str) -> bool {

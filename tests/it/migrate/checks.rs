@@ -43,6 +43,8 @@ pub(super) async fn contents(conn: &mut MultiplexedConnection, pattern: &str) ->
     }
     keys.sort();
     keys.dedup();
+    // The audit log and worker sessions record calls, not data (`is_call_record`).
+    keys.retain(|key| !is_call_record(&String::from_utf8_lossy(key)));
     let mut out = Contents::new();
     for chunk in keys.chunks(1000) {
         let mut typed = pipe();

@@ -41,6 +41,8 @@ const READS: &[&str] = &[
     "ListFlowKeys",
     "GetFlow",
     "ListDeadGroups",
+    "ListAuditEvents",
+    "ListWorkers",
 ];
 
 /// RPCs over every namespace at once: a principal needs the pattern `*` for them.
@@ -135,6 +137,8 @@ const RPCS: &[&str] = &[
     "QueueService/RetryDeadJobs",
     "QueueService/PurgeJobs",
     "QueueService/ListDeadGroups",
+    "QueueService/ListAuditEvents",
+    "QueueService/ListWorkers",
     "QueueService/Migrate",
     "QueueService/GetNamespaceStatus",
     "AdminService/Migrate",
@@ -198,7 +202,7 @@ fn write_auth_file(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
+pub(crate) async fn start(redis: &Redis, dir: &Path, reflection: bool) -> Service {
     let mut config = config(&redis.url());
     config.auth_file = Some(write_auth_file(dir));
     config.reflection = reflection;
@@ -349,6 +353,10 @@ async fn call(
         "QueueService/ListDeadGroups" => {
             send!(queue.list_dead_groups(ListDeadGroupsRequest {}))
         }
+        "QueueService/ListAuditEvents" => {
+            send!(queue.list_audit_events(ListAuditEventsRequest {}))
+        }
+        "QueueService/ListWorkers" => send!(queue.list_workers(ListWorkersRequest {})),
         "QueueService/Migrate" => send!(queue.migrate(MigrateRequest { dry_run: true })),
         "QueueService/GetNamespaceStatus" => {
             send!(queue.get_namespace_status(GetNamespaceStatusRequest {}))

@@ -873,7 +873,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 28, "{commands:#?}");
+    assert_eq!(commands.len(), 30, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -1039,6 +1039,25 @@ async fn every_cli_doc_example_runs() {
             && outputs[27].contains("not found"),
         "{}",
         outputs[27]
+    );
+    assert!(
+        outputs[28].contains("KIND") && outputs[28].contains("leases ending soonest"),
+        "{}",
+        outputs[28]
+    );
+    // Issue 33: the job commands above are in shop's audit log, with their outcome.
+    let audit = &outputs[29];
+    let released = audit
+        .lines()
+        .find(|l| l.contains("ReleaseJob"))
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert!(
+        released.contains("job:export-7") && released.contains("OK") && released.contains("grpc"),
+        "{audit}"
+    );
+    assert!(
+        audit.contains("PauseQueue") && audit.contains("queue:emails"),
+        "{audit}"
     );
 }
 

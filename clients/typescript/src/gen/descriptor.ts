@@ -201,6 +201,14 @@ export const descriptor: Record<string, unknown> = {
          "requestType": "ListDeadGroupsRequest",
          "responseType": "ListDeadGroupsResponse"
         },
+        "ListAuditEvents": {
+         "requestType": "ListAuditEventsRequest",
+         "responseType": "ListAuditEventsResponse"
+        },
+        "ListWorkers": {
+         "requestType": "ListWorkersRequest",
+         "responseType": "ListWorkersResponse"
+        },
         "Migrate": {
          "requestType": "MigrateRequest",
          "responseType": "MigrateProgress",
@@ -3163,6 +3171,162 @@ export const descriptor: Record<string, unknown> = {
         },
         "readTime": {
          "type": "google.protobuf.Timestamp",
+         "id": 3
+        }
+       }
+      },
+      "ListAuditEventsRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "pageSize": {
+         "type": "uint32",
+         "id": 2
+        },
+        "pageToken": {
+         "type": "string",
+         "id": 3
+        }
+       }
+      },
+      "AuditEvent": {
+       "fields": {
+        "time": {
+         "type": "google.protobuf.Timestamp",
+         "id": 1
+        },
+        "principal": {
+         "type": "string",
+         "id": 2
+        },
+        "method": {
+         "type": "string",
+         "id": 3
+        },
+        "target": {
+         "type": "string",
+         "id": 4
+        },
+        "outcome": {
+         "type": "string",
+         "id": 5
+        },
+        "via": {
+         "type": "string",
+         "id": 6
+        }
+       }
+      },
+      "ListAuditEventsResponse": {
+       "fields": {
+        "events": {
+         "rule": "repeated",
+         "type": "AuditEvent",
+         "id": 1
+        },
+        "nextPageToken": {
+         "type": "string",
+         "id": 2
+        }
+       }
+      },
+      "WorkerKind": {
+       "values": {
+        "WORKER_KIND_UNSPECIFIED": 0,
+        "WORKER_KIND_WORK": 1,
+        "WORKER_KIND_CLAIM_JOB": 2,
+        "WORKER_KIND_CLAIM_DUE_SCHEDULE": 3
+       }
+      },
+      "ListWorkersRequest": {
+       "fields": {
+        "namespace": {
+         "type": "string",
+         "id": 1
+        },
+        "pageSize": {
+         "type": "uint32",
+         "id": 2
+        },
+        "pageToken": {
+         "type": "string",
+         "id": 3
+        }
+       }
+      },
+      "WorkerInfo": {
+       "fields": {
+        "workerId": {
+         "type": "string",
+         "id": 1
+        },
+        "kind": {
+         "type": "WorkerKind",
+         "id": 2
+        },
+        "queues": {
+         "rule": "repeated",
+         "type": "string",
+         "id": 3
+        },
+        "capacity": {
+         "type": "uint32",
+         "id": 4
+        },
+        "inFlight": {
+         "type": "uint32",
+         "id": 5
+        },
+        "connectedSince": {
+         "type": "google.protobuf.Timestamp",
+         "id": 6
+        },
+        "replica": {
+         "type": "string",
+         "id": 7
+        },
+        "lastSeen": {
+         "type": "google.protobuf.Timestamp",
+         "id": 8
+        }
+       }
+      },
+      "LeaseInfo": {
+       "fields": {
+        "jobId": {
+         "type": "string",
+         "id": 1
+        },
+        "queue": {
+         "type": "string",
+         "id": 2
+        },
+        "workerId": {
+         "type": "string",
+         "id": 3
+        },
+        "leaseDeadline": {
+         "type": "google.protobuf.Timestamp",
+         "id": 4
+        }
+       }
+      },
+      "ListWorkersResponse": {
+       "fields": {
+        "workers": {
+         "rule": "repeated",
+         "type": "WorkerInfo",
+         "id": 1
+        },
+        "expiringLeases": {
+         "rule": "repeated",
+         "type": "LeaseInfo",
+         "id": 2
+        },
+        "nextPageToken": {
+         "type": "string",
          "id": 3
         }
        }

@@ -25,6 +25,13 @@ class FlowKeyOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FLOW_KEY_ORDER_BACKLOG: _ClassVar[FlowKeyOrder]
     FLOW_KEY_ORDER_RUNNING: _ClassVar[FlowKeyOrder]
     FLOW_KEY_ORDER_THROTTLED: _ClassVar[FlowKeyOrder]
+
+class WorkerKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKER_KIND_UNSPECIFIED: _ClassVar[WorkerKind]
+    WORKER_KIND_WORK: _ClassVar[WorkerKind]
+    WORKER_KIND_CLAIM_JOB: _ClassVar[WorkerKind]
+    WORKER_KIND_CLAIM_DUE_SCHEDULE: _ClassVar[WorkerKind]
 FAIRNESS_UNSPECIFIED: Fairness
 FAIRNESS_FIFO: Fairness
 FAIRNESS_ROUND_ROBIN: Fairness
@@ -33,6 +40,10 @@ FLOW_KEY_ORDER_UNSPECIFIED: FlowKeyOrder
 FLOW_KEY_ORDER_BACKLOG: FlowKeyOrder
 FLOW_KEY_ORDER_RUNNING: FlowKeyOrder
 FLOW_KEY_ORDER_THROTTLED: FlowKeyOrder
+WORKER_KIND_UNSPECIFIED: WorkerKind
+WORKER_KIND_WORK: WorkerKind
+WORKER_KIND_CLAIM_JOB: WorkerKind
+WORKER_KIND_CLAIM_DUE_SCHEDULE: WorkerKind
 
 class ListNamespacesRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -353,3 +364,89 @@ class ListFlowKeysResponse(_message.Message):
     next_page_token: str
     read_time: _timestamp_pb2.Timestamp
     def __init__(self, keys: _Optional[_Iterable[_Union[FlowKey, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., read_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListAuditEventsRequest(_message.Message):
+    __slots__ = ("namespace", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class AuditEvent(_message.Message):
+    __slots__ = ("time", "principal", "method", "target", "outcome", "via")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    principal: str
+    method: str
+    target: str
+    outcome: str
+    via: str
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., principal: _Optional[str] = ..., method: _Optional[str] = ..., target: _Optional[str] = ..., outcome: _Optional[str] = ..., via: _Optional[str] = ...) -> None: ...
+
+class ListAuditEventsResponse(_message.Message):
+    __slots__ = ("events", "next_page_token")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[AuditEvent]
+    next_page_token: str
+    def __init__(self, events: _Optional[_Iterable[_Union[AuditEvent, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ListWorkersRequest(_message.Message):
+    __slots__ = ("namespace", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class WorkerInfo(_message.Message):
+    __slots__ = ("worker_id", "kind", "queues", "capacity", "in_flight", "connected_since", "replica", "last_seen")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_SINCE_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    kind: WorkerKind
+    queues: _containers.RepeatedScalarFieldContainer[str]
+    capacity: int
+    in_flight: int
+    connected_since: _timestamp_pb2.Timestamp
+    replica: str
+    last_seen: _timestamp_pb2.Timestamp
+    def __init__(self, worker_id: _Optional[str] = ..., kind: _Optional[_Union[WorkerKind, str]] = ..., queues: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., in_flight: _Optional[int] = ..., connected_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replica: _Optional[str] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class LeaseInfo(_message.Message):
+    __slots__ = ("job_id", "queue", "worker_id", "lease_deadline")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    queue: str
+    worker_id: str
+    lease_deadline: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., queue: _Optional[str] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListWorkersResponse(_message.Message):
+    __slots__ = ("workers", "expiring_leases", "next_page_token")
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRING_LEASES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerInfo]
+    expiring_leases: _containers.RepeatedCompositeFieldContainer[LeaseInfo]
+    next_page_token: str
+    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerInfo, _Mapping]]] = ..., expiring_leases: _Optional[_Iterable[_Union[LeaseInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...

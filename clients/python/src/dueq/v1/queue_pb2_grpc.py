@@ -270,6 +270,16 @@ class QueueServiceStub:
                 request_serializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.SerializeToString,
                 response_deserializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.FromString,
                 _registered_method=True)
+        self.ListAuditEvents = channel.unary_unary(
+                '/dueq.v1.QueueService/ListAuditEvents',
+                request_serializer=dueq_dot_v1_dot_ops__pb2.ListAuditEventsRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_ops__pb2.ListAuditEventsResponse.FromString,
+                _registered_method=True)
+        self.ListWorkers = channel.unary_unary(
+                '/dueq.v1.QueueService/ListWorkers',
+                request_serializer=dueq_dot_v1_dot_ops__pb2.ListWorkersRequest.SerializeToString,
+                response_deserializer=dueq_dot_v1_dot_ops__pb2.ListWorkersResponse.FromString,
+                _registered_method=True)
         self.Migrate = channel.unary_stream(
                 '/dueq.v1.QueueService/Migrate',
                 request_serializer=dueq_dot_v1_dot_admin__pb2.MigrateRequest.SerializeToString,
@@ -693,6 +703,24 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAuditEvents(self, request, context):
+        """The namespace's audit log, newest first (issue 33): one record per call of an
+        audited RPC (allowed or refused), with who made it, what it reached and its
+        outcome. Kept in a capped stream per namespace (about the last 10,000
+        records); reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWorkers(self, request, context):
+        """The namespace's open Work streams and waiting long-polls, as every replica last
+        published them, and the active jobs whose leases end soonest (issue 33); reader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Migrate(self, request, context):
         """Operators.
 
@@ -951,6 +979,16 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListDeadGroups,
                     request_deserializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.FromString,
                     response_serializer=dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.SerializeToString,
+            ),
+            'ListAuditEvents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAuditEvents,
+                    request_deserializer=dueq_dot_v1_dot_ops__pb2.ListAuditEventsRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_ops__pb2.ListAuditEventsResponse.SerializeToString,
+            ),
+            'ListWorkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWorkers,
+                    request_deserializer=dueq_dot_v1_dot_ops__pb2.ListWorkersRequest.FromString,
+                    response_serializer=dueq_dot_v1_dot_ops__pb2.ListWorkersResponse.SerializeToString,
             ),
             'Migrate': grpc.unary_stream_rpc_method_handler(
                     servicer.Migrate,
@@ -2208,6 +2246,60 @@ class QueueService:
             '/dueq.v1.QueueService/ListDeadGroups',
             dueq_dot_v1_dot_ops__pb2.ListDeadGroupsRequest.SerializeToString,
             dueq_dot_v1_dot_ops__pb2.ListDeadGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAuditEvents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/ListAuditEvents',
+            dueq_dot_v1_dot_ops__pb2.ListAuditEventsRequest.SerializeToString,
+            dueq_dot_v1_dot_ops__pb2.ListAuditEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWorkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/dueq.v1.QueueService/ListWorkers',
+            dueq_dot_v1_dot_ops__pb2.ListWorkersRequest.SerializeToString,
+            dueq_dot_v1_dot_ops__pb2.ListWorkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

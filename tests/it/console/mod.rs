@@ -8,6 +8,7 @@ mod audit;
 mod browser;
 mod bulk;
 mod http;
+mod ops;
 mod pages;
 
 use std::{net::SocketAddr, path::PathBuf};

@@ -18,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+use deadpool_redis::redis::aio::MultiplexedConnection;
 use dueq::proto;
 
 use crate::{
@@ -100,7 +101,7 @@ pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -108,7 +109,10 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
+/// The family, from an empty Redis; it leaves Redis empty again (run_families
+/// calls it without a step line or reset of its own).
 pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
+    eprintln!("bench: console ...");
     let scale = Scale::of(plan);
     eprintln!(
         "bench: console: loading {} jobs over {} queues and {} schedules ...",
@@ -116,12 +120,21 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
         thousands(scale.queues),
         thousands(scale.schedules)
     );
-    let ids = load_jobs(env, &scale, report).await?;
-    load_schedules(env, &scale, report).await?;
-    let console = ConsoleService::start(env).await?;
-    let idle = idle_rate(env, scale.idle).await?;
-    pages(env, &console, &scale, &ids, report).await?;
-    tabs(env, &console, &scale, idle, report).await
+    let at = |stage: &'static str| move |e: crate::BenchError| format!("console {stage}: {e}");
+    let ids = load_jobs(env, &scale, report).await.map_err(at("load"))?;
+    load_schedules(env, &scale, report)
+        .await
+        .map_err(at("schedules"))?;
+    let console = ConsoleService::start(env).await.map_err(at("start"))?;
+    let idle = idle_rate(env, scale.idle).await.map_err(at("idle"))?;
+    pages(env, &console, &scale, &ids, report)
+        .await
+        .map_err(at("pages"))?;
+    tabs(env, &console, &scale, idle, report)
+        .await
+        .map_err(at("tabs"))?;
+    drop(console);
+    env.reset().await
 }
 
 fn job(queue: u64) -> proto::EnqueueRequest {
@@ -222,9 +235,10 @@ async fn load_schedules(env: &Env, scale: &Scale, report: &mut Report) -> Result
     Ok(())
 }
 
-/// Redis's commands processed so far.
-async fn commands(env: &Env) -> Result<u64> {
-    let stats = info(&mut env.conn().await?, "stats").await?;
+/// Redis's commands processed so far (on a connection made beforehand: a new one
+/// might wait behind the scripts being measured).
+async fn commands(conn: &mut MultiplexedConnection) -> Result<u64> {
+    let stats = info(conn, "stats").await?;
     info_field(&stats, "total_commands_processed")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| "INFO stats has no total_commands_processed".into())
@@ -232,15 +246,19 @@ async fn commands(env: &Env) -> Result<u64> {
 
 /// Redis's commands/s with both services idle and no console request yet.
 async fn idle_rate(env: &Env, window: Duration) -> Result<f64> {
-    let before = commands(env).await?;
+    let mut conn = env.conn().await?;
+    let before = commands(&mut conn).await?;
     let started = Instant::now();
     crate::local::pause(window).await;
-    let after = commands(env).await?;
+    let after = commands(&mut conn).await?;
     Ok(after.saturating_sub(before) as f64 / started.elapsed().as_secs_f64())
 }
 
 /// The pages, and which of them the requests cycle through (`i` is the request).
-fn page_paths(scale: &Scale, ids: &[String]) -> Vec<(&'static str, Box<dyn Fn(usize) -> String>)> {
+/// A page: its row's name, and its path for request `i`.
+type PagePath = (&'static str, Box<dyn Fn(usize) -> String>);
+
+fn page_paths(scale: &Scale, ids: &[String]) -> Vec<PagePath> {
     let queues = scale.queues as usize;
     let schedules = scale.schedules as usize;
     let ids = ids.to_vec();
@@ -358,17 +376,17 @@ struct Window {
 /// Redis commands from the next update of `first` over `samples` more, while
 /// `during` runs.
 async fn window(
-    env: &Env,
+    conn: &mut MultiplexedConnection,
     first: &mut Tab,
     samples: u64,
     during: impl std::future::Future<Output = Result<Vec<Tab>>>,
 ) -> Result<Window> {
     first.until(first.seen() + 1).await?;
-    let (at, before) = (Instant::now(), commands(env).await?);
+    let (at, before) = (Instant::now(), commands(conn).await?);
     let end = first.seen() + samples;
     let opened = during.await?;
     first.until(end).await?;
-    let delta = commands(env).await?.saturating_sub(before) as f64;
+    let delta = commands(conn).await?.saturating_sub(before) as f64;
     Ok(Window {
         per_s: delta / at.elapsed().as_secs_f64(),
         per_sample: delta / samples as f64,
@@ -384,9 +402,10 @@ async fn tabs(
     report: &mut Report,
 ) -> Result<()> {
     let (page, live) = (format!("/ns/{NS}"), format!("/ns/{NS}/live"));
+    let mut conn = env.conn().await?;
     let mut first = console.open_tab(&page, &live).await?;
     let none = async { Ok::<_, crate::BenchError>(Vec::new()) };
-    let one = window(env, &mut first, scale.samples, none).await?;
+    let one = window(&mut conn, &mut first, scale.samples, none).await?;
     let more = async {
         let mut opened = Vec::new();
         for _ in 1..TABS {
@@ -394,7 +413,7 @@ async fn tabs(
         }
         Ok::<_, crate::BenchError>(opened)
     };
-    let mut ten = window(env, &mut first, scale.samples, more).await?;
+    let mut ten = window(&mut conn, &mut first, scale.samples, more).await?;
     // Every tab was live: each got updates.
     for tab in &mut ten.opened {
         tab.until(1).await?;

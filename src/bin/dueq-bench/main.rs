@@ -173,9 +173,7 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
         env.reset().await?;
     }
     if plan.runs(Family::Console) {
-        step("console");
         console::run(plan, env, report).await?;
-        env.reset().await?;
     }
     if plan.runs(Family::Metrics) {
         step("metrics");

@@ -436,9 +436,11 @@ fn console_family_times_every_page_and_counts_tabs_commands() {
         assert!(row["p95_ms"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
         assert_eq!(row["calls"], 20, "{row}");
     }
-    assert!(find("longest script during the page runs")["longest_script_us"]
-        .as_u64()
-        .is_some());
+    assert!(
+        find("longest script during the page runs")["longest_script_us"]
+            .as_u64()
+            .is_some()
+    );
     let one = find("Redis commands/s, 1 live tab");
     let ten = find("Redis commands/s, 10 live tabs");
     for row in [one, ten] {

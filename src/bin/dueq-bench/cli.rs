@@ -49,6 +49,11 @@ pub(crate) struct BenchArgs {
     /// Pre-index schedules to migrate (default 1m; 1k with --smoke).
     #[arg(long, value_parser = parse_size)]
     pub(crate) migrate: Option<u64>,
+    /// Jobs loaded for the console family (default 1m, the issue's scale; 2k with
+    /// --smoke): over 1,000 queues (fewer below 1,000 jobs), with jobs / 100
+    /// schedules. Its targets say the scale when it is not the issue's.
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) console_jobs: Option<u64>,
     /// Use this Redis instead of starting a redis-server (its data is NOT flushed;
     /// the bench writes under the key prefix "dueqbench").
     #[arg(long)]
@@ -91,6 +96,9 @@ pub(crate) enum Family {
     /// jobs, a fan-out's readying, a chain's hop latency, EnqueueFlow of 1,000 nodes,
     /// and the longest graph script.
     Deps,
+    /// Issue 33: the web console: page times with 1,000,000 jobs, the Redis
+    /// commands/s of ten live tabs against one, the longest script meanwhile.
+    Console,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -10,7 +10,8 @@
 //! Every family lives in its own file and adds one section to the report:
 //! `ceiling`, `grpc`, `consume`, `claim_scaling`, `peers`, `longpoll`, `memory`,
 //! `migrate`, `security`, `cluster`, `metrics`, `dispatch` (target schedules: `dispatch`;
-//! WatchJob: `watch`), `flow` (flow control: `flow` and its parts in `flow/`).
+//! WatchJob: `watch`), `flow` (flow control: `flow` and its parts in `flow/`), `deps`, `console` (the web
+//! console: `console` and `console_http`).
 
 // The decisions clippy.toml keeps: short functions, the host clock read only where a
 // measurement needs it, raw Redis commands only where the bench seeds or inspects
@@ -24,6 +25,8 @@ mod claim_scaling;
 mod cli;
 mod clients;
 mod cluster;
+mod console;
+mod console_http;
 mod consume;
 mod cpu;
 mod deps;
@@ -168,6 +171,9 @@ async fn run_families(plan: &Plan, env: &Env, report: &mut Report) -> Result<()>
         step("deps");
         deps::run(plan, env, report).await?;
         env.reset().await?;
+    }
+    if plan.runs(Family::Console) {
+        console::run(plan, env, report).await?;
     }
     if plan.runs(Family::Metrics) {
         step("metrics");

@@ -20,6 +20,8 @@ pub(crate) struct Plan {
     /// Work streams of the fast-path drain; None: one.
     pub(crate) work_streams: Option<usize>,
     pub(crate) migrate: u64,
+    /// Jobs loaded for the console family.
+    pub(crate) console_jobs: u64,
     /// Samples per latency point in claim scaling.
     pub(crate) samples: usize,
     /// Jobs per EnqueueBatch call (and per pipeline in the ceiling).
@@ -71,6 +73,10 @@ impl Plan {
             migrate: args
                 .migrate
                 .unwrap_or(if smoke { 1_000 } else { 1_000_000 })
+                .max(1),
+            console_jobs: args
+                .console_jobs
+                .unwrap_or(if smoke { 2_000 } else { 1_000_000 })
                 .max(1),
             samples: if smoke { 30 } else { 500 },
             batch: args.batch.unwrap_or(100).max(1),

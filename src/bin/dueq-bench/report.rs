@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 14] = [
+pub(crate) const SECTIONS: [&str; 15] = [
     "ceiling",
     "grpc",
     "consume",
@@ -29,6 +29,7 @@ pub(crate) const SECTIONS: [&str; 14] = [
     "dispatch",
     "flow",
     "deps",
+    "console",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.
@@ -73,6 +74,7 @@ impl Report {
         meta.insert("migrate".into(), json!(plan.migrate));
         meta.insert("batch".into(), json!(plan.batch));
         meta.insert("prefill".into(), json!(plan.prefill));
+        meta.insert("console_jobs".into(), json!(plan.console_jobs));
         meta.insert(
             "build".into(),
             json!(if cfg!(debug_assertions) {

@@ -409,3 +409,58 @@ fn only_runs_the_families_asked_for() {
         assert_eq!(rows(skipped), 0, "{skipped} should not have run");
     }
 }
+
+/// The console family (issue 33) at its smoke scale: every page timed, with its p95;
+/// the longest script of the page runs; one tab's and ten tabs' Redis commands/s;
+/// and its three targets, met or missed (measured), each naming the smaller scale.
+#[test]
+fn console_family_times_every_page_and_counts_tabs_commands() {
+    let (table, report, text) = bench_smoke(&["--only", "console"]);
+    let rows = report["sections"]["console"]["rows"]
+        .as_array()
+        .expect("console rows");
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no console row {name} in {text}"))
+    };
+    for page in [
+        "page: overview",
+        "page: namespace queues",
+        "page: jobs list (a queue, pending)",
+        "page: job detail",
+        "page: schedules list",
+        "page: schedule detail",
+    ] {
+        let row = find(page);
+        assert!(row["p95_ms"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
+        assert_eq!(row["calls"], 20, "{row}");
+    }
+    assert!(
+        find("longest script during the page runs")["longest_script_us"]
+            .as_u64()
+            .is_some()
+    );
+    let one = find("Redis commands/s, 1 live tab");
+    let ten = find("Redis commands/s, 10 live tabs");
+    for row in [one, ten] {
+        assert!(row["ops_per_s"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
+        assert!(row["per_sample"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
+    }
+    assert!(ten["net_ratio_to_one_tab"].as_f64().is_some(), "{ten}");
+    assert_eq!(report["meta"]["console_jobs"], 2000);
+    let targets = report["targets"].as_array().expect("targets");
+    for what in [
+        "console page p95 <= 50 ms",
+        "console tabs Redis cmds/s <= 1.1x one tab",
+        "console Redis script <= 5 ms",
+    ] {
+        let what = format!("{what} (at 2,000 jobs, 1,000 queues, 20 schedules)");
+        let t = targets
+            .iter()
+            .find(|t| t["target"] == what.as_str())
+            .unwrap_or_else(|| panic!("no target {what} in {text}"));
+        assert!(t["met"].is_boolean(), "{t}");
+        assert!(table.contains(&what), "{what} not in the table");
+    }
+}

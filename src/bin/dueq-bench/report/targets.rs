@@ -29,6 +29,7 @@ impl Report {
         self.check_dispatch();
         self.check_flow();
         self.check_deps();
+        self.check_console();
         self.check_clients();
     }
 
@@ -425,5 +426,40 @@ impl Report {
             });
         let t = longest.map(|us| (us <= 10_000.0, format!("longest {:.2} ms", us / 1e3)));
         self.target("deps script <= 10 ms", t);
+    }
+
+    /// The web console (issue 33): every page's p95, ten live tabs' Redis
+    /// commands/s against one tab's (net of the idle rate), the longest script of
+    /// the page runs; each target names its scale when it is not the issue's.
+    fn check_console(&mut self) {
+        use crate::console::{
+            LONGEST, LONGEST_ROW, NET_RATIO, P95, RAW_RATIO, S, SCALE_ROW, SCALE_SUFFIX, TABS_ROW,
+        };
+        let suffix = self
+            .row(S, SCALE_ROW)
+            .and_then(|r| r.extra.get(SCALE_SUFFIX))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let worst = self
+            .rows
+            .iter()
+            .filter(|r| r.section == S)
+            .filter_map(|r| Some((r.extra.get(P95)?.as_f64()?, r.name.clone())))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let t = worst.map(|(ms, name)| (ms <= 50.0, format!("worst p95 {ms:.2} ms ({name})")));
+        self.target(&format!("console page p95 <= 50 ms{suffix}"), t);
+        let t = self
+            .extra(S, TABS_ROW, NET_RATIO)
+            .zip(self.extra(S, TABS_ROW, RAW_RATIO))
+            .map(|(net, raw)| (net <= 1.1, format!("{net:.3}x net of idle ({raw:.3}x raw)")));
+        self.target(
+            &format!("console tabs Redis cmds/s <= 1.1x one tab{suffix}"),
+            t,
+        );
+        let t = self
+            .extra(S, LONGEST_ROW, LONGEST)
+            .map(|us| (us <= 5_000.0, format!("longest {:.2} ms", us / 1e3)));
+        self.target(&format!("console Redis script <= 5 ms{suffix}"), t);
     }
 }

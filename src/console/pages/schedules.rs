@@ -23,7 +23,7 @@ use crate::{
     proto::{self, schedule::Timing},
 };
 
-const PAGE: u32 = 100;
+const PAGE: u32 = 50;
 const PREVIEW: u32 = 10;
 
 #[derive(Deserialize, Default)]

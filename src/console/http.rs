@@ -49,6 +49,7 @@ fn routes(console: Arc<Console>) -> Router {
         .route("/ns/{ns}/jobs", get(pages::jobs::list))
         .route("/ns/{ns}/jobs/{id}", get(pages::jobs::detail))
         .route("/ns/{ns}/jobs/{id}/{action}", post(pages::jobs::act))
+        .route("/ns/{ns}/enqueue", post(pages::jobs::enqueue))
         .route("/ns/{ns}/bulk", post(pages::bulk::start))
         .route("/ns/{ns}/bulk/{id}", get(pages::bulk::show))
         .route("/ns/{ns}/bulk/{id}/live", get(pages::bulk::live))

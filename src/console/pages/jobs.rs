@@ -154,6 +154,7 @@ async fn listing(
             }
         }
         (matching(viewer, ns, p, filter))
+        (enqueue_form(viewer, ns, &p.queue))
         (recent_runs(console, ns))
     } };
     Ok(frame(viewer, ns, "jobs", body).into_response())
@@ -188,6 +189,48 @@ fn selection(viewer: &Viewer, ns: &str, queue: &str, jobs: &[proto::Job]) -> Mar
             }
         }
     }
+}
+
+/// A form that enqueues a job into the queue (Enqueue, as the viewer).
+fn enqueue_form(viewer: &Viewer, ns: &str, queue: &str) -> Markup {
+    if !viewer.may_call("Enqueue", ns) {
+        return html! {};
+    }
+    html! {
+        h2 { "Enqueue a job" }
+        form.row.enqueue method="post" action={ "/ns/" (enc(ns)) "/enqueue" } {
+            input type="hidden" name="queue" value=(queue);
+            div { label for="e-name" { "Name" } input #e-name name="name" required; }
+            div { label for="e-payload" { "Payload (bytes as typed; JSON is usual)" }
+                textarea #e-payload name="payload" rows="2" cols="50" {} }
+            button type="submit" { "Enqueue" }
+        }
+    }
+}
+
+/// POST /ns/{ns}/enqueue: one job, then its page.
+pub(crate) async fn enqueue(
+    State(console): State<Arc<Console>>,
+    viewer: Viewer,
+    Path(ns): Path<String>,
+    body: bytes::Bytes,
+) -> Answer {
+    let form = Fields::of(&body);
+    let message = proto::EnqueueRequest {
+        namespace: ns.clone(),
+        queue: form.get("queue").unwrap_or_default().to_owned(),
+        name: form.get("name").unwrap_or_default().to_owned(),
+        payload: form.get("payload").unwrap_or_default().as_bytes().to_vec(),
+        ..Default::default()
+    };
+    let reply = console
+        .grpc
+        .queue()
+        .enqueue(request(&viewer.caller, message))
+        .await?
+        .into_inner();
+    let to = format!("/ns/{}/jobs/{}", enc(&ns), enc(&reply.job_id));
+    Ok(done(&to, &format!("Enqueued {}.", reply.job_id)))
 }
 
 /// The bulk actions of the namespace this replica ran lately.

@@ -44,3 +44,66 @@ async fn a_waiting_worker_shows_on_the_workers_page() {
     assert!(page.body.contains("emails"), "{}", page.body);
     waiting.abort();
 }
+
+/// Pins: the jobs page's form enqueues a job as typed (Enqueue as the viewer) and
+/// opens its page; a bad queue name is refused by the RPC (400) and nothing is
+/// stored; a reader gets no form and its forged post is refused (403).
+#[tokio::test]
+async fn a_job_is_enqueued_from_the_jobs_page() {
+    let console = Console::with_auth().await;
+    console.enqueue("shop", "emails", "{}").await;
+    let admin = console.sign_in("admin").await;
+    let page = console
+        .http
+        .get("/ns/shop/jobs?queue=emails", Some(&admin))
+        .await;
+    assert!(page.body.contains("Enqueue a job"), "{}", page.body);
+    let form = "queue=emails&name=hello&payload=%7B%22a%22%3A1%7D";
+    let answer = console
+        .http
+        .post_form("/ns/shop/enqueue", form, Some(&admin))
+        .await;
+    assert_eq!(answer.status, 303, "{answer:?}");
+    let to = answer
+        .header("location")
+        .expect("the job's page")
+        .to_owned();
+    let id = to
+        .trim_start_matches("/ns/shop/jobs/")
+        .split('?')
+        .next()
+        .expect("an id")
+        .to_owned();
+    let job = console.job("shop", &id).await.expect("stored");
+    assert_eq!(
+        (job.name.as_str(), job.payload.as_slice()),
+        ("hello", &b"{\"a\":1}"[..])
+    );
+    let before = console
+        .queue("shop", "emails")
+        .await
+        .expect("listed")
+        .pending;
+    let bad = console
+        .http
+        .post_form("/ns/shop/enqueue", "queue=&name=x", Some(&admin))
+        .await;
+    assert_eq!(bad.status, 400, "{bad:?}");
+    let reader = console.sign_in("reader").await;
+    let page = console
+        .http
+        .get("/ns/shop/jobs?queue=emails", Some(&reader))
+        .await;
+    assert!(!page.body.contains("Enqueue a job"), "{}", page.body);
+    let forged = console
+        .http
+        .post_form("/ns/shop/enqueue", "queue=emails&name=x", Some(&reader))
+        .await;
+    assert_eq!(forged.status, 403, "{forged:?}");
+    let after = console
+        .queue("shop", "emails")
+        .await
+        .expect("listed")
+        .pending;
+    assert_eq!(before, after, "nothing stored by the refused calls");
+}

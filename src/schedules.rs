@@ -82,6 +82,10 @@ const MAX_COMPUTE_ROUNDS: usize = 4;
 /// bounded too.
 const MAX_HINTS: usize = 32;
 
+/// Most schedules one list_schedules call reads for a BASIC page (ListSchedules
+/// makes several calls for a larger page), so no call holds Redis for long.
+const LIST_CHUNK: usize = 25;
+
 /// What one claim attempt found.
 struct ClaimOutcome {
     occurrence: Option<Occurrence>,
@@ -249,6 +253,7 @@ impl Schedules {
         }
     }
 
+    /// A page of schedules in id order (ListSchedules).
     pub(crate) async fn list(
         &self,
         namespace: &Namespace,
@@ -256,13 +261,25 @@ impl Schedules {
         page: PageShape,
         status: Option<ScheduleStatus>,
     ) -> Result<SchedulePage, Error> {
-        let list = ListSchedules {
-            after,
-            page,
-            status,
-        };
-        let page = self.cx.store.run(namespace, &list).await?;
-        Ok((page.schedules, page.next_after))
+        // A FULL page is one call (its byte budget bounds it); a BASIC one is read in
+        // calls of at most LIST_CHUNK schedules, each well under a few ms of script.
+        let chunk = if page.full { page.size } else { LIST_CHUNK };
+        let (mut schedules, mut after) = (Vec::new(), after.to_owned());
+        loop {
+            let size = (page.size - schedules.len()).min(chunk);
+            let list = ListSchedules {
+                after: &after,
+                page: PageShape { size, ..page },
+                status,
+            };
+            let part = self.cx.store.run(namespace, &list).await?;
+            let short = part.schedules.len() < size;
+            schedules.extend(part.schedules);
+            match part.next_after {
+                Some(next) if !short && schedules.len() < page.size => after = next,
+                next => return Ok((schedules, next)),
+            }
+        }
     }
 
     /// A page of active schedules by next run (from the due index), optionally only

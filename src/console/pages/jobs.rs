@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// Jobs on one page of a listing.
-const PAGE: u32 = 50;
+const PAGE: u32 = 25;
 /// Most payload or result bytes shown.
 const MAX_SHOWN: usize = 64 * 1024;
 

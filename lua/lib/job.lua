@@ -418,7 +418,10 @@ local function push_error(r, attempt, message, at)
     local ok, decoded = pcall(cjson.decode, r.errors)
     if ok and type(decoded) == 'table' then errors = decoded end
   end
-  errors[#errors + 1] = { attempt = attempt, message = message, at = at }
+  -- The attempt's worker, when it had one (the console's timeline, issue 33).
+  local worker = nil
+  if r.worker ~= nil and r.worker ~= '' then worker = r.worker end
+  errors[#errors + 1] = { attempt = attempt, message = message, at = at, worker = worker }
   while #errors > MAX_ERRORS do table.remove(errors, 1) end
   r.errors = cjson.encode(errors)
 end

@@ -271,6 +271,9 @@ pub(crate) struct JobErrorEntry {
     pub(crate) attempt: u32,
     pub(crate) message: String,
     pub(crate) at_ms: i64,
+    /// The worker that held the attempt ("" when none did, or stored before it was
+    /// kept).
+    pub(crate) worker: String,
 }
 
 /// A stored job.

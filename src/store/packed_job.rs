@@ -396,6 +396,11 @@ fn error_history(json: &str) -> Result<Vec<JobErrorEntry>, String> {
                     attempt: attempt as u32,
                     message: message.to_owned(),
                     at_ms: at as i64,
+                    worker: entry
+                        .get("worker")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
                 }),
                 _ => Err("an entry lacks attempt, message or at".to_owned()),
             }

@@ -107,6 +107,7 @@ pub(super) fn job_to_proto(r: JobRecord) -> proto::Job {
                 attempt: e.attempt,
                 message: e.message,
                 time: Some(timestamp(e.at_ms)),
+                worker_id: e.worker,
             })
             .collect(),
         create_time: Some(timestamp(r.create_ms)),

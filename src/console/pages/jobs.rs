@@ -483,13 +483,22 @@ fn timeline(job: &proto::Job) -> Markup {
         ol.timeline {
             li { (time(job.create_time.as_ref())) " — enqueued" }
             @for e in &job.errors {
-                li.bad { (time(e.time.as_ref())) " — attempt " (e.attempt) " failed: " span.error { (e.message) } }
+                li.bad {
+                    (time(e.time.as_ref())) " — attempt " (e.attempt)
+                    @if !e.worker_id.is_empty() { " on " span.mono { (e.worker_id) } }
+                    " failed: " span.error { (e.message) }
+                }
             }
             @if state_name(job.state) == "active" {
                 li { "claimed by " span.mono { (job.worker_id) } ", lease until " (time(job.lease_deadline.as_ref())) }
             }
             @if job.finish_time.is_some() {
-                li { (time(job.finish_time.as_ref())) " — " (state_name(job.state)) }
+                li {
+                    (time(job.finish_time.as_ref())) " — " (state_name(job.state))
+                    @if state_name(job.state) == "completed" && !job.worker_id.is_empty() {
+                        " (acked by " span.mono { (job.worker_id) } ")"
+                    }
+                }
             }
         }
     }

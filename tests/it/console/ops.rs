@@ -107,3 +107,25 @@ async fn a_job_is_enqueued_from_the_jobs_page() {
         .pending;
     assert_eq!(before, after, "nothing stored by the refused calls");
 }
+
+/// Pins: each failed attempt keeps the worker that held it (JobErrorEntry.worker_id),
+/// and the job's page shows it in the timeline.
+#[tokio::test]
+async fn the_timeline_names_each_attempts_worker() {
+    let console = Console::open().await;
+    let id = console
+        .dead_job("shop", "emails", "{}", "smtp refused")
+        .await;
+    let job = console.job("shop", &id).await.expect("kept");
+    let entry = job.errors.first().expect("an error entry");
+    assert!(!entry.worker_id.is_empty(), "{entry:?}");
+    let page = console.http.get(&format!("/ns/shop/jobs/{id}"), None).await;
+    assert!(
+        page.body.contains(&format!(
+            "on <span class=\"mono\">{}</span> failed",
+            entry.worker_id
+        )),
+        "{}",
+        page.body
+    );
+}

@@ -1934,6 +1934,10 @@ export const descriptor: Record<string, unknown> = {
         "time": {
          "type": "google.protobuf.Timestamp",
          "id": 3
+        },
+        "workerId": {
+         "type": "string",
+         "id": 4
         }
        }
       },

@@ -492,14 +492,16 @@ class ExtendLeaseResponse(_message.Message):
     def __init__(self, lease_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancel_requested: _Optional[bool] = ...) -> None: ...
 
 class JobErrorEntry(_message.Message):
-    __slots__ = ("attempt", "message", "time")
+    __slots__ = ("attempt", "message", "time", "worker_id")
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     message: str
     time: _timestamp_pb2.Timestamp
-    def __init__(self, attempt: _Optional[int] = ..., message: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    worker_id: str
+    def __init__(self, attempt: _Optional[int] = ..., message: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., worker_id: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("job_id", "queue", "name", "payload", "headers", "priority", "state", "attempts", "max_attempts", "backoff", "lease", "errors", "create_time", "update_time", "run_at", "lease_deadline", "worker_id", "finish_time", "dedup_key", "schedule", "progress", "result", "cancel_requested", "version", "fairness_key", "concurrency_key", "rate_key", "cost", "flow_id", "flow_ref")

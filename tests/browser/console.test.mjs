@@ -110,6 +110,14 @@ test("filter a queue's dead jobs by state and open one", async () => {
   await shot(admin, "job");
 });
 
+test("dead letters grouped by error", async () => {
+  await admin.goto(`${URL_}/ns/${NS}/dead`);
+  const groups = admin.locator("table.groups tbody tr");
+  assert.equal(await groups.count(), 3, "three errors, three groups");
+  assert.ok((await admin.locator("table.groups button:text-is('Retry group')").count()) > 0);
+  await shot(admin, "dead-letters");
+});
+
 test("retry all dead jobs of a queue, the confirmation accepted", async () => {
   await admin.goto(`${URL_}/ns/${NS}`);
   let asked = "";
@@ -133,6 +141,24 @@ test("trigger a schedule", async () => {
   admin.once("dialog", (dialog) => dialog.accept());
   await Promise.all([admin.waitForNavigation(), admin.click("button:text-is('Trigger now')")]);
   assert.match(await admin.locator("p.notice").textContent(), /Triggered: occurrence \S+/);
+});
+
+test("a flow drawn as a graph, and the audit log", async () => {
+  await admin.goto(`${URL_}/ns/${NS}/flows/upload-42`);
+  assert.equal(await admin.locator("svg.flow g.node").count(), 4, "every node drawn");
+  assert.equal(await admin.locator("svg.flow line.edge").count(), 4, "an edge per dependency");
+  await shot(admin, "flow");
+  // The audit record is appended after the answer: reload until it is there.
+  const deadline = Date.now() + PATIENCE;
+  for (;;) {
+    await admin.goto(`${URL_}/ns/${NS}/audit`);
+    if ((await admin.locator("table.audit tr", { hasText: "RetryDeadJobs" }).count()) > 0) break;
+    assert.ok(Date.now() < deadline, "RetryDeadJobs reaches the audit page");
+    await admin.waitForTimeout(200);
+  }
+  const row = admin.locator("table.audit tr", { hasText: "RetryDeadJobs" }).first();
+  assert.match(await row.textContent(), /admin.*queue:emails.*OK.*console/s);
+  await shot(admin, "audit");
 });
 
 test("a reader sees no retry button and its forged POST is refused", async () => {

@@ -58,7 +58,7 @@ async fn the_pages_show_namespaces_queue_counts_and_a_job() {
         "the payload, pretty-printed: {shown}"
     );
     assert!(
-        shown.contains("attempt 1 failed: smtp: 550 mailbox unavailable"),
+        shown.contains("attempt 1 on test-worker failed: smtp: 550 mailbox unavailable"),
         "the error history: {shown}"
     );
 

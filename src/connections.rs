@@ -12,6 +12,13 @@
 //! few bytes at a time): hyper waits for the preface without a timer of its own.
 //! Once the preface is in, HTTP/2 keepalive pings, the per-connection stream cap and
 //! `--request-timeout` bound what the connection can hold.
+//!
+//! Over TLS the bytes on the wire are the handshake's, not HTTP/2's: the deadline
+//! runs from the accept until the TLS layer has decrypted the preface and says so
+//! ([`AwaitsPreface::preface_in`]), so it covers the handshake and the silence after
+//! it alike ([`PrefaceOn::Decrypted`]; issue 29: counting the ClientHello's bytes let
+//! a client that finished its handshake and then sent nothing hold a connection for
+//! ever).
 
 use std::{
     future::Future,
@@ -35,6 +42,22 @@ const PREFACE_LEN: usize = 24;
 /// At most one warning per this long while connections are refused.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
+/// Where the HTTP/2 preface is looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrefaceOn {
+    /// In the bytes as read: plaintext HTTP/2.
+    Wire,
+    /// After TLS decryption: the TLS layer calls [`AwaitsPreface::preface_in`] once it
+    /// has read the preface; the wire's bytes (the handshake's) do not count.
+    Decrypted,
+}
+
+/// A connection that closes itself unless told in time that the preface is in.
+pub(crate) trait AwaitsPreface {
+    /// The preface has been read (after decryption): the deadline no longer applies.
+    fn preface_in(&mut self);
+}
+
 /// `inner`'s connections, at most `max` open at once, each closed unless it sends the
 /// preface within `preface_timeout`.
 pub(crate) struct LimitedIncoming<S> {
@@ -42,19 +65,26 @@ pub(crate) struct LimitedIncoming<S> {
     permits: Arc<Semaphore>,
     max: usize,
     preface_timeout: Duration,
+    preface_on: PrefaceOn,
     last_warning: Option<Instant>,
     /// Connections refused since the last warning.
     refused: u64,
 }
 
 impl<S> LimitedIncoming<S> {
-    pub(crate) fn new(inner: S, max: usize, preface_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        inner: S,
+        max: usize,
+        preface_timeout: Duration,
+        preface_on: PrefaceOn,
+    ) -> Self {
         let max = max.min(Semaphore::MAX_PERMITS);
         LimitedIncoming {
             inner,
             permits: Arc::new(Semaphore::new(max)),
             max,
             preface_timeout,
+            preface_on,
             last_warning: None,
             refused: 0,
         }
@@ -97,6 +127,7 @@ where
                             _permit: permit,
                             preface: Some(preface),
                             read: 0,
+                            count_wire: this.preface_on == PrefaceOn::Wire,
                         })));
                     }
                     // Dropping the stream closes it.
@@ -117,6 +148,14 @@ pub(crate) struct Limited<IO> {
     preface: Option<Pin<Box<Sleep>>>,
     /// Bytes read so far, until the preface is in.
     read: usize,
+    /// Whether the bytes read are HTTP/2's (plaintext), so count toward the preface.
+    count_wire: bool,
+}
+
+impl<IO> AwaitsPreface for Limited<IO> {
+    fn preface_in(&mut self) {
+        self.preface = None;
+    }
 }
 
 impl<IO: Connected> Connected for Limited<IO> {
@@ -144,7 +183,7 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Limited<IO> {
         }
         let before = buf.filled().len();
         ready!(Pin::new(&mut this.io).poll_read(cx, buf))?;
-        if this.preface.is_some() {
+        if this.preface.is_some() && this.count_wire {
             this.read += buf.filled().len() - before;
             if this.read >= PREFACE_LEN {
                 this.preface = None;
@@ -191,7 +230,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_stream::StreamExt;
 
-    use super::LimitedIncoming;
+    use super::{AwaitsPreface, LimitedIncoming, PrefaceOn};
 
     /// A connection beyond the cap is closed; closing one makes room.
     #[tokio::test]
@@ -200,8 +239,12 @@ mod tests {
         let (b, mut b_peer) = tokio::io::duplex(64);
         let (c, _c) = tokio::io::duplex(64);
         let accepts = [a, b, c].into_iter().map(Ok::<_, std::io::Error>);
-        let mut incoming =
-            LimitedIncoming::new(tokio_stream::iter(accepts), 1, Duration::from_secs(60));
+        let mut incoming = LimitedIncoming::new(
+            tokio_stream::iter(accepts),
+            1,
+            Duration::from_secs(60),
+            PrefaceOn::Wire,
+        );
         let first = incoming.next().await.and_then(|r| r.ok());
         assert!(first.is_some());
         // b is dropped (closed): its peer reads end-of-stream.
@@ -218,6 +261,7 @@ mod tests {
             tokio_stream::iter([Ok::<_, std::io::Error>(d)]),
             1,
             Duration::from_secs(60),
+            PrefaceOn::Wire,
         );
         assert!(incoming.next().await.is_some());
     }
@@ -229,8 +273,12 @@ mod tests {
         let (silent, _silent_peer) = tokio::io::duplex(64);
         let (talker, mut talker_peer) = tokio::io::duplex(64);
         let accepts = [silent, talker].into_iter().map(Ok::<_, std::io::Error>);
-        let mut incoming =
-            LimitedIncoming::new(tokio_stream::iter(accepts), 10, Duration::from_secs(5));
+        let mut incoming = LimitedIncoming::new(
+            tokio_stream::iter(accepts),
+            10,
+            Duration::from_secs(5),
+            PrefaceOn::Wire,
+        );
         let mut silent = incoming.next().await.and_then(|r| r.ok()).expect("silent");
         let mut talker = incoming.next().await.and_then(|r| r.ok()).expect("talker");
         let mut buf = [0u8; 64];
@@ -251,5 +299,37 @@ mod tests {
             Some(1),
             "no deadline after"
         );
+    }
+
+    /// Pins (issue 29): when the preface is looked for after decryption, the bytes on
+    /// the wire (a TLS handshake's) do not disarm the deadline; only `preface_in`
+    /// does.
+    #[tokio::test(start_paused = true)]
+    async fn decrypted_preface_is_not_the_wire_bytes() {
+        let (handshaker, mut handshaker_peer) = tokio::io::duplex(256);
+        let (told, mut told_peer) = tokio::io::duplex(256);
+        let accepts = [handshaker, told].into_iter().map(Ok::<_, std::io::Error>);
+        let mut incoming = LimitedIncoming::new(
+            tokio_stream::iter(accepts),
+            10,
+            Duration::from_secs(5),
+            PrefaceOn::Decrypted,
+        );
+        let mut handshaker = incoming.next().await.and_then(|r| r.ok()).expect("one");
+        let mut told = incoming.next().await.and_then(|r| r.ok()).expect("two");
+        let mut buf = [0u8; 256];
+        let hello = [0x16u8; 100];
+        handshaker_peer.write_all(&hello).await.expect("write");
+        assert_eq!(handshaker.read(&mut buf).await.ok(), Some(100));
+        told_peer.write_all(&hello).await.expect("write");
+        assert_eq!(told.read(&mut buf).await.ok(), Some(100));
+        told.preface_in();
+
+        let error = handshaker.read(&mut buf).await.expect_err("timed out");
+        assert_eq!(error.kind(), std::io::ErrorKind::TimedOut);
+        #[allow(clippy::disallowed_methods)]
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        told_peer.write_all(b"x").await.expect("write");
+        assert_eq!(told.read(&mut buf).await.ok(), Some(1), "no deadline after");
     }
 }

@@ -23,7 +23,7 @@ use crate::{
     api::{AdminApi, Audit, Limits, QueueApi, Rescue},
     clock::Clock,
     config::ServeConfig,
-    connections::LimitedIncoming,
+    connections::{LimitedIncoming, PrefaceOn},
     console,
     context::Context,
     dispatch::Dispatcher,
@@ -360,6 +360,11 @@ async fn serve(
         ),
         usize::try_from(config.max_connections).unwrap_or(usize::MAX),
         config.http2_header_timeout,
+        match guard.tls {
+            // Over TLS the preface is read after decryption (`tls::TlsConn`).
+            Some(_) => PrefaceOn::Decrypted,
+            None => PrefaceOn::Wire,
+        },
     );
     let (reflection_v1, reflection_v1alpha) = reflection()?;
     let router = transport(config)

@@ -5,7 +5,7 @@ use std::{
     net::SocketAddr,
     pin::Pin,
     sync::Arc,
-    task::{Context, Poll},
+    task::{ready, Context, Poll},
 };
 
 use rustls_pki_types::CertificateDer;
@@ -17,12 +17,20 @@ use tonic::{
 };
 use x509_parser::{extensions::GeneralName, prelude::*};
 
+use crate::connections::AwaitsPreface;
+
 /// A connection after its TLS handshake, over the transport `IO` (a TCP connection
 /// as the connection limits admitted it).
 pub(crate) struct TlsConn<IO> {
     stream: TlsStream<IO>,
     info: TlsConnectInfo,
+    /// Decrypted bytes still to read before the HTTP/2 preface is in; at 0 the
+    /// transport's preface deadline is lifted (`connections::AwaitsPreface`).
+    preface_left: usize,
 }
+
+/// `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`, what every HTTP/2 client sends first.
+const PREFACE_LEN: usize = 24;
 
 /// The connection info in every request's extensions on a TLS connection.
 #[derive(Debug, Clone)]
@@ -58,7 +66,11 @@ impl<IO: Connected<ConnectInfo = TcpConnectInfo>> TlsConn<IO> {
             client_certs,
             client_names,
         };
-        TlsConn { stream, info }
+        TlsConn {
+            stream,
+            info,
+            preface_left: PREFACE_LEN,
+        }
     }
 }
 
@@ -104,17 +116,26 @@ impl<IO> Connected for TlsConn<IO> {
     }
 }
 
-impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsConn<IO> {
+impl<IO: AsyncRead + AsyncWrite + AwaitsPreface + Unpin> AsyncRead for TlsConn<IO> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.stream).poll_read(cx, buf))?;
+        if self.preface_left > 0 {
+            let read = buf.filled().len() - before;
+            self.preface_left = self.preface_left.saturating_sub(read);
+            if self.preface_left == 0 {
+                self.stream.get_mut().0.preface_in();
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
-impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsConn<IO> {
+impl<IO: AsyncRead + AsyncWrite + AwaitsPreface + Unpin> AsyncWrite for TlsConn<IO> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -30,10 +30,12 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 pub(crate) use conn::{client_cert_names, TlsConn};
 pub(crate) use files::TlsFiles;
 
-use crate::sync::lock;
+use crate::{connections::AwaitsPreface, sync::lock};
 
 /// Longest a client may take to complete its TLS handshake; one that never does
-/// (a plaintext client waiting for an answer, a slowloris) is dropped after it.
+/// (a plaintext client waiting for an answer, a slowloris) is dropped after it. The
+/// connection's preface deadline (`--http2-header-timeout`, from the accept) also
+/// runs during the handshake, and cuts it first when shorter.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepted connections waiting for tonic to take them.
@@ -110,6 +112,7 @@ impl Tls {
     where
         S: Stream<Item = io::Result<IO>> + Unpin + Send + 'static,
         IO: Connected<ConnectInfo = TcpConnectInfo>
+            + AwaitsPreface
             + AsyncRead
             + AsyncWrite
             + Unpin

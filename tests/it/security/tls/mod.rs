@@ -309,3 +309,65 @@ async fn an_mtls_client_certificate_names_its_principal() {
         .expect_err("no principal has this certificate");
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
 }
+
+/// A TLS connection to `addr` that completes its handshake (trusting `ca`, offering
+/// h2) and then sends nothing: no HTTP/2 preface.
+async fn silent_after_handshake(
+    addr: SocketAddr,
+    ca: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls_pki_types::{pem::PemObject, CertificateDer, ServerName};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.expect("CA pem")).expect("CA cert");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = ServerName::IpAddress(addr.ip().into());
+    connector.connect(name, tcp).await.expect("TLS handshake")
+}
+
+/// Pins (issue 29): over TLS, --http2-header-timeout runs until the HTTP/2 preface
+/// arrives after the handshake: clients that finish their handshake and then send
+/// nothing are closed, and the --max-connections they held serve new clients. (It
+/// used to count the ClientHello's bytes as the preface, so such clients held their
+/// connections for ever.)
+#[tokio::test]
+async fn silent_clients_after_the_tls_handshake_are_closed() {
+    use tokio::io::AsyncReadExt;
+    let redis = Redis::start().await;
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.server("dueq server"), None);
+    let mut config = config(&redis.url());
+    config.tls_cert = Some(files.cert.clone());
+    config.tls_key = Some(files.key.clone());
+    config.max_connections = 2;
+    config.http2_header_timeout = std::time::Duration::from_millis(500);
+    let service = Service::start_unready(config).await;
+
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(silent_after_handshake(service.addr, &ca.pem()).await);
+    }
+    for mut tls in silent {
+        let mut buf = [0u8; 1024];
+        within_patience("the silent TLS connection to close", async {
+            loop {
+                // The server's SETTINGS may come first; then the connection must end.
+                match tls.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+        })
+        .await;
+    }
+    serving_channel(service.addr, &ca.pem(), None).await;
+}

@@ -262,11 +262,24 @@ pub struct ServeConfig {
     pub max_in_flight: u64,
 
     /// Most long-polls (ClaimJob, ClaimDueSchedule) in flight in the whole server, a
-    /// cap of their own since each holds its slot up to --max-wait (streams such as
-    /// Migrate count here until their response starts); beyond it
-    /// RESOURCE_EXHAUSTED at once.
+    /// cap of their own since each holds its slot up to --max-wait (dueq's streams
+    /// such as Work and Migrate count here until their response starts; health
+    /// Watch does not, see --max-open-calls); beyond it RESOURCE_EXHAUSTED at once.
     #[arg(long, env = "DUEQ_MAX_LONG_POLLS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_long_polls: u64,
+
+    /// Most calls in flight, at once, of the RPCs anyone may call without a
+    /// credential (health Check and Watch, reflection): a cap of their own, shared
+    /// with no tenant's call; beyond it RESOURCE_EXHAUSTED at once.
+    #[arg(long, env = "DUEQ_MAX_OPEN_CALLS", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_open_calls: u64,
+
+    /// How long a call's request may take to arrive after its headers (the whole
+    /// message; a request stream's first message) before the call is answered
+    /// DEADLINE_EXCEEDED. A call takes its --max-in-flight / --max-long-polls /
+    /// --max-open-calls slot only once its request is in.
+    #[arg(long, env = "DUEQ_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
 
     /// Most WatchJob streams open at once on this server; beyond it a WatchJob is
     /// answered RESOURCE_EXHAUSTED at once. Each costs a few KiB (measured:

@@ -48,9 +48,14 @@ pub(crate) enum CallKind {
     Unary,
     /// A long-poll: waits up to `--max-wait` for work. Shares `--max-long-polls`.
     LongPoll,
-    /// A stream that may run for long (Work, Migrate's progress, health Watch,
-    /// reflection). Shares `--max-long-polls` until its response starts.
+    /// A response stream that may run for long (Migrate's progress, WatchJob,
+    /// health Watch) after a request of one message. Shares `--max-long-polls` (an
+    /// open one `--max-open-calls`) until its response starts.
     Stream,
+    /// A stream both ways (Work, reflection): like [`CallKind::Stream`], but the
+    /// request streams too, so the call is admitted once its first message is in
+    /// (`layers::ShedLayer`).
+    Duplex,
 }
 
 impl CallKind {

@@ -30,7 +30,8 @@ use crate::{
     health,
     jobs::{Jobs, Pruner, Retention},
     layers::{
-        Around, Authenticate, ClassifyLayer, MessageSize, MetricsLayer, Shed, Timeout, TraceLayer,
+        Around, Authenticate, Caps, ClassifyLayer, MessageSize, MetricsLayer, ShedLayer, Timeout,
+        TraceLayer,
     },
     longpoll::Wakers,
     metrics::{self, Metrics},
@@ -284,8 +285,10 @@ struct Services {
 }
 
 /// The cross-cutting layers, outermost first: the classification of a request by the
-/// RPC table (every other layer reads what it found), tracing, metrics, load shedding,
-/// authentication, the unary timeout and the wording of an over-sized request. One
+/// RPC table (every other layer reads what it found), tracing, metrics,
+/// authentication, admission (the request's deadline, then load shedding: after
+/// authentication, so no caller without a credential holds a slot), the unary
+/// timeout and the wording of an over-sized request. One
 /// value serves the gRPC listener and the console's in-process calls, which so share
 /// the caps, the metrics and the checks of every call.
 type Layers = Stack<
@@ -293,9 +296,9 @@ type Layers = Stack<
     Stack<
         Around<Timeout>,
         Stack<
-            Around<Authenticate>,
+            ShedLayer,
             Stack<
-                Around<Shed>,
+                Around<Authenticate>,
                 Stack<MetricsLayer, Stack<TraceLayer, Stack<ClassifyLayer, Identity>>>,
             >,
         >,
@@ -309,14 +312,18 @@ fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<Principal
     );
     let outer = Stack::new(TraceLayer, outer);
     let outer = Stack::new(MetricsLayer::new(core.metrics.clone()), outer);
+    let outer = Stack::new(Around(Authenticate { principals }), outer);
+    let cap = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let outer = Stack::new(
-        Around(Shed::new(
-            usize::try_from(config.max_in_flight).unwrap_or(usize::MAX),
-            usize::try_from(config.max_long_polls).unwrap_or(usize::MAX),
-        )),
+        ShedLayer::new(Caps {
+            unary: cap(config.max_in_flight),
+            long: cap(config.max_long_polls),
+            open: cap(config.max_open_calls),
+            body_timeout: config.body_timeout,
+            max_message: config.max_message_size,
+        }),
         outer,
     );
-    let outer = Stack::new(Around(Authenticate { principals }), outer);
     let outer = Stack::new(
         Around(Timeout {
             timeout: config.request_timeout,

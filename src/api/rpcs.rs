@@ -35,7 +35,7 @@ use crate::{
     proto::{self, admin_service_server::AdminService, queue_service_server::QueueService},
     rpc::{
         Access::{self, Open},
-        CallKind::{LongPoll, Stream, Unary},
+        CallKind::{Duplex, LongPoll, Stream, Unary},
         Rpc,
     },
 };
@@ -221,7 +221,7 @@ service!("dueq.v1.QueueService", queue, QueueApi: QueueService {
     [Worker   LongPoll quiet   ns ] ClaimJob: claim_job(ClaimJobRequest -> ClaimJobResponse) = jobs::claim;
     [Worker   Unary    quiet   ns ] AckJob: ack_job(AckJobRequest -> AckJobResponse) = jobs::ack;
     [Worker   Unary    quiet   ns ] AckJobs: ack_jobs(AckJobsRequest -> AckJobsResponse) = jobs::ack_jobs;
-    [Worker   Stream   quiet   own] Work: work(stream WorkRequest -> stream WorkStream) = jobs::work;
+    [Worker   Duplex   quiet   own] Work: work(stream WorkRequest -> stream WorkStream) = jobs::work;
     [Worker   Unary    quiet   ns ] FailJob: fail_job(FailJobRequest -> FailJobResponse) = jobs::fail;
     [Worker   Unary    quiet   ns ] ExtendLease: extend_lease(ExtendLeaseRequest -> ExtendLeaseResponse) = jobs::extend_lease;
     [Reader   Unary    quiet   ns ] GetJob: get_job(GetJobRequest -> GetJobResponse) = jobs::get;
@@ -269,11 +269,11 @@ open!("grpc.health.v1.Health", health {
 });
 
 open!("grpc.reflection.v1.ServerReflection", reflection {
-    [Stream] ServerReflectionInfo;
+    [Duplex] ServerReflectionInfo;
 });
 
 open!("grpc.reflection.v1alpha.ServerReflection", reflection_v1alpha {
-    [Stream] ServerReflectionInfo;
+    [Duplex] ServerReflectionInfo;
 });
 
 /// Every line of the table.
@@ -329,6 +329,36 @@ mod tests {
         let table: BTreeSet<String> = lines.iter().map(|p| (*p).to_owned()).collect();
         assert_eq!(lines.len(), table.len(), "a path is in the table twice");
         assert_eq!(table, declared);
+    }
+
+    /// The Duplex lines are the methods whose request streams (the proto's
+    /// client_streaming), so admission waits for the first message of those only and
+    /// for the whole request of every other (`layers::ShedLayer`).
+    #[test]
+    fn duplex_lines_are_the_streamed_requests() {
+        let mut streamed = BTreeSet::new();
+        for encoded in [
+            crate::proto::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+        ] {
+            let set = prost_types::FileDescriptorSet::decode(encoded).expect("descriptor set");
+            for file in set.file {
+                let package = file.package.unwrap_or_default();
+                for service in file.service {
+                    let name = service.name.unwrap_or_default();
+                    for method in service.method.iter().filter(|m| m.client_streaming()) {
+                        streamed.insert(format!("/{package}.{name}/{}", method.name()));
+                    }
+                }
+            }
+        }
+        streamed.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo".into());
+        streamed.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo".into());
+        let duplex: BTreeSet<String> = super::all()
+            .filter(|rpc| rpc.kind == crate::rpc::CallKind::Duplex)
+            .map(|rpc| rpc.path.to_owned())
+            .collect();
+        assert_eq!(duplex, streamed);
     }
 
     /// docs/security.md's role table and audit list say what the table says: each

@@ -6,6 +6,7 @@ use crate::schedules::{BadNextRun, BadRange, NextRunEarliestBy, MAX_BACKFILL_SLO
 
 use super::{convert, cpu, reply_budget, validate, ApiError, QueueApi};
 use crate::{
+    auth::Caller,
     domain::{
         limits::PageShape, EnqueueTarget, Namespace, Overlap, ScheduleDef, ScheduleStatus,
         TimingDef,
@@ -200,13 +201,17 @@ pub(super) async fn upsert(
     namespace: &Namespace,
     request: Request<proto::UpsertScheduleRequest>,
 ) -> Result<proto::UpsertScheduleResponse, ApiError> {
+    let caller = request.extensions().get::<Caller>().cloned();
     let req = request.into_inner();
     let mut schedule = req
         .schedule
         .ok_or_else(|| ApiError::invalid("schedule", "is required"))?;
     let target = schedule.target.take();
     let max_payload_size = api.limits.max_payload_size;
-    let (mut def, timing) = cpu::run(move || schedule_def(max_payload_size, schedule)).await?;
+    let (mut def, timing) = cpu::run(caller.as_ref(), move || {
+        schedule_def(max_payload_size, schedule)
+    })
+    .await?;
     def.target = match target {
         None => None,
         Some(proto::schedule::Target::Enqueue(t)) => Some(enqueue_target(api, &def, t)?),
@@ -592,6 +597,7 @@ pub(super) async fn preview(
     namespace: &Option<Namespace>,
     request: Request<proto::PreviewScheduleRequest>,
 ) -> Result<proto::PreviewScheduleResponse, ApiError> {
+    let caller = request.extensions().get::<Caller>().cloned();
     let req = request.into_inner();
     let count = match req.count {
         0 => DEFAULT_PREVIEW,
@@ -623,7 +629,7 @@ pub(super) async fn preview(
             (timing, record.next_run_ms)
         }
         Some(proto::preview_schedule_request::Target::Schedule(s)) => (
-            cpu::run(move || Ok(parse_timing("schedule", &s)?.0)).await?,
+            cpu::run(caller.as_ref(), move || Ok(parse_timing("schedule", &s)?.0)).await?,
             None,
         ),
         None => return Err(ApiError::invalid("target", "set id or schedule")),
@@ -631,7 +637,7 @@ pub(super) async fn preview(
     let from = from
         .or(default_from)
         .unwrap_or_else(|| api.schedules.now_ms());
-    cpu::run(move || {
+    cpu::run(caller.as_ref(), move || {
         Ok(proto::PreviewScheduleResponse {
             fire_times: timing
                 .preview(from, count as usize)

@@ -1,9 +1,10 @@
 //! Cross-cutting concerns, each a tower layer around every gRPC service (one concern
 //! per layer, in the spirit of linkerd2-proxy): the classification of a request by
 //! the RPC table (outermost: every other layer reads what it found), the per-RPC
-//! tracing span, the caller's
-//! authentication, the wording of an over-sized request, load shedding beyond the
-//! in-flight caps, the unary timeout, and the RPC metrics here.
+//! tracing span, the RPC metrics, the caller's authentication, admission (the
+//! request body's deadline, then load shedding beyond the in-flight caps: after
+//! authentication, so no caller without a credential holds a tenant's slot), the
+//! unary timeout, and the wording of an over-sized request.
 
 mod auth;
 mod classify;
@@ -27,7 +28,7 @@ pub(crate) use auth::Authenticate;
 pub(crate) use classify::ClassifyLayer;
 pub(crate) use message_size::MessageSize;
 pub(crate) use metrics::MetricsLayer;
-pub(crate) use shed::Shed;
+pub(crate) use shed::{Caps, ShedLayer};
 pub(crate) use timeout::Timeout;
 pub(crate) use trace::TraceLayer;
 

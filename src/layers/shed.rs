@@ -1,62 +1,277 @@
-//! A global cap on calls in flight, with load shedding: a call beyond the cap is
-//! answered RESOURCE_EXHAUSTED at once, naming the flag, instead of queueing without
-//! end (tower's ConcurrencyLimit + LoadShed, with a status a gRPC client understands:
-//! tower's `Overloaded` error would reach the client as UNKNOWN). Unary calls share
-//! `--max-in-flight`; long-polls, which hold their slot up to `--max-wait`, share
-//! `--max-long-polls` (with streams, until their response starts), so waiting
-//! workers cannot starve producers and a flood of quick calls cannot refuse the
-//! workers.
+//! Admission of calls, with load shedding: a call takes a slot of one of three global
+//! caps only once its request has arrived, and a call beyond its cap is answered
+//! RESOURCE_EXHAUSTED at once, naming the flag, instead of queueing without end
+//! (tower's ConcurrencyLimit + LoadShed, with a status a gRPC client understands:
+//! tower's `Overloaded` error would reach the client as UNKNOWN).
+//!
+//! - Unary calls share `--max-in-flight`.
+//! - Long-polls, which hold their slot up to `--max-wait`, and dueq's streams (until
+//!   their response starts) share `--max-long-polls`, so waiting workers cannot
+//!   starve producers and a flood of quick calls cannot refuse the workers.
+//! - The open RPCs (health, reflection), which anyone may call without a
+//!   credential, share `--max-open-calls` and nothing else: no unauthenticated
+//!   caller holds a slot a tenant needs (issue 29: Health/Watch counted as a
+//!   long-poll).
+//!
+//! The slot is taken after authentication (the auth layer runs outside this one)
+//! and after the request body: the whole body for a call whose request is one
+//! message, the first message for a request stream (`CallKind::Duplex`). The body
+//! has `--body-timeout` to arrive, or the call is answered DEADLINE_EXCEEDED; while
+//! it waits it holds no slot, so HEADERS without DATA hold nothing shared (issue 29:
+//! they held the caps from the headers on, and authorization, which needs the
+//! message, never ran). Read bodies are bounded by `--max-message-size`: beyond it
+//! the rest is left to tonic, which refuses it on the length prefix.
 
-use std::sync::Arc;
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
 
+use bytes::{Bytes, BytesMut};
+use http_body::Frame;
+use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
-use tonic::{codegen::http, Status};
+use tonic::{body::Body, codegen::http, Status};
+use tower_layer::Layer;
 use tower_service::Service;
 
-use super::{Answer, Concern};
-use crate::rpc;
+use crate::rpc::{self, Access, CallKind};
 
+/// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
+const PREFIX: usize = 5;
+
+/// The caps and the body's limits.
 #[derive(Debug, Clone)]
-pub(crate) struct Shed {
+pub(crate) struct ShedLayer {
     unary: Arc<Semaphore>,
     long: Arc<Semaphore>,
+    open: Arc<Semaphore>,
+    /// `--body-timeout`.
+    body_timeout: Duration,
+    /// `--max-message-size`: most bytes of body read before the call is admitted.
+    max_message: usize,
 }
 
-impl Shed {
-    /// `max_unary`: `--max-in-flight`; `max_long`: `--max-long-polls`.
-    pub(crate) fn new(max_unary: usize, max_long: usize) -> Self {
-        Shed {
-            unary: Arc::new(Semaphore::new(max_unary.min(Semaphore::MAX_PERMITS))),
-            long: Arc::new(Semaphore::new(max_long.min(Semaphore::MAX_PERMITS))),
+/// The flags of [`ShedLayer`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caps {
+    /// `--max-in-flight`.
+    pub(crate) unary: usize,
+    /// `--max-long-polls`.
+    pub(crate) long: usize,
+    /// `--max-open-calls`.
+    pub(crate) open: usize,
+    /// `--body-timeout`.
+    pub(crate) body_timeout: Duration,
+    /// `--max-message-size`.
+    pub(crate) max_message: usize,
+}
+
+impl ShedLayer {
+    pub(crate) fn new(caps: Caps) -> Self {
+        let cap = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
+        ShedLayer {
+            unary: cap(caps.unary),
+            long: cap(caps.long),
+            open: cap(caps.open),
+            body_timeout: caps.body_timeout,
+            max_message: caps.max_message,
+        }
+    }
+
+    /// The cap a request takes a slot of, and its flag.
+    fn cap_of(&self, extensions: &http::Extensions) -> (&Arc<Semaphore>, &'static str) {
+        match rpc::of(extensions) {
+            Some(rpc) if rpc.access == Access::Open => (&self.open, "--max-open-calls"),
+            Some(rpc) if rpc.kind.is_long() => (&self.long, "--max-long-polls"),
+            _ => (&self.unary, "--max-in-flight"),
         }
     }
 }
 
-impl Concern for Shed {
-    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
-    where
-        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-        S::Future: Send + 'static,
-        R: Default + Send + 'static,
-    {
-        let (semaphore, flag) = if rpc::kind_of(request.extensions()).is_long() {
-            (&self.long, "--max-long-polls")
-        } else {
-            (&self.unary, "--max-in-flight")
+impl<S> Layer<S> for ShedLayer {
+    type Service = Shed<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Shed {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Shed<S> {
+    inner: S,
+    layer: ShedLayer,
+}
+
+type Answer<R, E> = Pin<Box<dyn Future<Output = Result<http::Response<R>, E>> + Send>>;
+
+impl<S, R> Service<http::Request<Body>> for Shed<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<R>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    R: Default + Send + 'static,
+{
+    type Response = http::Response<R>;
+    type Error = S::Error;
+    type Future = Answer<R, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        // The service polled ready is the one called (the clone waits for the next).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (cap, flag) = self.layer.cap_of(request.extensions());
+        let cap = cap.clone();
+        let wanted = match rpc::kind_of(request.extensions()) {
+            CallKind::Duplex => Wanted::FirstMessage,
+            _ => Wanted::All,
         };
-        let Ok(permit) = semaphore.clone().try_acquire_owned() else {
-            let status = Status::resource_exhausted(format!(
-                "server overloaded: {flag} calls are already in flight; retry with backoff"
-            ));
-            return Box::pin(async move { Ok(status.into_http()) });
-        };
-        let call = inner.call(request);
+        let (body_timeout, max_message) = (self.layer.body_timeout, self.layer.max_message);
         Box::pin(async move {
-            let response = call.await;
+            let (parts, body) = request.into_parts();
+            let read = tokio::time::timeout(body_timeout, arrived(body, wanted, max_message));
+            let body = match read.await {
+                Ok(Ok(body)) => body,
+                Ok(Err(status)) => return Ok(status.into_http()),
+                Err(_) => return Ok(body_late(body_timeout).into_http()),
+            };
+            let Ok(permit) = cap.try_acquire_owned() else {
+                return Ok(overloaded(flag).into_http());
+            };
+            let response = inner.call(http::Request::from_parts(parts, body)).await;
             // Held until the handler has answered (a stream's body may outlive it;
             // the stream's own limits bound that).
             drop(permit);
             response
         })
+    }
+}
+
+fn overloaded(flag: &str) -> Status {
+    Status::resource_exhausted(format!(
+        "server overloaded: {flag} calls are already in flight; retry with backoff"
+    ))
+}
+
+fn body_late(timeout: Duration) -> Status {
+    Status::deadline_exceeded(format!(
+        "the request did not arrive within the server's --body-timeout of {}: send the \
+         request message with its headers (nothing was done)",
+        humantime::format_duration(timeout)
+    ))
+}
+
+/// How much of the body must arrive before the call is admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// All of it (a request of one message).
+    All,
+    /// Its first message (a request stream).
+    FirstMessage,
+}
+
+/// The body again, once what is `wanted` of it has arrived (or `max_message` and a
+/// prefix of it, beyond which tonic refuses the message): what was read, then the
+/// rest. A body that fails (the client reset the stream) answers its status.
+async fn arrived(mut body: Body, wanted: Wanted, max_message: usize) -> Result<Body, Status> {
+    let mut read = BytesMut::new();
+    let limit = max_message.saturating_add(PREFIX);
+    loop {
+        let enough = wanted == Wanted::FirstMessage && holds_a_message(&read);
+        if enough || read.len() > limit {
+            return Ok(Body::new(Replay::new(read.freeze(), None, Some(body))));
+        }
+        match body.frame().await {
+            None => return Ok(Body::new(Replay::new(read.freeze(), None, None))),
+            Some(Err(status)) => return Err(status),
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => read.extend_from_slice(&data),
+                Err(frame) => {
+                    // Trailers end the body.
+                    let trailers = frame.into_trailers().ok();
+                    return Ok(Body::new(Replay::new(read.freeze(), trailers, None)));
+                }
+            },
+        }
+    }
+}
+
+/// Whether `read` begins with a whole gRPC message (prefix and all).
+fn holds_a_message(read: &[u8]) -> bool {
+    let Some(length) = read.get(1..PREFIX) else {
+        return false;
+    };
+    let length = u32::from_be_bytes([length[0], length[1], length[2], length[3]]);
+    usize::try_from(length).is_ok_and(|n| read.len() >= PREFIX.saturating_add(n))
+}
+
+/// A body that was partly read: the bytes read, then the trailers read or the rest.
+struct Replay {
+    head: Option<Bytes>,
+    trailers: Option<http::HeaderMap>,
+    rest: Option<Body>,
+}
+
+impl Replay {
+    fn new(head: Bytes, trailers: Option<http::HeaderMap>, rest: Option<Body>) -> Replay {
+        Replay {
+            head: (!head.is_empty()).then_some(head),
+            trailers,
+            rest,
+        }
+    }
+}
+
+impl http_body::Body for Replay {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        if let Some(head) = self.head.take() {
+            return Poll::Ready(Some(Ok(Frame::data(head))));
+        }
+        if let Some(trailers) = self.trailers.take() {
+            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+        }
+        match self.rest.as_mut() {
+            Some(rest) => Pin::new(rest).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.head.is_none()
+            && self.trailers.is_none()
+            && self
+                .rest
+                .as_ref()
+                .is_none_or(http_body::Body::is_end_stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_a_message;
+
+    #[test]
+    fn a_message_is_its_prefix_and_its_length() {
+        assert!(!holds_a_message(&[]));
+        assert!(!holds_a_message(&[0, 0, 0, 0]));
+        assert!(holds_a_message(&[0, 0, 0, 0, 0]));
+        assert!(!holds_a_message(&[0, 0, 0, 0, 2, 9]));
+        assert!(holds_a_message(&[0, 0, 0, 0, 2, 9, 9]));
+        assert!(holds_a_message(&[0, 0, 0, 0, 1, 9, 0, 0]));
     }
 }

@@ -1,6 +1,7 @@
 //! A deadline on unary calls (`--request-timeout`): a call that has not been answered
-//! by then (a slow Redis, a client that never finishes sending its request body) is
-//! answered DEADLINE_EXCEEDED and its handler dropped. Long-polls and streams are
+//! by then (a slow Redis) is answered DEADLINE_EXCEEDED and its handler dropped. It
+//! runs once the request is in: the request itself has `--body-timeout`
+//! (`super::shed`). Long-polls and streams are
 //! exempt (their kind in the RPC table): a claim keeps its own deadline handling (`api::deadline`,
 //! bounded by `--max-wait`). tonic's `Server::timeout` would cut them too, and answers
 //! CANCELLED.

@@ -355,6 +355,27 @@ impl Redis {
         self.try_conn().await.expect("connect to test redis")
     }
 
+    /// Stops redis-server (SIGSTOP) until [`Redis::thaw`]: it holds its connections
+    /// and answers nothing, so a call to it hangs (until the service's
+    /// --redis-timeout).
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen redis-server run again (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("redis-server running").id();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Kills redis-server (SIGKILL: nothing is saved).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

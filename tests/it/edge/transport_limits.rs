@@ -1,6 +1,8 @@
 //! Transport limits (issue 13): the per-connection stream cap, load shedding beyond
 //! the in-flight caps, the unary timeout (long-polls exempt), the connection cap and
-//! the preface deadline, keepalive pings.
+//! the preface deadline, keepalive pings; (issue 29) a call takes its slot only once
+//! its request is in, after authentication, the request's own deadline
+//! (--body-timeout), the open RPCs' cap of their own (--max-open-calls).
 
 use std::time::Duration;
 
@@ -20,29 +22,59 @@ fn get_job_req() -> proto::GetJobRequest {
     }
 }
 
-/// A unary call whose request body never comes: the handler waits for it, holding a
-/// unary slot. Returns the response future and what keeps the connection open.
-async fn half_open_call(
-    service: &Service,
-) -> (
+/// A raw HTTP/2 connection, for calls that send their HEADERS and nothing else.
+struct Raw {
+    send: h2::client::SendRequest<tonic::codegen::Bytes>,
+    ping: h2::PingPong,
+}
+
+/// A call whose request never comes: its response, and what keeps its stream open.
+type HeadersOnly = (
     h2::client::ResponseFuture,
     h2::SendStream<tonic::codegen::Bytes>,
-) {
-    let tcp = TcpStream::connect(service.addr).await.expect("connect");
-    let (send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
-    tokio::spawn(connection);
-    let mut send = send.ready().await.expect("ready");
-    let request = http::Request::builder()
-        .method("POST")
-        .uri(format!(
-            "http://{}/dueq.v1.QueueService/GetJob",
-            service.addr
-        ))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .expect("request");
-    send.send_request(request, false).expect("send headers")
+);
+
+impl Raw {
+    async fn connect(service: &Service) -> Raw {
+        let tcp = TcpStream::connect(service.addr).await.expect("connect");
+        let (send, mut connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        let ping = connection.ping_pong().expect("ping_pong");
+        tokio::spawn(connection);
+        Raw { send, ping }
+    }
+
+    /// HEADERS for `path` (with `token` as a bearer token), no DATA, no END_STREAM.
+    async fn headers_only(&mut self, path: &str, token: Option<&str>) -> HeadersOnly {
+        let mut send = self.send.clone().ready().await.expect("ready");
+        let mut request = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://localhost{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(()).expect("request");
+        send.send_request(request, false).expect("send headers")
+    }
+
+    /// Once the server has answered a PING sent after them, it has read every frame
+    /// sent before (and hyper has handed each new stream to the service).
+    async fn flushed(&mut self) {
+        within_patience("a PING answer", self.ping.ping(h2::Ping::opaque()))
+            .await
+            .expect("pong");
+    }
+}
+
+/// The grpc-status and grpc-message of a trailers-only answer.
+fn status_of(response: &http::Response<h2::RecvStream>) -> (Option<&str>, &str) {
+    let headers = response.headers();
+    let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    (
+        value("grpc-status"),
+        value("grpc-message").unwrap_or_default(),
+    )
 }
 
 async fn start(tune: impl FnOnce(&mut ServeConfig)) -> (Redis, Service) {
@@ -53,73 +85,72 @@ async fn start(tune: impl FnOnce(&mut ServeConfig)) -> (Redis, Service) {
     (redis, service)
 }
 
-/// Pins: a unary call not answered within --request-timeout (here: its request body
-/// never arrives, the half-open stream of the issue) is answered DEADLINE_EXCEEDED
-/// naming the flag; a long-poll longer than the timeout still ends normally.
+/// Pins: a unary call not answered within --request-timeout (here: Redis is frozen,
+/// and --redis-timeout longer) is answered DEADLINE_EXCEEDED naming the flag; a
+/// long-poll longer than the timeout still ends normally.
 #[tokio::test]
 async fn unary_calls_time_out_and_long_polls_do_not() {
-    let (_redis, service) = start(|c| c.request_timeout = Duration::from_secs(1)).await;
-    let (response, _body) = half_open_call(&service).await;
-    let response = within_patience("the half-open call", response)
-        .await
-        .expect("an answer");
-    let headers = response.headers();
-    assert_eq!(
-        headers.get("grpc-status").and_then(|v| v.to_str().ok()),
-        Some("4"),
-        "DEADLINE_EXCEEDED: {headers:?}"
-    );
-    let message = headers
-        .get("grpc-message")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    assert!(message.contains("--request-timeout"), "{message}");
-
-    let mut c = service.client().await;
-    let nothing = try_claim(&mut c, "ns", 2_500).await;
-    assert_eq!(nothing.ok(), Some(None), "the long-poll ran out its wait");
-}
-
-/// Pins: with --max-in-flight unary calls in flight, the next is answered
-/// RESOURCE_EXHAUSTED naming the flag at once; long-polls have their own cap; when the
-/// slot is given back, calls are served again.
-#[tokio::test]
-async fn unary_calls_beyond_max_in_flight_are_shed() {
-    let (_redis, service) = start(|c| {
-        c.max_in_flight = 1;
-        c.request_timeout = Duration::from_secs(3600);
+    let (redis, service) = start(|c| {
+        c.request_timeout = Duration::from_secs(1);
+        c.redis_timeout = Duration::from_secs(3600);
     })
     .await;
     let mut c = service.client().await;
-    let (response, body) = half_open_call(&service).await;
+    let nothing = try_claim(&mut c, "ns", 2_500).await;
+    assert_eq!(nothing.ok(), Some(None), "the long-poll ran out its wait");
 
-    let patience = Patience::new("a call shed while the half-open call holds the slot");
-    let status = loop {
-        match c.get_job(get_job_req()).await {
-            Err(status) if status.code() == Code::ResourceExhausted => break status,
-            Err(status) => assert_eq!(status.code(), Code::NotFound, "{status:?}"),
-            Ok(_) => panic!("no such job"),
+    redis.freeze();
+    let status = within_patience("the call to a frozen Redis", c.get_job(get_job_req()))
+        .await
+        .expect_err("timed out");
+    redis.thaw();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("--request-timeout"), "{status:?}");
+}
+
+/// Pins: with --max-in-flight unary calls in flight (one, waiting on a frozen
+/// Redis), the next is answered RESOURCE_EXHAUSTED naming the flag at once; when the
+/// slot is given back, calls are served again.
+#[tokio::test]
+async fn unary_calls_beyond_max_in_flight_are_shed() {
+    let (redis, service) = start(|c| {
+        c.max_in_flight = 1;
+        c.request_timeout = Duration::from_secs(3600);
+        c.redis_timeout = Duration::from_secs(3600);
+    })
+    .await;
+    let mut c = service.client().await;
+    redis.freeze();
+    let mut holder = c.clone();
+    // Retried while a probe holds the slot, until it holds it itself.
+    let held = tokio::spawn(async move {
+        loop {
+            match holder.get_job(get_job_req()).await {
+                Err(status) if status.code() == Code::ResourceExhausted => {}
+                answered => return answered,
+            }
         }
-        patience.wait().await;
+    });
+
+    // A probe that was admitted (the holder was not in yet) hangs on the frozen
+    // Redis: given up on, it gives its slot back and the next probe tries again.
+    let patience = Patience::new("a call shed while the other call holds the slot");
+    let status = loop {
+        let probe = tokio::time::timeout(Duration::from_millis(200), c.get_job(get_job_req()));
+        match probe.await {
+            Ok(Err(status)) if status.code() == Code::ResourceExhausted => break status,
+            Ok(other) => panic!("answered by a frozen Redis: {other:?}"),
+            Err(_) => patience.wait().await,
+        }
     };
     assert!(status.message().contains("--max-in-flight"), "{status:?}");
-    let claimed = try_claim(&mut c, "ns", 0).await;
-    assert_eq!(
-        claimed.ok(),
-        Some(None),
-        "long-polls have a cap of their own"
-    );
 
-    // The client goes away: its call ends and gives the slot back.
-    drop((response, body));
-    let patience = Patience::new("calls served again");
-    while let Err(status) = c.get_job(get_job_req()).await {
-        if status.code() == Code::NotFound {
-            break;
-        }
-        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
-        patience.wait().await;
-    }
+    // The call is answered: its slot is given back.
+    redis.thaw();
+    let answered = within_patience("the held call", held).await.expect("task");
+    assert_eq!(answered.map_err(|s| s.code()).err(), Some(Code::NotFound));
+    let again = c.get_job(get_job_req()).await.expect_err("no such job");
+    assert_eq!(again.code(), Code::NotFound, "{again:?}");
 }
 
 /// Pins: with --max-long-polls long-polls waiting, the next is answered
@@ -288,4 +319,97 @@ async fn a_client_that_never_answers_keepalive_pings_is_closed() {
         at += 9 + len;
     }
     assert!(pings >= 1, "the server sent keepalive pings before closing");
+}
+
+/// The paths of the issue's HEADERS-only calls: health Check and Watch (open to
+/// anyone), a long-poll, a unary call and a request stream (Work).
+const HELD_PATHS: &[&str] = &[
+    "/grpc.health.v1.Health/Watch",
+    "/grpc.health.v1.Health/Check",
+    "/dueq.v1.QueueService/ClaimJob",
+    "/dueq.v1.QueueService/ClaimDueSchedule",
+    "/dueq.v1.QueueService/GetJob",
+    "/dueq.v1.QueueService/Work",
+];
+
+/// Pins (issue 29): calls that send HEADERS and never their request (health Watch
+/// and Check, ClaimJob, ClaimDueSchedule, GetJob, a Work stream without its first
+/// message) hold no slot of --max-in-flight, --max-long-polls or --max-open-calls:
+/// with every cap at 1 and three of each held, every kind of call is still served.
+/// (Health/Watch took the long-polls' slot from its headers on; GetJob's the unary
+/// one.)
+#[tokio::test]
+async fn headers_without_a_request_hold_no_slot() {
+    let (_redis, service) = start(|c| {
+        c.max_in_flight = 1;
+        c.max_long_polls = 1;
+        c.max_open_calls = 1;
+        c.body_timeout = Duration::from_secs(3600);
+    })
+    .await;
+    let mut raw = Raw::connect(&service).await;
+    let mut held = Vec::new();
+    for path in HELD_PATHS {
+        for _ in 0..3 {
+            held.push(raw.headers_only(path, None).await);
+        }
+    }
+    raw.flushed().await;
+
+    assert_eq!(service.health().await, 1, "health Check is SERVING");
+    let mut c = service.client().await;
+    let claimed = try_claim(&mut c, "ns", 0).await;
+    assert_eq!(claimed.ok(), Some(None), "ClaimDueSchedule is served");
+    let jobs = c.claim_job(claim_req(&["q"], 0, None)).await;
+    assert_eq!(jobs.map(|r| r.into_inner().jobs.len()).ok(), Some(0));
+    let unary = c.get_job(get_job_req()).await.expect_err("no such job");
+    assert_eq!(unary.code(), Code::NotFound, "{unary:?}");
+    drop(held);
+}
+
+/// Pins (issue 29): a request that has not arrived within --body-timeout of its
+/// headers (a unary call's message, a long-poll's, a Work stream's first message) is
+/// answered DEADLINE_EXCEEDED naming the flag, and nothing is done.
+#[tokio::test]
+async fn a_request_that_never_arrives_is_answered_at_the_body_timeout() {
+    let (_redis, service) = start(|c| c.body_timeout = Duration::from_millis(300)).await;
+    let mut raw = Raw::connect(&service).await;
+    for path in HELD_PATHS {
+        let (response, _stream) = raw.headers_only(path, None).await;
+        let response = within_patience(path, response).await.expect("an answer");
+        let (status, message) = status_of(&response);
+        assert_eq!(status, Some("4"), "{path}: DEADLINE_EXCEEDED: {response:?}");
+        assert!(message.contains("--body-timeout"), "{path}: {message}");
+    }
+}
+
+/// Pins (issue 29): a principal of another namespace (billing, on `billing` only)
+/// sending ClaimJob HEADERS for shop-a, whose request never comes (so it is never
+/// authorised), holds no --max-long-polls slot: shop-a's worker still claims.
+#[tokio::test]
+async fn a_principal_of_another_namespace_holds_no_long_poll_slot() {
+    use crate::security::auth::{with_token, write_auth_file};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_redis, service) = start(|c| {
+        c.auth_file = Some(write_auth_file(dir.path()));
+        c.max_long_polls = 1;
+        c.body_timeout = Duration::from_secs(3600);
+    })
+    .await;
+    let mut raw = Raw::connect(&service).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            raw.headers_only("/dueq.v1.QueueService/ClaimJob", Some("t-billing"))
+                .await,
+        );
+    }
+    raw.flushed().await;
+
+    let mut c = service.client().await;
+    let mut request = claim_req(&["q"], 0, None);
+    request.namespace = "shop-a".into();
+    let claimed = c.claim_job(with_token(request, Some("t-worker"))).await;
+    assert_eq!(claimed.map(|r| r.into_inner().jobs.len()).ok(), Some(0));
+    drop(held);
 }

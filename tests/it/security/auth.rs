@@ -188,7 +188,7 @@ pub(crate) fn token_hash(token: &str) -> String {
     String::from_utf8_lossy(&out.stdout)[..64].to_owned()
 }
 
-fn write_auth_file(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn write_auth_file(dir: &Path) -> std::path::PathBuf {
     let mut text = String::new();
     for (name, role, pattern) in PRINCIPALS {
         text.push_str(&format!(

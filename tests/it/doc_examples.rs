@@ -769,6 +769,8 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--max-concurrent-streams", "DUEQ_MAX_CONCURRENT_STREAMS"),
         ("--max-in-flight", "DUEQ_MAX_IN_FLIGHT"),
         ("--max-long-polls", "DUEQ_MAX_LONG_POLLS"),
+        ("--max-open-calls", "DUEQ_MAX_OPEN_CALLS"),
+        ("--body-timeout", "DUEQ_BODY_TIMEOUT"),
         ("--request-timeout", "DUEQ_REQUEST_TIMEOUT"),
         (
             "--http2-keepalive-interval",

@@ -28,8 +28,9 @@ use crate::{
 pub(in crate::api) type WorkStream =
     Pin<Box<dyn Stream<Item = Result<proto::WorkResponse, Status>> + Send + 'static>>;
 
-/// How long a new stream may take to send its `start`: a stream that never does
-/// would hold a long-poll slot (`--max-long-polls`) for nothing.
+/// How long a new stream may take to send its `start`, once its first message is
+/// in: a backstop, as the stream takes its long-poll slot (`--max-long-polls`) only
+/// once its first message has come within `--body-timeout` (`layers::ShedLayer`).
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most jobs a stream may hold.
 const MAX_CAPACITY: u32 = 1000;

@@ -721,19 +721,22 @@ async fn a_waiting_stream_is_woken_by_an_enqueue() {
     assert_eq!(got.jobs[0].job_id, "second");
 }
 
-/// Pins: a stream that stays open without sending its start is refused
-/// INVALID_ARGUMENT naming `start` (after the server's 10 s), instead of holding a
-/// long-poll slot for nothing.
+/// Pins: a stream that stays open without sending its first message is answered
+/// DEADLINE_EXCEEDED naming --body-timeout (issue 29: it holds no long-poll slot
+/// meanwhile, and is not kept open for nothing).
 #[tokio::test]
 async fn a_stream_that_never_sends_its_start_is_refused() {
     let redis = Redis::start().await;
-    let service = Service::start(&redis.url()).await;
+    let mut config = config(&redis.url());
+    config.body_timeout = std::time::Duration::from_millis(500);
+    let service = Service::start_with(config).await;
     let mut c = service.client().await;
     let (_open, silent) = mpsc::channel::<proto::WorkRequest>(1);
     let status = within_patience("the refusal", c.work(ReceiverStream::new(silent)))
         .await
         .expect_err("refused");
-    assert_invalid(&status, "start");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("--body-timeout"), "{status:?}");
 }
 
 /// Pins: the job that refills an acked slot comes without a wake-up: nothing woke the

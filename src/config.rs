@@ -278,7 +278,7 @@ pub struct ServeConfig {
     /// message; a request stream's first message) before the call is answered
     /// DEADLINE_EXCEEDED. A call takes its --max-in-flight / --max-long-polls /
     /// --max-open-calls slot only once its request is in.
-    #[arg(long, env = "DUEQ_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "DUEQ_BODY_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
     pub body_timeout: Duration,
 
     /// Most WatchJob streams open at once on this server; beyond it a WatchJob is
@@ -414,5 +414,36 @@ impl ServeConfig {
         let mut config = Cli::parse_from(["dueq"]).serve;
         config.redis_url = redis_url.into();
         config
+    }
+}
+
+/// A duration above zero (`--body-timeout`: at 0s no request could arrive in time).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("must be more than 0s".to_owned()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod positive_duration_tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    /// Pins: --body-timeout 0s is refused naming the flag (no request could arrive
+    /// in time); a positive one is taken.
+    #[test]
+    fn a_zero_body_timeout_is_refused() {
+        let zero = Cli::try_parse_from(["dueq", "--body-timeout", "0s"]).map(|c| c.serve);
+        let error = zero.expect_err("refused").to_string();
+        assert!(error.contains("--body-timeout"), "{error}");
+        assert!(error.contains("more than 0s"), "{error}");
+        let cli = Cli::try_parse_from(["dueq", "--body-timeout", "250ms"]).expect("parsed");
+        assert_eq!(
+            cli.serve.body_timeout,
+            std::time::Duration::from_millis(250)
+        );
     }
 }

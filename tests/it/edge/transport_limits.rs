@@ -321,20 +321,24 @@ async fn a_client_that_never_answers_keepalive_pings_is_closed() {
     assert!(pings >= 1, "the server sent keepalive pings before closing");
 }
 
-/// The paths of the issue's HEADERS-only calls: health Check and Watch (open to
-/// anyone), a long-poll, a unary call and a request stream (Work).
+/// The paths of the issue's HEADERS-only calls: health Check and Watch and
+/// reflection (open to anyone), long-polls, a unary call, response streams (WatchJob,
+/// Migrate) and a request stream (Work).
 const HELD_PATHS: &[&str] = &[
     "/grpc.health.v1.Health/Watch",
     "/grpc.health.v1.Health/Check",
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
     "/dueq.v1.QueueService/ClaimJob",
     "/dueq.v1.QueueService/ClaimDueSchedule",
     "/dueq.v1.QueueService/GetJob",
+    "/dueq.v1.QueueService/WatchJob",
+    "/dueq.v1.QueueService/Migrate",
     "/dueq.v1.QueueService/Work",
 ];
 
 /// Pins (issue 29): calls that send HEADERS and never their request (health Watch
-/// and Check, ClaimJob, ClaimDueSchedule, GetJob, a Work stream without its first
-/// message) hold no slot of --max-in-flight, --max-long-polls or --max-open-calls:
+/// and Check, reflection, ClaimJob, ClaimDueSchedule, GetJob, WatchJob, Migrate, a
+/// Work stream without its first message) hold no slot of --max-in-flight, --max-long-polls or --max-open-calls:
 /// with every cap at 1 and three of each held, every kind of call is still served.
 /// (Health/Watch took the long-polls' slot from its headers on; GetJob's the unary
 /// one.)
@@ -368,7 +372,8 @@ async fn headers_without_a_request_hold_no_slot() {
 }
 
 /// Pins (issue 29): a request that has not arrived within --body-timeout of its
-/// headers (a unary call's message, a long-poll's, a Work stream's first message) is
+/// headers (a unary call's message, a long-poll's, a stream's, a Work stream's first
+/// message) is
 /// answered DEADLINE_EXCEEDED naming the flag, and nothing is done.
 #[tokio::test]
 async fn a_request_that_never_arrives_is_answered_at_the_body_timeout() {

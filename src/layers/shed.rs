@@ -43,6 +43,11 @@ use crate::rpc::{self, Access, CallKind};
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
 
+/// Most bytes of request an open RPC (health, reflection: a service or symbol name)
+/// may send; beyond it RESOURCE_EXHAUSTED. Anyone may call them, so what their
+/// requests may buffer before they are admitted is kept small.
+const OPEN_MAX_REQUEST: usize = 64 * 1024;
+
 /// The caps and the body's limits.
 #[derive(Debug, Clone)]
 pub(crate) struct ShedLayer {
@@ -90,6 +95,25 @@ impl ShedLayer {
             _ => (&self.unary, "--max-in-flight"),
         }
     }
+
+    /// How much of a request's body is read before it is admitted.
+    fn reading(&self, extensions: &http::Extensions) -> Reading {
+        let open = rpc::of(extensions).is_some_and(|rpc| rpc.access == Access::Open);
+        Reading {
+            wanted: match rpc::kind_of(extensions) {
+                CallKind::Duplex => Wanted::FirstMessage,
+                _ => Wanted::All,
+            },
+            // Beyond --max-message-size tonic refuses the message on its length
+            // prefix, naming the flag (`super::message_size`); an open RPC's
+            // request is refused here, beyond its much smaller bound.
+            limit: if open {
+                Limit::Refuse(OPEN_MAX_REQUEST.min(self.max_message))
+            } else {
+                Limit::PassOn(self.max_message)
+            },
+        }
+    }
 }
 
 impl<S> Layer<S> for ShedLayer {
@@ -131,14 +155,11 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (cap, flag) = self.layer.cap_of(request.extensions());
         let cap = cap.clone();
-        let wanted = match rpc::kind_of(request.extensions()) {
-            CallKind::Duplex => Wanted::FirstMessage,
-            _ => Wanted::All,
-        };
-        let (body_timeout, max_message) = (self.layer.body_timeout, self.layer.max_message);
+        let reading = self.layer.reading(request.extensions());
+        let body_timeout = self.layer.body_timeout;
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let read = tokio::time::timeout(body_timeout, arrived(body, wanted, max_message));
+            let read = tokio::time::timeout(body_timeout, arrived(body, reading));
             let body = match read.await {
                 Ok(Ok(body)) => body,
                 Ok(Err(status)) => return Ok(status.into_http()),
@@ -170,6 +191,23 @@ fn body_late(timeout: Duration) -> Status {
     ))
 }
 
+/// What is read of a request's body before it is admitted.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    wanted: Wanted,
+    limit: Limit,
+}
+
+/// Most bytes of message read before admission, and what happens beyond.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    /// Read no more; pass what was read and the rest on (tonic refuses the
+    /// message on its length prefix).
+    PassOn(usize),
+    /// Answer RESOURCE_EXHAUSTED.
+    Refuse(usize),
+}
+
 /// How much of the body must arrive before the call is admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wanted {
@@ -179,14 +217,23 @@ enum Wanted {
     FirstMessage,
 }
 
-/// The body again, once what is `wanted` of it has arrived (or `max_message` and a
-/// prefix of it, beyond which tonic refuses the message): what was read, then the
-/// rest. A body that fails (the client reset the stream) answers its status.
-async fn arrived(mut body: Body, wanted: Wanted, max_message: usize) -> Result<Body, Status> {
+/// The body again, once what is `reading.wanted` of it has arrived (or its limit,
+/// and a prefix: see [`Limit`]): what was read, then the rest. A body that fails
+/// (the client reset the stream) answers its status.
+async fn arrived(mut body: Body, reading: Reading) -> Result<Body, Status> {
     let mut read = BytesMut::new();
-    let limit = max_message.saturating_add(PREFIX);
+    let (Limit::PassOn(max) | Limit::Refuse(max)) = reading.limit;
+    let limit = max.saturating_add(PREFIX);
     loop {
-        let enough = wanted == Wanted::FirstMessage && holds_a_message(&read);
+        let enough = reading.wanted == Wanted::FirstMessage && holds_a_message(&read);
+        if !enough && read.len() > limit {
+            if let Limit::Refuse(max) = reading.limit {
+                return Err(Status::resource_exhausted(format!(
+                    "request: more than {max} bytes, the most a health or reflection \
+                     request may be"
+                )));
+            }
+        }
         if enough || read.len() > limit {
             return Ok(Body::new(Replay::new(read.freeze(), None, Some(body))));
         }

@@ -373,8 +373,7 @@ async fn headers_without_a_request_hold_no_slot() {
 
 /// Pins (issue 29): a request that has not arrived within --body-timeout of its
 /// headers (a unary call's message, a long-poll's, a stream's, a Work stream's first
-/// message) is
-/// answered DEADLINE_EXCEEDED naming the flag, and nothing is done.
+/// message) is answered DEADLINE_EXCEEDED naming the flag, and nothing is done.
 #[tokio::test]
 async fn a_request_that_never_arrives_is_answered_at_the_body_timeout() {
     let (_redis, service) = start(|c| c.body_timeout = Duration::from_millis(300)).await;
@@ -417,4 +416,44 @@ async fn a_principal_of_another_namespace_holds_no_long_poll_slot() {
     let claimed = c.claim_job(with_token(request, Some("t-worker"))).await;
     assert_eq!(claimed.map(|r| r.into_inner().jobs.len()).ok(), Some(0));
     drop(held);
+}
+
+/// Pins (issue 29): an open RPC's request (health, reflection: anyone may send one)
+/// is read before admission only up to 64 KiB; a larger one is answered
+/// RESOURCE_EXHAUSTED instead of being buffered up to --max-message-size.
+#[tokio::test]
+async fn an_open_rpcs_large_request_is_refused() {
+    use prost::Message;
+    let (_redis, service) = start(|_| {}).await;
+    let mut raw = Raw::connect(&service).await;
+    let request = tonic_health::pb::HealthCheckRequest {
+        service: "x".repeat(100 * 1024),
+    }
+    .encode_to_vec();
+    let mut message = vec![0u8];
+    message.extend_from_slice(&u32::try_from(request.len()).expect("len").to_be_bytes());
+    message.extend_from_slice(&request);
+    let (response, mut stream) = raw.headers_only("/grpc.health.v1.Health/Check", None).await;
+    // Sent as HTTP/2 flow control lets it; the answer may come before all of it.
+    let sent = tokio::spawn(async move {
+        let mut rest = tonic::codegen::Bytes::from(message);
+        while !rest.is_empty() {
+            stream.reserve_capacity(rest.len());
+            let Some(Ok(room)) = std::future::poll_fn(|cx| stream.poll_capacity(cx)).await else {
+                return;
+            };
+            let chunk = rest.split_to(room.min(rest.len()));
+            if stream.send_data(chunk, rest.is_empty()).is_err() {
+                return;
+            }
+        }
+    });
+    let response = within_patience("the large health request", response)
+        .await
+        .expect("an answer");
+    let (status, message) = status_of(&response);
+    assert_eq!(status, Some("8"), "RESOURCE_EXHAUSTED: {response:?}");
+    // grpc-message is percent-encoded.
+    assert!(message.contains("more%20than%2065536%20bytes"), "{message}");
+    sent.abort();
 }

@@ -91,6 +91,7 @@ pub async fn run(
         usize::try_from(config.metrics_max_series).unwrap_or(usize::MAX),
         config.overdue_after,
     );
+    metrics.zero_rpcs(crate::api::rpcs());
     let cancel = CancellationToken::new();
     // However this future ends (returned, or dropped mid-flight as a crash is
     // simulated in process), the background tasks it spawned stop with it.

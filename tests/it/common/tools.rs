@@ -48,6 +48,12 @@ const TOOLS: &[Tool] = &[
         install: "apt-get install docker-compose (Debian/Ubuntu)",
     },
     Tool {
+        name: "promtool",
+        program: "promtool",
+        probe: &["--version"],
+        install: "apt-get install --no-install-recommends prometheus (Debian/Ubuntu)",
+    },
+    Tool {
         name: "script",
         program: "script",
         probe: &["--version"],

@@ -9,7 +9,7 @@
 
 use tonic::Request;
 
-use super::ApiError;
+use super::{audit, ApiError};
 use crate::{
     auth::{Caller, Scope},
     domain::Namespace,
@@ -121,24 +121,63 @@ impl Scoped for proto::MigrateRequest {
 }
 
 /// The request's validated target, if its caller may call `rpc` on it. A request
-/// without a caller did not pass the auth layer: refused, never let through.
+/// without a caller did not pass the auth layer: refused, never let through. A caller
+/// that holds no role granting `rpc` is refused PERMISSION_DENIED whatever its message
+/// says; one that does learns that a malformed namespace is malformed
+/// (INVALID_ARGUMENT naming the field) before whether it may reach it.
 pub(super) fn authorize<T: Scoped>(
     request: &Request<T>,
     rpc: &'static Rpc,
 ) -> Result<T::Target, ApiError> {
-    let target = request.get_ref().target()?;
-    authorize_scope(request.extensions(), rpc, target.scope())?;
+    let caller = request.extensions().get::<Caller>();
+    let via = audit::via(request.metadata().as_ref());
+    let target = match request.get_ref().target() {
+        Ok(target) => target,
+        Err(invalid) => {
+            may_call(caller, rpc, via)?;
+            return Err(invalid);
+        }
+    };
+    authorize_caller(caller, rpc, target.scope(), via)?;
     Ok(target)
 }
 
-/// The same, for a call whose target is known only after its first message (Work):
-/// the caller the auth layer put in the call's extensions, against `scope`.
-pub(super) fn authorize_scope(
-    extensions: &tonic::Extensions,
+/// Whether `caller` holds a role that grants `rpc` on some namespace; refused (and
+/// logged on `dueq::audit`) if not. For a call whose target did not validate.
+pub(super) fn may_call(
+    caller: Option<&Caller>,
+    rpc: &'static Rpc,
+    via: &str,
+) -> Result<(), ApiError> {
+    let allowed = match (caller, rpc.access) {
+        (Some(_), Access::Open) | (Some(Caller::Unrestricted), _) => true,
+        (Some(Caller::Principal(principal)), Access::Role(needed)) => principal.holds(needed),
+        (None, _) => false,
+    };
+    if allowed {
+        return Ok(());
+    }
+    let name = caller.map_or("(unknown)", Caller::name);
+    Err(refuse(
+        name,
+        rpc,
+        "",
+        via,
+        format!(
+            "principal {name:?} may not call {rpc} on any namespace: none of its roles grants it"
+        ),
+    ))
+}
+
+/// Whether `caller` (the one the auth layer put in the call's extensions, or the one
+/// a Work stream's credential names now) may call `rpc` on `scope`; refused (and
+/// logged on `dueq::audit`) if not.
+pub(super) fn authorize_caller(
+    caller: Option<&Caller>,
     rpc: &'static Rpc,
     scope: Scope<'_>,
+    via: &str,
 ) -> Result<(), ApiError> {
-    let caller = extensions.get::<Caller>();
     let allowed = match (caller, rpc.access) {
         (Some(_), Access::Open) | (Some(Caller::Unrestricted), _) => true,
         (Some(Caller::Principal(principal)), Access::Role(needed)) => {
@@ -146,11 +185,34 @@ pub(super) fn authorize_scope(
         }
         (None, _) => false,
     };
-    let name = caller.map_or("(unknown)", Caller::name);
-    if !allowed {
-        return Err(ApiError::Denied(format!(
-            "principal {name:?} may not call {rpc} on {scope}"
-        )));
+    if allowed {
+        return Ok(());
     }
-    Ok(())
+    let name = caller.map_or("(unknown)", Caller::name);
+    let namespace = match scope {
+        Scope::Namespace(namespace) => namespace,
+        Scope::Everything => "",
+    };
+    Err(refuse(
+        name,
+        rpc,
+        namespace,
+        via,
+        format!("principal {name:?} may not call {rpc} on {scope}"),
+    ))
+}
+
+/// The refusal, logged on `dueq::audit` unless `rpc` is audited (its record, with
+/// this outcome, is the line).
+fn refuse(principal: &str, rpc: &Rpc, namespace: &str, via: &str, message: String) -> ApiError {
+    if !rpc.audited {
+        audit::refused(
+            Some(principal),
+            rpc.method,
+            namespace,
+            "PERMISSION_DENIED",
+            via,
+        );
+    }
+    ApiError::Denied(message)
 }

@@ -160,6 +160,22 @@ fn refused_at_startup(args: &[&str], envs: &[(&str, &str)]) -> String {
     text
 }
 
+/// Pins (issue 29 item 7): an expired --tls-cert stops the service at startup naming
+/// the flag and the date, instead of serving a certificate every client refuses.
+#[test]
+fn an_expired_certificate_is_refused_at_startup() {
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.expired_server("dueq server"), None);
+    let (cert, key) = (
+        files.cert.to_str().expect("path"),
+        files.key.to_str().expect("path"),
+    );
+    let text = refused_at_startup(&["--tls-cert", cert, "--tls-key", key], &[]);
+    for needle in ["--tls-cert", "expired on", "2020"] {
+        assert!(text.contains(needle), "{needle:?} in:\n{text}");
+    }
+}
+
 /// Pins: half of the TLS flags (also given as DUEQ_TLS_* variables), a file that
 /// holds no certificate or key, or a key that is not the certificate's, stops the service at startup naming the flag.
 #[test]

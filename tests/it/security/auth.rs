@@ -13,7 +13,7 @@ use dueq::proto::admin_service_client::AdminServiceClient;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{transport::Channel, Code, Request, Status};
 
-use crate::{common::*, doc_examples};
+use crate::{common::*, doc_examples, tools::binary::Binary};
 
 /// One principal per role, on `shop-*`; `root` is admin on `*`, `billing` a producer
 /// on exactly `billing`. Each one's token is `t-<name>`.
@@ -884,8 +884,9 @@ fn a_bad_auth_file_stops_startup_naming_the_principal_and_field() {
 
 /// Pins (issue 29 item 7): two principals with the same client_cert_subject stop
 /// startup naming the second and the field: a certificate must name one principal.
-#[test]
-fn a_client_cert_subject_of_two_principals_stops_startup() {
+/// (Watched through its output: a service that starts would not exit.)
+#[tokio::test]
+async fn a_client_cert_subject_of_two_principals_stops_startup() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("auth.toml");
     std::fs::write(
@@ -896,22 +897,16 @@ fn a_client_cert_subject_of_two_principals_stops_startup() {
          client_cert_subject = \"worker.internal\"\n",
     )
     .expect("write");
-    let out = dueq(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--auth-file",
-        path.to_str().expect("utf-8"),
-    ])
-    .output()
-    .expect("run dueq");
-    assert!(!out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let auth = ["--auth-file", path.to_str().expect("utf-8")];
+    let mut dueq = Binary::spawn_with(&listen, "redis://127.0.0.1:1", "info", &auth);
+    let line = dueq.line_with(&["dueq failed", "auth file"]).await;
     for needle in [
         "\"workers\" (#2)",
         "client_cert_subject",
         "\"worker.internal\"",
     ] {
-        assert!(text.contains(needle), "{text} lacks {needle}");
+        assert!(line.contains(needle), "{line} lacks {needle}");
     }
 }
 

@@ -7,11 +7,14 @@
 //! remove data), allowed or refused, are recorded with their outcome by
 //! `super::audit`, around this check.
 
-use tonic::Request;
+use std::{pin::Pin, sync::Arc};
 
-use super::{audit, ApiError};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Status};
+
+use super::{audit, ApiError, Rescue};
 use crate::{
-    auth::{Caller, Scope},
+    auth::{unauthenticated, Caller, Credential, Scope},
     domain::Namespace,
     proto,
     rpc::{Access, Rpc},
@@ -215,4 +218,90 @@ fn refuse(principal: &str, rpc: &Rpc, namespace: &str, via: &str, message: Strin
         );
     }
     ApiError::Denied(message)
+}
+
+/// What a call that lives on (a Work stream, a server stream) asks again at each
+/// message: whether the credential it was opened with still names a principal of the
+/// auth file in force (a SIGHUP may have reloaded it) that may call its RPC on its
+/// target. A revoked credential ends the call UNAUTHENTICATED, a role or namespace
+/// taken away PERMISSION_DENIED; either is an audit line.
+pub(super) struct Recheck {
+    /// None without an auth file (or for the console's in-process calls, which name
+    /// their principal themselves).
+    credential: Option<Credential>,
+    rpc: &'static Rpc,
+    pub(super) via: &'static str,
+    /// The target's namespace; None for every namespace.
+    namespace: Option<String>,
+    rescue: Arc<Rescue>,
+}
+
+impl Recheck {
+    /// The recheck of `request`, a call of `rpc` authorised on `scope`.
+    pub(super) fn of<T>(
+        request: &Request<T>,
+        rpc: &'static Rpc,
+        scope: Scope<'_>,
+        rescue: &Arc<Rescue>,
+    ) -> Recheck {
+        Recheck {
+            credential: request.extensions().get::<Credential>().cloned(),
+            rpc,
+            via: audit::via(request.metadata().as_ref()),
+            namespace: match scope {
+                Scope::Namespace(namespace) => Some(namespace.to_owned()),
+                Scope::Everything => None,
+            },
+            rescue: rescue.clone(),
+        }
+    }
+
+    /// The same, once the target is known (a Work stream's start).
+    pub(super) fn on(mut self, scope: Scope<'_>) -> Recheck {
+        self.namespace = match scope {
+            Scope::Namespace(namespace) => Some(namespace.to_owned()),
+            Scope::Everything => None,
+        };
+        self
+    }
+
+    /// The status that ends the call if its caller no longer belongs; None if it does.
+    pub(super) fn refusal(&self) -> Option<Status> {
+        let credential = self.credential.as_ref()?;
+        let scope = self
+            .namespace
+            .as_deref()
+            .map_or(Scope::Everything, Scope::Namespace);
+        let Some(caller) = credential.caller() else {
+            let namespace = self.namespace.as_deref().unwrap_or("");
+            let method = self.rpc.method;
+            audit::refused(None, method, namespace, "UNAUTHENTICATED", self.via);
+            return Some(unauthenticated());
+        };
+        authorize_caller(Some(&caller), self.rpc, scope, self.via)
+            .err()
+            .map(|denied| self.rescue.status(denied))
+    }
+
+    /// `stream`, asking again before each message it sends: it ends with the
+    /// refusal instead of a message once its caller no longer belongs.
+    pub(super) fn guard<T: Send + 'static>(
+        self,
+        stream: Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>,
+    ) -> Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>> {
+        if self.credential.is_none() {
+            return stream;
+        }
+        Box::pin(futures_util::stream::unfold(
+            Some((stream, self)),
+            |state| async move {
+                let (mut stream, recheck) = state?;
+                let item = stream.next().await?;
+                match recheck.refusal() {
+                    Some(refused) => Some((Err(refused), None)),
+                    None => Some((item, Some((stream, recheck)))),
+                }
+            },
+        ))
+    }
 }

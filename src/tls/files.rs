@@ -129,3 +129,40 @@ fn read_certs(path: &PathBuf, flag: &str) -> Result<Vec<CertificateDer<'static>>
     }
     Ok(certs)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rcgen::{date_time_ymd, CertificateParams, KeyPair};
+    use rustls_pki_types::CertificateDer;
+
+    use super::in_date;
+
+    /// A self-signed certificate valid from 2020 through 2021.
+    fn cert() -> CertificateDer<'static> {
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.not_before = date_time_ymd(2020, 1, 1);
+        params.not_after = date_time_ymd(2021, 12, 31);
+        let key = KeyPair::generate().expect("key");
+        params.self_signed(&key).expect("certificate").der().clone()
+    }
+
+    #[test]
+    fn a_certificate_out_of_its_dates_is_refused() {
+        let chain = [cert()];
+        let path = Path::new("server.pem");
+        let at = |year: i32| {
+            let day = date_time_ymd(year, 6, 1).unix_timestamp();
+            in_date(&chain, path, day)
+        };
+        assert_eq!(at(2021), Ok(()));
+        let expired = at(2022).expect_err("expired");
+        assert!(
+            expired.contains("--tls-cert server.pem: the certificate expired on"),
+            "{expired}"
+        );
+        let early = at(2019).expect_err("not valid yet");
+        assert!(early.contains("not valid before"), "{early}");
+    }
+}

@@ -17,11 +17,8 @@ use super::{
     outcome_code, validate, ApiError, QueueApi,
 };
 use crate::{
-    api::{
-        audit,
-        authorize::{self, authorize_caller, may_call, Reach},
-    },
-    auth::{unauthenticated, Caller, Credential},
+    api::authorize::{self, authorize_caller, may_call, Reach, Recheck},
+    auth::{Caller, Scope},
     domain::Namespace,
     jobs::{WorkInput, WorkOptions, WorkOutput},
     proto::{self, work_request::Request as In, work_response::Response as Out},
@@ -50,11 +47,8 @@ pub(in crate::api) async fn work(
     request: Request<Streaming<proto::WorkRequest>>,
 ) -> Result<WorkStream, ApiError> {
     let caller = request.extensions().get::<Caller>().cloned();
-    let recheck = Recheck {
-        credential: request.extensions().get::<Credential>().cloned(),
-        rpc,
-        via: audit::via(request.metadata().as_ref()),
-    };
+    // The target is in the start: set once it is read.
+    let recheck = Recheck::of(&request, rpc, Scope::Everything, &api.rescue);
     let mut inbound = request.into_inner();
     // The role before the message: a caller that may not Work anywhere is refused
     // whatever its start says (or whether it sends one).
@@ -71,6 +65,7 @@ pub(in crate::api) async fn work(
         }
     };
     authorize_caller(caller.as_ref(), rpc, namespace.scope(), recheck.via)?;
+    let recheck = recheck.on(namespace.scope());
     let options = options(api, &start)?;
     let (input, inputs) = mpsc::channel(INPUT_BUFFER);
     let (outputs, output) = mpsc::channel(options.capacity + INPUT_BUFFER);
@@ -158,31 +153,6 @@ fn prefixed(error: ApiError, prefix: &str) -> ApiError {
     }
 }
 
-/// What a stream asks again at each of the worker's messages: whether the
-/// credential it was opened with still names a principal (the auth file may have
-/// been reloaded) that may Work in its namespace.
-struct Recheck {
-    /// None without an auth file (or for the console's in-process calls).
-    credential: Option<Credential>,
-    rpc: &'static Rpc,
-    via: &'static str,
-}
-
-impl Recheck {
-    /// The status that ends the stream if its caller no longer belongs.
-    fn refusal(&self, api: &QueueApi, namespace: &Namespace) -> Option<Status> {
-        let credential = self.credential.as_ref()?;
-        let Some(caller) = credential.caller() else {
-            let (method, ns) = (self.rpc.method, namespace.as_str());
-            audit::refused(None, method, ns, "UNAUTHENTICATED", self.via);
-            return Some(unauthenticated());
-        };
-        authorize_caller(Some(&caller), self.rpc, namespace.scope(), self.via)
-            .err()
-            .map(|denied| api.rescue.status(denied))
-    }
-}
-
 /// Reads the worker's messages into the loop's input until the worker's side ends or
 /// sends something malformed or undecodable, or its credential is revoked; either way
 /// the input closes, and the loop releases.
@@ -204,12 +174,11 @@ async fn read(
             Ok(Some(proto::WorkRequest { request })) => request,
             Ok(None) => return,
             Err(status) => {
-                let method = recheck.rpc.method;
-                *lock(&refusal) = undecodable(method, status.code(), status.message());
+                *lock(&refusal) = undecodable("Work", status.code(), status.message());
                 return;
             }
         };
-        if let Some(refused) = recheck.refusal(&api, &namespace) {
+        if let Some(refused) = recheck.refusal() {
             *lock(&refusal) = Some(refused);
             return;
         }

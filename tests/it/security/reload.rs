@@ -98,7 +98,8 @@ async fn enqueue(channel: &Channel, name: &str) -> Result<(), Status> {
 }
 
 /// Pins: SIGHUP swaps the auth file. A principal taken out is UNAUTHENTICATED on its
-/// next call, and its open Work stream ends UNAUTHENTICATED at its next message; a
+/// next call, and its open Work stream (and WatchJob stream) ends UNAUTHENTICATED at
+/// its next message; a
 /// principal whose role was taken away gets PERMISSION_DENIED there; the others go on.
 /// Each refusal is an audit line with the method, the namespace and the outcome. A
 /// bad file is logged and the principals in force stay.
@@ -139,6 +140,29 @@ async fn sighup_reloads_the_auth_file_and_open_streams_follow_it() {
         );
     }
 
+    // A server stream too: gone watches a job keep enqueued.
+    let mut job = job("not-worked", "watched");
+    job.namespace = "shop-a".into();
+    let mut client = Client::new(channel.clone());
+    let job_id = client
+        .enqueue(with_token(job, Some("t-keep")))
+        .await
+        .expect("keep enqueues")
+        .into_inner()
+        .job_id;
+    let watch = proto::WatchJobRequest {
+        namespace: "shop-a".into(),
+        job_id: job_id.clone(),
+        ..Default::default()
+    };
+    let mut watched = client
+        .watch_job(with_token(watch, Some("t-gone")))
+        .await
+        .expect("gone watches")
+        .into_inner();
+    let first = within_patience("the job now", watched.message()).await;
+    assert!(matches!(first, Ok(Some(_))), "{first:?}");
+
     replace(&path, &format!("{keep}{}", principal("demoted", "reader")));
     dueq.hangup();
     dueq.line_with(&["INFO", "auth file reloaded", "principals=2"])
@@ -159,6 +183,19 @@ async fn sighup_reloads_the_auth_file_and_open_streams_follow_it() {
         .expect_err("demoted's stream ends");
     assert_eq!(ended.code(), Code::PermissionDenied, "{ended:?}");
     assert!(ended.message().contains("\"demoted\""), "{ended:?}");
+    // The watched job changes: the watch ends at that next message.
+    let cancel = proto::CancelJobRequest {
+        namespace: "shop-a".into(),
+        job_id,
+    };
+    client
+        .cancel_job(with_token(cancel, Some("t-keep")))
+        .await
+        .expect("keep cancels");
+    let ended = within_patience("the watch's end", watched.message())
+        .await
+        .expect_err("gone's watch ends");
+    assert_eq!(ended.code(), Code::Unauthenticated, "{ended:?}");
     for needles in [
         [
             "principal=(unauthenticated)",

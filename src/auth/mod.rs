@@ -83,8 +83,9 @@ impl AuthFile {
     }
 }
 
-/// What a caller authenticated with, kept by a call that lives on (a Work stream) to
-/// ask the principals in force at each of its messages whether it still belongs: a
+/// What a caller authenticated with, kept by a call that lives on (a Work stream, a
+/// server stream) to ask the principals in force at each of its messages whether it
+/// still belongs (`api::authorize::Recheck`): a
 /// revoked token or certificate subject is refused from its next message on. The
 /// token is kept only as its SHA-256.
 #[derive(Debug, Clone)]

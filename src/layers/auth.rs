@@ -9,7 +9,7 @@
 //! The principals are those of the auth file in force at the call (`AuthFile`, which
 //! SIGHUP reloads). A refused call is logged on `dueq::audit` at info with its method
 //! (its namespace is in the message, which is not read); a call let through also
-//! carries its [`Credential`], so a stream that lives on (Work) can ask again.
+//! carries its [`Credential`], so a stream that lives on can ask again.
 
 use std::sync::Arc;
 

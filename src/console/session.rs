@@ -209,7 +209,8 @@ pub(super) async fn login(
         .current()
         .authenticate(Some(form.token.trim()), &[])
     else {
-        tracing::info!(target: "dueq::audit", method = "ConsoleSignIn", outcome = "UNAUTHENTICATED", "audit");
+        // Bounded a second like every refusal line: sign-in floods cannot fill the disk.
+        crate::api::audit::refused(None, "ConsoleSignIn", "", "UNAUTHENTICATED", "console");
         let page = login_page(
             &next,
             Some("That token is not a principal's token in the auth file."),

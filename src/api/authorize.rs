@@ -272,15 +272,18 @@ impl Recheck {
             .namespace
             .as_deref()
             .map_or(Scope::Everything, Scope::Namespace);
+        let (method, namespace) = (self.rpc.method, self.namespace.as_deref().unwrap_or(""));
         let Some(caller) = credential.caller() else {
-            let namespace = self.namespace.as_deref().unwrap_or("");
-            let method = self.rpc.method;
             audit::refused(None, method, namespace, "UNAUTHENTICATED", self.via);
             return Some(unauthenticated());
         };
-        authorize_caller(Some(&caller), self.rpc, scope, self.via)
-            .err()
-            .map(|denied| self.rescue.status(denied))
+        let denied = authorize_caller(Some(&caller), self.rpc, scope, self.via).err()?;
+        if self.rpc.audited {
+            // Its record was made when the call started: the refusal is a line of its own.
+            let principal = Some(caller.name());
+            audit::refused(principal, method, namespace, "PERMISSION_DENIED", self.via);
+        }
+        Some(self.rescue.status(denied))
     }
 
     /// `stream`, asking again before each message it sends: it ends with the

@@ -52,11 +52,9 @@ pub(in crate::api) async fn work(
     let mut inbound = request.into_inner();
     // The role before the message: a caller that may not Work anywhere is refused
     // whatever its start says (or whether it sends one).
-    let checked = match first_message(&mut inbound, rpc).await {
-        Ok(start) => authorize::namespace("start.namespace", &start.namespace)
-            .map(|namespace| (start, namespace)),
-        Err(invalid) => Err(invalid),
-    };
+    let checked = first_message(&mut inbound, rpc).await.and_then(|start| {
+        authorize::namespace("start.namespace", &start.namespace).map(|ns| (start, ns))
+    });
     let (start, namespace) = match checked {
         Ok(checked) => checked,
         Err(invalid) => {
@@ -69,8 +67,8 @@ pub(in crate::api) async fn work(
     let options = options(api, &start)?;
     let (input, inputs) = mpsc::channel(INPUT_BUFFER);
     let (outputs, output) = mpsc::channel(options.capacity + INPUT_BUFFER);
-    // A malformed message ends the stream with INVALID_ARGUMENT naming its field,
-    // after the loop has released the worker's jobs.
+    // A malformed message ends the stream with INVALID_ARGUMENT naming its field (a
+    // revoked caller with its refusal), after the loop has released the worker's jobs.
     let refusal: Arc<Mutex<Option<Status>>> = Arc::default();
     tokio::spawn(read(
         api.clone(),

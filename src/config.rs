@@ -239,7 +239,8 @@ pub struct ServeConfig {
     pub tls_client_ca: Option<PathBuf>,
 
     /// Principals allowed to call, with their roles and namespaces (TOML;
-    /// docs/security.md). Without it every caller may do everything.
+    /// docs/security.md); re-read on SIGHUP. Without it every caller may do
+    /// everything.
     #[arg(long, env = "DUEQ_AUTH_FILE")]
     pub auth_file: Option<PathBuf>,
 

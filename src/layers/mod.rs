@@ -2,8 +2,9 @@
 //! per layer, in the spirit of linkerd2-proxy): the classification of a request by
 //! the RPC table (outermost: every other layer reads what it found), the per-RPC
 //! tracing span, the caller's
-//! authentication, the wording of an over-sized request, load shedding beyond the
-//! in-flight caps, the unary timeout, and the RPC metrics here.
+//! authentication, the wording of an over-sized request and of an undecodable one,
+//! load shedding beyond the in-flight caps, the unary timeout, and the RPC metrics
+//! here.
 
 mod auth;
 mod classify;
@@ -12,6 +13,7 @@ mod metrics;
 mod shed;
 mod timeout;
 mod trace;
+mod undecodable;
 
 use std::{
     future::Future,
@@ -30,6 +32,7 @@ pub(crate) use metrics::MetricsLayer;
 pub(crate) use shed::Shed;
 pub(crate) use timeout::Timeout;
 pub(crate) use trace::TraceLayer;
+pub(crate) use undecodable::Undecodable;
 
 /// What a layer's service answers with: the inner service's response, or its own.
 pub(crate) type Answer<R, E> = Pin<Box<dyn Future<Output = Result<http::Response<R>, E>> + Send>>;

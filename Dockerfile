@@ -1,6 +1,8 @@
 # Multi-stage build: compile with the Rust toolchain, ship a slim runtime image.
 # protox compiles the protos in build.rs, so no protoc is needed.
-FROM rust:1.95-bookworm AS build
+# Base images pinned by digest: a build uses the bytes it was tested with. To move
+# on, resolve the tags again (`docker buildx imagetools inspect rust:1.95-bookworm`).
+FROM rust:1.95-bookworm@sha256:6258907abe69656e41cd992e0b705cdcfabcbbe3db374f92ed2d47121282d4a1 AS build
 WORKDIR /src
 # The image's binary carries symbols (backtraces name functions) but no debug info:
 # 12 MB, where the line tables Cargo.toml keeps for local profiling make 51 MB
@@ -36,7 +38,7 @@ COPY src src
 RUN touch build.rs src/lib.rs src/main.rs \
  && cargo build --release --locked --bin dueq
 
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

@@ -201,7 +201,7 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
 
     /// Most jobs one EnqueueBatch may carry (INVALID_ARGUMENT above it); at most
-    /// 10000 (a batch is stored 100 jobs per script call, one call after another, so
+    /// 10000 (a batch is stored 32 jobs per script call, one call after another, so
     /// its time grows with its size).
     #[arg(long, env = "DUEQ_MAX_BATCH", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_batch: u32,
@@ -239,7 +239,8 @@ pub struct ServeConfig {
     pub tls_client_ca: Option<PathBuf>,
 
     /// Principals allowed to call, with their roles and namespaces (TOML;
-    /// docs/security.md). Without it every caller may do everything.
+    /// docs/security.md); re-read on SIGHUP. Without it every caller may do
+    /// everything.
     #[arg(long, env = "DUEQ_AUTH_FILE")]
     pub auth_file: Option<PathBuf>,
 

@@ -41,6 +41,7 @@ mod dispatch;
 mod domain;
 mod effects;
 mod error;
+mod hangup;
 mod health;
 mod jobs;
 mod layers;
@@ -56,6 +57,7 @@ mod sync;
 mod timing;
 mod tls;
 mod watch;
+mod wire;
 mod workers;
 
 #[cfg(test)]

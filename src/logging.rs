@@ -1,8 +1,17 @@
 //! The log filter and format of the `dueq` binary.
 
-use std::io::{self, IsTerminal, Write};
+use std::{
+    fmt,
+    io::{self, IsTerminal, Write},
+};
 
-use tracing_subscriber::EnvFilter;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::{
+    field::RecordFields,
+    fmt::{format::Writer, FormatFields, MakeWriter},
+    util::SubscriberInitExt,
+    EnvFilter,
+};
 
 use crate::config::LogFormat;
 
@@ -38,19 +47,136 @@ pub fn init(format: LogFormat) {
     });
     let ansi = std::io::stdout().is_terminal();
     match format {
-        LogFormat::Text => tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(ansi)
-            .with_writer(move || OneLine {
-                inner: std::io::stdout(),
-                ansi,
-            })
-            .init(),
+        LogFormat::Text => text(filter, ansi, move || OneLine {
+            inner: std::io::stdout(),
+            ansi,
+        })
+        .init(),
         LogFormat::Json => tracing_subscriber::fmt()
             .json()
             .with_env_filter(filter)
             .with_ansi(false)
             .init(),
+    }
+}
+
+/// The text format's subscriber, writing to `writer`: every field value (a job id, a
+/// namespace, a worker id, a message's arguments, a span's fields) goes through
+/// [`EscapedFields`], so no value a caller sends reaches the log with a control
+/// character in it, whatever the call site.
+fn text<W>(filter: EnvFilter, ansi: bool, writer: W) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .fmt_fields(EscapedFields)
+        .with_writer(writer)
+        .finish()
+}
+
+/// The text format's fields, `name=value` separated by spaces (the message first,
+/// bare), as tracing's default writes them, with every control character in a value
+/// written as an escape (`\n`, `\r`, `\x1b`, `\u{9b}`): a newline cannot start a
+/// forged line (an audit line above all) and an escape code cannot drive the
+/// terminal, even with colours on. The formatter's own colour codes are not values.
+struct EscapedFields;
+
+impl<'writer> FormatFields<'writer> for EscapedFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'writer>, fields: R) -> fmt::Result {
+        let mut visitor = Escaping {
+            ansi: writer.has_ansi_escapes(),
+            writer,
+            first: true,
+            result: Ok(()),
+        };
+        fields.record(&mut visitor);
+        visitor.result
+    }
+}
+
+/// Writes one event's (or span's) fields for [`EscapedFields`].
+struct Escaping<'writer> {
+    writer: Writer<'writer>,
+    ansi: bool,
+    first: bool,
+    result: fmt::Result,
+}
+
+impl Escaping<'_> {
+    fn field(&mut self, field: &Field, value: fmt::Arguments<'_>) {
+        let name = field.name();
+        // The `log` crate's metadata, which the formatter writes itself.
+        if self.result.is_err() || name.starts_with("log.") {
+            return;
+        }
+        let space = if std::mem::take(&mut self.first) {
+            ""
+        } else {
+            " "
+        };
+        let value = Escaped(value);
+        let name = name.strip_prefix("r#").unwrap_or(name);
+        self.result = match (name, self.ansi) {
+            ("message", _) => write!(self.writer, "{space}{value}"),
+            (name, true) => write!(
+                self.writer,
+                "{space}\x1b[3m{name}\x1b[0m\x1b[2m=\x1b[0m{value}"
+            ),
+            (name, false) => write!(self.writer, "{space}{name}={value}"),
+        };
+    }
+}
+
+impl Visit for Escaping<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.field(field, format_args!("{value}"));
+        } else {
+            self.field(field, format_args!("{value:?}"));
+        }
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.field(field, format_args!("{value}"));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.field(field, format_args!("{value:?}"));
+    }
+}
+
+/// A value with its control characters escaped.
+struct Escaped<'a>(fmt::Arguments<'a>);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::write(&mut EscapeWriter(f), self.0)
+    }
+}
+
+/// Passes text on with each control character (C0, DEL, C1) but tab, and each
+/// Unicode line or paragraph separator, written as an escape.
+struct EscapeWriter<'a, 'b>(&'a mut fmt::Formatter<'b>);
+
+impl fmt::Write for EscapeWriter<'_, '_> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for c in text.chars() {
+            match c {
+                '\n' => self.0.write_str("\\n")?,
+                '\r' => self.0.write_str("\\r")?,
+                '\t' => self.0.write_char(c)?,
+                c if u32::from(c) < 0x80 && c.is_control() => {
+                    write!(self.0, "\\x{:02x}", u32::from(c))?
+                }
+                c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                    write!(self.0, "\\u{{{:x}}}", u32::from(c))?
+                }
+                c => self.0.write_char(c)?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -105,9 +231,64 @@ impl<W: Write> Write for OneLine<W> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
+    use std::{
+        io::Write,
+        sync::{Arc, Mutex},
+    };
 
-    use super::{directives, OneLine};
+    use tracing_subscriber::EnvFilter;
+
+    use super::{directives, text, OneLine};
+
+    /// What the text format writes for the events `log` makes, colours on or off.
+    fn logged(ansi: bool, log: impl FnOnce()) -> String {
+        let out: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let sink = out.clone();
+        let writer = move || OneLine {
+            inner: Sink(sink.clone()),
+            ansi,
+        };
+        let subscriber = text(EnvFilter::new("trace"), ansi, writer);
+        tracing::subscriber::with_default(subscriber, log);
+        let bytes = out.lock().expect("log buffer").clone();
+        String::from_utf8(bytes).expect("utf-8")
+    }
+
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log buffer").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Pins issue 29 item 8 with colours on (a terminal), where the escape byte of the
+    /// formatter's own colour codes must pass: a caller's value still cannot carry
+    /// one, nor a newline, nor a C1 control, in a field, a message or a span.
+    #[test]
+    fn a_callers_value_is_escaped_in_every_field_with_colours_on_or_off() {
+        let forged = "x\n2026-12-05T00:00:00Z  INFO dueq::audit: forged\r\x1b[2J\u{9b}31m";
+        for ansi in [true, false] {
+            let out = logged(ansi, || {
+                let span = tracing::info_span!("rpc", namespace = %forged);
+                let _entered = span.enter();
+                tracing::info!(job_id = %forged, worker = forged, "enqueued {forged}");
+            });
+            assert_eq!(out.matches('\n').count(), 1, "one line: {out:?}");
+            assert!(
+                !out.contains("\x1b[2J") && !out.contains('\u{9b}'),
+                "raw: {out:?}"
+            );
+            let escaped = "x\\n2026-12-05T00:00:00Z  INFO dueq::audit: forged\\r\\x1b[2J\\u{9b}31m";
+            assert_eq!(out.matches(escaped).count(), 3, "{out:?}");
+            assert!(out.contains("enqueued x\\n"), "{out:?}");
+        }
+    }
 
     fn written(ansi: bool, event: &[u8]) -> String {
         let mut writer = OneLine {

@@ -17,7 +17,7 @@ use tonic_health::{
 };
 use tower_layer::{Identity, Layer, Stack};
 
-use crate::auth::Principals;
+use crate::auth::AuthFile;
 use crate::{
     accept::BackoffIncoming,
     api::{AdminApi, Audit, Limits, QueueApi, Rescue},
@@ -31,7 +31,7 @@ use crate::{
     jobs::{Jobs, Pruner, Retention},
     layers::{
         Around, Authenticate, Caps, ClassifyLayer, MessageSize, MetricsLayer, ShedLayer, Timeout,
-        TraceLayer,
+        TraceLayer, Undecodable,
     },
     longpoll::Wakers,
     metrics::{self, Metrics},
@@ -80,6 +80,16 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let guard = Guard::check(&config, listener.local_addr()?)?;
+    let cancel = CancellationToken::new();
+    // However this future ends (returned, or dropped mid-flight as a crash is
+    // simulated in process), the background tasks it spawned stop with it.
+    let _stop_background = cancel.clone().drop_guard();
+    // Before anything is served: SIGHUP reloads from here on, in every mode.
+    crate::hangup::Reloadable {
+        auth: guard.principals.clone(),
+        tls: guard.tls.clone(),
+    }
+    .on_sighup(cancel.clone());
     let metrics_listener = match &config.metrics_listen {
         Some(listen) => Some(metrics::bind(listen).await.map_err(ServeError::Config)?),
         None => None,
@@ -92,10 +102,7 @@ pub async fn run(
         usize::try_from(config.metrics_max_series).unwrap_or(usize::MAX),
         config.overdue_after,
     );
-    let cancel = CancellationToken::new();
-    // However this future ends (returned, or dropped mid-flight as a crash is
-    // simulated in process), the background tasks it spawned stop with it.
-    let _stop_background = cancel.clone().drop_guard();
+    metrics.zero_rpcs(crate::api::rpcs());
     let address = advertised(listener.local_addr()?);
     let core = core(&config, &metrics, &cancel, &address)?;
     let (audit, audit_writer) = Audit::new(core.store.clone(), metrics.clone(), cancel.clone());
@@ -115,9 +122,6 @@ pub async fn run(
     let health = start_health(&core, &config).await;
     if let Some(listener) = metrics_listener {
         serve_metrics(listener, &core)?;
-    }
-    if let Some(tls) = &guard.tls {
-        tls.reload_on_sighup(cancel.clone());
     }
     tracing::info!(
         addr = %listener.local_addr()?,
@@ -145,7 +149,7 @@ pub async fn run(
 /// that fit together, loadable TLS files, and an auth file (or a loopback address).
 struct Guard {
     tls: Option<Arc<Tls>>,
-    principals: Option<Arc<Principals>>,
+    principals: Option<Arc<AuthFile>>,
 }
 
 impl Guard {
@@ -288,24 +292,27 @@ struct Services {
 /// RPC table (every other layer reads what it found), tracing, metrics,
 /// authentication, admission (the request's deadline, then load shedding: after
 /// authentication, so no caller without a credential holds a slot), the unary
-/// timeout and the wording of an over-sized request. One
+/// timeout, the wording of an over-sized request and that of an undecodable one. One
 /// value serves the gRPC listener and the console's in-process calls, which so share
 /// the caps, the metrics and the checks of every call.
 type Layers = Stack<
-    Around<MessageSize>,
+    Around<Undecodable>,
     Stack<
-        Around<Timeout>,
+        Around<MessageSize>,
         Stack<
-            ShedLayer,
+            Around<Timeout>,
             Stack<
-                Around<Authenticate>,
-                Stack<MetricsLayer, Stack<TraceLayer, Stack<ClassifyLayer, Identity>>>,
+                ShedLayer,
+                Stack<
+                    Around<Authenticate>,
+                    Stack<MetricsLayer, Stack<TraceLayer, Stack<ClassifyLayer, Identity>>>,
+                >,
             >,
         >,
     >,
 >;
 
-fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<Principals>>) -> Layers {
+fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<AuthFile>>) -> Layers {
     let outer = Stack::new(
         ClassifyLayer::new(Catalogue::new(crate::api::rpcs())),
         Identity::new(),
@@ -330,12 +337,13 @@ fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<Principal
         }),
         outer,
     );
-    Stack::new(
+    let outer = Stack::new(
         Around(MessageSize {
             limit: config.max_message_size,
         }),
         outer,
-    )
+    );
+    Stack::new(Around(Undecodable), outer)
 }
 
 /// Serves the gRPC services behind the tower layers until shutdown, then drains.

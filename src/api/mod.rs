@@ -6,7 +6,7 @@
 //! (`crate::layers`), not lines in handlers.
 
 mod admin;
-mod audit;
+pub(crate) mod audit;
 mod authorize;
 mod convert;
 mod cpu;

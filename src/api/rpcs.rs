@@ -15,7 +15,8 @@
 //! Unary and server-streaming handlers are called as `handler(api, target,
 //! request)`, after `authorize` has validated the request's target (its namespace)
 //! and checked the caller; the Work stream's namespace is in its first message, so
-//! its handler is given its descriptor and authorises itself.
+//! its handler is given its descriptor and authorises itself. A stream asks again,
+//! before each message, whether its caller still belongs (`authorize::Recheck`).
 
 #![allow(non_upper_case_globals)]
 
@@ -24,7 +25,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::{
     admin::{self, MigrateStream},
     audit::AuditCall,
-    authorize::{authorize, namespace, Scoped},
+    authorize::{authorize, namespace, Reach, Recheck, Scoped},
     flow,
     jobs::{self, WatchJobStream},
     queues, schedules, AdminApi, ApiError, QueueApi,
@@ -105,7 +106,12 @@ macro_rules! methods {
             ) -> Result<Response<Self::$stream>, Status> {
                 let audit = begin_audit!($audit, self, $rpc, request);
                 let answer = match authorize(&request, &$rpc) {
-                    Ok(target) => self.rescue.respond($handler(self, &target, request).await),
+                    Ok(target) => {
+                        // Asked again before each message (the auth file may reload).
+                        let recheck = Recheck::of(&request, &$rpc, target.scope(), &self.rescue);
+                        let stream = $handler(self, &target, request).await;
+                        self.rescue.respond(stream.map(|stream| recheck.guard(stream)))
+                    }
                     Err(denied) => Err(self.rescue.status(denied)),
                 };
                 finish_audit(audit, &answer);

@@ -1,6 +1,7 @@
 //! Reading `--auth-file`: TOML, one `[[principal]]` table per principal. Every
-//! mistake stops startup with a message naming the file, the principal and the field,
-//! because a half-read auth file would let the wrong callers in or lock everyone out.
+//! mistake stops startup (or, on a reload, keeps the principals in force) with a
+//! message naming the file, the principal and the field, because a half-read auth
+//! file would let the wrong callers in or lock everyone out.
 
 use std::{collections::HashSet, path::Path, sync::Arc};
 
@@ -56,7 +57,7 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
         return Err("no [[principal]]: every call would be refused".into());
     }
     let mut names = HashSet::new();
-    let mut hashes = HashSet::new();
+    let mut seen = Seen::default();
     let mut principals = Vec::new();
     for (index, entry) in file.principal.into_iter().enumerate() {
         let at = |field: &str, reason: String| {
@@ -68,7 +69,7 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
         };
         check_grants(&entry, &at, &mut names)?;
         let token = token_hash(&entry, env, &at)?;
-        check_credentials(&entry, token, &at, &mut hashes)?;
+        check_credentials(&entry, token, &at, &mut seen)?;
         principals.push(Arc::new(Principal {
             namespaces: entry.namespaces.iter().map(|p| Pattern::new(p)).collect(),
             name: entry.name,
@@ -132,13 +133,21 @@ fn token_hash(
     }
 }
 
-/// How the entry proves who it is: a token (`token`, no other entry's: `hashes`
-/// holds the earlier ones) and/or a client certificate subject, not empty.
+/// The credentials of the entries checked so far.
+#[derive(Default)]
+struct Seen {
+    hashes: HashSet<[u8; 32]>,
+    subjects: HashSet<String>,
+}
+
+/// How the entry proves who it is: a token and/or a client certificate subject, not
+/// empty, neither one another entry's (`seen` holds the earlier ones): a credential
+/// names exactly one principal.
 fn check_credentials(
     entry: &Entry,
     token: Option<[u8; 32]>,
     at: At<'_>,
-    hashes: &mut HashSet<[u8; 32]>,
+    seen: &mut Seen,
 ) -> Result<(), String> {
     if token.is_none() && entry.client_cert_subject.is_none() {
         return Err(at(
@@ -148,7 +157,7 @@ fn check_credentials(
         ));
     }
     if let Some(hash) = token {
-        if !hashes.insert(hash) {
+        if !seen.hashes.insert(hash) {
             return Err(at(
                 "token_sha256",
                 "another principal has the same token; each token must name one principal".into(),
@@ -161,6 +170,17 @@ fn check_credentials(
         .is_some_and(|s| s.is_empty())
     {
         return Err(at("client_cert_subject", "must not be empty".into()));
+    }
+    if let Some(subject) = &entry.client_cert_subject {
+        if !seen.subjects.insert(subject.clone()) {
+            return Err(at(
+                "client_cert_subject",
+                format!(
+                    "another principal has the subject {subject:?}; each certificate \
+                     subject must name one principal"
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -237,6 +257,14 @@ mod tests {
                 vec!["\"shop\" (#2)", "name"],
             ),
             ("".to_owned(), vec!["no [[principal]]"]),
+            (
+                "[[principal]]\nname = \"a\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
+                 client_cert_subject = \"ops.internal\"\n\
+                 [[principal]]\nname = \"b\"\nroles = [\"reader\"]\nnamespaces = [\"a\"]\n\
+                 client_cert_subject = \"ops.internal\"\n"
+                    .to_owned(),
+                vec!["\"b\" (#2)", "client_cert_subject", "\"ops.internal\"", "one principal"],
+            ),
         ] {
             let message = error(&text);
             for needle in needles {

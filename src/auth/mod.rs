@@ -9,7 +9,10 @@ mod file;
 mod pattern;
 mod roles;
 
-use std::sync::Arc;
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, PoisonError, RwLock},
+};
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -22,13 +25,13 @@ use pattern::Pattern;
 /// The principals to serve with, from `--auth-file`; None when there is none, which
 /// is refused on an address other hosts can reach unless `--allow-unauthenticated`.
 pub(crate) fn principals_for(
-    auth_file: Option<&std::path::Path>,
+    auth_file: Option<&Path>,
     allow_unauthenticated: bool,
     addr: std::net::SocketAddr,
-) -> Result<Option<Arc<Principals>>, String> {
+) -> Result<Option<Arc<AuthFile>>, String> {
     match auth_file {
-        Some(path) => Principals::load(path)
-            .map(|p| Some(Arc::new(p)))
+        Some(path) => AuthFile::load(path)
+            .map(|file| Some(Arc::new(file)))
             .map_err(|e| e.to_string()),
         None if addr.ip().is_loopback() || allow_unauthenticated => Ok(None),
         None => Err(format!(
@@ -37,6 +40,91 @@ pub(crate) fn principals_for(
              loopback address, or pass --allow-unauthenticated"
         )),
     }
+}
+
+/// The principals of `--auth-file` in force. A reload (SIGHUP) reads and checks the
+/// whole file first and then swaps the one pointer, so a call sees the old principals
+/// or the new ones, never a mix, and a bad file leaves the old ones in force.
+#[derive(Debug)]
+pub(crate) struct AuthFile {
+    path: PathBuf,
+    current: RwLock<Arc<Principals>>,
+}
+
+impl AuthFile {
+    /// Reads and checks `path`, for startup.
+    pub(crate) fn load(path: &Path) -> Result<AuthFile, AuthFileError> {
+        Ok(AuthFile {
+            path: path.to_owned(),
+            current: RwLock::new(Arc::new(Principals::load(path)?)),
+        })
+    }
+
+    /// The principals in force now.
+    pub(crate) fn current(&self) -> Arc<Principals> {
+        // Only a pointer is ever written under the lock: a poisoned one is whole.
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Re-reads the file: its principals replace the ones in force, or, if it is
+    /// missing or has a mistake, nothing changes and the error says why.
+    pub(crate) fn reload(&self) -> Result<usize, AuthFileError> {
+        let principals = Arc::new(Principals::load(&self.path)?);
+        let count = principals.principals.len();
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = principals;
+        Ok(count)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// What a caller authenticated with, kept by a call that lives on (a Work stream, a
+/// server stream) to ask the principals in force at each of its messages whether it
+/// still belongs (`api::authorize::Recheck`): a
+/// revoked token or certificate subject is refused from its next message on. The
+/// token is kept only as its SHA-256.
+#[derive(Debug, Clone)]
+pub(crate) struct Credential {
+    file: Arc<AuthFile>,
+    token_sha256: Option<[u8; 32]>,
+    client_names: Vec<String>,
+}
+
+impl Credential {
+    pub(crate) fn new(file: Arc<AuthFile>, token: Option<&str>, client_names: Vec<String>) -> Self {
+        Credential {
+            file,
+            token_sha256: token.map(sha256),
+            client_names,
+        }
+    }
+
+    /// The principal this credential names in the auth file in force now; None once
+    /// it names none (revoked).
+    pub(crate) fn caller(&self) -> Option<Caller> {
+        self.file
+            .current()
+            .authenticate_digest(self.token_sha256.as_ref(), &self.client_names)
+            .map(Caller::Principal)
+    }
+}
+
+/// The answer to a call whose credential names no principal of the auth file in
+/// force (none sent, unknown, or revoked by a reload).
+pub(crate) fn unauthenticated() -> tonic::Status {
+    tonic::Status::unauthenticated(
+        "no known credential: send `authorization: Bearer <token>` with a token whose \
+         SHA-256 is a principal's token_sha256 in the server's --auth-file",
+    )
+}
+
+fn sha256(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// One `[[principal]]` of the auth file.
@@ -67,6 +155,12 @@ impl std::fmt::Display for Scope<'_> {
 }
 
 impl Principal {
+    /// Whether this principal holds a role that includes `needed` on some namespace:
+    /// a caller without one is refused before anything in its message is read.
+    pub(crate) fn holds(&self, needed: Role) -> bool {
+        self.roles.iter().any(|role| role.includes(needed))
+    }
+
     /// Whether this principal holds a role that includes `needed` (the role the RPC
     /// table names for the call) on `scope`. Every namespace at once takes the
     /// pattern `*`: admin for Migrate of every namespace or an import, reader or
@@ -155,12 +249,20 @@ impl Principals {
         token: Option<&str>,
         client_names: &[String],
     ) -> Option<Arc<Principal>> {
-        if let Some(token) = token {
-            let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        self.authenticate_digest(token.map(sha256).as_ref(), client_names)
+    }
+
+    /// The same, from the SHA-256 of the token.
+    fn authenticate_digest(
+        &self,
+        digest: Option<&[u8; 32]>,
+        client_names: &[String],
+    ) -> Option<Arc<Principal>> {
+        if let Some(digest) = digest {
             let mut found = None;
             for principal in &self.principals {
                 if let Some(hash) = &principal.token_sha256 {
-                    if bool::from(hash.ct_eq(&digest)) && found.is_none() {
+                    if bool::from(hash.ct_eq(digest)) && found.is_none() {
                         found = Some(principal.clone());
                     }
                 }

@@ -747,6 +747,10 @@ pub enum ScheduleAction {
     /// after TIME.
     #[command(after_help = CLIENT_HELP)]
     NextRun(NextRunScheduleTarget),
+    /// Delete a schedule (DeleteSchedule): it is never claimed again; occurrences
+    /// already handed out stay with their workers. NOT_FOUND if there is none.
+    #[command(after_help = CLIENT_HELP)]
+    Delete(ScheduleTarget),
 }
 
 /// The schedule whose next run moves, and where to.

@@ -13,7 +13,7 @@ use std::{
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{grpc::request, Grpc};
+use super::{grpc::rpc, Grpc};
 use crate::{auth::Caller, proto};
 
 const MAX_RUNNING: usize = 16;
@@ -63,14 +63,12 @@ impl Action {
         caller: &Caller,
         message: proto::BulkJobsRequest,
     ) -> Result<proto::BulkJobsResponse, tonic::Status> {
-        let mut client = grpc.queue();
-        let request = request(caller, message);
-        let reply = match self {
-            Action::Retry => client.retry_jobs(request).await?,
-            Action::Cancel => client.cancel_jobs(request).await?,
-            Action::Delete => client.delete_jobs(request).await?,
+        let method = match self {
+            Action::Retry => rpc::RETRY_JOBS,
+            Action::Cancel => rpc::CANCEL_JOBS,
+            Action::Delete => rpc::DELETE_JOBS,
         };
-        Ok(reply.into_inner())
+        grpc.call(caller, method, message).await
     }
 }
 

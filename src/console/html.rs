@@ -133,6 +133,11 @@ impl IntoResponse for Failure {
 /// A page's answer: the page, or the RPC's refusal.
 pub(crate) type Answer = Result<Response, Failure>;
 
+/// A namespace's page under `tab`, titled "NS · what".
+pub(crate) fn ns_page(viewer: &Viewer, ns: &str, tab: Tab, what: &str, body: Markup) -> Answer {
+    Ok(page(viewer, &format!("{ns} · {what}"), Some((ns, tab)), body).into_response())
+}
+
 /// A duration in ms as a person reads it: 45s, 3m 05s, 2h 10m, 4d 3h.
 pub(crate) fn span(ms: i64) -> String {
     let s = ms.max(0) / 1000;

@@ -45,6 +45,7 @@ fn routes(console: Arc<Console>) -> Router {
         .route("/assets/{file}", get(assets::serve))
         .route("/ns/{ns}", get(pages::queues::page))
         .route("/ns/{ns}/live", get(pages::queues::live))
+        .route("/ns/{ns}/queues/{queue}", get(pages::queues::queue))
         .route("/ns/{ns}/queues/{queue}/{action}", post(pages::queues::act))
         .route("/ns/{ns}/jobs", get(pages::jobs::list))
         .route("/ns/{ns}/jobs/{id}", get(pages::jobs::detail))

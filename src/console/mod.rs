@@ -27,14 +27,14 @@ pub(crate) use http::{bind, serve};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Principals;
+use crate::auth::AuthFile;
 
 /// What every console request reaches: the in-process gRPC client, the sessions, the
 /// principals (None: no auth file, the console is open) and the samplers.
 pub(crate) struct Console {
     grpc: Grpc,
     sessions: session::Sessions,
-    principals: Option<Arc<Principals>>,
+    principals: Option<Arc<AuthFile>>,
     samplers: sampler::Samplers,
     bulks: bulk::Bulks,
     /// Served over TLS: cookies are marked Secure.
@@ -46,7 +46,7 @@ pub(crate) struct Console {
 impl Console {
     pub(crate) fn new(
         grpc: Grpc,
-        principals: Option<Arc<Principals>>,
+        principals: Option<Arc<AuthFile>>,
         secure: bool,
         shutdown: CancellationToken,
     ) -> Arc<Console> {

@@ -15,7 +15,7 @@ use std::{
 use tokio::{sync::watch, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::{grpc::request, Grpc};
+use super::{grpc::rpc, Grpc};
 use crate::{auth::Caller, proto};
 
 /// Most namespaces sampled at once.
@@ -233,7 +233,7 @@ impl Run {
     }
 
     async fn queues(&self) -> Result<(i64, Vec<proto::QueueInfo>, bool), tonic::Status> {
-        let mut client = self.grpc.queue();
+        let client = &self.grpc;
         let (mut infos, mut token, mut read_ms) = (Vec::new(), String::new(), 0);
         loop {
             let message = proto::ListQueuesRequest {
@@ -242,9 +242,8 @@ impl Run {
                 page_token: token,
             };
             let page = client
-                .list_queues(request(&Caller::Unrestricted, message))
-                .await?
-                .into_inner();
+                .call(&Caller::Unrestricted, rpc::LIST_QUEUES, message)
+                .await?;
             read_ms = super::html::ms_of(page.read_time.as_ref()).unwrap_or(read_ms);
             infos.extend(page.queues);
             token = page.next_page_token;
@@ -266,10 +265,8 @@ impl Run {
         };
         let page = self
             .grpc
-            .queue()
-            .list_schedules(request(&Caller::Unrestricted, message))
-            .await?
-            .into_inner();
+            .call(&Caller::Unrestricted, rpc::LIST_SCHEDULES, message)
+            .await?;
         let count = u32::try_from(page.schedules.len()).unwrap_or(MAX_OVERDUE);
         let lateness = page
             .schedules

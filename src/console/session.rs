@@ -132,7 +132,7 @@ impl FromRequestParts<Arc<Console>> for Viewer {
         };
         let principal = cookie(&parts.headers, COOKIE)
             .and_then(|id| console.sessions.principal(id))
-            .and_then(|name| principals.by_name(&name));
+            .and_then(|name| principals.current().by_name(&name));
         match principal {
             Some(principal) => Ok(Viewer {
                 caller: Caller::Principal(principal),
@@ -205,8 +205,12 @@ pub(super) async fn login(
     let Some(principals) = &console.principals else {
         return Redirect::to(&next).into_response();
     };
-    let Some(principal) = principals.authenticate(Some(form.token.trim()), &[]) else {
-        tracing::info!(target: "dueq::audit", method = "ConsoleSignIn", outcome = "UNAUTHENTICATED", "audit");
+    let Some(principal) = principals
+        .current()
+        .authenticate(Some(form.token.trim()), &[])
+    else {
+        // Bounded a second like every refusal line: sign-in floods cannot fill the disk.
+        crate::api::audit::refused(None, "ConsoleSignIn", "", "UNAUTHENTICATED", "console");
         let page = login_page(
             &next,
             Some("That token is not a principal's token in the auth file."),

@@ -94,4 +94,18 @@ mod tests {
         assert_eq!(lens, [1, 1, 1, 1], "a job over the byte bound goes alone");
         assert!(chunks(&[]).is_empty());
     }
+
+    /// The `--max-batch` help says how many jobs a script call stores, as this file
+    /// does.
+    #[test]
+    fn the_max_batch_help_names_the_jobs_per_call() {
+        use clap::CommandFactory;
+        let mut cli = crate::config::Cli::command();
+        let help = cli.render_long_help().to_string();
+        let said = format!("{MAX_JOBS} jobs per script call");
+        assert!(
+            help.contains(&said),
+            "--max-batch's help should say {said:?}"
+        );
+    }
 }

@@ -483,6 +483,7 @@ impl Jobs {
         let entry = self.entry(&namespace);
         let waiter = self.cx.wakers.job_waiter(&entry, &options.queues);
         let _waiting = self.cx.metrics.waiting("jobs");
+        let _open = self.cx.metrics.work_stream();
         let capacity = options.capacity;
         let session = self.cx.sessions.open(
             namespace.as_str(),

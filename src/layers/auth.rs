@@ -5,22 +5,28 @@
 //! request (the namespace is in the message), so the handler path does it
 //! (`api::authorize`). The RPCs the table marks open (health and reflection) stay
 //! open: load balancers and grpcurl use them, and they reveal nothing of any tenant.
+//!
+//! The principals are those of the auth file in force at the call (`AuthFile`, which
+//! SIGHUP reloads). A refused call is logged on `dueq::audit` at info with its method
+//! (its namespace is in the message, which is not read); a call let through also
+//! carries its [`Credential`], so a stream that lives on can ask again.
 
 use std::sync::Arc;
 
-use tonic::{codegen::http, Status};
+use tonic::codegen::http;
 use tower_service::Service;
 
 use super::{Answer, Concern};
 use crate::{
-    auth::{Caller, InProcess, Principals},
+    api::audit,
+    auth::{unauthenticated, AuthFile, Caller, Credential, InProcess},
     rpc::{self, Access},
 };
 
 #[derive(Debug, Clone)]
 pub(crate) struct Authenticate {
     /// None: no `--auth-file`, every caller is unrestricted.
-    pub(crate) principals: Option<Arc<Principals>>,
+    pub(crate) principals: Option<Arc<AuthFile>>,
 }
 
 /// The names (DNS/URI/email SANs, then the CN) of the client's verified mTLS
@@ -51,15 +57,20 @@ impl Concern for Authenticate {
         S::Future: Send + 'static,
         R: Default + Send + 'static,
     {
-        let open = rpc::of(request.extensions()).is_some_and(|rpc| rpc.access == Access::Open);
+        let rpc = rpc::of(request.extensions());
+        let open = rpc.is_some_and(|rpc| rpc.access == Access::Open);
         let in_process = request.extensions_mut().remove::<InProcess>();
         let caller = match &self.principals {
             _ if in_process.is_some() => in_process.map(|InProcess(caller)| caller),
             None => Some(Caller::Unrestricted),
             Some(_) if open => Some(Caller::Unrestricted),
-            Some(principals) => principals
-                .authenticate(bearer(&request), &client_cert_names(&request))
-                .map(Caller::Principal),
+            Some(file) => {
+                let credential =
+                    Credential::new(file.clone(), bearer(&request), client_cert_names(&request));
+                let caller = credential.caller();
+                request.extensions_mut().insert(credential);
+                caller
+            }
         };
         match caller {
             Some(caller) => {
@@ -67,11 +78,15 @@ impl Concern for Authenticate {
                 Box::pin(inner.call(request))
             }
             None => {
-                let status = Status::unauthenticated(
-                    "no known credential: send `authorization: Bearer <token>` with a token \
-                     whose SHA-256 is a principal's token_sha256 in the server's --auth-file",
+                let method = rpc.map_or_else(|| request.uri().path(), |rpc| rpc.method);
+                audit::refused(
+                    None,
+                    method,
+                    "",
+                    "UNAUTHENTICATED",
+                    audit::via(request.headers()),
                 );
-                let (parts, ()) = status.into_http::<()>().into_parts();
+                let (parts, ()) = unauthenticated().into_http::<()>().into_parts();
                 Box::pin(async move { Ok(http::Response::from_parts(parts, R::default())) })
             }
         }

@@ -64,7 +64,7 @@ fn explain(tonic_message: &str, limit: usize) -> String {
 
 /// grpc-message is percent-encoded (gRPC over HTTP/2: bytes outside 0x20-0x7E, and
 /// `%`).
-fn percent_decode(text: &str) -> String {
+pub(super) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -87,7 +87,7 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn percent_encode(text: &str) -> String {
+pub(super) fn percent_encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             0x20..=0x7e if b != b'%' => (b as char).to_string(),

@@ -22,7 +22,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::{
-    metrics::{HandledLabels, Metrics, RpcLabels},
+    metrics::{HandledLabels, Metrics, RpcLabels, GRPC_CODES},
     rpc,
 };
 
@@ -88,29 +88,11 @@ impl Record {
 
 /// The name of a `grpc-status` value, as gRPC's Go code spells it.
 fn code_name(status: Option<&http::HeaderValue>) -> &'static str {
-    let number = status
+    status
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u8>().ok());
-    match number {
-        Some(0) => "OK",
-        Some(1) => "Canceled",
-        Some(2) => "Unknown",
-        Some(3) => "InvalidArgument",
-        Some(4) => "DeadlineExceeded",
-        Some(5) => "NotFound",
-        Some(6) => "AlreadyExists",
-        Some(7) => "PermissionDenied",
-        Some(8) => "ResourceExhausted",
-        Some(9) => "FailedPrecondition",
-        Some(10) => "Aborted",
-        Some(11) => "OutOfRange",
-        Some(12) => "Unimplemented",
-        Some(13) => "Internal",
-        Some(14) => "Unavailable",
-        Some(15) => "DataLoss",
-        Some(16) => "Unauthenticated",
-        _ => "Unknown",
-    }
+        .and_then(|v| v.parse::<usize>().ok())
+        .and_then(|n| GRPC_CODES.get(n).copied())
+        .unwrap_or("Unknown")
 }
 
 impl<S, B, R> Service<http::Request<B>> for Metered<S>

@@ -4,7 +4,8 @@
 //! tracing span, the RPC metrics, the caller's authentication, admission (the
 //! request body's deadline, then load shedding beyond the in-flight caps: after
 //! authentication, so no caller without a credential holds a tenant's slot), the
-//! unary timeout, and the wording of an over-sized request.
+//! unary timeout, and the wording of an over-sized request and of an undecodable
+//! one.
 
 mod auth;
 mod classify;
@@ -13,6 +14,7 @@ mod metrics;
 mod shed;
 mod timeout;
 mod trace;
+mod undecodable;
 
 use std::{
     future::Future,
@@ -31,6 +33,7 @@ pub(crate) use metrics::MetricsLayer;
 pub(crate) use shed::{Caps, ShedLayer};
 pub(crate) use timeout::Timeout;
 pub(crate) use trace::TraceLayer;
+pub(crate) use undecodable::Undecodable;
 
 /// What a layer's service answers with: the inner service's response, or its own.
 pub(crate) type Answer<R, E> = Pin<Box<dyn Future<Output = Result<http::Response<R>, E>> + Send>>;

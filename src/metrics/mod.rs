@@ -11,6 +11,7 @@
 
 mod bound;
 mod http;
+mod process;
 mod scrape;
 
 use std::{
@@ -146,6 +147,39 @@ const REDIS_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
 
+/// gRPC's status codes as its Go code spells them (go-grpc-prometheus's `grpc_code`
+/// values), by number.
+pub(crate) const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "Canceled",
+    "Unknown",
+    "InvalidArgument",
+    "DeadlineExceeded",
+    "NotFound",
+    "AlreadyExists",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "FailedPrecondition",
+    "Aborted",
+    "OutOfRange",
+    "Unimplemented",
+    "Internal",
+    "Unavailable",
+    "DataLoss",
+    "Unauthenticated",
+];
+
+/// Registers `metric` under `name`. The client library ends every HELP text with a
+/// period of its own, so one at the end of `help` is dropped (else `..`).
+fn register(
+    r: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: impl prometheus_client::registry::Metric,
+) {
+    r.register(name, help.strip_suffix('.').unwrap_or(help), metric);
+}
+
 type Counters<L> = Family<L, Counter>;
 type Histograms<L> = Family<L, Histogram, Buckets>;
 
@@ -185,6 +219,7 @@ pub(crate) struct Metrics {
     schedules_overdue: Family<NamespaceLabels, Gauge>,
 
     longpoll_waiters: Family<KindLabels, Gauge>,
+    work_streams: Gauge,
     watch_streams: Gauge,
     watch_reads: Counter,
     audit_dropped: Counter,
@@ -237,6 +272,7 @@ impl Metrics {
             schedules: Family::default(),
             schedules_overdue: Family::default(),
             longpoll_waiters: Family::default(),
+            work_streams: Gauge::default(),
             watch_streams: Gauge::default(),
             watch_reads: Counter::default(),
             audit_dropped: Counter::default(),
@@ -254,23 +290,55 @@ impl Metrics {
         self.register_queues();
         self.register_schedules();
         self.register_instance();
+        self.registry.register_collector(Box::new(process::Process));
+        // Present from the start, at zero (as go-grpc-prometheus does for its RPCs):
+        // a rate() or an alert sees the series before the first event.
+        for kind in ["jobs", "schedules"] {
+            drop(self.longpoll_waiters.get_or_create(&KindLabels { kind }));
+        }
         self
+    }
+
+    /// Zero-initialises the RPC families for every RPC the server answers: started,
+    /// handled with each status code, and (for calls the histogram times) handling
+    /// seconds.
+    pub(crate) fn zero_rpcs<'a>(&self, rpcs: impl Iterator<Item = &'a crate::rpc::Rpc>) {
+        for rpc in rpcs {
+            let labels = RpcLabels {
+                grpc_service: rpc.service,
+                grpc_method: rpc.method,
+            };
+            drop(self.rpc_started.get_or_create(&labels));
+            if !rpc.kind.is_long() {
+                drop(self.rpc_seconds.get_or_create(&labels));
+            }
+            for grpc_code in GRPC_CODES {
+                drop(self.rpc_handled.get_or_create(&HandledLabels {
+                    grpc_service: rpc.service,
+                    grpc_method: rpc.method,
+                    grpc_code,
+                }));
+            }
+        }
     }
 
     /// The RPC families: calls started and handled, and how long they took.
     fn register_rpcs(&mut self) {
         let r = &mut self.registry;
-        r.register(
+        register(
+            r,
             "grpc_server_started",
             "RPCs started on the server.",
             self.rpc_started.clone(),
         );
-        r.register(
+        register(
+            r,
             "grpc_server_handled",
             "RPCs completed on the server, whatever their status code.",
             self.rpc_handled.clone(),
         );
-        r.register(
+        register(
+            r,
             "grpc_server_handling_seconds",
             "Time from an RPC's arrival to its status, in seconds; long-polls (ClaimJob, \
              ClaimDueSchedule) and streams (Migrate, health Watch, reflection) are left \
@@ -282,44 +350,52 @@ impl Metrics {
     /// The job families: what became of jobs, and how long they waited for a claim.
     fn register_jobs(&mut self) {
         let r = &mut self.registry;
-        r.register(
+        register(
+            r,
             "dueq_jobs_enqueued",
             "Jobs created by Enqueue, EnqueueBatch and EnqueueFlow (duplicates not counted).",
             self.jobs_enqueued.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_flows_enqueued",
             "Flows of jobs stored by EnqueueFlow (a flow id already stored not counted); \
              their nodes count in dueq_jobs_enqueued.",
             self.flows_enqueued.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_jobs_claimed",
             "Jobs leased to a worker by ClaimJob.",
             self.jobs_claimed.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_jobs_completed",
             "Jobs acked by their worker (AckJob).",
             self.jobs_completed.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_jobs_failed",
             "Failed attempts (FailJob), by what became of the job: retry or dead.",
             self.jobs_failed.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_jobs_lease_expired",
             "Job leases that expired unacked, found by a claim (the job is pending again, \
              or dead when out of attempts).",
             self.jobs_lease_expired.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_job_wait_seconds",
             "Time from when a job became claimable to its claim, in seconds.",
             self.job_wait.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_flow_throttled",
             "Times a claim passed over work held back by a flow limit (docs/flow.md), by \
              reason: concurrency, rate or throttled (a key's lane parked), queue_running \
@@ -331,34 +407,40 @@ impl Metrics {
     /// The queue families, read from Redis when scraped.
     fn register_queues(&mut self) {
         let r = &mut self.registry;
-        r.register(
+        register(
+            r,
             "dueq_queue_jobs",
             "Jobs stored in a queue, by state (read from Redis when scraped).",
             self.queue_jobs.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_queue_oldest_pending_age_seconds",
             "Age of a queue's oldest pending job, in seconds (0 when none is pending).",
             self.queue_oldest.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_queue_paused",
             "1 when the queue is paused (claims skip it).",
             self.queue_paused.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_queue_jobs_removed",
             "Finished jobs of a queue removed so far, by their own retention rule or the \
              server's (read from Redis when scraped; ListQueues `removed`).",
             self.queue_removed.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_flow_key_running",
             "Jobs of a concurrency key leased now, for the 10 keys of a queue with a flow \
              policy that have the most (read from Redis when scraped; ListFlowKeys).",
             self.flow_key_running.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_flow_key_backlog",
             "Ready jobs carrying a flow key, for the 10 keys of a queue with a flow policy \
              that have the most (read from Redis when scraped; ListFlowKeys).",
@@ -370,27 +452,31 @@ impl Metrics {
     /// stored schedules (read from Redis when scraped).
     fn register_schedules(&mut self) {
         let r = &mut self.registry;
-        r.register(
+        register(
+            r,
             "dueq_schedule_occurrences",
             "Schedule occurrences handed out by ClaimDueSchedule.",
             self.occurrences.clone(),
         );
-        r.register(
+        register(r,
             "dueq_schedule_skipped_runs",
             "Schedule runs skipped, by reason (catchup: runs a late claim stepped over; window: older than catchup_window; overlap: held back while an earlier occurrence was outstanding).",
             self.skipped_runs.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_schedule_lateness_seconds",
             "Claim time minus due time of each occurrence handed out, in seconds.",
             self.lateness.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_schedules",
             "Schedules stored, by status: active, or inactive (paused or completed).",
             self.schedules.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_schedules_overdue",
             "Active schedules due more than --overdue-after ago and not yet claimed.",
             self.schedules_overdue.clone(),
@@ -401,39 +487,53 @@ impl Metrics {
     /// version.
     fn register_instance(&mut self) {
         let r = &mut self.registry;
-        r.register(
+        register(
+            r,
             "dueq_longpoll_waiters",
             "Claims waiting for work on this instance, by kind (jobs, schedules).",
             self.longpoll_waiters.clone(),
         );
-        r.register(
+        register(
+            r,
+            "dueq_work_streams",
+            "Work streams open on this instance (each also counts as a jobs long-poll in \
+             dueq_longpoll_waiters while it is open).",
+            self.work_streams.clone(),
+        );
+        register(
+            r,
             "dueq_watch_streams",
             "WatchJob streams open on this instance (capped by --max-watches).",
             self.watch_streams.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_watch_reads",
             "Reads of watched jobs by this instance: one per announced change, \
              (re)subscription or renewal of a watched job, however many streams watch it.",
             self.watch_reads.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_audit_dropped",
             "Audit records this instance could not append to Redis (logged; the audited \
              calls were answered all the same).",
             self.audit_dropped.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_redis_up",
             "1 when this instance's last Redis health probe succeeded.",
             self.redis_up.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_redis_command_duration_seconds",
             "Round trip of one Lua script call to Redis (EVALSHA), in seconds.",
             self.redis_seconds.clone(),
         );
-        r.register(
+        register(
+            r,
             "dueq_build",
             "The running dueq's version.",
             Info::new(VersionLabels {
@@ -550,6 +650,12 @@ impl Metrics {
             .get_or_create_owned(&KindLabels { kind });
         gauge.inc();
         Waiting(gauge)
+    }
+
+    /// Counts an open Work stream until the guard drops.
+    pub(crate) fn work_stream(&self) -> Waiting {
+        self.work_streams.inc();
+        Waiting(self.work_streams.clone())
     }
 
     /// WatchJob streams opened (1) or closed (-1).

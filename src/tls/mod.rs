@@ -1,5 +1,5 @@
 //! gRPC over TLS (`--tls-cert`, `--tls-key`), optionally requiring client
-//! certificates (`--tls-client-ca`), with the files re-read on SIGHUP.
+//! certificates (`--tls-client-ca`), with the files re-read on SIGHUP (`crate::hangup`).
 //!
 //! tonic's own TLS config is fixed when the server starts, so dueq accepts TLS
 //! itself: each new connection is handed to a rustls acceptor built from the config
@@ -24,7 +24,6 @@ use tokio::{
 };
 use tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
-use tokio_util::sync::CancellationToken;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
 pub(crate) use conn::{client_cert_names, TlsConn};
@@ -75,30 +74,6 @@ impl Tls {
     /// An acceptor with the certificates in force now (the console's listener).
     pub(crate) fn acceptor(&self) -> TlsAcceptor {
         TlsAcceptor::from(lock(&self.config).clone())
-    }
-
-    /// Reloads on every SIGHUP until `cancel`.
-    pub(crate) fn reload_on_sighup(self: &Arc<Self>, cancel: CancellationToken) {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut hangups = match signal(SignalKind::hangup()) {
-            Ok(hangups) => hangups,
-            Err(error) => {
-                tracing::error!(%error, "cannot listen for SIGHUP; TLS certificates will not reload");
-                return;
-            }
-        };
-        let tls = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = cancel.cancelled() => return,
-                    received = hangups.recv() => match received {
-                        Some(()) => tls.reload(),
-                        None => return,
-                    },
-                }
-            }
-        });
     }
 
     /// `tcp`'s connections after their TLS handshake. Handshakes run side by side (a

@@ -120,13 +120,15 @@ test("dead letters grouped by error", async () => {
 
 test("retry all dead jobs of a queue, the confirmation accepted", async () => {
   await admin.goto(`${URL_}/ns/${NS}`);
+  await Promise.all([admin.waitForNavigation(), admin.click("table.queues tr[data-queue=emails] td a:text-is('emails')")]);
+  assert.equal(new URL(admin.url()).pathname, `/ns/${NS}/queues/emails`);
+  await shot(admin, "queue");
   let asked = "";
   admin.once("dialog", (dialog) => {
     asked = dialog.message();
     dialog.accept();
   });
-  const row = admin.locator("table.queue-actions tr", { hasText: "emails" });
-  await Promise.all([admin.waitForNavigation(), row.locator("button:text-is('Retry all dead')").click()]);
+  await Promise.all([admin.waitForNavigation(), admin.click("button:text-is('Retry all dead')")]);
   assert.match(asked, /Retry every dead job/);
   const notice = await admin.locator("p.notice").textContent();
   assert.match(notice, /Retried [1-9]\d* dead jobs of emails\./);
@@ -167,6 +169,9 @@ test("a reader sees no retry button and its forged POST is refused", async () =>
   await reader.locator("table.queues").waitFor();
   assert.equal(await reader.locator("button:text-is('Retry all dead')").count(), 0);
   assert.equal(await reader.locator("button:text-is('Pause')").count(), 0);
+  await reader.goto(`${URL_}/ns/${NS}/queues/emails`);
+  assert.equal(await reader.locator("h1").textContent(), "Queue emails");
+  assert.equal(await reader.locator("button").filter({ hasText: /Retry all dead|Pause|Purge/ }).count(), 0);
   // A fetch from the console's own page: same origin, the reader's cookie.
   const status = await reader.evaluate(async (ns) => {
     const answer = await fetch(`/ns/${ns}/queues/emails/pause`, { method: "POST" });

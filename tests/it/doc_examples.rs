@@ -298,6 +298,29 @@ fn the_readme_cli_taste_is_run_with_the_cli_examples() {
     }
 }
 
+/// Pins: the proto's comments, which every generated client shows its users, speak
+/// of behaviour, not of this project's issue numbers.
+#[test]
+fn the_proto_comments_name_no_issue() {
+    let dir = root().join("proto/dueq/v1");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("proto/dueq/v1") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("a proto file");
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let named = lower.match_indices("issue").any(|(at, _)| {
+                let rest = lower[at + 5..].trim_start();
+                rest.starts_with(|c: char| c.is_ascii_digit()) || rest.is_empty()
+            });
+            if named {
+                found.push(format!("{}:{}: {line}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// Pins: docs/dependencies.md's example runs as one bash script, in a folder of its
 /// own, with this build's `dueq` on PATH against a live service: the flow is stored,
 /// `dueq flow get` shows charge pending and the others waiting, and `dueq queues`

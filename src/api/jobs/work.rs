@@ -17,12 +17,14 @@ use super::{
     outcome_code, validate, ApiError, QueueApi,
 };
 use crate::{
-    api::authorize::{self, authorize_scope, Reach},
+    api::authorize::{self, authorize_caller, may_call, Reach, Recheck},
+    auth::{Caller, Scope},
     domain::Namespace,
     jobs::{WorkInput, WorkOptions, WorkOutput},
     proto::{self, work_request::Request as In, work_response::Response as Out},
     rpc::Rpc,
     sync::lock,
+    wire::undecodable,
 };
 
 pub(in crate::api) type WorkStream =
@@ -45,38 +47,29 @@ pub(in crate::api) async fn work(
     rpc: &'static Rpc,
     request: Request<Streaming<proto::WorkRequest>>,
 ) -> Result<WorkStream, ApiError> {
-    let caller = request.extensions().clone();
+    let caller = request.extensions().get::<Caller>().cloned();
+    // The target is in the start: set once it is read.
+    let recheck = Recheck::of(&request, rpc, Scope::Everything, &api.rescue);
     let mut inbound = request.into_inner();
-    let start = match tokio::time::timeout(START_TIMEOUT, inbound.message()).await {
-        Ok(Ok(Some(proto::WorkRequest {
-            request: Some(In::Start(start)),
-        }))) => start,
-        Ok(Err(status)) => {
-            return Err(ApiError::invalid(
-                "start",
-                format!("the stream failed: {}", status.message()),
-            ))
-        }
-        Err(_) => {
-            return Err(ApiError::invalid(
-                "start",
-                format!("the first message must be `start`, within {START_TIMEOUT:?}"),
-            ))
-        }
-        Ok(_) => {
-            return Err(ApiError::invalid(
-                "start",
-                "the first message must be `start`",
-            ))
+    // The role before the message: a caller that may not Work anywhere is refused
+    // whatever its start says (or whether it sends one).
+    let checked = first_message(&mut inbound, rpc).await.and_then(|start| {
+        authorize::namespace("start.namespace", &start.namespace).map(|ns| (start, ns))
+    });
+    let (start, namespace) = match checked {
+        Ok(checked) => checked,
+        Err(invalid) => {
+            may_call(caller.as_ref(), rpc, recheck.via)?;
+            return Err(invalid);
         }
     };
-    let namespace = authorize::namespace("start.namespace", &start.namespace)?;
-    authorize_scope(&caller, rpc, namespace.scope())?;
+    authorize_caller(caller.as_ref(), rpc, namespace.scope(), recheck.via)?;
+    let recheck = recheck.on(namespace.scope());
     let options = options(api, &start)?;
     let (input, inputs) = mpsc::channel(INPUT_BUFFER);
     let (outputs, output) = mpsc::channel(options.capacity + INPUT_BUFFER);
-    // A malformed message ends the stream with INVALID_ARGUMENT naming its field,
-    // after the loop has released the worker's jobs.
+    // A malformed message ends the stream with INVALID_ARGUMENT naming its field (a
+    // revoked caller with its refusal), after the loop has released the worker's jobs.
     let refusal: Arc<Mutex<Option<Status>>> = Arc::default();
     tokio::spawn(read(
         api.clone(),
@@ -84,12 +77,40 @@ pub(in crate::api) async fn work(
         inbound,
         input,
         refusal.clone(),
+        recheck,
     ));
     tokio::spawn(api.jobs.clone().work(namespace, options, inputs, outputs));
     let api = api.clone();
     let replies = ReceiverStream::new(output).map(move |out| reply(&api, out));
     let ending = tokio_stream::once(()).filter_map(move |()| lock(&refusal).take().map(Err));
     Ok(Box::pin(replies.chain(ending)))
+}
+
+/// The stream's first message, which must be its `start`, within [`START_TIMEOUT`].
+async fn first_message(
+    inbound: &mut Streaming<proto::WorkRequest>,
+    rpc: &'static Rpc,
+) -> Result<proto::WorkStart, ApiError> {
+    match tokio::time::timeout(START_TIMEOUT, inbound.message()).await {
+        Ok(Ok(Some(proto::WorkRequest {
+            request: Some(In::Start(start)),
+        }))) => Ok(start),
+        Ok(Err(status)) => {
+            let reason = match undecodable(rpc.method, status.code(), status.message()) {
+                Some(_) => format!("could not be decoded ({})", status.message()),
+                None => format!("the stream failed: {}", status.message()),
+            };
+            Err(ApiError::invalid("start", reason))
+        }
+        Err(_) => Err(ApiError::invalid(
+            "start",
+            format!("the first message must be `start`, within {START_TIMEOUT:?}"),
+        )),
+        Ok(_) => Err(ApiError::invalid(
+            "start",
+            "the first message must be `start`",
+        )),
+    }
 }
 
 fn options(api: &QueueApi, start: &proto::WorkStart) -> Result<WorkOptions, ApiError> {
@@ -132,13 +153,15 @@ fn prefixed(error: ApiError, prefix: &str) -> ApiError {
 }
 
 /// Reads the worker's messages into the loop's input until the worker's side ends or
-/// sends something malformed; either way the input closes, and the loop releases.
+/// sends something malformed or undecodable, or its credential is revoked; either way
+/// the input closes, and the loop releases.
 async fn read(
     api: QueueApi,
     namespace: Namespace,
     mut inbound: Streaming<proto::WorkRequest>,
     input: mpsc::Sender<WorkInput>,
     refusal: Arc<Mutex<Option<Status>>>,
+    recheck: Recheck,
 ) {
     loop {
         let message = tokio::select! {
@@ -148,8 +171,16 @@ async fn read(
         };
         let request = match message {
             Ok(Some(proto::WorkRequest { request })) => request,
-            Ok(None) | Err(_) => return,
+            Ok(None) => return,
+            Err(status) => {
+                *lock(&refusal) = undecodable("Work", status.code(), status.message());
+                return;
+            }
         };
+        if let Some(refused) = recheck.refusal() {
+            *lock(&refusal) = Some(refused);
+            return;
+        }
         match parse(&api, &namespace, request) {
             Ok(parsed) => {
                 if input.send(parsed).await.is_err() {

@@ -266,6 +266,10 @@ fn page_paths(scale: &Scale, ids: &[String]) -> Vec<PagePath> {
         ("page: overview", Box::new(|_| "/".to_owned())),
         ("page: namespace queues", Box::new(|_| format!("/ns/{NS}"))),
         (
+            "page: a queue",
+            Box::new(move |i| format!("/ns/{NS}/queues/q{}", i % queues)),
+        ),
+        (
             "page: jobs list (a queue, pending)",
             Box::new(move |i| format!("/ns/{NS}/jobs?queue=q{}&state=pending", i % queues)),
         ),

@@ -106,10 +106,11 @@ pub(crate) async fn connect(args: &ClientArgs, per_call_timeout: bool) -> Result
         endpoint = endpoint.timeout(args.timeout);
     }
     endpoint = secure(endpoint, &addr, &args.tls)?;
-    let channel = endpoint
-        .connect()
-        .await
-        .map_err(|e| Failure::Unreachable(format!("{addr}: cannot connect: {}", sources(&e))))?;
+    let channel = endpoint.connect().await.map_err(|e| {
+        let cause = sources(&e);
+        let hint = super::tls_hint(&cause);
+        Failure::Unreachable(format!("{addr}: cannot connect: {cause}{hint}"))
+    })?;
     Ok(QueueServiceClient::with_interceptor(channel, Bearer(token))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE))

@@ -62,23 +62,42 @@ impl std::fmt::Display for Failure {
 impl From<tonic::Status> for Failure {
     fn from(status: tonic::Status) -> Self {
         // A call that could not reach the service (or timed out) comes back as a
-        // status too, made on this side, with the transport error as its source.
-        if is_transport(&status) {
-            return Failure::Unreachable(format!(
-                "{}: {}",
-                code_name(status.code()),
-                connect::sources(&status)
-            ));
+        // status too, made on this side, with the transport error as its source (a
+        // status the service sent has none).
+        use std::error::Error;
+        if let Some(cause) = status.source() {
+            // The cause alone: the status's own Display is a dump of its fields.
+            let cause = connect::sources(cause);
+            let hint = tls_hint(&cause);
+            return Failure::Unreachable(format!("{}: {cause}{hint}", code_name(status.code())));
         }
         Failure::Status(status)
     }
 }
 
-/// A status tonic made on the client side from a transport error (the connection
-/// broke, or was never made), not one the service sent.
-fn is_transport(status: &tonic::Status) -> bool {
-    use std::error::Error;
-    status.source().is_some()
+/// What a transport failure says about the client certificate, when it is about
+/// one: the service's TLS alert, or a connection closed right after the handshake
+/// (how a TLS 1.3 server refuses a certificate, or the lack of one, once the client
+/// has already sent its request).
+pub(super) fn tls_hint(cause: &str) -> &'static str {
+    if cause.contains("CertificateRequired") {
+        "; the service requires a client certificate (--tls-cert, --tls-key)"
+    } else if [
+        "BadCertificate",
+        "UnknownCA",
+        "UnknownCa",
+        "CertificateUnknown",
+    ]
+    .iter()
+    .any(|alert| cause.contains(alert))
+    {
+        "; the service did not accept the client certificate (--tls-cert, --tls-key)"
+    } else if cause.ends_with("connection closed") {
+        "; over TLS this is how the service refuses a client certificate it does not \
+         trust, or a missing one (--tls-cert, --tls-key)"
+    } else {
+        ""
+    }
 }
 
 /// Runs one operator command and turns its outcome into the process's exit code.
@@ -154,6 +173,7 @@ fn command_name(command: &OperatorCommand) -> &'static str {
             ScheduleAction::Resume(_) => "schedule resume",
             ScheduleAction::Trigger(_) => "schedule trigger",
             ScheduleAction::NextRun(_) => "schedule next-run",
+            ScheduleAction::Delete(_) => "schedule delete",
         },
         OperatorCommand::Preview(_) => "preview",
         OperatorCommand::Migrate(_) => "migrate",

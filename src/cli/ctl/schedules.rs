@@ -1,6 +1,6 @@
 //! `dueq schedules` (ListSchedules, paged up to --limit), `dueq schedule
-//! show|pause|resume|trigger|next-run` (GetSchedule, PauseSchedule, ResumeSchedule,
-//! TriggerSchedule, SetScheduleNextRun) and `dueq preview`
+//! show|pause|resume|trigger|next-run|delete` (GetSchedule, PauseSchedule,
+//! ResumeSchedule, TriggerSchedule, SetScheduleNextRun, DeleteSchedule) and `dueq preview`
 //! (PreviewSchedule of a cron, an interval or a stored schedule).
 
 use dueq::{
@@ -133,6 +133,7 @@ pub(crate) async fn act(args: ScheduleArgs) -> Result<(), Failure> {
             target,
             ignore_overlap,
         }) => return trigger(target, ignore_overlap).await,
+        ScheduleAction::Delete(target) => return delete(target).await,
         ScheduleAction::NextRun(NextRunScheduleTarget {
             target,
             time,
@@ -206,6 +207,22 @@ async fn trigger(target: ScheduleTarget, ignore_overlap: bool) -> Result<(), Fai
             "triggered {} (occurrence {}, due {due})",
             target.id, answer.occurrence_id
         )
+    });
+    Ok(())
+}
+
+/// `dueq schedule delete`: says which schedule is gone.
+async fn delete(target: ScheduleTarget) -> Result<(), Failure> {
+    let mut client = connect(&target.client, true).await?;
+    client
+        .delete_schedule(proto::DeleteScheduleRequest {
+            namespace: target.namespace.clone(),
+            id: target.id.clone(),
+        })
+        .await?;
+    let doc = json!({ "namespace": target.namespace, "deleted": target.id });
+    emit(target.client.output, doc, || {
+        format!("deleted schedule {}", target.id)
     });
     Ok(())
 }

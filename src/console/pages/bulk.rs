@@ -21,7 +21,7 @@ use crate::{
     auth::Role,
     console::{
         bulk::{Action, Order, Progress, Run},
-        html::{count, enc, page, Answer, Failure, Tab},
+        html::{count, enc, ns_page, Answer, Failure, Tab},
         session::Viewer,
         Console,
     },
@@ -174,7 +174,7 @@ pub(crate) async fn show(
         div #bulk data-live=(live) { (progress_view(&run, &p)) }
         p { a href={ "/ns/" (enc(&ns)) "/jobs?queue=" (enc(&run.queue)) } { "← Jobs of " (run.queue) } }
     } };
-    Ok(page(&viewer, "bulk action", Some((&ns, Tab::Jobs)), body).into_response())
+    ns_page(&viewer, &ns, Tab::Jobs, "bulk action", body)
 }
 
 pub(crate) async fn live(

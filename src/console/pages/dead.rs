@@ -4,18 +4,15 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::{Path, Query, State},
-    response::IntoResponse,
-};
+use axum::extract::{Path, Query, State};
 use maud::html;
 use serde::Deserialize;
 
 use super::{done, queues, readable};
 use crate::{
     console::{
-        grpc::request,
-        html::{action, count, enc, notice, page, time, Answer, Tab},
+        grpc::rpc,
+        html::{action, count, enc, notice, ns_page, time, Answer, Tab},
         session::Viewer,
         Console,
     },
@@ -48,10 +45,8 @@ pub(crate) async fn list(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_dead_groups(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::LIST_DEAD_GROUPS, message)
+        .await?;
     let admin = viewer.may_call("RetryDeadJobs", &ns);
     let body = html! { main {
         h1 { "Dead letters by error" }
@@ -83,13 +78,7 @@ pub(crate) async fn list(
             p.pager { a href={ "/ns/" (enc(&ns)) "/dead?queue=" (enc(&p.queue)) "&page=" (enc(&reply.next_page_token)) } { "Next groups →" } }
         }
     } };
-    Ok(page(
-        &viewer,
-        &format!("{ns} · dead letters"),
-        Some((&ns, Tab::Dead)),
-        body,
-    )
-    .into_response())
+    ns_page(&viewer, &ns, Tab::Dead, "dead letters", body)
 }
 
 pub(crate) async fn act(

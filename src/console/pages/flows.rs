@@ -4,18 +4,15 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use axum::{
-    extract::{Path, Query, State},
-    response::IntoResponse,
-};
+use axum::extract::{Path, Query, State};
 use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::{done, readable};
 use crate::{
     console::{
-        grpc::request,
-        html::{action, enc, notice, page, state_name, time, Answer, Tab},
+        grpc::rpc,
+        html::{action, enc, notice, ns_page, state_name, time, Answer, Tab},
         session::Viewer,
         Console,
     },
@@ -62,10 +59,8 @@ pub(crate) async fn detail(
     };
     let flow = console
         .grpc
-        .queue()
-        .get_flow(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::GET_FLOW, message)
+        .await?;
     let to = |act: &str| format!("/ns/{}/flows/{}/{act}", enc(&ns), enc(&id));
     let body = html! { main {
         h1 { "Flow " span.mono { (flow.flow_id) } " " (flow_state(flow.state)) }
@@ -91,8 +86,7 @@ pub(crate) async fn detail(
             p.pager { a href={ "/ns/" (enc(&ns)) "/flows/" (enc(&id)) "?page=" (enc(&flow.next_page_token)) } { "Next nodes →" } }
         }
     } };
-    let title = format!("{ns} · flow {id}");
-    Ok(page(&viewer, &title, Some((&ns, Tab::Jobs)), body).into_response())
+    ns_page(&viewer, &ns, Tab::Jobs, &format!("flow {id}"), body)
 }
 
 /// Each node's column: one right of its deepest dependency on this page (nodes come
@@ -155,12 +149,14 @@ pub(crate) async fn act(
     Path((ns, id, act)): Path<(String, String, String)>,
 ) -> Answer {
     let back = format!("/ns/{}/flows/{}", enc(&ns), enc(&id));
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let (namespace, flow_id) = (ns.clone(), id.clone());
     match act.as_str() {
         "cancel" => {
             let message = proto::CancelFlowRequest { namespace, flow_id };
-            client.cancel_flow(request(&viewer.caller, message)).await?;
+            client
+                .call(&viewer.caller, rpc::CANCEL_FLOW, message)
+                .await?;
             Ok(done(
                 &back,
                 "Flow cancelled: its unfinished nodes end cancelled.",
@@ -168,7 +164,9 @@ pub(crate) async fn act(
         }
         "retry" => {
             let message = proto::RetryFlowRequest { namespace, flow_id };
-            client.retry_flow(request(&viewer.caller, message)).await?;
+            client
+                .call(&viewer.caller, rpc::RETRY_FLOW, message)
+                .await?;
             Ok(done(&back, "Flow retried: its failed nodes run again."))
         }
         _ => Ok(super::not_found().await),

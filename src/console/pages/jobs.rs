@@ -14,8 +14,8 @@ use serde::Deserialize;
 use super::{done, readable, Fields};
 use crate::{
     console::{
-        grpc::request,
-        html::{action, badge, enc, notice, page, state_name, time, Answer, Failure, Tab},
+        grpc::rpc,
+        html::{action, badge, enc, notice, ns_page, state_name, time, Answer, Failure, Tab},
         session::Viewer,
         Console,
     },
@@ -58,15 +58,6 @@ const STATES: [&str; 8] = [
     "skipped",
 ];
 
-fn frame(viewer: &Viewer, ns: &str, title: &str, body: Markup) -> Markup {
-    page(
-        viewer,
-        &format!("{ns} · {title}"),
-        Some((ns, Tab::Jobs)),
-        body,
-    )
-}
-
 pub(crate) async fn list(
     State(console): State<Arc<Console>>,
     viewer: Viewer,
@@ -88,7 +79,7 @@ pub(crate) async fn list(
                 li { a href={ "/ns/" (enc(&ns)) "/jobs?queue=" (enc(&q.info.queue)) } { (q.info.queue) } }
             } }
         } };
-        return Ok(frame(&viewer, &ns, "jobs", body).into_response());
+        return ns_page(&viewer, &ns, Tab::Jobs, "jobs", body);
     }
     let filter = Filter::from_fields(&Fields::of(raw.unwrap_or_default().as_bytes()))?;
     listing(&console, &viewer, &ns, &p, &filter).await
@@ -127,10 +118,8 @@ async fn listing(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_jobs(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::LIST_JOBS, message)
+        .await?;
     let base = format!("/ns/{}/jobs?queue={}", enc(ns), enc(&p.queue));
     let here = format!("{base}&state={}{}", enc(&p.state), filter.query());
     let body = html! { main {
@@ -157,7 +146,7 @@ async fn listing(
         (enqueue_form(viewer, ns, &p.queue))
         (recent_runs(console, ns))
     } };
-    Ok(frame(viewer, ns, "jobs", body).into_response())
+    ns_page(viewer, ns, Tab::Jobs, "jobs", body)
 }
 
 fn filter_form(ns: &str, p: &ListParams, filter: &Filter) -> Markup {
@@ -225,10 +214,8 @@ pub(crate) async fn enqueue(
     };
     let reply = console
         .grpc
-        .queue()
-        .enqueue(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::ENQUEUE, message)
+        .await?;
     let to = format!("/ns/{}/jobs/{}", enc(&ns), enc(&reply.job_id));
     Ok(done(&to, &format!("Enqueued {}.", reply.job_id)))
 }
@@ -425,10 +412,8 @@ pub(crate) async fn detail(
     };
     let reply = console
         .grpc
-        .queue()
-        .get_job(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::GET_JOB, message)
+        .await?;
     let job = reply
         .job
         .ok_or_else(|| Failure(tonic::Status::not_found(format!("job {id:?} not found"))))?;
@@ -447,7 +432,7 @@ pub(crate) async fn detail(
         }
         @if !job.result.is_empty() { h2 { "Result" } (bytes_view(&job.result)) }
     } };
-    Ok(frame(&viewer, &ns, &job.job_id, body).into_response())
+    ns_page(&viewer, &ns, Tab::Jobs, &job.job_id, body)
 }
 
 fn facts(ns: &str, job: &proto::Job) -> Markup {
@@ -559,34 +544,37 @@ pub(crate) async fn act(
     Path((ns, id, act)): Path<(String, String, String)>,
 ) -> Answer {
     let back = format!("/ns/{}/jobs/{}", enc(&ns), enc(&id));
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let caller = &viewer.caller;
     let (namespace, job_id) = (ns.clone(), id.clone());
     match act.as_str() {
         "retry" => {
             client
-                .retry_job(request(
+                .call(
                     caller,
+                    rpc::RETRY_JOB,
                     proto::RetryJobRequest { namespace, job_id },
-                ))
+                )
                 .await?;
             Ok(done(&back, "Retried: the job is pending again."))
         }
         "cancel" => {
             client
-                .cancel_job(request(
+                .call(
                     caller,
+                    rpc::CANCEL_JOB,
                     proto::CancelJobRequest { namespace, job_id },
-                ))
+                )
                 .await?;
             Ok(done(&back, "Cancel requested."))
         }
         "delete" => {
             client
-                .delete_job(request(
+                .call(
                     caller,
+                    rpc::DELETE_JOB,
                     proto::DeleteJobRequest { namespace, job_id },
-                ))
+                )
                 .await?;
             Ok(done(
                 &format!("/ns/{}/jobs", enc(&ns)),
@@ -612,15 +600,14 @@ async fn clone_job(
     ns: &str,
     id: &str,
 ) -> Result<String, Failure> {
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let message = proto::GetJobRequest {
         namespace: ns.to_owned(),
         job_id: id.to_owned(),
     };
     let job = client
-        .get_job(request(&viewer.caller, message))
+        .call(&viewer.caller, rpc::GET_JOB, message)
         .await?
-        .into_inner()
         .job
         .ok_or_else(|| Failure(tonic::Status::not_found(format!("job {id:?} not found"))))?;
     let message = proto::EnqueueRequest {
@@ -639,9 +626,6 @@ async fn clone_job(
         cost: Some(job.cost),
         ..Default::default()
     };
-    let reply = client
-        .enqueue(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+    let reply = client.call(&viewer.caller, rpc::ENQUEUE, message).await?;
     Ok(reply.job_id)
 }

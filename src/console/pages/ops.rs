@@ -4,18 +4,15 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::{Path, Query, State},
-    response::IntoResponse,
-};
+use axum::extract::{Path, Query, State};
 use maud::html;
 use serde::Deserialize;
 
 use super::readable;
 use crate::{
     console::{
-        grpc::request,
-        html::{enc, ms_of, page, span, time, Answer, Tab},
+        grpc::rpc,
+        html::{enc, ms_of, ns_page, span, time, Answer, Tab},
         session::Viewer,
         Console,
     },
@@ -53,10 +50,8 @@ pub(crate) async fn workers(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_workers(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::LIST_WORKERS, message)
+        .await?;
     let now = reply
         .workers
         .iter()
@@ -98,13 +93,7 @@ pub(crate) async fn workers(
         }
         @if reply.expiring_leases.is_empty() { p.muted { "No job is leased." } }
     } };
-    Ok(page(
-        &viewer,
-        &format!("{ns} · workers"),
-        Some((&ns, Tab::Workers)),
-        body,
-    )
-    .into_response())
+    ns_page(&viewer, &ns, Tab::Workers, "workers", body)
 }
 
 pub(crate) async fn audit(
@@ -121,10 +110,8 @@ pub(crate) async fn audit(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_audit_events(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::LIST_AUDIT_EVENTS, message)
+        .await?;
     let body = html! { main {
         h1 { "Audit" }
         p.muted { "Operator actions on this namespace, newest first: from the console and from gRPC." }
@@ -146,11 +133,5 @@ pub(crate) async fn audit(
             p.pager { a href={ "/ns/" (enc(&ns)) "/audit?page=" (enc(&reply.next_page_token)) } { "Older →" } }
         }
     } };
-    Ok(page(
-        &viewer,
-        &format!("{ns} · audit"),
-        Some((&ns, Tab::Audit)),
-        body,
-    )
-    .into_response())
+    ns_page(&viewer, &ns, Tab::Audit, "audit", body)
 }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::queues::{queue_table_rows, Sort};
 use crate::console::{
-    grpc::request,
+    grpc::rpc,
     html::{count, enc, notice, page as frame, span, Answer},
     sampler::{QueueRow, Snapshot, MAX_OVERDUE},
     session::Viewer,
@@ -51,14 +51,10 @@ async fn namespaces(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_namespaces(request(&viewer.caller, message))
+        .call(&viewer.caller, rpc::LIST_NAMESPACES, message)
         .await;
     match reply {
-        Ok(reply) => {
-            let reply = reply.into_inner();
-            Ok((reply.namespaces, reply.next_page_token))
-        }
+        Ok(reply) => Ok((reply.namespaces, reply.next_page_token)),
         // Listing every namespace needs a principal of `*`; one of named namespaces
         // sees those (a wildcard one such as `team-*` opens /ns/NAME directly).
         Err(status) if status.code() == tonic::Code::PermissionDenied => {

@@ -5,10 +5,7 @@ use std::{convert::Infallible, sync::Arc};
 
 use axum::{
     extract::{Path, Query, State},
-    response::{
-        sse::{Event, KeepAlive, Sse},
-        IntoResponse,
-    },
+    response::sse::{Event, KeepAlive, Sse},
 };
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -19,8 +16,8 @@ use tokio_stream::wrappers::WatchStream;
 use super::{done, readable, Fields};
 use crate::{
     console::{
-        grpc::request,
-        html::{action, count, enc, notice, page as frame, span, Answer, Failure, Tab},
+        grpc::rpc,
+        html::{action, count, enc, notice, ns_page, span, Answer, Failure, Tab},
         sampler::{QueueRow, Snapshot, MAX_OVERDUE, MAX_QUEUES},
         session::Viewer,
         Console,
@@ -108,7 +105,7 @@ pub(crate) fn queue_table_rows(rows: &[(&str, &QueueRow)], with_ns: bool) -> Mar
                     @let base = format!("/ns/{}/jobs?queue={}", enc(ns), enc(&q.info.queue));
                     tr class=[(q.info.dead > 0).then_some("hot")] data-queue=(q.info.queue) {
                         @if with_ns { td { a href={ "/ns/" (enc(ns)) } { (ns) } } }
-                        td { a href=(base) { (q.info.queue) } }
+                        td { a href={ "/ns/" (enc(ns)) "/queues/" (enc(&q.info.queue)) } { (q.info.queue) } }
                         td.num { a href={ (base) "&state=pending" } { (count(q.info.pending)) } }
                         td.num { a href={ (base) "&state=delayed" } { (count(q.info.delayed)) } }
                         td.num { a href={ (base) "&state=active" } { (count(q.info.active)) } }
@@ -164,38 +161,78 @@ fn content(ns: &str, s: &Snapshot, sort: Sort, viewer: &Viewer) -> Markup {
         (queue_table_rows(&rows, false))
         @if s.truncated { p.muted { "Only the first " (MAX_QUEUES) " queues are shown." } }
         @if viewer.may_call("PauseQueue", ns) {
-            h2 { "Act on a queue" }
-            (actions(ns, &rows))
+            p.muted { "Open a queue to pause or resume it, retry its dead jobs or purge it." }
         }
     }
 }
 
-fn actions(ns: &str, rows: &[(&str, &QueueRow)]) -> Markup {
-    html! {
-        table.queue-actions {
-            thead { tr { th { "Queue" } th { "Claims" } th { "Dead jobs" } th { "Purge (type the queue's name to confirm)" } } }
-            tbody {
-                @for (_, q) in rows {
-                    @let to = |act: &str| format!("/ns/{}/queues/{}/{act}", enc(ns), enc(&q.info.queue));
-                    tr {
-                        td { (q.info.queue) }
-                        td {
-                            @if q.info.paused { (action(&to("resume"), "Resume", None)) }
-                            @else { (action(&to("pause"), "Pause", Some("Pause claims of this queue? Enqueues still land."))) }
-                        }
-                        td { (action(&to("retry-dead"), "Retry all dead", Some("Retry every dead job of this queue?"))) }
-                        td {
-                            form.inline method="post" action=(to("purge")) data-confirm="Delete these jobs? This cannot be undone." {
-                                select name="state" aria-label="state to purge" {
-                                    option value="dead" { "dead" } option value="pending" { "pending" } option value="delayed" { "delayed" }
-                                }
-                                input name="confirm" placeholder=(q.info.queue) aria-label="type the queue name" required;
-                                button.danger type="submit" { "Purge" }
-                            }
-                        }
-                    }
-                }
+/// One queue's counts from the namespace's latest sample, and (for those who may)
+/// its actions: pause or resume, retry every dead job, purge a state behind the
+/// queue's typed name. The namespace page links here, so it carries no forms of its
+/// own (1,000 queues' forms made it 1.5 MB).
+pub(crate) async fn queue(
+    State(console): State<Arc<Console>>,
+    viewer: Viewer,
+    Path((ns, queue)): Path<(String, String)>,
+    Query(params): Query<Params>,
+) -> Answer {
+    readable(&viewer, &ns)?;
+    let snapshot = console.samplers.snapshot(&ns).await.unwrap_or_default();
+    let row = snapshot.queues.iter().find(|q| q.info.queue == queue);
+    let jobs = format!("/ns/{}/jobs?queue={}", enc(&ns), enc(&queue));
+    let body = html! {
+        main {
+            h1 { "Queue " (queue) }
+            (notice(params.notice.as_deref()))
+            @match row {
+                Some(q) => (queue_cards(q, &jobs)),
+                None => p.muted { "The namespace's latest sample has no such queue: it holds no jobs, or it is past the first " (MAX_QUEUES) " queues." },
             }
+            p { a href=(jobs) { "Its jobs" } " · " a href={ "/ns/" (enc(&ns)) "/dead" } { "Dead letters by error" } }
+            @if viewer.may_call("PauseQueue", &ns) {
+                h2 { "Act on the queue" }
+                (queue_actions(&ns, &queue, row.is_some_and(|q| q.info.paused)))
+            }
+        }
+    };
+    ns_page(&viewer, &ns, Tab::Queues, &queue, body)
+}
+
+fn queue_cards(q: &QueueRow, jobs: &str) -> Markup {
+    let by_state =
+        |state: &str, n: u64| html! { a href={ (jobs) "&state=" (state) } { (count(n)) } };
+    html! {
+        div.cards {
+            div.card { "Pending" b #queue-pending { (by_state("pending", q.info.pending)) } }
+            div.card { "Delayed" b { (by_state("delayed", q.info.delayed)) } }
+            div.card { "Active" b { (by_state("active", q.info.active)) } }
+            div.card { "Waiting" b { (by_state("waiting", q.info.waiting)) } }
+            div.card { "Dead" b #queue-dead { (by_state("dead", q.info.dead)) } }
+            div.card { "Oldest pending" b { @if q.oldest_pending_ms() > 0 { (span(q.oldest_pending_ms())) } @else { "—" } } }
+            div.card { "Enqueued/min" b { (format!("{:.1}", q.enqueue_rate)) } }
+            div.card { "Completed/min" b { (format!("{:.1}", q.complete_rate)) } }
+            div.card { "Failed/min" b { (format!("{:.1}", q.fail_rate)) } }
+            div.card { "Claims" b { @if q.info.paused { span.badge.paused { "paused" } } @else { "running" } } }
+        }
+    }
+}
+
+fn queue_actions(ns: &str, queue: &str, paused: bool) -> Markup {
+    let to = |act: &str| format!("/ns/{}/queues/{}/{act}", enc(ns), enc(queue));
+    html! {
+        div.actions {
+            @if paused { (action(&to("resume"), "Resume", None)) }
+            @else { (action(&to("pause"), "Pause", Some("Pause claims of this queue? Enqueues still land."))) }
+            (action(&to("retry-dead"), "Retry all dead", Some("Retry every dead job of this queue?")))
+        }
+        form.inline method="post" action=(to("purge")) data-confirm="Delete these jobs? This cannot be undone." {
+            "Purge "
+            select name="state" aria-label="state to purge" {
+                option value="dead" { "dead" } option value="pending" { "pending" } option value="delayed" { "delayed" }
+            }
+            " jobs: type the queue's name to confirm "
+            input name="confirm" placeholder=(queue) aria-label="type the queue name" required;
+            button.danger type="submit" { "Purge" }
         }
     }
 }
@@ -220,16 +257,7 @@ pub(crate) async fn page(
             div #queues data-live=(live) { (content(&ns, &snapshot, params.sort, &viewer)) }
         }
     };
-    Ok(page_frame(&viewer, &ns, body).into_response())
-}
-
-fn page_frame(viewer: &Viewer, ns: &str, body: Markup) -> Markup {
-    frame(
-        viewer,
-        &format!("{ns} · queues"),
-        Some((ns, Tab::Queues)),
-        body,
-    )
+    ns_page(&viewer, &ns, Tab::Queues, "queues", body)
 }
 
 /// The queues' live stream: the content again at every sample of the namespace.
@@ -261,8 +289,8 @@ pub(crate) async fn act(
     Path((ns, queue, act)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Answer {
-    let back = format!("/ns/{}", enc(&ns));
-    let mut client = console.grpc.queue();
+    let back = format!("/ns/{}/queues/{}", enc(&ns), enc(&queue));
+    let client = &console.grpc;
     let caller = &viewer.caller;
     let (namespace, q) = (ns.clone(), queue.clone());
     let notice = match act.as_str() {
@@ -271,7 +299,7 @@ pub(crate) async fn act(
                 namespace,
                 queue: q,
             };
-            client.pause_queue(request(caller, message)).await?;
+            client.call(caller, rpc::PAUSE_QUEUE, message).await?;
             format!("Paused queue {queue}.")
         }
         "resume" => {
@@ -279,7 +307,7 @@ pub(crate) async fn act(
                 namespace,
                 queue: q,
             };
-            client.resume_queue(request(caller, message)).await?;
+            client.call(caller, rpc::RESUME_QUEUE, message).await?;
             format!("Resumed queue {queue}.")
         }
         "retry-dead" => retry_dead(&console, &viewer, &ns, &queue, "").await?,
@@ -298,7 +326,7 @@ pub(crate) async fn retry_dead(
     queue: &str,
     fingerprint: &str,
 ) -> Result<String, Failure> {
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let mut retried = 0u64;
     for _ in 0..MAX_BATCHES {
         let message = proto::RetryDeadJobsRequest {
@@ -308,9 +336,8 @@ pub(crate) async fn retry_dead(
             error_fingerprint: fingerprint.to_owned(),
         };
         let reply = client
-            .retry_dead_jobs(request(&viewer.caller, message))
-            .await?
-            .into_inner();
+            .call(&viewer.caller, rpc::RETRY_DEAD_JOBS, message)
+            .await?;
         retried += u64::from(reply.retried);
         if !reply.more {
             return Ok(format!("Retried {retried} dead jobs of {queue}."));
@@ -356,7 +383,7 @@ pub(crate) async fn purge_state(
     state: JobState,
     fingerprint: &str,
 ) -> Result<String, Failure> {
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let mut purged = 0u64;
     for _ in 0..MAX_BATCHES {
         let message = proto::PurgeJobsRequest {
@@ -367,9 +394,8 @@ pub(crate) async fn purge_state(
             error_fingerprint: fingerprint.to_owned(),
         };
         let reply = client
-            .purge_jobs(request(&viewer.caller, message))
-            .await?
-            .into_inner();
+            .call(&viewer.caller, rpc::PURGE_JOBS, message)
+            .await?;
         purged += u64::from(reply.purged);
         if !reply.more {
             return Ok(format!(

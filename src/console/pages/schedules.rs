@@ -4,10 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::{Path, Query, State},
-    response::IntoResponse,
-};
+use axum::extract::{Path, Query, State};
 use bytes::Bytes;
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -15,8 +12,8 @@ use serde::Deserialize;
 use super::{done, readable, Fields};
 use crate::{
     console::{
-        grpc::request,
-        html::{action, badge, enc, notice, page, span, time, Answer, Failure, Tab},
+        grpc::rpc,
+        html::{action, badge, enc, notice, ns_page, span, time, Answer, Failure, Tab},
         session::Viewer,
         Console,
     },
@@ -31,15 +28,6 @@ pub(crate) struct Params {
     #[serde(default)]
     page: String,
     notice: Option<String>,
-}
-
-fn frame(viewer: &Viewer, ns: &str, title: &str, body: Markup) -> Markup {
-    page(
-        viewer,
-        &format!("{ns} · {title}"),
-        Some((ns, Tab::Schedules)),
-        body,
-    )
 }
 
 fn timing(s: &proto::Schedule) -> String {
@@ -79,10 +67,8 @@ pub(crate) async fn list(
     };
     let reply = console
         .grpc
-        .queue()
-        .list_schedules(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::LIST_SCHEDULES, message)
+        .await?;
     let body = html! { main {
         h1 { "Schedules" }
         (notice(p.notice.as_deref()))
@@ -105,7 +91,7 @@ pub(crate) async fn list(
             p.pager { a href={ "/ns/" (enc(&ns)) "/schedules?page=" (enc(&reply.next_page_token)) } { "Next page →" } }
         }
     } };
-    Ok(frame(&viewer, &ns, "schedules", body).into_response())
+    ns_page(&viewer, &ns, Tab::Schedules, "schedules", body)
 }
 
 pub(crate) async fn detail(
@@ -115,15 +101,14 @@ pub(crate) async fn detail(
     Query(p): Query<Params>,
 ) -> Answer {
     readable(&viewer, &ns)?;
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let message = proto::GetScheduleRequest {
         namespace: ns.clone(),
         id: id.clone(),
     };
     let reply = client
-        .get_schedule(request(&viewer.caller, message))
-        .await?
-        .into_inner();
+        .call(&viewer.caller, rpc::GET_SCHEDULE, message)
+        .await?;
     let schedule = reply.schedule.ok_or_else(|| {
         Failure(tonic::Status::not_found(format!(
             "schedule {id:?} not found"
@@ -137,9 +122,9 @@ pub(crate) async fn detail(
     };
     // A paused or finished schedule has no next fire times: the page says so.
     let fires = client
-        .preview_schedule(request(&viewer.caller, preview))
+        .call(&viewer.caller, rpc::PREVIEW_SCHEDULE, preview)
         .await
-        .map(|r| r.into_inner().fire_times);
+        .map(|r| r.fire_times);
     let body = html! { main {
         h1 { "Schedule " span.mono { (schedule.id) } " " (badge(status(&schedule))) }
         (notice(p.notice.as_deref()))
@@ -150,7 +135,7 @@ pub(crate) async fn detail(
         h2 { "Recent runs" }
         (runs(&reply.recent_runs))
     } };
-    Ok(frame(&viewer, &ns, &schedule.id, body).into_response())
+    ns_page(&viewer, &ns, Tab::Schedules, &schedule.id, body)
 }
 
 fn facts(s: &proto::Schedule) -> Markup {
@@ -258,7 +243,7 @@ pub(crate) async fn act(
 ) -> Answer {
     let back = format!("/ns/{}/schedules/{}", enc(&ns), enc(&id));
     let form = Fields::of(&body);
-    let mut client = console.grpc.queue();
+    let client = &console.grpc;
     let caller = &viewer.caller;
     let (namespace, sid) = (ns.clone(), id.clone());
     let notice = match act.as_str() {
@@ -268,32 +253,31 @@ pub(crate) async fn act(
                 id: sid,
                 ignore_overlap: false,
             };
-            let reply = client
-                .trigger_schedule(request(caller, message))
-                .await?
-                .into_inner();
+            let reply = client.call(caller, rpc::TRIGGER_SCHEDULE, message).await?;
             format!("Triggered: occurrence {}.", reply.occurrence_id)
         }
         "pause" => {
             let note = form.get("note").unwrap_or_default().to_owned();
             client
-                .pause_schedule(request(
+                .call(
                     caller,
+                    rpc::PAUSE_SCHEDULE,
                     proto::PauseScheduleRequest {
                         namespace,
                         id: sid,
                         note,
                     },
-                ))
+                )
                 .await?;
             "Paused.".to_owned()
         }
         "resume" => {
             client
-                .resume_schedule(request(
+                .call(
                     caller,
+                    rpc::RESUME_SCHEDULE,
                     proto::ResumeScheduleRequest { namespace, id: sid },
-                ))
+                )
                 .await?;
             "Resumed.".to_owned()
         }
@@ -304,10 +288,7 @@ pub(crate) async fn act(
                 start_time: Some(utc("start", form.get("start"))?),
                 end_time: Some(utc("end", form.get("end"))?),
             };
-            let reply = client
-                .backfill_schedule(request(caller, message))
-                .await?
-                .into_inner();
+            let reply = client.call(caller, rpc::BACKFILL_SCHEDULE, message).await?;
             format!(
                 "Backfill: {} slots in range, {} added, {} waiting.",
                 reply.slots, reply.added, reply.waiting

@@ -42,6 +42,18 @@ const TOOLS: &[Tool] = &[
         install: "python3 -m pip install grpcio grpcio-tools",
     },
     Tool {
+        name: "docker-compose",
+        program: "docker-compose",
+        probe: &["version"],
+        install: "apt-get install docker-compose (Debian/Ubuntu)",
+    },
+    Tool {
+        name: "promtool",
+        program: "promtool",
+        probe: &["--version"],
+        install: "apt-get install --no-install-recommends prometheus (Debian/Ubuntu)",
+    },
+    Tool {
         name: "script",
         program: "script",
         probe: &["--version"],

@@ -98,12 +98,20 @@ async fn a_reader_cannot_act_and_an_admin_can() {
     let page = console
         .page_until("/ns/shop", Some(&reader), "data-queue=\"emails\"")
         .await;
-    for button in [">Pause<", ">Retry all dead<", ">Purge<", "/queues/emails/"] {
-        assert!(
-            !page.body.contains(button),
-            "a reader sees {button}: {}",
-            page.body
-        );
+    let queue = console
+        .http
+        .get("/ns/shop/queues/emails", Some(&reader))
+        .await;
+    assert_eq!(queue.status, 200, "{queue:?}");
+    assert!(queue.body.contains("Queue emails"), "{}", queue.body);
+    for page in [&page, &queue] {
+        for button in [">Pause<", ">Retry all dead<", ">Purge<", "/queues/emails/"] {
+            assert!(
+                !page.body.contains(button),
+                "a reader sees {button}: {}",
+                page.body
+            );
+        }
     }
     let dead = console
         .http
@@ -146,8 +154,13 @@ async fn a_reader_cannot_act_and_an_admin_can() {
     assert_eq!(retry.status, 403, "{retry:?}");
 
     let admin = console.sign_in("admin").await;
-    let page = console.http.get("/ns/shop", Some(&admin)).await;
-    assert!(page.body.contains(">Pause<"), "{}", page.body);
+    let page = console
+        .http
+        .get("/ns/shop/queues/emails", Some(&admin))
+        .await;
+    for button in [">Pause<", ">Retry all dead<", ">Purge<"] {
+        assert!(page.body.contains(button), "{button}: {}", page.body);
+    }
     let pause = console
         .http
         .post_form("/ns/shop/queues/emails/pause", "", Some(&admin))

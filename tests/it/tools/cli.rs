@@ -284,8 +284,8 @@ async fn schedules_show_the_target() {
 }
 
 /// Pins: `dueq schedules --output json` lists schedules in id order (with
-/// --status), and `dueq schedule pause|resume|show` change and show one, as the
-/// service then reports it.
+/// --status), and `dueq schedule pause|resume|show|delete` change and show one, as
+/// the service then reports it (a second delete: NOT_FOUND, exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schedules_json_and_schedule_pause_resume() {
     let redis = Redis::start().await;
@@ -386,6 +386,32 @@ async fn schedules_json_and_schedule_pause_resume() {
         rfc3339(&stored.next_run_time).as_deref()
     );
     assert_eq!(shown["schedule"]["payload_base64"], json!(""));
+
+    let deleted = json_of(&dueq(
+        &service,
+        &["schedule", "delete", "-n", "ns", "a-nightly", "-o", "json"],
+    ));
+    assert_eq!(
+        deleted,
+        json!({ "namespace": "ns", "deleted": "a-nightly" })
+    );
+    let gone = client
+        .get_schedule(proto::GetScheduleRequest {
+            namespace: "ns".into(),
+            id: "a-nightly".into(),
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+    let (code, err) = failure(&dueq(
+        &service,
+        &["schedule", "delete", "-n", "ns", "a-nightly"],
+    ));
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("dueq schedule delete: NOT_FOUND: "),
+        "{err}"
+    );
 }
 
 /// A timestamp as the CLI prints it.
@@ -792,6 +818,13 @@ async fn tls_client_certificate_and_token() {
         stdout(&out)
     );
     assert!(!stderr(&out).contains(token));
+    // One sentence that says what is wrong, not a dump of the error's structure.
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("client certificate") && !err.contains("Custom {") && !err.contains("kind:"),
+        "{err}"
+    );
     // The same connection from the variables the client libraries read too.
     let out = dueq_with(
         &["schedules", "-n", "ns", "-o", "json"],
@@ -812,8 +845,8 @@ async fn tls_client_certificate_and_token() {
 
 /// The state of the README's grpcurl tour that docs/cli.md's examples read: in `shop`,
 /// queue `emails`, digest-alice dead ("mailbox full") and welcome-alice pending, and
-/// export-7 of queue `exports` held by a worker; in `billing`, the schedule
-/// nightly-invoices.
+/// export-7 of queue `exports` held by a worker; in `billing`, the schedules
+/// nightly-invoices and quarterly-report.
 async fn readme_state(client: &mut Client) {
     let shop = |id: &str, name: &str| proto::EnqueueRequest {
         namespace: "shop".into(),
@@ -861,6 +894,13 @@ async fn readme_state(client: &mut Client) {
     let mut nightly = cron("nightly-invoices", "0 3 * * *", "Europe/Berlin");
     nightly.job_name = "invoices.run".into();
     upsert(client, "billing", nightly).await;
+    // For `dueq schedule delete`.
+    upsert(
+        client,
+        "billing",
+        cron("quarterly-report", "0 6 1 1,4,7,10 *", "UTC"),
+    )
+    .await;
 }
 
 /// Pins: every CLI example in docs/cli.md runs, in order, against a live service
@@ -873,7 +913,7 @@ async fn every_cli_doc_example_runs() {
     let mut client = service.client().await;
     readme_state(&mut client).await;
     let commands = crate::doc_examples::commands_between("cli-examples");
-    assert_eq!(commands.len(), 30, "{commands:#?}");
+    assert_eq!(commands.len(), 31, "{commands:#?}");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
         .parent()
         .expect("the binary's folder")
@@ -1059,6 +1099,15 @@ async fn every_cli_doc_example_runs() {
         audit.contains("PauseQueue") && audit.contains("queue:emails"),
         "{audit}"
     );
+    assert_eq!(outputs[30].trim(), "deleted schedule quarterly-report");
+    let gone = client
+        .get_schedule(proto::GetScheduleRequest {
+            namespace: "billing".into(),
+            id: "quarterly-report".into(),
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
 }
 
 /// Pins: a Migrate that reports records it could not use still prints its summary

@@ -419,23 +419,95 @@ fn the_dashboard_queries_only_documented_metrics() {
     for panel in dashboard["panels"].as_array().expect("panels") {
         for target in panel["targets"].as_array().expect("targets") {
             let expr = target["expr"].as_str().expect("expr");
-            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-                if !(word.starts_with("dueq_") || word.starts_with("grpc_server_")) {
-                    continue;
-                }
-                let family = ["_bucket", "_sum", "_count"]
-                    .iter()
-                    .find_map(|suffix| word.strip_suffix(suffix))
-                    .unwrap_or(word);
+            for family in families_in(expr) {
                 assert!(
                     documented.contains(&family),
-                    "the dashboard queries {word}, which docs/operations.md does not list"
+                    "the dashboard queries {family}, which docs/operations.md does not list"
                 );
                 queried += 1;
             }
         }
     }
     assert!(queried >= 16, "{queried}");
+}
+
+/// The metric names in `text`'s expressions (dueq's, the RPC families', process_*),
+/// each without its histogram suffix.
+fn families_in(expr: &str) -> Vec<&str> {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| {
+            ["dueq_", "grpc_server_", "process_"]
+                .iter()
+                .any(|p| w.starts_with(p))
+        })
+        .map(|w| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| w.strip_suffix(suffix))
+                .unwrap_or(w)
+        })
+        .collect()
+}
+
+/// Every metric the shipped alert rules (deploy/prometheus/alerts.yml) query is one
+/// docs/operations.md's metric table lists, and each of the five alerts is there.
+#[test]
+fn the_alert_rules_query_only_documented_metrics() {
+    let documented: Vec<&str> = crate::doc_examples::between("metrics-table")
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|line| line.split('`').next())
+        .collect();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus/alerts.yml");
+    let rules = std::fs::read_to_string(path).expect("alerts.yml");
+    let mut queried = 0;
+    for family in families_in(&rules) {
+        assert!(
+            documented.contains(&family),
+            "alerts.yml queries {family}, which docs/operations.md does not list"
+        );
+        queried += 1;
+    }
+    assert!(queried >= 7, "{queried}");
+    for alert in [
+        "DueqQueueBackingUp",
+        "DueqOldestPendingTooOld",
+        "DueqScheduleOverdue",
+        "DueqDeadJobsRising",
+        "DueqRedisDown",
+    ] {
+        assert!(
+            rules.contains(&format!("alert: {alert}\n")),
+            "{alert} missing"
+        );
+    }
+}
+
+/// Pins, with Prometheus's own checker: the rules load (`promtool check rules`), and
+/// each alert fires on the series that should raise it and stays quiet on healthy
+/// ones (`promtool test rules deploy/prometheus/alerts.test.yml`).
+#[test]
+#[ignore = "needs promtool"]
+fn promtool_checks_and_tests_the_alert_rules() {
+    tools::require("promtool");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/prometheus");
+    for args in [
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts.test.yml"],
+    ] {
+        let out = std::process::Command::new("promtool")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run promtool");
+        assert!(
+            out.status.success(),
+            "promtool {}:\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// A replica that never served a namespace still reports its queue and schedule
@@ -573,4 +645,71 @@ async fn waiting_flow_nodes_are_a_queue_state_gauge() {
         s.value("dueq_queue_jobs{namespace=\"ns\",queue=\"w\",state=\"pending\"}"),
         2.0
     );
+}
+
+/// Pins: a fresh service's first scrape already holds every RPC's families at zero
+/// (started, handled by each code, handling seconds: go-grpc-prometheus's
+/// pre-registration), the long-poll waiters of both kinds and the Work streams at
+/// zero, and the process_* metrics of a Prometheus client; every HELP line ends in
+/// one period.
+#[tokio::test]
+async fn the_first_scrape_has_zeroed_families_process_metrics_and_clean_help() {
+    let redis = Redis::start().await;
+    let (_service, metrics) = start(&redis, |_| {}).await;
+    let first = scrape(&metrics).await;
+    let has = |series: &str| first.samples.contains_key(series);
+    for series in [
+        format!("grpc_server_started_total{{{ENQUEUE}}}"),
+        format!("grpc_server_handled_total{{{ENQUEUE},grpc_code=\"Unavailable\"}}"),
+        format!("grpc_server_handled_total{{{CLAIM},grpc_code=\"OK\"}}"),
+        format!("grpc_server_handling_seconds_count{{{ENQUEUE}}}"),
+        "dueq_longpoll_waiters{kind=\"jobs\"}".to_owned(),
+        "dueq_longpoll_waiters{kind=\"schedules\"}".to_owned(),
+        "dueq_work_streams".to_owned(),
+    ] {
+        assert!(has(&series), "{series} missing from\n{}", first.body);
+        if !series.starts_with("grpc_server_started") {
+            assert_eq!(first.value(&series), 0.0, "{series}");
+        }
+    }
+    // Long calls are not timed: no histogram for ClaimJob.
+    assert!(!has(&format!(
+        "grpc_server_handling_seconds_count{{{CLAIM}}}"
+    )));
+    assert!(first.value("process_resident_memory_bytes") > 0.0);
+    assert!(first.value("process_open_fds") >= 3.0);
+    assert!(first.value("process_max_fds") >= first.value("process_open_fds"));
+    assert!(first.value("process_start_time_seconds") > 1.5e9);
+    assert!(has("process_cpu_seconds_total") && has("process_virtual_memory_bytes"));
+    let help: Vec<&str> = first
+        .body
+        .lines()
+        .filter(|l| l.starts_with("# HELP "))
+        .collect();
+    assert!(help.len() >= 15, "{help:?}");
+    for line in help {
+        assert!(
+            line.ends_with('.') && !line.ends_with(".."),
+            "a HELP line ends in one period: {line}"
+        );
+    }
+}
+
+/// Pins: dueq_work_streams counts a Work stream while it is open.
+#[tokio::test]
+async fn an_open_work_stream_is_counted_until_it_closes() {
+    let redis = Redis::start().await;
+    let (service, metrics) = start(&redis, |_| {}).await;
+    let mut client = service.client().await;
+    let (tx, stream) = open_work(&mut client, "emails").await;
+    let patience = Patience::new("the Work stream to be counted");
+    while scrape(&metrics).await.value("dueq_work_streams") != 1.0 {
+        patience.wait().await;
+    }
+    drop(tx);
+    drop(stream);
+    let patience = Patience::new("the closed Work stream to be uncounted");
+    while scrape(&metrics).await.value("dueq_work_streams") != 0.0 {
+        patience.wait().await;
+    }
 }

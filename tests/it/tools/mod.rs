@@ -5,6 +5,7 @@
 mod bench_smoke;
 pub(crate) mod binary;
 mod cli;
+mod compose;
 mod dev;
 mod examples;
 mod health_command;

@@ -11,6 +11,7 @@ mod far_times;
 mod limits;
 mod previews;
 mod serving;
+mod undecodable;
 mod upsert_cases;
 mod upserts;
 mod wire;

@@ -48,16 +48,36 @@ impl Ca {
         )
     }
 
+    /// A server certificate like [`Ca::server`]'s whose validity ended in 2020.
+    pub(crate) fn expired_server(&self, cn: &str) -> Leaf {
+        let sans = ["127.0.0.1", "localhost"];
+        self.leaf_with(cn, &sans, ExtendedKeyUsagePurpose::ServerAuth, |params| {
+            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        })
+    }
+
     /// A client certificate named `cn`, with `sans` as its DNS names.
     pub(crate) fn client(&self, cn: &str, sans: &[&str]) -> Leaf {
         self.leaf(cn, sans, ExtendedKeyUsagePurpose::ClientAuth)
     }
 
     fn leaf(&self, cn: &str, sans: &[&str], usage: ExtendedKeyUsagePurpose) -> Leaf {
+        self.leaf_with(cn, sans, usage, |_| {})
+    }
+
+    fn leaf_with(
+        &self,
+        cn: &str,
+        sans: &[&str],
+        usage: ExtendedKeyUsagePurpose,
+        adjust: impl FnOnce(&mut CertificateParams),
+    ) -> Leaf {
         let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
         let mut params = CertificateParams::new(sans).expect("leaf params");
         params.distinguished_name.push(DnType::CommonName, cn);
         params.extended_key_usages = vec![usage];
+        adjust(&mut params);
         let key = KeyPair::generate().expect("leaf key");
         let cert = params.signed_by(&key, &self.issuer).expect("sign leaf");
         Leaf {

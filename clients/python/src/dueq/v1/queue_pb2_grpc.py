@@ -367,7 +367,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TriggerSchedule(self, request, context):
-        """An occurrence of an active schedule now, outside its timing (issue 17): the next
+        """An occurrence of an active schedule now, outside its timing: the next
         ClaimDueSchedule hands it out (Occurrence.kind OCCURRENCE_KIND_TRIGGERED) with the
         occurrence id this returns. The next run does not move. At most one triggered
         occurrence waits per schedule. NOT_FOUND for an unknown schedule;
@@ -380,8 +380,8 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def BackfillSchedule(self, request, context):
-        """Queues the slots of an active schedule's timing in [start_time, end_time] (issue
-        17): the next claims hand them out one per claim, oldest first, before the next
+        """Queues the slots of an active schedule's timing in [start_time, end_time]: the
+        next claims hand them out one per claim, oldest first, before the next
         run, as OCCURRENCE_KIND_BACKFILL with the occurrence id the timing gives each
         slot (a worker that dedupes on it does not run a slot twice). The next run does
         not move. INVALID_ARGUMENT for a range with end before start, ending in the
@@ -394,8 +394,8 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetScheduleNextRun(self, request, context):
-        """Sets or postpones an active schedule's next run without touching its timing
-        (issue 36): the next claim (or, for a schedule with a target, the dispatcher)
+        """Sets or postpones an active schedule's next run without touching its timing:
+        the next claim (or, for a schedule with a target, the dispatcher)
         hands out next_run_time as a slot with its own occurrence id, then the schedule
         goes on with its timing's first slot after it. revision, run_count and
         last_run_time do not change; a run already claimed is not undone. Returns the
@@ -514,7 +514,7 @@ class QueueServiceServicer:
 
     def DeleteJob(self, request, context):
         """Deletes one pending, delayed, completed, dead or cancelled job from every index
-        and listing (issue 36): its record and payload, its ready, delayed, finished or
+        and listing: its record and payload, its ready, delayed, finished or
         dead entry, its queue's counts, and its dedup key when that still names it, so
         the key and the job id are free again. FAILED_PRECONDITION for an active job
         (ReleaseJob it first, or CancelJob and wait for its worker); NOT_FOUND if
@@ -548,7 +548,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseJob(self, request, context):
-        """Ends an active job's lease now, without its token (issue 36): the job is
+        """Ends an active job's lease now, without its token: the job is
         PENDING again at the head of its queue, the reason in its error history, its
         attempt counted only with count_attempt (then DEAD at max_attempts); a
         cancel-requested job ends CANCELLED. The holder's next ack, fail or extend
@@ -560,7 +560,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchJob(self, request, context):
-        """Streams a job's changes (issue 30): the job as soon as its version is above
+        """Streams a job's changes: the job as soon as its version is above
         after_version (at once when 0), then each newer version, until the client closes
         the stream. Changes that come faster than the client reads are coalesced: the
         latest is sent. NOT_FOUND when there is no such job, and as the stream's end when
@@ -641,7 +641,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SetQueuePolicy(self, request, context):
-        """Flow control (issue 32; docs/flow.md). Sets a queue's limits and fairness
+        """Flow control (docs/flow.md). Sets a queue's limits and fairness
         (replacing its policy); effective at the next claim.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -694,7 +694,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListDeadGroups(self, request, context):
-        """Pages through a namespace's dead jobs grouped by error (issue 33): jobs of one
+        """Pages through a namespace's dead jobs grouped by error: jobs of one
         queue whose last error messages are the same once numbers, ids and quoted
         strings are normalised; the largest group first (reader). Retry or delete a
         group with RetryDeadJobs / PurgeJobs and its `error_fingerprint`.
@@ -704,7 +704,7 @@ class QueueServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListAuditEvents(self, request, context):
-        """The namespace's audit log, newest first (issue 33): one record per call of an
+        """The namespace's audit log, newest first: one record per call of an
         audited RPC (allowed or refused), with who made it, what it reached and its
         outcome. Kept in a capped stream per namespace (about the last 10,000
         records); reader.
@@ -715,7 +715,7 @@ class QueueServiceServicer:
 
     def ListWorkers(self, request, context):
         """The namespace's open Work streams and waiting long-polls, as every replica last
-        published them, and the active jobs whose leases end soonest (issue 33); reader.
+        published them, and the active jobs whose leases end soonest; reader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -22,8 +22,11 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    // Every other setting as `dueq serve` reads it (DUEQ_* variables, defaults).
-    let mut config = ServeConfig::for_redis(String::new());
+    // Every other setting as `dueq serve` takes it (flags, DUEQ_* variables).
+    let mut config = dev.serve;
+    if config.console_listen.is_none() && !dev.no_console {
+        config.console_listen = Some(DevConfig::CONSOLE.to_owned());
+    }
     dueq::logging::init(config.log_format);
     let dir = match data_dir(&dev.data_dir) {
         Ok(dir) => dir,
@@ -43,8 +46,6 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         }
     };
     config.redis_url = redis.url();
-    config.listen = dev.listen;
-    config.console_listen = Some(dev.console_listen.clone());
     let Some(listener) = crate::bind(&config.listen).await else {
         stop(redis).await;
         return ExitCode::FAILURE;
@@ -59,8 +60,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         dir.display(),
         redis::LOG_FILE
     );
-    println!("  console: http://{}/", dev.console_listen);
-    println!("  try:    grpcurl -plaintext {} list", config.listen);
+    banner_urls(&config);
     // Redis exiting under dueq stops it too: a dev service that answers UNAVAILABLE
     // to everything helps nobody.
     let redis_exit = redis.exit_signal();
@@ -81,6 +81,36 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     }
     stop(redis).await;
     served
+}
+
+/// The banner's lines for what is served besides gRPC, each with its URL, and a
+/// grpcurl command to try.
+fn banner_urls(config: &ServeConfig) {
+    let scheme = if config.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if let Some(console) = &config.console_listen {
+        println!("  console: {scheme}://{console}/");
+    }
+    if let Some(metrics) = &config.metrics_listen {
+        println!("  metrics: http://{metrics}/metrics");
+    }
+    if let Some(auth) = &config.auth_file {
+        println!(
+            "  auth:   {} (every call needs a token of it)",
+            auth.display()
+        );
+    }
+    if config.tls_cert.is_some() {
+        println!(
+            "  try:    grpcurl -cacert CA.pem {} list  (the CA of --tls-cert)",
+            config.listen
+        );
+    } else {
+        println!("  try:    grpcurl -plaintext {} list", config.listen);
+    }
 }
 
 /// The data folder, created if missing, as an absolute path (redis-server's working

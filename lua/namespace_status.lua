@@ -7,12 +7,15 @@
 -- KEYS[6] jobs marker <prefix>:{<ns>}:meta:jobs (lib/job.lua jobs_marker)
 -- KEYS[7] target index <prefix>:{<ns>}:due:t (target schedules; meta `indexed` counts
 --         both indexes)
+-- KEYS[8] queue registry <prefix>:{<ns>}:meta:queues (lib/job.lua queue_registry)
 -- Returns { schema ("" none), listing type ("set" schema 1, "zset" schema 2, "tree"
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
 --           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq`,
 --           1 if the jobs marker exists (jobs were stored), the namespace's job
---           sequence (meta `gseq`, 0 none), which only rises }.
+--           sequence (meta `gseq`, 0 none), which only rises, 1 if jobs were stored
+--           by the marker or, lost with meta, by the data (the queue registry:
+--           lib/job.lua jobs_held) }.
 --
 -- Read-only; invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
@@ -38,4 +41,5 @@ return {
   meta[4] and 1 or 0,
   redis.call('EXISTS', KEYS[6]),
   tonumber(meta[6]) or 0,
+  math.min(redis.call('EXISTS', KEYS[6], KEYS[8]), 1),
 }

@@ -30,10 +30,13 @@
 --   hash per job, sorted-set ready and listing indexes) is recognised by the
 --   `job_seq` counter it kept in meta; found "unknown" when meta lost `jobs` while
 --   jobs are stored (deleted by hand, evicted, a partial restore): the layout's copy
---   in the jobs marker (jobs_marker(meta), keys.rs `jobs_marker`) is still there.
+--   in the jobs marker (jobs_marker(meta), keys.rs `jobs_marker`) is still there,
+--   or, the marker lost with it, the data itself shows jobs (jobs_held: the queue
+--   registry).
 --   Serving such a namespace would restart its job counters over existing jobs
 --   (invariant 1: no script re-creates metadata over existing data). The marker is
---   read only when meta lacks `jobs`, so the hot path pays nothing for it.
+--   read only when meta lacks `jobs`, so the hot path pays nothing for it (nor for the
+--   probe).
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record[, fresh]) -> the packed record it stored (fresh: just created)
 -- push_job(out, K, id, packed, px): appends a job to a reply the one way every job
@@ -70,6 +73,18 @@ local function jobs_marker(meta)
   return meta .. ':jobs'
 end
 
+-- The namespace's queues (zset, name -> 0): a queue's first job registers it, and it
+-- outlives its jobs. Also keys.rs `queue_registry`.
+local function queue_registry(meta) return meta .. ':queues' end
+
+-- jobs_held(meta) -> whether the namespace holds (or held) jobs, judged without
+-- meta: the jobs marker, or else the data itself, its queue registry (issue 29: a
+-- meta deleted together with its marker must not pass for a new namespace). Two
+-- EXISTS, O(1); read only when meta has no job layout.
+local function jobs_held(meta)
+  return redis.call('EXISTS', jobs_marker(meta), queue_registry(meta)) > 0
+end
+
 -- Whether this namespace's queue counts are kept (meta `counts` = '1'); read by
 -- jobs_guard with the layout, in the same call.
 local COUNTS_KEPT = false
@@ -82,7 +97,7 @@ local function jobs_guard(meta)
   if not found then
     if redis.call('HEXISTS', meta, 'job_seq') == 1 then
       found = '1'
-    elseif redis.call('EXISTS', jobs_marker(meta)) == 1 then
+    elseif jobs_held(meta) then
       found = 'unknown'
     else
       return nil, nil
@@ -575,7 +590,6 @@ end
 -- the queue is done), and only jobs below it are counted by the transitions.
 local function queue_state(meta, queue) return meta .. ':q:' .. queue end
 local function queue_dead(meta, queue) return meta .. ':dead:' .. queue end
-local function queue_registry(meta) return meta .. ':queues' end
 
 -- count_state(meta, r, field, delta): the same for another counted state (issue 34:
 -- `waiting`, the flow nodes waiting for their dependencies).

@@ -354,7 +354,7 @@ fn walk_of(namespace: &str, state: &NamespaceHealth) -> Result<Walk, Error> {
             if state.schema.is_some()
                 || state.index_size > 0
                 || state.jobs_layout_version() > 0
-                || state.jobs_marker =>
+                || state.jobs_held =>
         {
             Ok(Walk::Tree)
         }

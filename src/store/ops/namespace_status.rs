@@ -3,7 +3,7 @@
 use super::prelude::*;
 use crate::domain::{Listing, NamespaceHealth};
 
-script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(7), Arity::Exactly(0));
+script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(8), Arity::Exactly(0));
 
 pub(crate) struct NamespaceStatus;
 
@@ -17,7 +17,8 @@ impl Operation for NamespaceStatus {
             .key(keys.due())
             .key(keys.migrate_lock())
             .key(keys.jobs_marker())
-            .key(keys.target_due());
+            .key(keys.target_due())
+            .key(keys.queue_registry());
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -44,6 +45,7 @@ impl Operation for NamespaceStatus {
             legacy_jobs: reply.flag()?,
             jobs_marker: reply.flag()?,
             job_sequence: reply.count()?,
+            jobs_held: reply.flag()?,
         };
         reply.finish()?;
         Ok(health)

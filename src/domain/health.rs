@@ -124,8 +124,10 @@ pub(crate) struct NamespaceHealth {
     /// The jobs marker exists: the namespace has held jobs (its copy of the layout
     /// outlives a lost meta).
     pub(crate) jobs_marker: bool,
-    /// The namespace holds or held jobs: the jobs marker exists, or, lost together
-    /// with meta, the data shows it (its queue registry; lib/job.lua `jobs_held`).
+    /// The namespace holds jobs: the jobs marker exists, or, lost together with
+    /// meta, the data shows them (its finished set, or the ready lists, delayed,
+    /// leased or dead sets or first listing bucket of its first registered queues;
+    /// lib/job.lua `held_probe`).
     pub(crate) jobs_held: bool,
     /// The namespace's job sequence (meta `gseq`): it only rises, so a lower value
     /// than one seen before means the store was rolled back.

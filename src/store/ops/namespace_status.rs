@@ -1,9 +1,9 @@
 //! `lua/namespace_status.lua`: what a namespace's store looks like, in O(1).
 
-use super::prelude::*;
+use super::{job_prefixes, prelude::*};
 use crate::domain::{Listing, NamespaceHealth};
 
-script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(8), Arity::Exactly(0));
+script!(NamespaceStatus: "namespace_status", Job, Arity::Exactly(9), Arity::Exactly(8));
 
 pub(crate) struct NamespaceStatus;
 
@@ -18,7 +18,9 @@ impl Operation for NamespaceStatus {
             .key(keys.migrate_lock())
             .key(keys.jobs_marker())
             .key(keys.target_due())
-            .key(keys.queue_registry());
+            .key(keys.queue_registry())
+            .key(keys.jobs_done());
+        job_prefixes(keys, call);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {

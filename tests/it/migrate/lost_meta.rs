@@ -38,7 +38,7 @@ async fn meta_and_marker_lost_together_are_refused_until_migrate_rebuilds_them()
     let mut c = service.client().await;
     let mut admin = admin(&service).await;
     let mut conn = redis.conn().await;
-    let queue_of = |i: usize| if i % 3 == 0 { "q2" } else { "q" };
+    let queue_of = |i: usize| if i.is_multiple_of(3) { "q2" } else { "q" };
     for i in 0..OLD_JOBS {
         let mut req = job(queue_of(i), "old");
         req.job_id = format!("old-{i}");

@@ -261,6 +261,9 @@ impl Migrator {
             // records the layout the namespace is already in).
             self.mark_jobs(namespace, run.lease).await?;
         }
+        if options.dry_run && state.jobs_layout_version() == JOB_LAYOUT && !state.jobs_meta_lost() {
+            self.check_listed(&mut run).await?;
+        }
         // 3b. Queue counts for jobs stored before them (issue 14), once the jobs are
         // in the current layout; and the namespace registry.
         if !options.dry_run {

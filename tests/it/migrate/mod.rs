@@ -12,4 +12,5 @@ mod jobs;
 mod lost_meta;
 mod repair;
 mod services;
+mod unlisted;
 mod upgrade;

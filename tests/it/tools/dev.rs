@@ -44,8 +44,12 @@ impl Dev {
 
     async fn try_start(data_dir: &Path, port: u16) -> Option<Dev> {
         let addr = format!("127.0.0.1:{port}");
+        // A console port of its own too: runs in parallel tests must not race for
+        // the default one (a run that cannot bind it stops after its banner).
+        let console = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
-            .args(["dev", "--listen", &addr, "--data-dir"])
+            .args(["dev", "--listen", &addr, "--console-listen", &console])
+            .arg("--data-dir")
             .arg(data_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

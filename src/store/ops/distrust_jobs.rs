@@ -53,7 +53,7 @@ mod tests {
         let jobs = enqueue_jobs::sample().jobs;
         let enqueue = EnqueueJobs {
             namespace: "ns",
-            jobs: &jobs,
+            jobs,
             max_jobs: 0,
         };
         store.run("ns", &enqueue).await.unwrap_or_else(|e| panic!("enqueue: {e}"));

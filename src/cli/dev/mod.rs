@@ -1,10 +1,16 @@
 //! `dueq dev`: one command to a working service, like `temporal server start-dev`. A
 //! private redis-server (from PATH) keeps its data in a local folder that later runs
-//! reuse, and dueq serves against it through the same path as `dueq serve`.
+//! reuse, and dueq serves against it through the same path as `dueq serve`. One run
+//! per data folder: the folder is locked for the life of the run (`lock`).
 //!
 //! Stopping order matters: on Ctrl-C or SIGTERM dueq drains first (its calls still
 //! reach Redis), then redis-server gets SHUTDOWN, so the AOF on disk is complete.
 
+#[cfg(unix)]
+mod lock;
+#[cfg(not(unix))]
+#[path = "lock_none.rs"]
+mod lock;
 mod orphan;
 mod redis;
 
@@ -35,6 +41,14 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
                 "dueq dev: cannot use {} as the data folder: {error}",
                 dev.data_dir.display()
             );
+            return ExitCode::FAILURE;
+        }
+    };
+    // Held until `run` returns: one run per data folder.
+    let _lock = match lock::lock(&dir) {
+        Ok(lock) => lock,
+        Err(error) => {
+            eprintln!("dueq dev: {error}");
             return ExitCode::FAILURE;
         }
     };

@@ -355,6 +355,16 @@ impl Redis {
         self.try_conn().await.expect("connect to test redis")
     }
 
+    /// Sends `signal` to redis-server: SIGSTOP hangs it (connections are accepted by
+    /// the kernel, nothing is answered), SIGCONT lets it go on.
+    pub fn signal(&self, signal: libc::c_int) {
+        let child = self.child.as_ref().expect("redis-server is running");
+        let pid = libc::pid_t::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let sent = unsafe { libc::kill(pid, signal) };
+        assert_eq!(sent, 0, "kill({pid}, {signal})");
+    }
+
     /// Kills redis-server (SIGKILL: nothing is saved).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -390,3 +390,66 @@ async fn dev_takes_the_serve_flags_and_prints_what_it_serves() {
         "{banner}"
     );
 }
+
+/// Pins issue 29 item 14: a second `dueq dev` on a data folder in use refuses to start
+/// (no second redis-server on the first one's AOF), naming the process that holds the
+/// folder, and the first run serves on undisturbed. Once the first run is gone, the
+/// folder is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_dev_on_one_data_folder_refuses_naming_the_holder() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    upsert(&mut client, "devns", every("first-run", 3600)).await;
+
+    // Killed on drop: on a build without the lock it would serve on and on.
+    let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args([
+            "dev",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a second dueq dev");
+    let out = within_patience(
+        "the second dueq dev to refuse and exit",
+        second.wait_with_output(),
+    )
+    .await
+    .expect("wait for the second dueq dev");
+    let (status, err) = (out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("in use"), "{err}");
+    assert!(
+        err.contains(&format!("process {}", dev.child.id())),
+        "the refusal names the first run's pid: {err}"
+    );
+    assert!(
+        err.contains("--data-dir"),
+        "and says how to run a second: {err}"
+    );
+    let log = std::fs::read_to_string(data.path().join("redis.log")).expect("redis.log");
+    assert_eq!(
+        log.matches("Ready to accept connections").count(),
+        1,
+        "no second redis-server started on the folder: {log}"
+    );
+    assert_eq!(
+        get(&mut client, "devns", "first-run").await.id,
+        "first-run",
+        "the first run still serves"
+    );
+
+    drop(client);
+    let (status, redis_pid) = dev.stop_with("TERM").await;
+    assert!(status.success(), "{status}");
+    assert!(process_gone(redis_pid));
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    assert_eq!(get(&mut client, "devns", "first-run").await.id, "first-run");
+}

@@ -67,11 +67,20 @@
 --   back to the head of its list for the next claim. The first job is always leased: the
 --   service refuses a payload limit that cannot fit in one message.
 
-local refused = jobs_guard(KEYS[2])
-if refused then return refused end
-local now = now_ms()
 local K = job_keys(ARGV, 1)
 local done = KEYS[1]
+-- Called by the guard only when meta has no job layout: whether the claimed queues
+-- or the finished set hold jobs (lib/job.lua held_probe). The queues are the last
+-- values, after the acks and results.
+local function probe()
+  local acks_n, results_n = tonumber(ARGV[15]), tonumber(ARGV[16])
+  local queues = {}
+  for i = 17 + 2 * acks_n + 2 * results_n, #ARGV do queues[#queues + 1] = ARGV[i] end
+  return held_probe(K, KEYS[2], done, queues)
+end
+local refused = jobs_guard(KEYS[2], probe)
+if refused then return refused end
+local now = now_ms()
 local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_bytes = tonumber(ARGV[14])

@@ -47,14 +47,23 @@
 --   node's dependents and unfinished-dependency count (lib/graph.lua).
 -- * 3 / 9: O(n) per call for n nodes of at most 32 (src/jobs/chunks.rs); the first
 --   call checks every id (EXISTS) and the quota for the whole flow.
--- * 5: refused while the namespace's jobs are in an older layout.
+-- * 5: refused while the namespace's jobs are in an older layout, or while its meta
+--   has lost the job layout and the jobs marker or the data (this call's queues,
+--   the finished set) shows stored jobs.
 -- * 7 (one clock): run times are computed from Redis TIME.
 
 local meta, done = KEYS[1], KEYS[2]
-local refused, layout = jobs_guard(meta)
+local K = job_keys(ARGV, 1)
+-- Called by the guard only when meta has no job layout: whether this call's queues
+-- or the finished set hold jobs (lib/job.lua held_probe).
+local function probe()
+  local queues = {}
+  for i = 0, tonumber(ARGV[17]) - 1 do queues[#queues + 1] = ARGV[17 + i * 23 + 2] end
+  return held_probe(K, meta, done, queues)
+end
+local refused, layout = jobs_guard(meta, probe)
 if refused then return refused end
 local now = now_ms()
-local K = job_keys(ARGV, 1)
 local flow_id, token, quota = ARGV[9], ARGV[10], tonumber(ARGV[11])
 local first, last, total, n = ARGV[12] == '1', ARGV[13] == '1', tonumber(ARGV[14]),
   tonumber(ARGV[17])

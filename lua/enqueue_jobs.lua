@@ -30,7 +30,9 @@
 --   of at most 64, RPUSH or ZADD) and one HINCRBY of its queue's pending count when
 --   pending, one more SET for a payload over 1 KiB, plus one HINCRBY per queue, one
 --   ZADD per new ready list and one per new queue (the queue registry). FIFO: a ready list is pushed at the tail and popped at the head.
--- * 5: refused while the namespace's jobs are in an older layout.
+-- * 5: refused while the namespace's jobs are in an older layout, or while its meta
+--   has lost the job layout and the jobs marker or the data (the batch's queues,
+--   the finished set) shows stored jobs.
 -- * 9 (bounded): the quota counts unfinished jobs in O(1): `stored` in meta counts
 --   job records created since `stored_since` (created here, deleted only by
 --   prune_jobs.lua, which takes off the counted ones) and the finished set holds the
@@ -42,10 +44,23 @@
 -- * 7 (one clock): run times are computed from Redis TIME.
 
 local meta = KEYS[1]
-local refused, layout = jobs_guard(meta)
+local K = job_keys(ARGV, 1)
+-- Job i's 19 values start after b = 11 + i * FIELDS; these name the offsets this
+-- script reads itself (lib/job.lua job_spec reads the rest, the one place their order
+-- is spelled out).
+local FIELDS = 19
+local ID, QUEUE, PAYLOAD, HEADERS = 1, 2, 4, 5
+local DEDUP_KEY, DEDUP_TTL, DEDUP_MODE = 15, 16, 17
+-- Called by the guard only when meta has no job layout: whether the batch's queues
+-- or the finished set hold jobs (lib/job.lua held_probe).
+local function probe()
+  local queues = {}
+  for i = 0, tonumber(ARGV[10]) - 1 do queues[#queues + 1] = ARGV[11 + i * FIELDS + QUEUE] end
+  return held_probe(K, meta, KEYS[2], queues)
+end
+local refused, layout = jobs_guard(meta, probe)
 if refused then return refused end
 local now = now_ms()
-local K = job_keys(ARGV, 1)
 if layout == nil then jobs_first(meta) end -- (lib/job.lua)
 local n = tonumber(ARGV[10])
 local quota = tonumber(ARGV[11])
@@ -54,12 +69,6 @@ if quota > 0 then
   unfinished = tonumber(redis.call('HGET', meta, 'stored') or '0') - redis.call('ZCARD', KEYS[2])
 end
 local created = 0
--- Job i's 19 values start after b = 11 + i * FIELDS; these name the offsets this
--- script reads itself (lib/job.lua job_spec reads the rest, the one place their order
--- is spelled out).
-local FIELDS = 19
-local ID, QUEUE, PAYLOAD, HEADERS = 1, 2, 4, 5
-local DEDUP_KEY, DEDUP_TTL, DEDUP_MODE = 15, 16, 17
 local out = {}
 
 -- One counter step per queue per batch: the batch's jobs of a queue take consecutive

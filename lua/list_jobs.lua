@@ -29,9 +29,10 @@
 -- Invariant 9: the reply is bounded by ARGV[15] bytes as well as ARGV[11] jobs; a
 -- basic page reads no payload key.
 
-local refused = jobs_guard(KEYS[1])
-if refused then return refused end
 local K, queue = job_keys(ARGV, 1), ARGV[9]
+-- Only when meta has no job layout: whether the queue holds jobs (lib/job.lua).
+local refused = jobs_guard(KEYS[1], function() return held_probe(K, KEYS[1], nil, { queue }) end)
+if refused then return refused end
 local after = tonumber(ARGV[10]) or 0
 local page, budget = tonumber(ARGV[11]), tonumber(ARGV[13])
 local full, max_bytes = ARGV[14] == '1', tonumber(ARGV[15])

@@ -10,7 +10,7 @@
 -- ARGV[4..11] job_prefixes: job key prefixes (lib/job.lua job_keys): job, payload,
 --            ready, priorities, delayed, leased, listing, dedup
 -- ARGV[12..] take, ids: mode "ready": one value, the most members to take (not used by dry runs,
---          which count in mode "records"); modes "records" and "recount": the job
+--          which count in mode "records"); modes "records", "recount" and "listed": the job
 --          ids; other modes: none
 -- Modes:
 --   "ready"   take the first members of the ready set in claim order (priority, then
@@ -21,6 +21,10 @@
 --   "recount" (meta lost) raise meta `n:<queue>` and `gseq` to the highest job
 --             number and sequence among the given layout-2 jobs, so jobs enqueued
 --             after the repair take numbers no stored job holds
+--   "listed"  (read-only; a dry run of a current namespace) report each of the given
+--             layout-2 jobs that the listing does not name under its number (issue
+--             29: two redis-servers on one AOF, a partial restore): such a job is
+--             counted but never listed nor claimed
 --   "drop"    UNLINK the given keys (O(1) on the main thread)
 --   "finish"  record job layout 2 in meta (`jobs`) and in the jobs marker, carry the
 --             layout-1 sequence over as `gseq`, and remove `job_seq`
@@ -148,6 +152,24 @@ elseif mode == 'recount' then
       end
     elseif is_error(r) then
       problems[#problems + 1] = ARGV[i]
+      problems[#problems + 1] = 'not a job record of this layout'
+    end
+  end
+elseif mode == 'listed' then
+  for i = 12, #ARGV do
+    local id = ARGV[i]
+    local r = job_load(K.job .. id)
+    if type(r) == 'table' and not is_error(r) then
+      local listed = listing_id(K, r.queue, r.n)
+      if listed ~= id then
+        problems[#problems + 1] = id
+        problems[#problems + 1] = 'stored but not listed: job number ' .. r.n .. ' of queue '
+          .. r.queue .. ' lists ' .. (listed and ('job ' .. listed) or 'nothing')
+          .. ' (two stores written into one, or a partial restore?): ListJobs, claims'
+          .. ' and the queue counts cannot agree on it'
+      end
+    elseif is_error(r) then
+      problems[#problems + 1] = id
       problems[#problems + 1] = 'not a job record of this layout'
     end
   end

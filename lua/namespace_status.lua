@@ -7,18 +7,35 @@
 -- KEYS[6] jobs marker <prefix>:{<ns>}:meta:jobs (lib/job.lua jobs_marker)
 -- KEYS[7] target index <prefix>:{<ns>}:due:t (target schedules; meta `indexed` counts
 --         both indexes)
+-- KEYS[8] queue registry <prefix>:{<ns>}:meta:queues (lib/job.lua queue_registry)
+-- KEYS[9] finished jobs <prefix>:{<ns>}:jdone
+-- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
+--            priorities, delayed, leased, listing, dedup
 -- Returns { schema ("" none), listing type ("set" schema 1, "zset" schema 2, "tree"
 --           schema 3, "none", or another type), expected index size ("" unknown),
 --           index size, lock ttl ms (-2 = not held), listing size,
 --           job layout ("" none recorded), 1 if meta holds layout 1's `job_seq`,
 --           1 if the jobs marker exists (jobs were stored), the namespace's job
---           sequence (meta `gseq`, 0 none), which only rises }.
+--           sequence (meta `gseq`, 0 none), which only rises, 1 if jobs are stored
+--           by the marker or, when meta has no job layout, by the data: the
+--           finished set, or a ready list, delayed, leased or dead set or first
+--           listing bucket of one of the first HELD_QUEUES registered queues
+--           (lib/job.lua held_probe; the same judgement as jobs_guard) }.
 --
--- Read-only; invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
+-- Read-only; O(1) (at most HELD_QUEUES queues probed, only when meta lacks the job
+-- layout); invariant 5 (docs/DESIGN.md): this is the O(1) check that makes a store needing Migrate,
 -- or an index that lost entries, visible instead of silent.
 
 local meta = redis.call('HMGET', KEYS[1], 'schema', 'indexed', 'jobs', 'job_seq', 'listed',
   'gseq')
+local HELD_QUEUES = 32
+local marker = redis.call('EXISTS', KEYS[6])
+local held = marker
+if held == 0 and not meta[3] then
+  local queues = redis.call('ZRANGE', KEYS[8], 0, HELD_QUEUES - 1)
+  local probe = held_probe(job_keys(ARGV, 1), KEYS[1], KEYS[9], queues)
+  held = math.min(redis.call('EXISTS', unpack(probe)), 1)
+end
 local listing = redis.call('TYPE', KEYS[2])['ok']
 local listed = 0
 if listing == 'set' then listed = redis.call('SCARD', KEYS[2]) end
@@ -36,6 +53,7 @@ return {
   listed,
   meta[3] or '',
   meta[4] and 1 or 0,
-  redis.call('EXISTS', KEYS[6]),
+  marker,
   tonumber(meta[6]) or 0,
+  held,
 }

@@ -42,8 +42,9 @@ pub enum Command {
     Operator(ctl::OperatorCommand),
 }
 
-/// Flags of `dueq dev`. The service's other settings come from the same environment
-/// variables as `dueq serve` (DUEQ_*), except REDIS_URL: dev brings its own Redis.
+/// Flags of `dueq dev`: its own, then every flag of `dueq serve` (metrics, auth
+/// file, TLS, limits…), read from the same DUEQ_* variables too. `--redis-url` and
+/// REDIS_URL are not used: dev brings its own Redis.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DevConfig {
     /// Folder of the private Redis's data (its AOF and log); created if missing and
@@ -51,13 +52,18 @@ pub struct DevConfig {
     #[arg(long, default_value = ".dueq-dev")]
     pub data_dir: PathBuf,
 
-    /// Address the gRPC server listens on (host:port; a host name resolves).
-    #[arg(long, default_value = "127.0.0.1:50051")]
-    pub listen: String,
+    /// Serve no web console (dev serves one on 127.0.0.1:50052 unless
+    /// --console-listen names another address).
+    #[arg(long, conflicts_with = "console_listen")]
+    pub no_console: bool,
 
-    /// Address of the web console (host:port).
-    #[arg(long, default_value = "127.0.0.1:50052")]
-    pub console_listen: String,
+    #[command(flatten)]
+    pub serve: ServeConfig,
+}
+
+impl DevConfig {
+    /// Where dev serves its console when --console-listen does not say.
+    pub const CONSOLE: &'static str = "127.0.0.1:50052";
 }
 
 /// Flags of `dueq health`.

@@ -11,8 +11,11 @@
 //! It also remembers each namespace's job sequence, which only rises: one lower than
 //! the last seen means the store went back in time under the service (a restore of
 //! an older backup, a flush, a failover to a lagging replica), which is logged as an
-//! ERROR. What it cannot see: a rollback between two checks that the namespace's
-//! writes have already carried past the sequence seen, schedule-only namespaces
+//! ERROR, and the namespace's job calls are refused until Migrate rebuilds its job
+//! metadata from the records (`distrust_jobs.lua`, issue 29): serving on would hand
+//! out job numbers stored jobs may hold, and nobody would look at what was lost.
+//! What it cannot see: a rollback between two checks that the namespace's writes
+//! have already carried past the sequence seen, schedule-only namespaces
 //! (schedules keep no counter that only rises), namespaces this replica does not
 //! serve, and anything before the replica started.
 
@@ -28,7 +31,10 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     domain::Finding,
     namespaces::{Entry, Namespaces},
-    store::{ops::namespace_status::NamespaceStatus, Store},
+    store::{
+        ops::{distrust_jobs::DistrustJobs, namespace_status::NamespaceStatus},
+        Store,
+    },
     sync::lock,
 };
 
@@ -80,8 +86,14 @@ impl Monitor {
 
     async fn check(&mut self, entry: &Entry) {
         let finding = match self.store.run(entry.name(), &NamespaceStatus).await {
-            Ok(health) => {
-                self.check_sequence(entry.name(), health.job_sequence);
+            Ok(mut health) => {
+                if let Some(seen) = self.check_sequence(entry.name(), health.job_sequence) {
+                    if self.distrust(entry, seen).await {
+                        // Refused from now on, as the next look will find it.
+                        health.jobs_layout = None;
+                        health.jobs_held = true;
+                    }
+                }
                 health.finding()
             }
             // Redis being away is reported by health; nothing to add per namespace.
@@ -99,20 +111,40 @@ impl Monitor {
 }
 
 impl Monitor {
-    /// Logs an ERROR when a namespace's job sequence is lower than last seen.
-    fn check_sequence(&mut self, namespace: &str, now: u64) {
-        let seen = self.sequences.insert(namespace.to_owned(), now);
-        if let Some(seen) = seen.filter(|seen| now < *seen) {
-            tracing::error!(
-                %namespace,
-                seen,
-                now,
-                "the namespace's job sequence went backwards: the store was rolled back \
-                 or its data deleted under the service (a restore of an older backup, \
-                 FLUSHALL, a failover to a lagging replica?); jobs enqueued after that \
-                 point are lost and jobs finished after it may run again"
-            );
+    /// Refuses the namespace's job calls until Migrate runs (its sequence went back
+    /// from `seen`); whether it did (not when writes carried the sequence past
+    /// `seen` meanwhile, or Redis is away: the next look tries again only if the
+    /// sequence is still lower than the one it then remembers).
+    async fn distrust(&self, entry: &Entry, seen: u64) -> bool {
+        match self.store.run(entry.name(), &DistrustJobs { seen }).await {
+            Ok(refused) => refused,
+            Err(error) => {
+                tracing::warn!(
+                    namespace = %entry.name(),
+                    %error,
+                    "could not mark the rolled-back namespace for Migrate"
+                );
+                false
+            }
         }
+    }
+
+    /// Logs an ERROR when a namespace's job sequence is lower than last seen, and
+    /// returns the sequence seen before.
+    fn check_sequence(&mut self, namespace: &str, now: u64) -> Option<u64> {
+        let seen = self.sequences.insert(namespace.to_owned(), now);
+        let seen = seen.filter(|seen| now < *seen)?;
+        tracing::error!(
+            %namespace,
+            seen,
+            now,
+            "the namespace's job sequence went backwards: the store was rolled back \
+             or its data deleted under the service (a restore of an older backup, \
+             FLUSHALL, a failover to a lagging replica?); jobs enqueued after that \
+             point are lost and jobs finished after it may run again; its job calls \
+             are refused until Migrate rebuilds its job metadata (QueueService/Migrate)"
+        );
+        Some(seen)
     }
 }
 

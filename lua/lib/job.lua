@@ -24,16 +24,19 @@
 -- listing_bucket are the only places a key is composed of two variable parts; a
 -- library test pins both to keys.rs.
 --
--- jobs_guard(meta) -> nil, recorded layout (nil when none) when the namespace's jobs
+-- jobs_guard(meta[, probe]) -> nil, recorded layout (nil when none) when the namespace's jobs
 --   use layout 2 (meta `jobs`) or it never held jobs; else an error reply "DUEQ_MIGRATE_JOBS <found> <meta key>" the
 --   service turns into FAILED_PRECONDITION with the Migrate command. Layout 1 (one
 --   hash per job, sorted-set ready and listing indexes) is recognised by the
 --   `job_seq` counter it kept in meta; found "unknown" when meta lost `jobs` while
 --   jobs are stored (deleted by hand, evicted, a partial restore): the layout's copy
---   in the jobs marker (jobs_marker(meta), keys.rs `jobs_marker`) is still there.
+--   in the jobs marker (jobs_marker(meta), keys.rs `jobs_marker`) is still there,
+--   or, the marker lost with it, one of the keys `probe()` names exists: the data
+--   itself (held_probe below; issue 29).
 --   Serving such a namespace would restart its job counters over existing jobs
 --   (invariant 1: no script re-creates metadata over existing data). The marker is
---   read only when meta lacks `jobs`, so the hot path pays nothing for it.
+--   read only when meta lacks `jobs`, so the hot path pays nothing for it (nor for
+--   the probe, a function called only then: one EXISTS of its keys and the marker).
 -- job_load(key) -> record table | nil (missing) | error reply (not a layout-2 record)
 -- job_save(key, record[, fresh]) -> the packed record it stored (fresh: just created)
 -- push_job(out, K, id, packed, px): appends a job to a reply the one way every job
@@ -74,7 +77,7 @@ end
 -- jobs_guard with the layout, in the same call.
 local COUNTS_KEPT = false
 
-local function jobs_guard(meta)
+local function jobs_guard(meta, probe)
   local got = redis.call('HMGET', meta, 'jobs', 'counts')
   local found = got[1]
   COUNTS_KEPT = got[2] == '1'
@@ -82,7 +85,7 @@ local function jobs_guard(meta)
   if not found then
     if redis.call('HEXISTS', meta, 'job_seq') == 1 then
       found = '1'
-    elseif redis.call('EXISTS', jobs_marker(meta)) == 1 then
+    elseif redis.call('EXISTS', jobs_marker(meta), unpack(probe and probe() or {})) > 0 then
       found = 'unknown'
     else
       return nil, nil
@@ -576,6 +579,27 @@ end
 local function queue_state(meta, queue) return meta .. ':q:' .. queue end
 local function queue_dead(meta, queue) return meta .. ':dead:' .. queue end
 local function queue_registry(meta) return meta .. ':queues' end
+
+-- held_probe(K, meta, done, queues) -> the keys that exist while the namespace holds
+--   jobs of `queues`, for jobs_guard to probe when meta and the jobs marker are both
+--   gone (issue 29): the finished set `done` (nil: not probed) and, per queue, its
+--   ready-list priorities (one member per ready list), delayed, leased and dead sets
+--   and the listing bucket of its first job numbers. Five keys a queue; the callers
+--   pass the queues of their call (at most a chunk's or a claim's), or Migrate's
+--   status check a bounded number of registered ones. (The queue registry alone is
+--   no proof: SetQueuePolicy and PauseQueue register a queue before any job.)
+local function held_probe(K, meta, done, queues)
+  local keys = {}
+  if done then keys[1] = done end
+  for _, q in ipairs(queues) do
+    keys[#keys + 1] = K.prio .. q
+    keys[#keys + 1] = K.delayed .. q
+    keys[#keys + 1] = K.leased .. q
+    keys[#keys + 1] = queue_dead(meta, q)
+    keys[#keys + 1] = listing_bucket(K, q, 1)
+  end
+  return keys
+end
 
 -- count_state(meta, r, field, delta): the same for another counted state (issue 34:
 -- `waiting`, the flow nodes waiting for their dependencies).

@@ -124,6 +124,11 @@ pub(crate) struct NamespaceHealth {
     /// The jobs marker exists: the namespace has held jobs (its copy of the layout
     /// outlives a lost meta).
     pub(crate) jobs_marker: bool,
+    /// The namespace holds jobs: the jobs marker exists, or, lost together with
+    /// meta, the data shows them (its finished set, or the ready lists, delayed,
+    /// leased or dead sets or first listing bucket of its first registered queues;
+    /// lib/job.lua `held_probe`).
+    pub(crate) jobs_held: bool,
     /// The namespace's job sequence (meta `gseq`): it only rises, so a lower value
     /// than one seen before means the store was rolled back.
     pub(crate) job_sequence: u64,
@@ -171,14 +176,14 @@ impl NamespaceHealth {
     pub(crate) fn jobs_need_migrate(&self) -> bool {
         match &self.jobs_layout {
             Some(v) => v.parse::<u32>().ok() != Some(JOB_LAYOUT),
-            None => self.legacy_jobs || self.jobs_marker,
+            None => self.legacy_jobs || self.jobs_held,
         }
     }
 
     /// Meta lost its job fields while jobs are stored: Migrate rebuilds them from
     /// the records.
     pub(crate) fn jobs_meta_lost(&self) -> bool {
-        self.jobs_layout.is_none() && !self.legacy_jobs && self.jobs_marker
+        self.jobs_layout.is_none() && !self.legacy_jobs && self.jobs_held
     }
 
     /// Meta lost its schedule fields while schedules are listed.

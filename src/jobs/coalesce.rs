@@ -20,6 +20,12 @@
 //! A job already in flight when its caller gives up is enqueued, as with any
 //! RPC whose answer is lost; retrying with the same `job_id` is safe.
 //!
+//! A group that fails UNAVAILABLE (Redis hung, gone or timing out) also answers
+//! every caller waiting in the lane at that moment with the same error (issue 29):
+//! sent as the next group, their jobs would wait one more `--redis-timeout` on
+//! another connection to the same Redis, and fail the same way at twice the bound.
+//! Their jobs were never sent, so a retry creates each once.
+//!
 //! The script handles its jobs one after another, exactly as if they had come in
 //! separate calls in that order (idempotent ids and dedup keys included), so grouping
 //! changes no outcome. The flush runs in its own task: a caller that gives up (its
@@ -131,6 +137,12 @@ async fn flush(store: Arc<Store>, entry: Arc<Entry>, max_jobs: u64) {
             )
             .instrument(span)
             .await;
+        if let Err(error) = &result {
+            if error.is_unavailable() {
+                let waiting = std::mem::take(&mut lock(&entry.lane).waiting);
+                answer_all(waiting.into_iter().map(|(_, reply)| reply), error);
+            }
+        }
         answer(replies, result);
     }
 }
@@ -143,11 +155,14 @@ fn answer(replies: Vec<Reply>, result: Result<Vec<Result<Enqueued, StoreError>>,
                 let _ = reply.send(result);
             }
         }
-        Err(error) => {
-            for reply in replies {
-                let _ = reply.send(Err(error.clone()));
-            }
-        }
+        Err(error) => answer_all(replies, &error),
+    }
+}
+
+/// Answers every caller with `error`.
+fn answer_all(replies: impl IntoIterator<Item = Reply>, error: &StoreError) {
+    for reply in replies {
+        let _ = reply.send(Err(error.clone()));
     }
 }
 

@@ -151,8 +151,11 @@ impl Jobs {
 
     /// Enqueues jobs in bounded script calls (`chunks`), one after another; results
     /// in input order, a job refused by the quota as its own error. A failure of a
-    /// call stops the rest: the chunks before it are stored, and a retry with the same
-    /// ids reports them as duplicates.
+    /// call stops the rest. When it is the first call, nothing was written and the
+    /// call's error is the answer; after that, the chunks before it are stored and
+    /// answered OK, and every job of the failed call and after it gets the call's
+    /// error as its own result (issue 29: a batch at maxmemory stores what fitted and
+    /// must say so, or a retry without job ids creates those jobs twice).
     pub(crate) async fn enqueue(
         &self,
         namespace: &Namespace,
@@ -170,7 +173,15 @@ impl Jobs {
                 jobs,
                 max_jobs: self.max_jobs,
             };
-            let stored = self.cx.store.run(namespace, &op).await?;
+            let stored = match self.cx.store.run(namespace, &op).await {
+                Ok(stored) => stored,
+                Err(error) if results.is_empty() => return Err(error.into()),
+                Err(error) => {
+                    let left = specs.len() - results.len();
+                    results.extend((0..left).map(|_| Err(Error::from(error.clone()))));
+                    break;
+                }
+            };
             let created = jobs
                 .iter()
                 .zip(&stored)

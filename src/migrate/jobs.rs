@@ -29,6 +29,7 @@ use crate::{
 enum RecordPass {
     Convert,
     Recount,
+    Listed,
 }
 
 impl RecordPass {
@@ -36,6 +37,7 @@ impl RecordPass {
         match self {
             Self::Convert => JobStep::Records(ids),
             Self::Recount => JobStep::Recount(ids),
+            Self::Listed => JobStep::Listed(ids),
         }
     }
 }
@@ -85,6 +87,17 @@ impl Migrator {
             return Ok(());
         }
         self.record_layout(run).await
+    }
+
+    /// A dry run of a current namespace walks its job records too (`SCAN`, 50 a
+    /// script) and reports each one the listing does not name under its number:
+    /// counted in its queue but never listed nor claimed (issue 29: two `dueq dev`
+    /// runs on one AOF left such jobs, and a dry run reported nothing). Read-only, so
+    /// exact whatever runs meanwhile: a job's record and listing entry are written
+    /// and removed together.
+    pub(super) async fn check_listed(&self, run: &mut Run<'_, '_>) -> Result<(), Error> {
+        let walk = LegacyJobWalk::new(LegacyJobKeys::JobRecords);
+        self.step_over_jobs(run, walk, RecordPass::Listed).await
     }
 
     /// Records the job layout (the last step of a conversion or a recount) and says so.

@@ -261,6 +261,9 @@ impl Migrator {
             // records the layout the namespace is already in).
             self.mark_jobs(namespace, run.lease).await?;
         }
+        if options.dry_run && state.jobs_layout_version() == JOB_LAYOUT && !state.jobs_meta_lost() {
+            self.check_listed(&mut run).await?;
+        }
         // 3b. Queue counts for jobs stored before them (issue 14), once the jobs are
         // in the current layout; and the namespace registry.
         if !options.dry_run {
@@ -354,7 +357,7 @@ fn walk_of(namespace: &str, state: &NamespaceHealth) -> Result<Walk, Error> {
             if state.schema.is_some()
                 || state.index_size > 0
                 || state.jobs_layout_version() > 0
-                || state.jobs_marker =>
+                || state.jobs_held =>
         {
             Ok(Walk::Tree)
         }

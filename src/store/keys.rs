@@ -331,7 +331,6 @@ impl NamespaceKeys {
     }
 
     /// The namespace's queues, by name (lib/job.lua `queue_registry`).
-    #[cfg(test)]
     pub(crate) fn queue_registry(&self) -> String {
         format!("{}:queues", self.meta())
     }

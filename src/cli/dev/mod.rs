@@ -1,10 +1,16 @@
 //! `dueq dev`: one command to a working service, like `temporal server start-dev`. A
 //! private redis-server (from PATH) keeps its data in a local folder that later runs
-//! reuse, and dueq serves against it through the same path as `dueq serve`.
+//! reuse, and dueq serves against it through the same path as `dueq serve`. One run
+//! per data folder: the folder is locked for the life of the run (`lock`).
 //!
 //! Stopping order matters: on Ctrl-C or SIGTERM dueq drains first (its calls still
 //! reach Redis), then redis-server gets SHUTDOWN, so the AOF on disk is complete.
 
+#[cfg(unix)]
+mod lock;
+#[cfg(not(unix))]
+#[path = "lock_none.rs"]
+mod lock;
 mod orphan;
 mod redis;
 
@@ -22,8 +28,11 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    // Every other setting as `dueq serve` reads it (DUEQ_* variables, defaults).
-    let mut config = ServeConfig::for_redis(String::new());
+    // Every other setting as `dueq serve` takes it (flags, DUEQ_* variables).
+    let mut config = dev.serve;
+    if config.console_listen.is_none() && !dev.no_console {
+        config.console_listen = Some(DevConfig::CONSOLE.to_owned());
+    }
     dueq::logging::init(config.log_format);
     let dir = match data_dir(&dev.data_dir) {
         Ok(dir) => dir,
@@ -35,6 +44,14 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Held until `run` returns: one run per data folder.
+    let _lock = match lock::lock(&dir) {
+        Ok(lock) => lock,
+        Err(error) => {
+            eprintln!("dueq dev: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let redis = match DevRedis::start(&binary, &dir).await {
         Ok(redis) => redis,
         Err(error) => {
@@ -43,8 +60,6 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         }
     };
     config.redis_url = redis.url();
-    config.listen = dev.listen;
-    config.console_listen = Some(dev.console_listen.clone());
     let Some(listener) = crate::bind(&config.listen).await else {
         stop(redis).await;
         return ExitCode::FAILURE;
@@ -59,8 +74,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         dir.display(),
         redis::LOG_FILE
     );
-    println!("  console: http://{}/", dev.console_listen);
-    println!("  try:    grpcurl -plaintext {} list", config.listen);
+    banner_urls(&config);
     // Redis exiting under dueq stops it too: a dev service that answers UNAVAILABLE
     // to everything helps nobody.
     let redis_exit = redis.exit_signal();
@@ -81,6 +95,36 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     }
     stop(redis).await;
     served
+}
+
+/// The banner's lines for what is served besides gRPC, each with its URL, and a
+/// grpcurl command to try.
+fn banner_urls(config: &ServeConfig) {
+    let scheme = if config.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if let Some(console) = &config.console_listen {
+        println!("  console: {scheme}://{console}/");
+    }
+    if let Some(metrics) = &config.metrics_listen {
+        println!("  metrics: http://{metrics}/metrics");
+    }
+    if let Some(auth) = &config.auth_file {
+        println!(
+            "  auth:   {} (every call needs a token of it)",
+            auth.display()
+        );
+    }
+    if config.tls_cert.is_some() {
+        println!(
+            "  try:    grpcurl -cacert CA.pem {} list  (the CA of --tls-cert)",
+            config.listen
+        );
+    } else {
+        println!("  try:    grpcurl -plaintext {} list", config.listen);
+    }
 }
 
 /// The data folder, created if missing, as an absolute path (redis-server's working

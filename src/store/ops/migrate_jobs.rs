@@ -18,6 +18,9 @@ pub(crate) enum JobStep<'a> {
     Records(&'a [String]),
     /// Raise the job counters to these (current-layout) jobs' numbers, by id.
     Recount(&'a [String]),
+    /// Report these (current-layout) jobs that the listing does not name under their
+    /// number (read-only).
+    Listed(&'a [String]),
     /// Unlink these keys.
     Drop(&'a [Vec<u8>]),
     /// Record job layout 2.
@@ -49,6 +52,7 @@ impl Operation for MigrateJobs<'_> {
             JobStep::Ready { .. } => "ready",
             JobStep::Records(_) => "records",
             JobStep::Recount(_) => "recount",
+            JobStep::Listed(_) => "listed",
             JobStep::Drop(_) => "drop",
             JobStep::Finish => "finish",
         };
@@ -62,7 +66,7 @@ impl Operation for MigrateJobs<'_> {
             JobStep::Ready { set } => {
                 call.key(*set).arg("take", JOBS_PER_CALL);
             }
-            JobStep::Records(ids) | JobStep::Recount(ids) => {
+            JobStep::Records(ids) | JobStep::Recount(ids) | JobStep::Listed(ids) => {
                 for id in *ids {
                     call.arg("ids", id);
                 }

@@ -57,6 +57,7 @@ operations!(
     delete_jobs,
     delete_schedule,
     dispatch_due,
+    distrust_jobs,
     drain_graph,
     enqueue_flow,
     enqueue_jobs,

@@ -1,9 +1,9 @@
 //! `lua/namespace_status.lua`: what a namespace's store looks like, in O(1).
 
-use super::prelude::*;
+use super::{job_prefixes, prelude::*};
 use crate::domain::{Listing, NamespaceHealth};
 
-script!(NamespaceStatus: "namespace_status", Core, Arity::Exactly(7), Arity::Exactly(0));
+script!(NamespaceStatus: "namespace_status", Job, Arity::Exactly(9), Arity::Exactly(8));
 
 pub(crate) struct NamespaceStatus;
 
@@ -17,7 +17,10 @@ impl Operation for NamespaceStatus {
             .key(keys.due())
             .key(keys.migrate_lock())
             .key(keys.jobs_marker())
-            .key(keys.target_due());
+            .key(keys.target_due())
+            .key(keys.queue_registry())
+            .key(keys.jobs_done());
+        job_prefixes(keys, call);
     }
 
     fn decode(&self, mut reply: Reply) -> Result<Self::Output, StoreError> {
@@ -44,6 +47,7 @@ impl Operation for NamespaceStatus {
             legacy_jobs: reply.flag()?,
             jobs_marker: reply.flag()?,
             job_sequence: reply.count()?,
+            jobs_held: reply.flag()?,
         };
         reply.finish()?;
         Ok(health)

@@ -285,6 +285,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "delete_jobs",
     "drain_graph",
     "delete_schedule",
+    "distrust_jobs",
     "extend_lease",
     "fail_job",
     "get_flow",

@@ -355,25 +355,14 @@ impl Redis {
         self.try_conn().await.expect("connect to test redis")
     }
 
-    /// Stops redis-server (SIGSTOP) until [`Redis::thaw`]: it holds its connections
-    /// and answers nothing, so a call to it hangs (until the service's
-    /// --redis-timeout).
-    pub fn freeze(&self) {
-        self.signal("-STOP");
-    }
-
-    /// Lets a frozen redis-server run again (SIGCONT).
-    pub fn thaw(&self) {
-        self.signal("-CONT");
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("redis-server running").id();
-        let status = std::process::Command::new("kill")
-            .args([signal, &pid.to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill {signal} {pid}");
+    /// Sends `signal` to redis-server: SIGSTOP hangs it (connections are accepted by
+    /// the kernel, nothing is answered), SIGCONT lets it go on.
+    pub fn signal(&self, signal: libc::c_int) {
+        let child = self.child.as_ref().expect("redis-server is running");
+        let pid = libc::pid_t::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let sent = unsafe { libc::kill(pid, signal) };
+        assert_eq!(sent, 0, "kill({pid}, {signal})");
     }
 
     /// Kills redis-server (SIGKILL: nothing is saved).

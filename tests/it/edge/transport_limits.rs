@@ -85,7 +85,7 @@ async fn start(tune: impl FnOnce(&mut ServeConfig)) -> (Redis, Service) {
     (redis, service)
 }
 
-/// Pins: a unary call not answered within --request-timeout (here: Redis is frozen,
+/// Pins: a unary call not answered within --request-timeout (here: Redis is stopped,
 /// and --redis-timeout longer) is answered DEADLINE_EXCEEDED naming the flag; a
 /// long-poll longer than the timeout still ends normally.
 #[tokio::test]
@@ -99,16 +99,16 @@ async fn unary_calls_time_out_and_long_polls_do_not() {
     let nothing = try_claim(&mut c, "ns", 2_500).await;
     assert_eq!(nothing.ok(), Some(None), "the long-poll ran out its wait");
 
-    redis.freeze();
-    let status = within_patience("the call to a frozen Redis", c.get_job(get_job_req()))
+    redis.signal(libc::SIGSTOP);
+    let status = within_patience("the call to a stopped Redis", c.get_job(get_job_req()))
         .await
         .expect_err("timed out");
-    redis.thaw();
+    redis.signal(libc::SIGCONT);
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     assert!(status.message().contains("--request-timeout"), "{status:?}");
 }
 
-/// Pins: with --max-in-flight unary calls in flight (one, waiting on a frozen
+/// Pins: with --max-in-flight unary calls in flight (one, waiting on a stopped
 /// Redis), the next is answered RESOURCE_EXHAUSTED naming the flag at once; when the
 /// slot is given back, calls are served again.
 #[tokio::test]
@@ -120,7 +120,7 @@ async fn unary_calls_beyond_max_in_flight_are_shed() {
     })
     .await;
     let mut c = service.client().await;
-    redis.freeze();
+    redis.signal(libc::SIGSTOP);
     let mut holder = c.clone();
     // Retried while a probe holds the slot, until it holds it itself.
     let held = tokio::spawn(async move {
@@ -132,21 +132,21 @@ async fn unary_calls_beyond_max_in_flight_are_shed() {
         }
     });
 
-    // A probe that was admitted (the holder was not in yet) hangs on the frozen
+    // A probe that was admitted (the holder was not in yet) hangs on the stopped
     // Redis: given up on, it gives its slot back and the next probe tries again.
     let patience = Patience::new("a call shed while the other call holds the slot");
     let status = loop {
         let probe = tokio::time::timeout(Duration::from_millis(200), c.get_job(get_job_req()));
         match probe.await {
             Ok(Err(status)) if status.code() == Code::ResourceExhausted => break status,
-            Ok(other) => panic!("answered by a frozen Redis: {other:?}"),
+            Ok(other) => panic!("answered by a stopped Redis: {other:?}"),
             Err(_) => patience.wait().await,
         }
     };
     assert!(status.message().contains("--max-in-flight"), "{status:?}");
 
     // The call is answered: its slot is given back.
-    redis.thaw();
+    redis.signal(libc::SIGCONT);
     let answered = within_patience("the held call", held).await.expect("task");
     assert_eq!(answered.map_err(|s| s.code()).err(), Some(Code::NotFound));
     let again = c.get_job(get_job_req()).await.expect_err("no such job");

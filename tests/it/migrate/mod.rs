@@ -9,6 +9,8 @@ mod flow;
 mod graph;
 mod import;
 mod jobs;
+mod lost_meta;
 mod repair;
 mod services;
+mod unlisted;
 mod upgrade;

@@ -701,7 +701,7 @@ async fn errors_say_the_code_and_exit_non_zero() {
     );
 }
 
-fn sha256_hex(text: &str) -> String {
+pub(crate) fn sha256_hex(text: &str) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(text.as_bytes())
         .iter()

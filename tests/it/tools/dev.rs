@@ -28,25 +28,42 @@ struct Dev {
     redis_pid: u32,
     /// The banner's "try:" line, the first command it suggests.
     first_command: String,
+    /// The banner, up to its "try:" line.
+    banner: Vec<String>,
 }
 
 impl Dev {
     /// Starts `dueq dev` on `data_dir` and waits until it reports SERVING.
     async fn start(data_dir: &Path) -> Dev {
+        Dev::start_with(data_dir, &[]).await
+    }
+
+    /// Starts `dueq dev` with `args` besides --listen and --data-dir (its console on
+    /// a free port unless `args` say otherwise).
+    async fn start_with(data_dir: &Path, args: &[&str]) -> Dev {
         // The free port may be taken before the binary binds it: then try another.
         for _ in 0..5 {
-            if let Some(dev) = Dev::try_start(data_dir, free_port()).await {
+            if let Some(dev) = Dev::try_start(data_dir, free_port(), args).await {
                 return dev;
             }
         }
         panic!("dueq dev could not listen on any of 5 free ports");
     }
 
-    async fn try_start(data_dir: &Path, port: u16) -> Option<Dev> {
+    async fn try_start(data_dir: &Path, port: u16, args: &[&str]) -> Option<Dev> {
         let addr = format!("127.0.0.1:{port}");
+        let mut console = Vec::new();
+        if !args.iter().any(|a| a.contains("console")) {
+            console = vec![
+                "--console-listen".to_owned(),
+                format!("127.0.0.1:{}", free_port()),
+            ];
+        }
         let mut child = Command::new(env!("CARGO_BIN_EXE_dueq"))
             .args(["dev", "--listen", &addr, "--data-dir"])
             .arg(data_dir)
+            .args(&console)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -66,10 +83,12 @@ impl Dev {
             addr,
             redis_pid: 0,
             first_command: String::new(),
+            banner: Vec::new(),
         };
         loop {
             // None: dueq exited (the port was taken) before its banner was complete.
             let line = within_patience("the dueq dev banner", lines.recv()).await?;
+            dev.banner.push(line.clone());
             if let Some(rest) = line.split("redis-server pid ").nth(1) {
                 let pid = rest.split_whitespace().next().and_then(|p| p.parse().ok());
                 dev.redis_pid = pid.expect("the banner names the redis-server pid");
@@ -301,4 +320,136 @@ async fn dev_stops_with_an_error_when_its_redis_dies_under_it() {
         !status.success(),
         "a dev service without its Redis is a failure"
     );
+}
+
+/// Pins: `dueq dev` takes `dueq serve`'s flags and says what it serves: with
+/// --metrics-listen its banner prints the metrics URL and /metrics answers there;
+/// with --auth-file a call without a token is UNAUTHENTICATED and one with the
+/// file's token goes through; the console's URL is printed; --no-console serves none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_takes_the_serve_flags_and_prints_what_it_serves() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let auth = data.path().join("auth.toml");
+    let hash = crate::tools::cli::sha256_hex("dev-token");
+    std::fs::write(
+        &auth,
+        format!(
+            "[[principal]]\nname = \"me\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\ntoken_sha256 = \"{hash}\"\n"
+        ),
+    )
+    .expect("write the auth file");
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let console = format!("127.0.0.1:{}", free_port());
+    let auth_path = auth.to_str().expect("a UTF-8 path");
+    let dev = Dev::start_with(
+        &data.path().join("redis"),
+        &[
+            "--metrics-listen",
+            &metrics,
+            "--auth-file",
+            auth_path,
+            "--console-listen",
+            &console,
+        ],
+    )
+    .await;
+    let banner = dev.banner.join("\n");
+    assert!(
+        banner.contains(&format!("metrics: http://{metrics}/metrics")),
+        "{banner}"
+    );
+    assert!(
+        banner.contains(&format!("console: http://{console}/")),
+        "{banner}"
+    );
+    assert!(banner.contains(auth_path), "{banner}");
+    assert_eq!(scrape(&metrics).await.status, 200);
+
+    let mut client = dev.client().await;
+    let refused = client
+        .list_namespaces(proto::ListNamespacesRequest::default())
+        .await
+        .expect_err("no token");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    let mut request = tonic::Request::new(proto::ListNamespacesRequest::default());
+    request.metadata_mut().insert(
+        "authorization",
+        "Bearer dev-token".parse().expect("a header value"),
+    );
+    client
+        .list_namespaces(request)
+        .await
+        .expect("with the token");
+    drop(dev);
+
+    let plain = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start_with(plain.path(), &["--no-console"]).await;
+    let banner = dev.banner.join("\n");
+    assert!(
+        !banner.contains("console:") && !banner.contains("metrics:"),
+        "{banner}"
+    );
+}
+
+/// Pins issue 29 item 14: a second `dueq dev` on a data folder in use refuses to start
+/// (no second redis-server on the first one's AOF), naming the process that holds the
+/// folder, and the first run serves on undisturbed. Once the first run is gone, the
+/// folder is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_dev_on_one_data_folder_refuses_naming_the_holder() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    upsert(&mut client, "devns", every("first-run", 3600)).await;
+
+    // Killed on drop: on a build without the lock it would serve on and on.
+    let second = tokio::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args([
+            "dev",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start a second dueq dev");
+    let out = within_patience(
+        "the second dueq dev to refuse and exit",
+        second.wait_with_output(),
+    )
+    .await
+    .expect("wait for the second dueq dev");
+    let (status, err) = (out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("in use"), "{err}");
+    assert!(
+        err.contains(&format!("process {}", dev.child.id())),
+        "the refusal names the first run's pid: {err}"
+    );
+    assert!(
+        err.contains("--data-dir"),
+        "and says how to run a second: {err}"
+    );
+    let log = std::fs::read_to_string(data.path().join("redis.log")).expect("redis.log");
+    assert_eq!(
+        log.matches("Ready to accept connections").count(),
+        1,
+        "no second redis-server started on the folder: {log}"
+    );
+    assert_eq!(
+        get(&mut client, "devns", "first-run").await.id,
+        "first-run",
+        "the first run still serves"
+    );
+
+    drop(client);
+    let (status, redis_pid) = dev.stop_with("TERM").await;
+    assert!(status.success(), "{status}");
+    assert!(process_gone(redis_pid));
+    let dev = Dev::start(data.path()).await;
+    let mut client = dev.client().await;
+    assert_eq!(get(&mut client, "devns", "first-run").await.id, "first-run");
 }

@@ -4,7 +4,7 @@
 
 mod bench_smoke;
 pub(crate) mod binary;
-mod cli;
+pub(crate) mod cli;
 mod compose;
 mod dev;
 mod examples;

@@ -79,6 +79,21 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    run_until(config, listener, Box::pin(shutdown)).await
+}
+
+/// A shutdown signal, boxed: the service's code then takes no type parameter from
+/// its caller, so it is compiled once, in this crate. (Generic over the signal, it
+/// was compiled again in the binary's crate, and with it every service's handlers:
+/// the console's in-process calls reach them from this crate, and a release build
+/// shares no generic code between crates.)
+type Signal = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+async fn run_until(
+    config: ServeConfig,
+    listener: TcpListener,
+    shutdown: Signal,
+) -> Result<(), ServeError> {
     let guard = Guard::check(&config, listener.local_addr()?)?;
     let cancel = CancellationToken::new();
     // However this future ends (returned, or dropped mid-flight as a crash is
@@ -354,7 +369,7 @@ async fn serve(
     services: Services,
     health: HealthServer<impl Health>,
     core: &Context,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: Signal,
 ) -> Result<(), ServeError> {
     // On shutdown: wake every long-poll (they answer empty), then let tonic drain.
     let cancel = core.shutdown.clone();

@@ -152,10 +152,11 @@ async fn run_until(
         admin: AdminServiceServer::from_arc(admin),
         layers: layers(&config, &core, guard.principals.clone()),
     };
+    let app = app(&config, services, health)?;
     if let Some(listener) = console_listener {
-        serve_console(listener, &config, &guard, &services, &core)?;
+        serve_console(listener, &config, &guard, app.clone(), &core)?;
     }
-    serve(&config, listener, guard, services, health, &core, shutdown).await?;
+    serve(&config, listener, guard, app, &core, shutdown).await?;
     tracing::info!("dueq stopped");
     Ok(())
 }
@@ -271,13 +272,10 @@ fn serve_console(
     listener: TcpListener,
     config: &ServeConfig,
     guard: &Guard,
-    services: &Services,
+    app: App,
     core: &Context,
 ) -> Result<(), ServeError> {
-    let routes = Routes::new(services.queue.clone())
-        .add_service(services.admin.clone())
-        .prepare();
-    let grpc = console::Grpc::new(services.layers.layer(routes), config.max_message_size);
+    let grpc = console::Grpc::new(app, config.max_message_size);
     let addr = listener.local_addr()?;
     let scheme = if guard.tls.is_some() { "https" } else { "http" };
     tracing::info!(url = %format!("{scheme}://{}", advertised(addr)), "serving the web console");
@@ -294,6 +292,39 @@ fn serve_console(
         core.shutdown.clone(),
     ));
     Ok(())
+}
+
+/// Every gRPC service behind the tower layers, as one value: what the gRPC listener
+/// serves and what the console calls in process. Built once and boxed, so the
+/// services and the layers are compiled once for both (two paths to them made two
+/// copies of every handler in the binary).
+pub(crate) type App = tower::util::BoxCloneSyncService<
+    tonic::codegen::http::Request<tonic::body::Body>,
+    tonic::codegen::http::Response<tonic::body::Body>,
+    std::convert::Infallible,
+>;
+
+fn app(
+    config: &ServeConfig,
+    services: Services,
+    health: HealthServer<impl Health>,
+) -> Result<App, ServeError> {
+    let mut routes = Routes::new(health);
+    if config.reflection {
+        let (reflection_v1, reflection_v1alpha) = reflection()?;
+        routes = routes
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha);
+    }
+    let routes = routes
+        .add_service(services.queue)
+        .add_service(services.admin)
+        .prepare();
+    let app = tower::ServiceExt::map_response(
+        services.layers.layer(routes),
+        |response: tonic::codegen::http::Response<_>| response.map(tonic::body::Body::new),
+    );
+    Ok(App::new(app))
 }
 
 /// dueq's gRPC services and the tower layers around them.
@@ -366,8 +397,7 @@ async fn serve(
     config: &ServeConfig,
     listener: TcpListener,
     guard: Guard,
-    services: Services,
-    health: HealthServer<impl Health>,
+    app: App,
     core: &Context,
     shutdown: Signal,
 ) -> Result<(), ServeError> {
@@ -396,14 +426,10 @@ async fn serve(
             None => PrefaceOn::Wire,
         },
     );
-    let (reflection_v1, reflection_v1alpha) = reflection()?;
+    // tonic serves the app as it is: its own routes (none) are left unused.
     let router = transport(config)
-        .layer(services.layers)
-        .add_service(health)
-        .add_optional_service(config.reflection.then_some(reflection_v1))
-        .add_optional_service(config.reflection.then_some(reflection_v1alpha))
-        .add_service(services.queue)
-        .add_service(services.admin);
+        .layer(tower::layer::layer_fn(move |_: Routes| app.clone()))
+        .add_routes(Routes::default());
     let grace = config.shutdown_grace;
     match guard.tls {
         None => {

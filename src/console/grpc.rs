@@ -15,7 +15,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use prost::Message;
 use tonic::{body::Body, codegen::http, Code, Status};
 use tower::{util::BoxCloneSyncService, ServiceExt};
-use tower_service::Service;
 
 use crate::{
     auth::{Caller, InProcess},
@@ -95,20 +94,9 @@ pub(crate) struct Grpc {
 }
 
 impl Grpc {
-    pub(crate) fn new<S, B>(service: S, max_message: usize) -> Grpc
-    where
-        S: Service<http::Request<Body>, Response = http::Response<B>, Error = Infallible>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let service = service.map_response(|response: http::Response<B>| response.map(Body::new));
+    pub(crate) fn new(app: Inner, max_message: usize) -> Grpc {
         Grpc {
-            inner: BoxCloneSyncService::new(service),
+            inner: app,
             max_message,
         }
     }

@@ -308,11 +308,10 @@ mod tests {
 
     use prost::Message;
 
-    /// Every method of the proto's services (dueq's, health, reflection) has exactly
-    /// one line, and every line is a method the proto declares.
-    #[test]
-    fn the_table_is_the_served_api() {
-        let mut declared = BTreeSet::new();
+    /// The path of every method the proto's descriptor sets (dueq's, health) declare,
+    /// and whether its request streams.
+    fn declared() -> impl Iterator<Item = (String, bool)> {
+        let mut methods = Vec::new();
         for encoded in [
             crate::proto::FILE_DESCRIPTOR_SET,
             tonic_health::pb::FILE_DESCRIPTOR_SET,
@@ -323,12 +322,20 @@ mod tests {
                 for service in file.service {
                     let name = service.name.unwrap_or_default();
                     for method in service.method {
-                        let method = method.name.unwrap_or_default();
-                        declared.insert(format!("/{package}.{name}/{method}"));
+                        let path = format!("/{package}.{name}/{}", method.name());
+                        methods.push((path, method.client_streaming()));
                     }
                 }
             }
         }
+        methods.into_iter()
+    }
+
+    /// Every method of the proto's services (dueq's, health, reflection) has exactly
+    /// one line, and every line is a method the proto declares.
+    #[test]
+    fn the_table_is_the_served_api() {
+        let mut declared: BTreeSet<String> = declared().map(|(path, _)| path).collect();
         declared.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo".into());
         declared.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo".into());
         let lines: Vec<&str> = super::all().map(|rpc| rpc.path).collect();
@@ -342,22 +349,10 @@ mod tests {
     /// for the whole request of every other (`layers::ShedLayer`).
     #[test]
     fn duplex_lines_are_the_streamed_requests() {
-        let mut streamed = BTreeSet::new();
-        for encoded in [
-            crate::proto::FILE_DESCRIPTOR_SET,
-            tonic_health::pb::FILE_DESCRIPTOR_SET,
-        ] {
-            let set = prost_types::FileDescriptorSet::decode(encoded).expect("descriptor set");
-            for file in set.file {
-                let package = file.package.unwrap_or_default();
-                for service in file.service {
-                    let name = service.name.unwrap_or_default();
-                    for method in service.method.iter().filter(|m| m.client_streaming()) {
-                        streamed.insert(format!("/{package}.{name}/{}", method.name()));
-                    }
-                }
-            }
-        }
+        let mut streamed: BTreeSet<String> = declared()
+            .filter(|(_, client_streaming)| *client_streaming)
+            .map(|(path, _)| path)
+            .collect();
         streamed.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo".into());
         streamed.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo".into());
         let duplex: BTreeSet<String> = super::all()

@@ -65,3 +65,19 @@ pub async fn status(admin: &mut Admin, ns: &str) -> proto::NamespaceStatus {
         .expect("GetNamespaceStatus")
         .into_inner()
 }
+
+/// Asserts `status` is the refusal of a namespace whose metadata needs Migrate:
+/// FAILED_PRECONDITION naming the fix.
+pub fn refused_until_migrate(what: &str, status: tonic::Status) {
+    assert_eq!(
+        status.code(),
+        tonic::Code::FailedPrecondition,
+        "{what}: {status:?}"
+    );
+    assert!(
+        status.message().contains("needs Migrate")
+            && status.message().contains("dueq.v1.QueueService/Migrate"),
+        "{what}: the message names the fix: {}",
+        status.message()
+    );
+}

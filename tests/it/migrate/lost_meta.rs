@@ -4,26 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use tonic::{Code, Status};
-
 use crate::common::*;
 
 /// Jobs stored before the loss, over two queues and more than one Migrate batch.
 const OLD_JOBS: usize = 120;
-
-fn refused_until_migrate(what: &str, status: Status) {
-    assert_eq!(
-        status.code(),
-        Code::FailedPrecondition,
-        "{what}: {status:?}"
-    );
-    assert!(
-        status.message().contains("needs Migrate")
-            && status.message().contains("dueq.v1.QueueService/Migrate"),
-        "{what}: the message names the fix: {}",
-        status.message()
-    );
-}
 
 /// Pins issue 29 item 13: after `DEL :meta :meta:jobs`, Enqueue, ClaimJob and
 /// ListJobs are refused FAILED_PRECONDITION and write nothing (on the old code

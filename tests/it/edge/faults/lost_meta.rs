@@ -10,20 +10,6 @@ use super::*;
 const OLD_JOBS: usize = 20;
 const NEW_JOBS: usize = 5;
 
-fn refused_until_migrate(what: &str, status: Status) {
-    assert_eq!(
-        status.code(),
-        Code::FailedPrecondition,
-        "{what}: {status:?}"
-    );
-    assert!(
-        status.message().contains("needs Migrate")
-            && status.message().contains("dueq.v1.QueueService/Migrate"),
-        "{what}: the message names the fix: {}",
-        status.message()
-    );
-}
-
 /// Pins issue 12 item 6: after `DEL` of a namespace's meta, job and schedule calls
 /// are refused FAILED_PRECONDITION with the Migrate command and write nothing,
 /// GetNamespaceStatus says so, and Migrate rebuilds the metadata: all 20 old jobs

@@ -12,7 +12,7 @@ use std::{pin::Pin, sync::Arc};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Status};
 
-use super::{audit, ApiError, Rescue};
+use super::{audit_lines, ApiError, Rescue};
 use crate::{
     auth::{unauthenticated, Caller, Credential, Scope},
     domain::Namespace,
@@ -133,7 +133,7 @@ pub(super) fn authorize<T: Scoped>(
     rpc: &'static Rpc,
 ) -> Result<T::Target, ApiError> {
     let caller = request.extensions().get::<Caller>();
-    let via = audit::via(request.metadata().as_ref());
+    let via = audit_lines::via(request.metadata().as_ref());
     let target = match request.get_ref().target() {
         Ok(target) => target,
         Err(invalid) => {
@@ -209,7 +209,7 @@ pub(super) fn authorize_caller(
 /// this outcome, is the line).
 fn refuse(principal: &str, rpc: &Rpc, namespace: &str, via: &str, message: String) -> ApiError {
     if !rpc.audited {
-        audit::refused(
+        audit_lines::refused(
             Some(principal),
             rpc.method,
             namespace,
@@ -247,7 +247,7 @@ impl Recheck {
         Recheck {
             credential: request.extensions().get::<Credential>().cloned(),
             rpc,
-            via: audit::via(request.metadata().as_ref()),
+            via: audit_lines::via(request.metadata().as_ref()),
             namespace: match scope {
                 Scope::Namespace(namespace) => Some(namespace.to_owned()),
                 Scope::Everything => None,
@@ -274,14 +274,14 @@ impl Recheck {
             .map_or(Scope::Everything, Scope::Namespace);
         let (method, namespace) = (self.rpc.method, self.namespace.as_deref().unwrap_or(""));
         let Some(caller) = credential.caller() else {
-            audit::refused(None, method, namespace, "UNAUTHENTICATED", self.via);
+            audit_lines::refused(None, method, namespace, "UNAUTHENTICATED", self.via);
             return Some(unauthenticated());
         };
         let denied = authorize_caller(Some(&caller), self.rpc, scope, self.via).err()?;
         if self.rpc.audited {
             // Its record was made when the call started: the refusal is a line of its own.
             let principal = Some(caller.name());
-            audit::refused(principal, method, namespace, "PERMISSION_DENIED", self.via);
+            audit_lines::refused(principal, method, namespace, "PERMISSION_DENIED", self.via);
         }
         Some(self.rescue.status(denied))
     }

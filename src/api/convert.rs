@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     domain::{
-        Occurrence, OccurrenceKind, Overlap, RecentRun, RunOutcome, ScheduleDef, ScheduleRecord,
-        ScheduleStatus, TimingDef,
+        Backoff, BackoffKind, Occurrence, OccurrenceKind, Overlap, RecentRun, RunOutcome,
+        ScheduleDef, ScheduleRecord, ScheduleStatus, TimingDef,
     },
     proto,
     timing::CatchUp,
@@ -138,7 +138,7 @@ fn target_to_proto(t: crate::domain::EnqueueTarget) -> proto::schedule::Target {
         queue: t.queue,
         priority: t.priority,
         max_attempts: Some(t.max_attempts),
-        backoff: Some(super::jobs::convert::backoff_to_proto(t.backoff)),
+        backoff: Some(backoff_to_proto(t.backoff)),
         headers: t.headers.into_iter().collect(),
         lease: Some(duration(t.lease_ms)),
     })
@@ -285,6 +285,20 @@ pub(super) fn parse_page_token_of(token: &str, max_bytes: usize) -> Result<Strin
         .collect::<Result<Vec<u8>, _>>()
         .map_err(|_| bad())?;
     String::from_utf8(bytes).map_err(|_| bad())
+}
+
+/// A job's (or a schedule target's) backoff as the API says it.
+pub(in crate::api) fn backoff_to_proto(b: Backoff) -> proto::Backoff {
+    let kind = match b.kind {
+        BackoffKind::Fixed => proto::BackoffKind::Fixed,
+        BackoffKind::Exponential => proto::BackoffKind::Exponential,
+    };
+    proto::Backoff {
+        kind: kind as i32,
+        base: Some(duration(b.base_ms)),
+        cap: (b.kind == BackoffKind::Exponential).then(|| duration(b.cap_ms)),
+        jitter: b.jitter,
+    }
 }
 
 #[cfg(test)]

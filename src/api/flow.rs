@@ -6,7 +6,6 @@ use tonic::Request;
 
 use super::{
     convert::{duration, timestamp},
-    queues::queue,
     validate as check, ApiError, QueueApi,
 };
 use crate::{
@@ -180,7 +179,7 @@ pub(super) async fn set_policy(
     request: Request<proto::SetQueuePolicyRequest>,
 ) -> Result<proto::SetQueuePolicyResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let policy = policy(req.policy.as_ref())?;
     api.jobs.set_queue_policy(namespace, queue, &policy).await?;
     Ok(proto::SetQueuePolicyResponse {
@@ -194,7 +193,7 @@ pub(super) async fn get_policy(
     request: Request<proto::GetQueuePolicyRequest>,
 ) -> Result<proto::GetQueuePolicyResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let stored = api.jobs.get_queue_policy(namespace, queue).await?;
     Ok(proto::GetQueuePolicyResponse {
         policy: stored.policy.map(policy_to_proto),
@@ -208,7 +207,7 @@ pub(super) async fn set_key_limit(
     request: Request<proto::SetKeyLimitRequest>,
 ) -> Result<proto::SetKeyLimitResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let key = flow_key("key", &req.key)?;
     let limit = KeyLimit {
         max_running: req.max_running,
@@ -241,7 +240,7 @@ pub(super) async fn throttle_key(
     request: Request<proto::ThrottleKeyRequest>,
 ) -> Result<proto::ThrottleKeyResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let key = flow_key("key", &req.key)?;
     let for_ms = throttle_ms(req.r#for.as_ref())?;
     let until = api.jobs.throttle_key(namespace, queue, key, for_ms).await?;
@@ -282,7 +281,7 @@ pub(super) async fn list_keys(
     request: Request<proto::ListFlowKeysRequest>,
 ) -> Result<proto::ListFlowKeysResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let order = order(req.order_by)?;
     let size = check::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE)?;
     let offset = offset(&req.page_token)?;

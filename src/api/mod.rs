@@ -7,6 +7,7 @@
 
 mod admin;
 pub(crate) mod audit;
+pub(crate) mod audit_lines;
 mod authorize;
 mod convert;
 mod cpu;

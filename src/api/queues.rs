@@ -30,14 +30,6 @@ fn limit(value: u32, max: u32) -> Result<u32, ApiError> {
     }
 }
 
-/// A queue name: required, an id's rules.
-pub(super) fn queue(value: &str) -> Result<&str, ApiError> {
-    if value.is_empty() {
-        return Err(ApiError::invalid("queue", "is required"));
-    }
-    check::id("queue", value)
-}
-
 pub(super) async fn list_namespaces(
     api: &QueueApi,
     _: &AllNamespaces,
@@ -113,7 +105,7 @@ pub(super) async fn pause(
     request: Request<proto::PauseQueueRequest>,
 ) -> Result<proto::PauseQueueResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let changed = api.jobs.pause_queue(namespace, queue, true).await?;
     Ok(proto::PauseQueueResponse { changed })
 }
@@ -124,7 +116,7 @@ pub(super) async fn resume(
     request: Request<proto::ResumeQueueRequest>,
 ) -> Result<proto::ResumeQueueResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let changed = api.jobs.pause_queue(namespace, queue, false).await?;
     Ok(proto::ResumeQueueResponse { changed })
 }
@@ -202,7 +194,7 @@ pub(super) async fn retry_dead(
     request: Request<proto::RetryDeadJobsRequest>,
 ) -> Result<proto::RetryDeadJobsResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let fingerprint = fingerprint(&req.error_fingerprint)?;
     let limit = limit(req.limit, retry_dead_jobs::MAX_BATCH)?;
     let (retried, more) = api
@@ -218,7 +210,7 @@ pub(super) async fn purge(
     request: Request<proto::PurgeJobsRequest>,
 ) -> Result<proto::PurgeJobsResponse, ApiError> {
     let req = request.into_inner();
-    let queue = queue(&req.queue)?;
+    let queue = check::queue(&req.queue)?;
     let fingerprint = fingerprint(&req.error_fingerprint)?;
     let state = purge_state(req.state, !fingerprint.is_empty())?;
     let limit = limit(req.limit, purge_jobs::MAX_BATCH)?;

@@ -137,6 +137,14 @@ pub(super) fn page_size(value: u32, default: u32, max: u32) -> Result<usize, Api
     }
 }
 
+/// A queue name: required, an id's rules.
+pub(super) fn queue(value: &str) -> Result<&str, ApiError> {
+    if value.is_empty() {
+        return Err(ApiError::invalid("queue", "is required"));
+    }
+    id("queue", value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use axum::{
 use maud::{html, Markup, DOCTYPE};
 use tonic::Code;
 
-use super::session::Viewer;
+use super::viewer::Viewer;
 
 /// Percent-encodes `text` for a URL path segment or query value.
 pub(crate) fn enc(text: &str) -> String {

@@ -19,6 +19,7 @@ mod http;
 mod pages;
 mod sampler;
 mod session;
+mod viewer;
 
 use std::sync::Arc;
 

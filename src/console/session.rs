@@ -17,7 +17,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::{html::page_frame, Console};
+use super::{html::page_frame, viewer::Viewer, Console};
 use crate::auth::Caller;
 
 const COOKIE: &str = "dueq_session";
@@ -92,29 +92,6 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(key, _)| *key == name)
         .map(|(_, value)| value)
-}
-
-/// Who is looking: the signed-in principal, or everyone when there is no auth file.
-pub(crate) struct Viewer {
-    pub(crate) caller: Caller,
-    /// Signed in (with an auth file); shows the sign-out button.
-    pub(crate) signed_in: bool,
-}
-
-impl Viewer {
-    pub(crate) fn name(&self) -> &str {
-        self.caller.name()
-    }
-
-    /// Whether the viewer may call QueueService's `method` on `namespace`, as the RPC
-    /// table says (which buttons a page shows; the RPC decides again when called).
-    pub(crate) fn may_call(&self, method: &str, namespace: &str) -> bool {
-        match crate::api::queue_rpc(method).map(|rpc| rpc.access) {
-            Some(crate::rpc::Access::Role(role)) => self.caller.may(role, namespace),
-            Some(crate::rpc::Access::Open) => true,
-            None => false,
-        }
-    }
 }
 
 impl FromRequestParts<Arc<Console>> for Viewer {
@@ -210,7 +187,7 @@ pub(super) async fn login(
         .authenticate(Some(form.token.trim()), &[])
     else {
         // Bounded a second like every refusal line: sign-in floods cannot fill the disk.
-        crate::api::audit::refused(None, "ConsoleSignIn", "", "UNAUTHENTICATED", "console");
+        crate::api::audit_lines::refused(None, "ConsoleSignIn", "", "UNAUTHENTICATED", "console");
         let page = login_page(
             &next,
             Some("That token is not a principal's token in the auth file."),

@@ -18,7 +18,7 @@ use tower_service::Service;
 
 use super::{Answer, Concern};
 use crate::{
-    api::audit,
+    api::audit_lines,
     auth::{unauthenticated, AuthFile, Caller, Credential, InProcess},
     rpc::{self, Access},
 };
@@ -79,12 +79,12 @@ impl Concern for Authenticate {
             }
             None => {
                 let method = rpc.map_or_else(|| request.uri().path(), |rpc| rpc.method);
-                audit::refused(
+                audit_lines::refused(
                     None,
                     method,
                     "",
                     "UNAUTHENTICATED",
-                    audit::via(request.headers()),
+                    audit_lines::via(request.headers()),
                 );
                 let (parts, ()) = unauthenticated().into_http::<()>().into_parts();
                 Box::pin(async move { Ok(http::Response::from_parts(parts, R::default())) })

@@ -2,13 +2,10 @@
 
 use crate::{
     api::{
-        convert::{duration, timestamp},
+        convert::{backoff_to_proto, duration, timestamp},
         ApiError,
     },
-    domain::{
-        Backoff, BackoffKind, EnqueueOutcome, Enqueued, JobRecord, JobSchedule, JobState,
-        OnDependencyFailure,
-    },
+    domain::{EnqueueOutcome, Enqueued, JobRecord, JobSchedule, JobState, OnDependencyFailure},
     proto,
 };
 
@@ -70,19 +67,6 @@ pub(super) fn enqueued_to_proto(e: Enqueued) -> proto::EnqueueResponse {
         job_id: e.id,
         outcome: outcome as i32,
         state: state_to_proto(e.state) as i32,
-    }
-}
-
-pub(in crate::api) fn backoff_to_proto(b: Backoff) -> proto::Backoff {
-    let kind = match b.kind {
-        BackoffKind::Fixed => proto::BackoffKind::Fixed,
-        BackoffKind::Exponential => proto::BackoffKind::Exponential,
-    };
-    proto::Backoff {
-        kind: kind as i32,
-        base: Some(duration(b.base_ms)),
-        cap: (b.kind == BackoffKind::Exponential).then(|| duration(b.cap_ms)),
-        jitter: b.jitter,
     }
 }
 

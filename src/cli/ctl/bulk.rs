@@ -4,7 +4,7 @@
 //! on stderr, drawn only on a terminal). And the filter flags `dueq jobs` shares.
 
 use dueq::{
-    config::ctl::{BulkArgs, BulkCommand, BulkTarget, JobFilterArgs},
+    config::ctl::{BulkArgs, BulkCommand, BulkTarget},
     proto,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -12,36 +12,13 @@ use serde_json::json;
 
 use super::{
     connect::connect,
-    jobs::state,
+    jobs::{filter_of, state},
     render::{self, emit},
     Failure,
 };
 
 /// Skips the table lists at most (the JSON document lists every one returned).
 const SKIPS_SHOWN: usize = 20;
-
-/// The filter flags as ListJobs' filter; `None` when no flag is given.
-pub(crate) fn filter_of(args: &JobFilterArgs) -> Option<proto::JobFilter> {
-    if args.is_empty() {
-        return None;
-    }
-    let (header_key, header_value) = match &args.header {
-        Some(header) => match header.split_once('=') {
-            Some((key, value)) => (key.to_owned(), value.to_owned()),
-            None => (header.clone(), String::new()),
-        },
-        None => (String::new(), String::new()),
-    };
-    Some(proto::JobFilter {
-        name: args.name.clone().unwrap_or_default(),
-        dedup_key: args.dedup_key.clone().unwrap_or_default(),
-        header_key,
-        header_value,
-        error_contains: args.error.clone().unwrap_or_default(),
-        created_after: args.since.map(prost_types::Timestamp::from),
-        created_before: args.until.map(prost_types::Timestamp::from),
-    })
-}
 
 /// What the whole command did.
 #[derive(Default)]

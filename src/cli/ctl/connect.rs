@@ -61,6 +61,9 @@ pub(crate) fn secure(endpoint: Endpoint, addr: &str, args: &TlsArgs) -> Result<E
         Some(ca) => tls.ca_certificate(Certificate::from_pem(read(ca, "--tls-ca")?)),
         None => tls.with_native_roots(),
     };
+    if args.tls_cert.is_none() {
+        super::TLS_WITHOUT_CERT.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         tls = tls.identity(Identity::from_pem(
             read(cert, "--tls-cert")?,

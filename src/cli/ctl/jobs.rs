@@ -30,6 +30,29 @@ pub(crate) fn state(arg: JobStateArg) -> proto::JobState {
     }
 }
 
+/// The filter flags as ListJobs' filter; `None` when no flag is given.
+pub(crate) fn filter_of(args: &dueq::config::ctl::JobFilterArgs) -> Option<proto::JobFilter> {
+    if args.is_empty() {
+        return None;
+    }
+    let (header_key, header_value) = match &args.header {
+        Some(header) => match header.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => (header.clone(), String::new()),
+        },
+        None => (String::new(), String::new()),
+    };
+    Some(proto::JobFilter {
+        name: args.name.clone().unwrap_or_default(),
+        dedup_key: args.dedup_key.clone().unwrap_or_default(),
+        header_key,
+        header_value,
+        error_contains: args.error.clone().unwrap_or_default(),
+        created_after: args.since.map(prost_types::Timestamp::from),
+        created_before: args.until.map(prost_types::Timestamp::from),
+    })
+}
+
 /// `dueq jobs`: a queue's jobs, or `dead-groups`.
 pub(crate) async fn jobs(args: JobsArgs) -> Result<(), Failure> {
     match args.action {
@@ -131,7 +154,7 @@ async fn list(namespace: String, queue: String, args: JobsArgs) -> Result<(), Fa
                 page_size: (limit - jobs.len()).min(1000) as u32,
                 page_token: token,
                 view: proto::JobView::Basic as i32,
-                filter: super::bulk::filter_of(&args.filter),
+                filter: filter_of(&args.filter),
             })
             .await?
             .into_inner();

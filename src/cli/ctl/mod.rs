@@ -75,10 +75,17 @@ impl From<tonic::Status> for Failure {
     }
 }
 
+/// Set by `connect` when this command talks TLS without a client certificate: a
+/// transport failure may then be the service refusing a client without one (one
+/// command per process, so a flag for the process serves).
+pub(super) static TLS_WITHOUT_CERT: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// What a transport failure says about the client certificate, when it is about
-/// one: the service's TLS alert, or a connection closed right after the handshake
-/// (how a TLS 1.3 server refuses a certificate, or the lack of one, once the client
-/// has already sent its request).
+/// one: the service's TLS alert, or any failure of a TLS connection that showed
+/// none (unless the cause already names a certificate: the service's own, say). A TLS 1.3 server refuses a certificate, or the lack of one, after the
+/// handshake, so the client sees the connection closed, reset or not ready rather
+/// than an alert, depending on when it wrote.
 pub(super) fn tls_hint(cause: &str) -> &'static str {
     if cause.contains("CertificateRequired") {
         "; the service requires a client certificate (--tls-cert, --tls-key)"
@@ -92,9 +99,11 @@ pub(super) fn tls_hint(cause: &str) -> &'static str {
     .any(|alert| cause.contains(alert))
     {
         "; the service did not accept the client certificate (--tls-cert, --tls-key)"
-    } else if cause.ends_with("connection closed") {
-        "; over TLS this is how the service refuses a client certificate it does not \
-         trust, or a missing one (--tls-cert, --tls-key)"
+    } else if TLS_WITHOUT_CERT.load(std::sync::atomic::Ordering::Relaxed)
+        && !cause.contains("certificate")
+    {
+        "; no client certificate was shown: if the service requires one (mTLS), give \
+         --tls-cert and --tls-key"
     } else {
         ""
     }

@@ -22,7 +22,7 @@ use crate::{
     console::{
         bulk::{Action, Order, Progress, Run},
         html::{count, enc, ns_page, Answer, Failure, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto,

@@ -13,7 +13,7 @@ use crate::{
     console::{
         grpc::rpc,
         html::{action, count, enc, notice, ns_page, time, Answer, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto::{self, JobState},

@@ -13,7 +13,7 @@ use crate::{
     console::{
         grpc::rpc,
         html::{action, enc, notice, ns_page, state_name, time, Answer, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto,

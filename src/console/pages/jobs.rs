@@ -16,7 +16,7 @@ use crate::{
     console::{
         grpc::rpc,
         html::{action, badge, enc, notice, ns_page, state_name, time, Answer, Failure, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto::{self, JobState},

@@ -19,7 +19,7 @@ use axum::{
 
 use super::{
     html::{enc, message_page, Failure},
-    session::Viewer,
+    viewer::Viewer,
 };
 use crate::{auth::Role, domain::Namespace};
 

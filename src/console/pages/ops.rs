@@ -13,7 +13,7 @@ use crate::{
     console::{
         grpc::rpc,
         html::{enc, ms_of, ns_page, span, time, Answer, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto,

@@ -20,7 +20,7 @@ use crate::console::{
     grpc::rpc,
     html::{count, enc, notice, page as frame, span, Answer},
     sampler::{QueueRow, Snapshot, MAX_OVERDUE},
-    session::Viewer,
+    viewer::Viewer,
     Console,
 };
 use crate::proto;

@@ -19,7 +19,7 @@ use crate::{
         grpc::rpc,
         html::{action, count, enc, notice, ns_page, span, Answer, Failure, Tab},
         sampler::{QueueRow, Snapshot, MAX_OVERDUE, MAX_QUEUES},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto::{self, JobState},

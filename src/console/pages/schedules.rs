@@ -14,7 +14,7 @@ use crate::{
     console::{
         grpc::rpc,
         html::{action, badge, enc, notice, ns_page, span, time, Answer, Failure, Tab},
-        session::Viewer,
+        viewer::Viewer,
         Console,
     },
     proto::{self, schedule::Timing},

@@ -65,26 +65,7 @@ async fn populate(console: &Console) {
         .upsert_schedule(console.req(message))
         .await
         .expect("upsert nightly");
-    let node = |r: &str, after: &[&str]| proto::FlowNode {
-        r#ref: r.into(),
-        job: Some(proto::EnqueueRequest {
-            queue: "media".into(),
-            name: r.into(),
-            ..Default::default()
-        }),
-        after: after.iter().map(|a| (*a).into()).collect(),
-        ..Default::default()
-    };
-    let flow = proto::EnqueueFlowRequest {
-        namespace: "shop".into(),
-        flow_id: "upload-42".into(),
-        nodes: vec![
-            node("fetch", &[]),
-            node("resize", &["fetch"]),
-            node("scan", &["fetch"]),
-            node("publish", &["resize", "scan"]),
-        ],
-    };
+    let flow = super::upload_flow("upload-42");
     client
         .enqueue_flow(console.req(flow))
         .await

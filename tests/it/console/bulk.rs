@@ -172,26 +172,7 @@ async fn everything_a_filter_matches_is_retried_by_a_run_a_reader_cannot_start()
 #[tokio::test]
 async fn a_flow_is_drawn_as_a_graph() {
     let console = Console::open().await;
-    let node = |r: &str, after: &[&str]| proto::FlowNode {
-        r#ref: r.into(),
-        job: Some(proto::EnqueueRequest {
-            queue: "media".into(),
-            name: r.into(),
-            ..Default::default()
-        }),
-        after: after.iter().map(|a| (*a).into()).collect(),
-        ..Default::default()
-    };
-    let message = proto::EnqueueFlowRequest {
-        namespace: "shop".into(),
-        flow_id: "upload-1".into(),
-        nodes: vec![
-            node("fetch", &[]),
-            node("resize", &["fetch"]),
-            node("scan", &["fetch"]),
-            node("publish", &["resize", "scan"]),
-        ],
-    };
+    let message = super::upload_flow("upload-1");
     let mut client = console.service.client().await;
     let flow = client
         .enqueue_flow(console.req(message))

@@ -258,3 +258,28 @@ pub fn card(html: &str, id: &str) -> String {
     let rest = &html[start..];
     rest[..rest.find('<').expect("the card's end")].to_owned()
 }
+
+/// The flow the console tests draw: fetch, then resize and scan, then publish, in
+/// queue `media` of `shop`.
+pub fn upload_flow(flow_id: &str) -> proto::EnqueueFlowRequest {
+    let node = |r: &str, after: &[&str]| proto::FlowNode {
+        r#ref: r.into(),
+        job: Some(proto::EnqueueRequest {
+            queue: "media".into(),
+            name: r.into(),
+            ..Default::default()
+        }),
+        after: after.iter().map(|a| (*a).into()).collect(),
+        ..Default::default()
+    };
+    proto::EnqueueFlowRequest {
+        namespace: "shop".into(),
+        flow_id: flow_id.into(),
+        nodes: vec![
+            node("fetch", &[]),
+            node("resize", &["fetch"]),
+            node("scan", &["fetch"]),
+            node("publish", &["resize", "scan"]),
+        ],
+    }
+}

@@ -172,3 +172,15 @@ fn bad_namespaces() -> Vec<(&'static str, String, &'static str)> {
         ("CJK namespace", "日本".into(), "may only contain"),
     ]
 }
+
+/// A raw gRPC client of `service`, ready: for requests no generated client sends.
+pub(super) async fn raw_grpc(service: &Service) -> tonic::client::Grpc<tonic::transport::Channel> {
+    let channel = tonic::transport::Channel::from_shared(service.endpoint())
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    grpc
+}

@@ -52,17 +52,6 @@ impl<U: prost::Message + Default + Send + 'static> Codec for RawCodec<U> {
 /// wire type 7 (there is none), a varint that never ends.
 const GARBAGE: [&[u8]; 3] = [&[0x0a, 0x05, b'a'], &[0x0f, 0x01], &[0x08, 0xff, 0xff]];
 
-async fn grpc(service: &Service) -> tonic::client::Grpc<tonic::transport::Channel> {
-    let channel = tonic::transport::Channel::from_shared(service.endpoint())
-        .expect("endpoint")
-        .connect()
-        .await
-        .expect("connect");
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.expect("ready");
-    grpc
-}
-
 fn assert_undecodable(what: &str, status: &Status, method: &str) {
     assert_eq!(status.code(), Code::InvalidArgument, "{what}: {status:?}");
     let says = format!("could not be decoded as {method}'s request message");
@@ -79,7 +68,7 @@ async fn undecodable_bytes_are_invalid_argument_for_unary_and_server_streams() {
     let service = start(&redis).await;
     let mut conn = redis.conn().await;
     let before = snapshot(&mut conn).await;
-    let mut grpc = grpc(&service).await;
+    let mut grpc = super::raw_grpc(&service).await;
     for bytes in GARBAGE {
         let what = format!("Enqueue of {bytes:?}");
         let path = PathAndQuery::from_static("/dueq.v1.QueueService/Enqueue");
@@ -109,7 +98,7 @@ async fn undecodable_bytes_are_invalid_argument_for_unary_and_server_streams() {
 async fn an_undecodable_work_message_ends_the_stream_with_invalid_argument() {
     let redis = Redis::start().await;
     let service = start(&redis).await;
-    let mut grpc = grpc(&service).await;
+    let mut grpc = super::raw_grpc(&service).await;
     let path = || PathAndQuery::from_static("/dueq.v1.QueueService/Work");
     let start = proto::WorkRequest {
         request: Some(proto::work_request::Request::Start(proto::WorkStart {

@@ -20,13 +20,7 @@ pub(super) async fn upsert_raw(
     namespace: &str,
     schedule: Vec<u8>,
 ) -> Result<proto::UpsertScheduleResponse, Status> {
-    let channel = tonic::transport::Channel::from_shared(service.endpoint())
-        .expect("endpoint")
-        .connect()
-        .await
-        .expect("connect");
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.expect("ready");
+    let mut grpc = super::raw_grpc(service).await;
     let codec: tonic_prost::ProstCodec<RawUpsertRequest, proto::UpsertScheduleResponse> =
         tonic_prost::ProstCodec::default();
     grpc.unary(

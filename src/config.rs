@@ -173,8 +173,9 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_WAIT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub max_wait: Duration,
 
-    /// How often an idle namespace timer re-reads the due index, so schedules
-    /// written through other replicas are seen (one Redis call per namespace).
+    /// How often the replica's safety net re-reads a few of the namespaces its
+    /// long-polls wait on (8 per interval, in turn). Waiters learn of work written
+    /// through other replicas from their announcements; this catches one never sent.
     #[arg(long, env = "DUEQ_RECHECK_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub recheck_interval: Duration,
 

@@ -140,7 +140,7 @@ impl Context {
                 Ready::Now => Some(self.clock.now_ms()),
                 Ready::At(at) => at,
             };
-            self.wakers.observe(entry, work, earliest);
+            self.wakers.ready(entry, work, earliest);
         }
     }
 
@@ -181,7 +181,7 @@ impl Context {
                 Ok(drained) => {
                     if drained.woke {
                         self.wakers
-                            .observe(entry, Work::Jobs, Some(self.clock.now_ms()));
+                            .ready(entry, Work::Jobs, Some(self.clock.now_ms()));
                     }
                     if drained.register {
                         let namespace = entry.name();

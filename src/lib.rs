@@ -31,6 +31,7 @@ pub mod probe;
 pub mod server;
 
 mod accept;
+mod announce;
 mod api;
 mod auth;
 mod clock;

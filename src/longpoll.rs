@@ -2,12 +2,15 @@
 //! kind of work) wakes their waiters — never one Redis poll per waiter.
 //!
 //! Waiters park on a `Notify`. A namespace's timer task sleeps until the earliest
-//! known due time (or a bounded re-check, so writes through other replicas are seen),
-//! then asks Redis once how much is claimable and wakes that many waiters — no more.
-//! A waiter that claims something while more is claimable passes the baton to one
-//! more waiter. Writes and claims on this instance report the earliest due time they
-//! saw, which re-arms the timer without a Redis call. An idle namespace costs one peek
-//! per re-check interval, however many workers wait on it.
+//! known due time, then asks Redis once how much is claimable and wakes that many
+//! waiters — no more. A waiter that claims something while more is claimable passes
+//! the baton to one more waiter. Writes and claims on this instance report the
+//! earliest due time they saw, which re-arms the timer without a Redis call; writes
+//! through other replicas arrive as announcements (`crate::announce`) that do the
+//! same. So an idle namespace costs no Redis work while it waits, however many
+//! workers wait on it; the only periodic work is the replica's safety net
+//! ([`Wakers::run_recheck`]): [`RECHECK_BATCH`] waiting timers per
+//! `--recheck-interval`, in turn, whatever the number of namespaces.
 //!
 //! Schedules and jobs of a namespace have a timer each (they peek different indexes).
 //! Job waiters are grouped by the set of queues they claim from: the job timer peeks
@@ -23,7 +26,7 @@ use std::{
     future::Future,
     sync::{
         atomic::{AtomicUsize, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     time::Duration,
 };
@@ -32,12 +35,13 @@ use tokio::{sync::Notify, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    announce::{self, Announcer},
     clock::Clock,
     domain::Namespace,
-    namespaces::{Entry, Group, Timer, Work},
+    namespaces::{Entry, Group, Namespaces, Timer, Work},
     store::{
         ops::{peek_due::PeekDue, peek_jobs::PeekJobs},
-        Store,
+        Notice, Store,
     },
     sync::lock,
 };
@@ -50,12 +54,18 @@ const MAX_PEEK_CALLS: usize = 4;
 /// Attempts in a row that find claimable work but claim none (all heads stale)
 /// before a long-poll parks instead of trying again at once.
 const MAX_EMPTY_RETRIES: usize = 8;
+/// Waiting timers the safety net re-reads per `--recheck-interval` (in turn).
+pub(crate) const RECHECK_BATCH: usize = 8;
 
 /// Starts timers and hands out waiters.
 pub(crate) struct Wakers {
     store: Arc<Store>,
     clock: Arc<Clock>,
     recheck: Duration,
+    namespaces: Arc<Namespaces>,
+    announcer: Arc<Announcer>,
+    /// The last timer the safety net re-read: the next interval starts after it.
+    recheck_cursor: Mutex<Option<(Namespace, Work)>>,
 }
 
 /// A handle to park on: one timer and one group of it. It holds the namespace's
@@ -75,12 +85,25 @@ enum Woken {
 }
 
 impl Wakers {
-    pub(crate) fn new(store: Arc<Store>, clock: Arc<Clock>, recheck: Duration) -> Arc<Self> {
+    pub(crate) fn new(
+        store: Arc<Store>,
+        clock: Arc<Clock>,
+        recheck: Duration,
+        namespaces: Arc<Namespaces>,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            announcer: Announcer::new(store.clone()),
             store,
             clock,
             recheck,
+            namespaces,
+            recheck_cursor: Mutex::new(None),
         })
+    }
+
+    /// Sends this replica's announcements until `stop`.
+    pub(crate) async fn run_announcer(self: Arc<Self>, stop: CancellationToken) {
+        self.announcer.clone().run(stop).await;
     }
 
     /// The namespace's timer for `work`, started on first use.
@@ -130,9 +153,93 @@ impl Wakers {
         }
     }
 
-    /// Reports when work of a namespace becomes claimable (an upsert's next run, an
-    /// enqueued job, a claim's earliest), as seen on this instance.
-    pub(crate) fn observe(&self, entry: &Entry, work: Work, earliest_ms: Option<i64>) {
+    /// Reports work of a namespace this instance wrote that is claimable at
+    /// `earliest_ms` (an upsert's next run, an enqueued job, a claim's earliest): to
+    /// this instance's waiters, and announced to the other replicas'.
+    pub(crate) fn ready(&self, entry: &Entry, work: Work, earliest_ms: Option<i64>) {
+        self.observe(entry, work, earliest_ms);
+        if let Some(earliest) = earliest_ms {
+            self.announcer.announce(entry.name(), work, earliest);
+        }
+    }
+
+    /// What the replica's subscription heard: another replica's announcement
+    /// re-arms the namespace's timer when this instance has one; a (re)subscription,
+    /// or a replica that dropped announcements, wakes every waiting timer to read
+    /// Redis once.
+    pub(crate) fn hear(&self, notice: &Notice<'_>) {
+        match *notice {
+            Notice::Ready {
+                from,
+                namespace,
+                work,
+                earliest_ms,
+            } if from != self.announcer.replica() => {
+                let Ok(namespace) = Namespace::parse(namespace) else {
+                    return;
+                };
+                if let Some(entry) = self.namespaces.get(&namespace) {
+                    self.observe(&entry, announce::work(work), Some(earliest_ms));
+                }
+            }
+            Notice::Subscribed => self.reread(usize::MAX),
+            Notice::Everything { from } if from != self.announcer.replica() => {
+                self.reread(usize::MAX)
+            }
+            _ => {}
+        }
+    }
+
+    /// The safety net: every `--recheck-interval`, [`RECHECK_BATCH`] waiting timers
+    /// read Redis, in turn. It catches an announcement that was never sent; it is
+    /// not how waiters usually learn of work.
+    pub(crate) async fn run_recheck(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            // The safety net's interval: real time between two rounds.
+            #[allow(clippy::disallowed_methods)]
+            let round = tokio::time::sleep(self.recheck);
+            tokio::select! {
+                () = round => {}
+                () = stop.cancelled() => return,
+            }
+            self.reread(RECHECK_BATCH);
+        }
+    }
+
+    /// Makes at most `most` waiting timers, after the cursor and wrapping round, read
+    /// Redis now.
+    fn reread(&self, most: usize) {
+        let mut waiting: Vec<((Namespace, Work), Arc<Timer>)> = Vec::new();
+        for entry in self.namespaces.all() {
+            for (work, slot) in [
+                (Work::Schedules, &entry.schedule_timer),
+                (Work::Jobs, &entry.job_timer),
+            ] {
+                if let Some(timer) = slot.get() {
+                    if timer.waiting.load(Ordering::Acquire) > 0 {
+                        waiting.push(((entry.name().clone(), work), timer.clone()));
+                    }
+                }
+            }
+        }
+        waiting.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut cursor = lock(&self.recheck_cursor);
+        let start = cursor
+            .as_ref()
+            .map_or(0, |c| waiting.partition_point(|(key, _)| key <= c));
+        let now = self.clock.now_ms();
+        let count = most.min(waiting.len());
+        for i in 0..count {
+            let (key, timer) = &waiting[(start + i) % waiting.len()];
+            timer.observe(now);
+            if i + 1 == count {
+                *cursor = Some(key.clone());
+            }
+        }
+    }
+
+    /// Re-arms the namespace's timer for work claimable at `earliest_ms`.
+    fn observe(&self, entry: &Entry, work: Work, earliest_ms: Option<i64>) {
         let Some(earliest) = earliest_ms else { return };
         let slot = match work {
             Work::Schedules => &entry.schedule_timer,
@@ -165,9 +272,14 @@ impl Wakers {
         match result {
             // Entries due now were handed to waiters; what they claim reports the rest.
             Ok((now_ms, earliest)) => earliest.filter(|&e| e > now_ms),
+            // Tried again after the re-check interval (Redis being away is the
+            // health check's to report).
             Err(error) => {
                 tracing::debug!(%namespace, %error, "wake timer could not peek");
-                None
+                Some(
+                    self.clock.now_ms()
+                        + i64::try_from(self.recheck.as_millis()).unwrap_or(i64::MAX / 2),
+                )
             }
         }
     }
@@ -235,22 +347,26 @@ impl Wakers {
         }
     }
 
-    /// Sleeps until the earliest known due time or the re-check, re-arming on pokes;
-    /// false when the timer must stop.
+    /// Sleeps until the earliest known due time (none known: until poked),
+    /// re-arming on pokes; false when the timer must stop.
     async fn sleep_until_due(&self, timer: &Timer, stop: &CancellationToken) -> bool {
         loop {
-            let recheck_at = Instant::now() + self.recheck;
-            let target = match timer.earliest_ms.load(Ordering::Acquire) {
-                i64::MAX => recheck_at,
+            let due = match timer.earliest_ms.load(Ordering::Acquire) {
+                i64::MAX => None,
                 due_ms => {
                     // +1 ms so we do not arrive a hair before Redis's clock says due.
                     let in_ms = (due_ms - self.clock.now_ms() + 1).max(0);
-                    let due_at = Instant::now() + Duration::from_millis(in_ms as u64);
-                    due_at.min(recheck_at)
+                    Some(Instant::now() + Duration::from_millis(in_ms as u64))
+                }
+            };
+            let sleep = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
                 }
             };
             tokio::select! {
-                _ = tokio::time::sleep_until(target) => return true,
+                _ = sleep => return true,
                 _ = timer.poke.notified() => {
                     if timer.waiting.load(Ordering::Acquire) == 0 { return true; }
                 }

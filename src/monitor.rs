@@ -8,6 +8,12 @@
 //! every `REPEAT` while it lasts, and once when it is repaired.
 //! `QueueService.GetNamespaceStatus` reports the same facts on demand.
 //!
+//! Idle namespaces cost (almost) nothing (issue 29): a look checks the namespaces
+//! used since their last check, and of the others only [`IDLE_BATCH`] in turn, so
+//! a replica that served 10,000 namespaces an hour ago runs a few scripts per
+//! interval, not 10,000. A problem in an idle namespace is still found, within
+//! (idle namespaces / [`IDLE_BATCH`]) intervals, or at its next call.
+//!
 //! It also remembers each namespace's job sequence, which only rises: one lower than
 //! the last seen means the store went back in time under the service (a restore of
 //! an older backup, a flush, a failover to a lagging replica), which is logged as an
@@ -40,12 +46,18 @@ use crate::{
 
 /// A problem that lasts is logged again this often.
 const REPEAT: Duration = Duration::from_secs(300);
+/// Namespaces unused since their last check that one look checks, in turn.
+pub(crate) const IDLE_BATCH: usize = 8;
 
 pub(crate) struct Monitor {
     store: Arc<Store>,
     namespaces: Arc<Namespaces>,
     /// The job sequence last seen per served namespace (forgotten with the namespace).
     sequences: HashMap<String, u64>,
+    /// When each served namespace was last checked (forgotten with the namespace).
+    checked: HashMap<String, Instant>,
+    /// The last idle namespace checked: the next look's idle ones start after it.
+    cursor: Option<String>,
 }
 
 impl Monitor {
@@ -54,6 +66,8 @@ impl Monitor {
             store,
             namespaces,
             sequences: HashMap::new(),
+            checked: HashMap::new(),
+            cursor: None,
         }
     }
 
@@ -74,13 +88,38 @@ impl Monitor {
                     "idle namespaces forgotten"
                 );
             }
-            let entries = self.namespaces.all();
-            let served: HashSet<&str> = entries.iter().map(|entry| entry.name().as_str()).collect();
-            self.sequences
-                .retain(|name, _| served.contains(name.as_str()));
-            for entry in entries {
-                self.check(&entry).await;
-            }
+            self.look().await;
+        }
+    }
+
+    /// Checks the namespaces used since their last check and [`IDLE_BATCH`] of the
+    /// others, in turn.
+    async fn look(&mut self) {
+        let entries = self.namespaces.all();
+        let served: HashSet<&str> = entries.iter().map(|entry| entry.name().as_str()).collect();
+        self.sequences
+            .retain(|name, _| served.contains(name.as_str()));
+        self.checked
+            .retain(|name, _| served.contains(name.as_str()));
+        let (used, mut idle): (Vec<_>, Vec<_>) = entries.iter().partition(|entry| {
+            self.checked
+                .get(entry.name().as_str())
+                .is_none_or(|at| entry.last_used() >= *at)
+        });
+        idle.sort_by(|a, b| a.name().cmp(b.name()));
+        let start = self.cursor.as_deref().map_or(0, |cursor| {
+            idle.partition_point(|entry| entry.name().as_str() <= cursor)
+        });
+        let turn: Vec<_> = (0..IDLE_BATCH.min(idle.len()))
+            .map(|i| idle[(start + i) % idle.len()])
+            .collect();
+        if let Some(last) = turn.last() {
+            self.cursor = Some(last.name().to_string());
+        }
+        for entry in used.into_iter().chain(turn) {
+            self.checked
+                .insert(entry.name().to_string(), Instant::now());
+            self.check(entry).await;
         }
     }
 

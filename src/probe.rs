@@ -87,6 +87,11 @@ pub fn script_name(sha1: &str) -> Option<&'static str> {
         .map(|def| def.name)
 }
 
+/// Waiting timers the long-polls' safety net re-reads per `--recheck-interval`.
+pub const RECHECK_BATCH: usize = crate::longpoll::RECHECK_BATCH;
+/// Idle namespaces one monitor look checks (`--check-interval`).
+pub const MONITOR_IDLE_BATCH: usize = crate::monitor::IDLE_BATCH;
+
 /// The keys of one namespace (`src/store/keys.rs`), for tools that seed or inspect
 /// the store directly.
 pub struct Keys(NamespaceKeys);
@@ -102,6 +107,11 @@ impl Keys {
 
     pub fn due(&self) -> String {
         self.0.due()
+    }
+
+    /// A queue's state hash (its `paused` flag among others).
+    pub fn queue_state(&self, queue: &str) -> String {
+        self.0.queue_state(queue)
     }
 
     /// The listing of the pre-index layout (a SET of ids).

@@ -212,16 +212,24 @@ fn core(
         .with_timings(metrics.redis_seconds()),
     );
     let clock = Arc::new(Clock::new());
+    let namespaces = Namespaces::new(cancel.clone());
+    let wakers = Wakers::new(
+        store.clone(),
+        clock.clone(),
+        config.recheck_interval,
+        namespaces.clone(),
+    );
     let hub = Hub::new(
         store.clone(),
         metrics.clone(),
         cancel.clone(),
         usize::try_from(config.max_watches).unwrap_or(usize::MAX),
+        wakers.clone(),
     );
     Ok(Context {
         hub,
-        wakers: Wakers::new(store.clone(), clock.clone(), config.recheck_interval),
-        namespaces: Namespaces::new(cancel.clone()),
+        wakers,
+        namespaces,
         metrics: metrics.clone(),
         sessions: Sessions::new(
             address.to_owned(),
@@ -485,6 +493,11 @@ fn queue_api(
 /// The namespace monitor (which also sweeps the namespace table), the pruner and the
 /// schedule dispatcher.
 fn spawn_background(core: &Context, config: &ServeConfig) {
+    // The subscription, the announcer and the safety net of the long-polls'
+    // cross-replica wake-ups (crate::announce).
+    core.hub.listen();
+    tokio::spawn(core.wakers.clone().run_announcer(core.shutdown.clone()));
+    tokio::spawn(core.wakers.clone().run_recheck(core.shutdown.clone()));
     let monitor = Monitor::new(core.store.clone(), core.namespaces.clone());
     tokio::spawn(monitor.run(config.check_interval, core.shutdown.clone()));
     let pruner = Pruner::new(

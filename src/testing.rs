@@ -102,11 +102,24 @@ pub(crate) fn offline_context() -> Context {
     let metrics = crate::metrics::Metrics::new(100, Duration::from_secs(60));
     let sessions =
         crate::workers::Sessions::new("127.0.0.1:1".into(), clock.clone(), Duration::from_secs(5));
+    let namespaces = Namespaces::new(shutdown.clone());
+    let wakers = Wakers::new(
+        store.clone(),
+        clock.clone(),
+        Duration::from_secs(1),
+        namespaces.clone(),
+    );
     Context {
         sessions,
-        hub: crate::watch::Hub::new(store.clone(), metrics.clone(), shutdown.clone(), 10),
-        wakers: Wakers::new(store.clone(), clock.clone(), Duration::from_secs(1)),
-        namespaces: Namespaces::new(shutdown.clone()),
+        hub: crate::watch::Hub::new(
+            store.clone(),
+            metrics.clone(),
+            shutdown.clone(),
+            10,
+            wakers.clone(),
+        ),
+        wakers,
+        namespaces,
         metrics,
         store,
         clock,

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     domain::{JobRecord, Namespace},
     error::{Error, Missing},
+    longpoll::Wakers,
     metrics::Metrics,
     store::{ops::watch_job::WatchJob, Notice, Store, StoreError},
     sync::lock,
@@ -90,6 +91,8 @@ pub(crate) struct Hub {
     streams: Mutex<HashMap<Namespace, Vec<CancelSink>>>,
     next_stream: AtomicU64,
     listening: Once,
+    /// The long-polls' wake-ups, told what the subscription hears of claimable work.
+    wakers: Arc<Wakers>,
 }
 
 /// An open WatchJob stream's place under `--max-watches`, and its view of the job.
@@ -132,8 +135,10 @@ impl Hub {
         metrics: Arc<Metrics>,
         shutdown: CancellationToken,
         max_watches: usize,
+        wakers: Arc<Wakers>,
     ) -> Arc<Self> {
         Arc::new(Self {
+            wakers,
             store,
             metrics,
             shutdown,
@@ -146,8 +151,9 @@ impl Hub {
         })
     }
 
-    /// Starts the replica's subscription, once.
-    fn listen(self: &Arc<Self>) {
+    /// Starts the replica's subscription, once: at startup (the long-polls' wake-ups
+    /// need it from the first waiter), and again harmlessly by the first watcher.
+    pub(crate) fn listen(self: &Arc<Self>) {
         self.listening.call_once(|| {
             let hub = self.clone();
             let stop = self.shutdown.clone();
@@ -160,6 +166,7 @@ impl Hub {
 
     /// What the subscription heard.
     fn hear(&self, notice: &Notice<'_>) {
+        self.wakers.hear(notice);
         match *notice {
             Notice::Subscribed => {
                 for followed in lock(&self.followed).values() {
@@ -188,6 +195,8 @@ impl Hub {
                     followed.wake.notify_one();
                 }
             }
+            // Claimable work: the wake-ups' (above).
+            Notice::Ready { .. } | Notice::Everything { .. } => {}
         }
     }
 

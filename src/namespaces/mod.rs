@@ -80,6 +80,11 @@ impl Entry {
         self.registered.store(true, Ordering::Release);
     }
 
+    /// When a call last used the namespace through this entry.
+    pub(crate) fn last_used(&self) -> Instant {
+        *lock(&self.last_used)
+    }
+
     fn evictable(&self, now: Instant) -> bool {
         now.duration_since(*lock(&self.last_used)) >= IDLE_AFTER && lock(&self.lane).is_idle()
     }
@@ -121,6 +126,11 @@ impl Namespaces {
         });
         entries.insert(name.clone(), entry.clone());
         entry
+    }
+
+    /// The entry of a namespace if this instance holds one; does not mark it used.
+    pub(crate) fn get(&self, name: &Namespace) -> Option<Arc<Entry>> {
+        lock(&self.entries).get(name).cloned()
     }
 
     /// Every entry, for the background tasks that visit them.

@@ -15,7 +15,7 @@ use std::{
 use tokio::sync::Notify;
 
 /// What a timer watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Work {
     Schedules,
     Jobs,

@@ -105,6 +105,13 @@ pub(crate) fn job_changes_pattern(prefix: &str) -> String {
     format!("{prefix}:{{*}}:jc")
 }
 
+/// The channel on which replicas announce work they made claimable
+/// (`Store::publish_ready`), so long-polls waiting on other replicas wake without
+/// polling. Outside [`job_changes_pattern`]: it holds no `{`.
+pub(crate) fn ready_channel(prefix: &str) -> String {
+    format!("{prefix}:ready")
+}
+
 /// The namespace of a job-changes channel of `prefix`, or None for another channel.
 pub(crate) fn job_changes_namespace<'a>(prefix: &str, channel: &'a str) -> Option<&'a str> {
     channel
@@ -256,7 +263,6 @@ impl NamespaceKeys {
 
     /// A queue's state hash: `pending` count, `paused` flag (lib/job.lua
     /// `queue_state`).
-    #[cfg(test)]
     pub(crate) fn queue_state(&self, queue: &str) -> String {
         format!("{}:q:{queue}", self.meta())
     }

@@ -32,7 +32,7 @@ use deadpool_redis::redis::{self, Value};
 
 pub(crate) use conn::Topology;
 pub(crate) use error::StoreError;
-pub(crate) use notify::Notice;
+pub(crate) use notify::{Claimable, Notice, ReadyMessage};
 pub(crate) use script::{Call, Operation, Prelude};
 pub(crate) use tls::RedisTls;
 pub(crate) use walk::{FlowIndexWalk, LegacyJobWalk, NamespaceWalk};

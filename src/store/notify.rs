@@ -35,7 +35,7 @@ use super::{
     conn::{self, Topology},
     keys,
     tls::{self, RedisTls},
-    Store,
+    Store, StoreError,
 };
 
 /// How often the connection is PINGed to notice a Redis that went away silently.
@@ -56,6 +56,55 @@ pub(crate) enum Notice<'a> {
         version: u64,
         cancel_token: Option<&'a str>,
     },
+    /// A replica (`from`: its [`Store::replica`]) wrote work of a namespace that is
+    /// claimable at `earliest_ms` (Redis time; now or sooner: claimable now).
+    Ready {
+        from: &'a str,
+        namespace: &'a str,
+        work: Claimable,
+        earliest_ms: i64,
+    },
+    /// A replica dropped announcements (more at once than one flush carries):
+    /// anything may have become claimable.
+    Everything { from: &'a str },
+}
+
+/// The kind of work a [`Notice::Ready`] announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claimable {
+    Jobs,
+    Schedules,
+}
+
+impl Claimable {
+    fn letter(self) -> char {
+        match self {
+            Claimable::Jobs => 'j',
+            Claimable::Schedules => 's',
+        }
+    }
+}
+
+/// Announcements of claimable work, gathered into one PUBLISH on the replica's ready
+/// channel ([`keys::ready_channel`]): `<from>` on the first line, then per namespace
+/// and kind `<j|s> <earliest ms> <namespace>`, or the single line `*` for
+/// [`Notice::Everything`].
+#[derive(Debug)]
+pub(crate) struct ReadyMessage(String);
+
+impl ReadyMessage {
+    pub(crate) fn new(from: &str) -> Self {
+        ReadyMessage(from.to_owned())
+    }
+
+    pub(crate) fn push(&mut self, work: Claimable, earliest_ms: i64, namespace: &str) {
+        use std::fmt::Write;
+        let _ = write!(self.0, "\n{} {earliest_ms} {namespace}", work.letter());
+    }
+
+    pub(crate) fn everything(from: &str) -> Self {
+        ReadyMessage(format!("{from}\n*"))
+    }
 }
 
 /// Where the pub/sub connection comes from.
@@ -110,7 +159,53 @@ fn parse(payload: &[u8]) -> Option<(u64, Option<&str>, &str)> {
     Some((version, (!token.is_empty()).then_some(token), id))
 }
 
+/// Tells `on` what one ready message announces; a malformed line is skipped.
+fn hear_ready(payload: &[u8], on: &impl Fn(Notice<'_>)) {
+    let Ok(text) = std::str::from_utf8(payload) else {
+        return;
+    };
+    let mut lines = text.split('\n');
+    let Some(from) = lines.next() else { return };
+    for line in lines {
+        if line == "*" {
+            on(Notice::Everything { from });
+        } else if let Some((work, earliest_ms, namespace)) = parse_ready(line) {
+            on(Notice::Ready {
+                from,
+                namespace,
+                work,
+                earliest_ms,
+            });
+        }
+    }
+}
+
+/// One `<j|s> <earliest ms> <namespace>` line.
+fn parse_ready(line: &str) -> Option<(Claimable, i64, &str)> {
+    let (work, rest) = line.split_once(' ')?;
+    let (earliest, namespace) = rest.split_once(' ')?;
+    let work = match work {
+        "j" => Claimable::Jobs,
+        "s" => Claimable::Schedules,
+        _ => return None,
+    };
+    Some((work, earliest.parse().ok()?, namespace))
+}
+
 impl Store {
+    /// Publishes `message` on the ready channel, for every replica's subscription
+    /// (this one's too: it skips its own).
+    pub(crate) async fn publish_ready(&self, message: ReadyMessage) -> Result<(), StoreError> {
+        self.query::<i64>(
+            deadpool_redis::redis::cmd("PUBLISH")
+                .arg(keys::ready_channel(&self.prefix))
+                .arg(message.0)
+                .to_owned(),
+        )
+        .await
+        .map(drop)
+    }
+
     /// Holds the replica's subscription until `stop`, reconnecting with backoff,
     /// and tells `on` what it hears (see [`Notice`]).
     pub(crate) async fn listen(&self, on: impl Fn(Notice<'_>), stop: CancellationToken) {
@@ -144,11 +239,13 @@ impl Store {
         }
     }
 
-    /// A connection with the pattern subscribed, within `--redis-timeout`.
+    /// A connection with the pattern and the ready channel subscribed, within
+    /// `--redis-timeout`.
     async fn subscribe(&self, attempt: usize, pattern: &str) -> Result<PubSub, String> {
         let connect = async {
             let mut pubsub = self.notices.connect(attempt).await?;
             pubsub.psubscribe(pattern).await?;
+            pubsub.subscribe(keys::ready_channel(&self.prefix)).await?;
             Ok::<_, deadpool_redis::redis::RedisError>(pubsub)
         };
         match tokio::time::timeout(self.timeout, connect).await {
@@ -168,11 +265,16 @@ impl Store {
         let (mut sink, mut messages) = pubsub.split();
         let mut ping = tokio::time::interval(PING_EVERY);
         ping.tick().await;
+        let ready = keys::ready_channel(&self.prefix);
         loop {
             tokio::select! {
                 message = messages.next() => {
                     let Some(message) = message else { return false };
                     let channel = message.get_channel_name();
+                    if channel == ready {
+                        hear_ready(message.get_payload_bytes(), on);
+                        continue;
+                    }
                     let Some(namespace) = keys::job_changes_namespace(&self.prefix, channel) else {
                         continue;
                     };
@@ -194,6 +296,49 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use super::{Claimable, Notice, ReadyMessage};
+
+    #[test]
+    fn a_ready_message_reads_back_as_its_notices() {
+        let mut message = ReadyMessage::new("r1");
+        message.push(Claimable::Jobs, 5, "billing");
+        message.push(Claimable::Schedules, -1, "a.b-c");
+        let heard = Mutex::new(Vec::new());
+        super::hear_ready(message.0.as_bytes(), &|notice| {
+            heard.lock().unwrap().push(format!("{notice:?}"));
+        });
+        let everything = ReadyMessage::everything("r2");
+        super::hear_ready(everything.0.as_bytes(), &|notice| {
+            heard.lock().unwrap().push(format!("{notice:?}"));
+        });
+        super::hear_ready(b"r3\nx 1 ns\nj one ns\nj 1", &|notice| {
+            heard.lock().unwrap().push(format!("{notice:?}"));
+        });
+        let expected = [
+            Notice::Ready {
+                from: "r1",
+                namespace: "billing",
+                work: Claimable::Jobs,
+                earliest_ms: 5,
+            },
+            Notice::Ready {
+                from: "r1",
+                namespace: "a.b-c",
+                work: Claimable::Schedules,
+                earliest_ms: -1,
+            },
+            Notice::Everything { from: "r2" },
+        ]
+        .map(|n| format!("{n:?}"));
+        assert_eq!(
+            *heard.lock().unwrap(),
+            expected,
+            "malformed lines are skipped"
+        );
+    }
+
     #[test]
     fn an_announcement_is_version_token_id() {
         assert_eq!(super::parse(b"7  a b"), Some((7, None, "a b")));

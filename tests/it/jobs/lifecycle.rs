@@ -178,27 +178,6 @@ async fn a_waiting_worker_is_woken_by_an_enqueue() {
     assert_eq!(got.job_id, e.job_id);
 }
 
-/// Pins: a job enqueued through another replica reaches a parked waiter through the
-/// bounded re-check, within its wait.
-#[tokio::test]
-async fn an_enqueue_through_another_replica_is_seen_by_the_recheck() {
-    let redis = Redis::start().await;
-    let mut ca = config(&redis.url());
-    ca.recheck_interval = Duration::from_millis(300);
-    let a = Service::start_with(ca).await;
-    let b = Service::start(&redis.url()).await;
-    let mut client_a = a.client().await;
-    let mut client_b = b.client().await;
-    let mut conn = redis.conn().await;
-    let before = script_calls(&mut conn).await;
-    let waiter =
-        tokio::spawn(async move { claim_job(&mut client_a, &["x"], LONG_POLL_MS, None).await });
-    wait_parked(&mut conn, before, 1).await;
-    let e = enqueue(&mut client_b, job("x", "elsewhere")).await;
-    let got = waiter.await.expect("task").expect("seen within the wait");
-    assert_eq!(got.job_id, e.job_id);
-}
-
 /// Pins: a long-poll that parks answers empty OK just before its client's deadline
 /// (shorter than its wait), not DEADLINE_EXCEEDED.
 #[tokio::test]

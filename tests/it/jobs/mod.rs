@@ -11,5 +11,6 @@ mod progress;
 mod retention;
 mod retention_per_job;
 mod validation;
+mod wakeups;
 mod watch;
 mod work_stream;

@@ -199,8 +199,8 @@ async fn an_idle_replica_checks_a_few_namespaces_per_look() {
     }
     reset_stats(&mut conn).await;
     let from = redis_now(&mut conn).await;
-    let patience = Patience::new("ten monitor looks to pass");
-    while redis_now(&mut conn).await - from < 10 * CHECK_MS {
+    let patience = Patience::new("thirty monitor looks to pass");
+    while redis_now(&mut conn).await - from < 30 * CHECK_MS {
         patience.wait().await;
     }
     let calls = script_calls(&mut conn).await;

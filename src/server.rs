@@ -20,7 +20,7 @@ use tower_layer::{Identity, Layer, Stack};
 use crate::auth::AuthFile;
 use crate::{
     accept::BackoffIncoming,
-    api::{AdminApi, Audit, Limits, QueueApi, Rescue},
+    api::{AdminApi, Audit, Limits, QueueApi, Quotas, Rescue},
     clock::Clock,
     config::ServeConfig,
     connections::{LimitedIncoming, PrefaceOn},
@@ -365,16 +365,24 @@ fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<AuthFile>
     );
     let outer = Stack::new(TraceLayer, outer);
     let outer = Stack::new(MetricsLayer::new(core.metrics.clone()), outer);
-    let outer = Stack::new(Around(Authenticate { principals }), outer);
+    let outer = Stack::new(
+        Around(Authenticate {
+            principals: principals.clone(),
+        }),
+        outer,
+    );
     let cap = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let outer = Stack::new(
-        ShedLayer::new(Caps {
-            unary: cap(config.max_in_flight),
-            long: cap(config.max_long_polls),
-            open: cap(config.max_open_calls),
-            body_timeout: config.body_timeout,
-            max_message: config.max_message_size,
-        }),
+        ShedLayer::new(
+            Caps {
+                unary: cap(config.max_in_flight),
+                long: cap(config.max_long_polls),
+                open: cap(config.max_open_calls),
+                body_timeout: config.body_timeout,
+                max_message: config.max_message_size,
+            },
+            principals,
+        ),
         outer,
     );
     let outer = Stack::new(
@@ -479,6 +487,7 @@ fn queue_api(
         },
         rescue,
         admin,
+        Arc::new(Quotas::new(core.store.clone())),
     )
 }
 

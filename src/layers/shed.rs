@@ -13,6 +13,16 @@
 //!   caller holds a slot a tenant needs (issue 29: Health/Watch counted as a
 //!   long-poll).
 //!
+//! Each principal holds at most its share of `--max-in-flight` and of
+//! `--max-long-polls` (issue 29): half of the cap, rounded up, when the auth file in
+//! force names more than one principal; the whole cap when it names one, or there is
+//! no auth file (every caller is then one class). One tenant holding all it may
+//! leaves the other half to the rest, so it cannot lock another principal out; its
+//! next call is answered RESOURCE_EXHAUSTED naming the principal and its share. The
+//! share is checked when a slot is taken, against the auth file in force then (a
+//! reload that adds a second principal halves the share from the next call on), and
+//! the table of what each principal holds has an entry only while it holds a slot.
+//!
 //! The slot is taken after authentication (the auth layer runs outside this one)
 //! and after the request body: the whole body for a call whose request is one
 //! message, the first message for a request stream (`CallKind::Duplex`). The body
@@ -23,9 +33,10 @@
 //! the rest is left to tonic, which refuses it on the length prefix.
 
 use std::{
+    collections::HashMap,
     future::Future,
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, Mutex},
     task::{Context, Poll},
     time::Duration,
 };
@@ -38,7 +49,11 @@ use tonic::{body::Body, codegen::http, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::rpc::{self, Access, CallKind};
+use crate::{
+    auth::{AuthFile, Caller},
+    rpc::{self, Access, CallKind},
+    sync::lock,
+};
 
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
@@ -54,6 +69,13 @@ pub(crate) struct ShedLayer {
     unary: Arc<Semaphore>,
     long: Arc<Semaphore>,
     open: Arc<Semaphore>,
+    /// What each principal holds of `unary` and of `long`.
+    unary_shares: Arc<Shares>,
+    long_shares: Arc<Shares>,
+    /// The caps' sizes, for the shares.
+    caps: Caps,
+    /// The principals in force (None: no auth file), whose number sets the shares.
+    auth: Option<Arc<AuthFile>>,
     /// `--body-timeout`.
     body_timeout: Duration,
     /// `--max-message-size`: most bytes of body read before the call is admitted.
@@ -76,23 +98,57 @@ pub(crate) struct Caps {
 }
 
 impl ShedLayer {
-    pub(crate) fn new(caps: Caps) -> Self {
+    pub(crate) fn new(caps: Caps, auth: Option<Arc<AuthFile>>) -> Self {
         let cap = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
         ShedLayer {
             unary: cap(caps.unary),
             long: cap(caps.long),
             open: cap(caps.open),
+            unary_shares: Arc::default(),
+            long_shares: Arc::default(),
+            caps,
+            auth,
             body_timeout: caps.body_timeout,
             max_message: caps.max_message,
         }
     }
 
-    /// The cap a request takes a slot of, and its flag.
-    fn cap_of(&self, extensions: &http::Extensions) -> (&Arc<Semaphore>, &'static str) {
-        match rpc::of(extensions) {
-            Some(rpc) if rpc.access == Access::Open => (&self.open, "--max-open-calls"),
-            Some(rpc) if rpc.kind.is_long() => (&self.long, "--max-long-polls"),
-            _ => (&self.unary, "--max-in-flight"),
+    /// The cap a request takes a slot of and its flag, and the share of it its
+    /// principal may hold (none for the open RPCs: a cap of their own).
+    fn cap_of(&self, extensions: &http::Extensions) -> Admission {
+        let (cap, flag, share) = match rpc::of(extensions) {
+            Some(rpc) if rpc.access == Access::Open => {
+                return Admission {
+                    cap: self.open.clone(),
+                    flag: "--max-open-calls",
+                    share: None,
+                }
+            }
+            Some(rpc) if rpc.kind.is_long() => (
+                &self.long,
+                "--max-long-polls",
+                (&self.long_shares, self.caps.long),
+            ),
+            _ => (
+                &self.unary,
+                "--max-in-flight",
+                (&self.unary_shares, self.caps.unary),
+            ),
+        };
+        let (shares, size) = share;
+        let classes = self.auth.as_ref().map_or(1, |file| file.current().count());
+        let name = extensions
+            .get::<Caller>()
+            .map_or(Caller::Unrestricted.name(), Caller::name);
+        Admission {
+            cap: cap.clone(),
+            flag,
+            share: Some(Share {
+                shares: shares.clone(),
+                principal: name.to_owned(),
+                share: share_of(size, classes),
+                cap: size,
+            }),
         }
     }
 
@@ -153,8 +209,7 @@ where
         // The service polled ready is the one called (the clone waits for the next).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (cap, flag) = self.layer.cap_of(request.extensions());
-        let cap = cap.clone();
+        let Admission { cap, flag, share } = self.layer.cap_of(request.extensions());
         let reading = self.layer.reading(request.extensions());
         let body_timeout = self.layer.body_timeout;
         Box::pin(async move {
@@ -165,15 +220,115 @@ where
                 Ok(Err(status)) => return Ok(status.into_http()),
                 Err(_) => return Ok(body_late(body_timeout).into_http()),
             };
+            let held = match share.map(|share| share.take(flag)).transpose() {
+                Ok(held) => held,
+                Err(status) => return Ok(status.into_http()),
+            };
             let Ok(permit) = cap.try_acquire_owned() else {
                 return Ok(overloaded(flag).into_http());
             };
             let response = inner.call(http::Request::from_parts(parts, body)).await;
             // Held until the handler has answered (a stream's body may outlive it;
             // the stream's own limits bound that).
-            drop(permit);
+            drop((permit, held));
             response
         })
+    }
+}
+
+/// What a call takes a slot of.
+struct Admission {
+    cap: Arc<Semaphore>,
+    flag: &'static str,
+    share: Option<Share>,
+}
+
+/// The share of a cap one principal (or the one class of callers without an auth
+/// file) may hold: half the cap, rounded up, when there are `classes` > 1 of them;
+/// the whole cap otherwise.
+pub(crate) fn share_of(cap: usize, classes: usize) -> usize {
+    if classes > 1 {
+        cap.div_ceil(2)
+    } else {
+        cap
+    }
+}
+
+/// What each principal holds of one cap: an entry only while it holds a slot, so
+/// the table is bounded by the principals calling.
+#[derive(Debug, Default)]
+pub(crate) struct Shares {
+    held: Mutex<HashMap<String, usize>>,
+}
+
+/// A principal's claim on its share of a cap.
+struct Share {
+    shares: Arc<Shares>,
+    principal: String,
+    share: usize,
+    cap: usize,
+}
+
+/// One slot of a principal's share, given back when dropped.
+pub(crate) struct Held {
+    shares: Arc<Shares>,
+    principal: String,
+}
+
+impl Share {
+    /// One slot of the share, or RESOURCE_EXHAUSTED naming the principal, its share
+    /// and the cap's `flag`.
+    fn take(self, flag: &str) -> Result<Held, Status> {
+        let Share {
+            shares,
+            principal,
+            share,
+            cap,
+        } = self;
+        Shares::take(&shares, &principal, share).ok_or_else(|| {
+            Status::resource_exhausted(format!(
+                "principal {principal:?} holds its {share} of the {cap} {flag} calls (each \
+                 principal's share when the auth file names more than one); retry with \
+                 backoff"
+            ))
+        })
+    }
+}
+
+impl Shares {
+    /// One more slot for `principal`, if it holds fewer than `share`.
+    pub(crate) fn take(shares: &Arc<Shares>, principal: &str, share: usize) -> Option<Held> {
+        let mut held = lock(&shares.held);
+        let count = held.entry(principal.to_owned()).or_default();
+        if *count >= share {
+            if *count == 0 {
+                held.remove(principal);
+            }
+            return None;
+        }
+        *count += 1;
+        Some(Held {
+            shares: shares.clone(),
+            principal: principal.to_owned(),
+        })
+    }
+
+    /// How many principals hold a slot.
+    #[cfg(test)]
+    fn holders(&self) -> usize {
+        lock(&self.held).len()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = lock(&self.shares.held);
+        if let Some(count) = held.get_mut(&self.principal) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                held.remove(&self.principal);
+            }
+        }
     }
 }
 
@@ -310,7 +465,33 @@ impl http_body::Body for Replay {
 
 #[cfg(test)]
 mod tests {
-    use super::holds_a_message;
+    use std::sync::Arc;
+
+    use super::{holds_a_message, share_of, Shares};
+
+    /// Pins (issue 29): with more than one principal each holds at most half of a
+    /// cap, so one holding all its share leaves room for another; alone (one
+    /// principal, or no auth file) a caller keeps the whole cap. The table forgets a
+    /// principal once it holds nothing.
+    #[test]
+    fn each_principal_holds_at_most_its_share() {
+        assert_eq!(share_of(10, 1), 10);
+        assert_eq!(share_of(10, 2), 5);
+        assert_eq!(share_of(3, 5), 2);
+        assert_eq!(share_of(1, 2), 1);
+        let shares = Arc::new(Shares::default());
+        let a1 = Shares::take(&shares, "a", 2).expect("a's first");
+        let a2 = Shares::take(&shares, "a", 2).expect("a's second");
+        assert!(Shares::take(&shares, "a", 2).is_none(), "a holds its share");
+        let b = Shares::take(&shares, "b", 2).expect("b is not held back by a");
+        assert_eq!(shares.holders(), 2);
+        drop(a1);
+        let a3 = Shares::take(&shares, "a", 2).expect("a's slot came back");
+        drop((a2, a3, b));
+        assert_eq!(shares.holders(), 0, "nobody holds anything");
+        assert!(Shares::take(&shares, "c", 0).is_none());
+        assert_eq!(shares.holders(), 0, "a refusal leaves no entry");
+    }
 
     #[test]
     fn a_message_is_its_prefix_and_its_length() {

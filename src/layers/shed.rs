@@ -33,10 +33,9 @@
 //! the rest is left to tonic, which refuses it on the length prefix.
 
 use std::{
-    collections::HashMap,
     future::Future,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::Arc,
     task::{Context, Poll},
     time::Duration,
 };
@@ -45,14 +44,15 @@ use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
-use tonic::{body::Body, codegen::http, Status};
+use tonic::{body::Body, codegen::http, transport::server::TcpConnectInfo, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::{
     auth::{AuthFile, Caller},
+    connections::{OverShare, Owners},
     rpc::{self, Access, CallKind},
-    sync::lock,
+    shares::{share_of, Held, Shares},
 };
 
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
@@ -76,6 +76,8 @@ pub(crate) struct ShedLayer {
     caps: Caps,
     /// The principals in force (None: no auth file), whose number sets the shares.
     auth: Option<Arc<AuthFile>>,
+    /// With an auth file: who each connection is charged to.
+    owners: Option<Arc<Owners>>,
     /// `--body-timeout`.
     body_timeout: Duration,
     /// `--max-message-size`: most bytes of body read before the call is admitted.
@@ -98,7 +100,11 @@ pub(crate) struct Caps {
 }
 
 impl ShedLayer {
-    pub(crate) fn new(caps: Caps, auth: Option<Arc<AuthFile>>) -> Self {
+    pub(crate) fn new(
+        caps: Caps,
+        auth: Option<Arc<AuthFile>>,
+        owners: Option<Arc<Owners>>,
+    ) -> Self {
         let cap = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
         ShedLayer {
             unary: cap(caps.unary),
@@ -108,6 +114,7 @@ impl ShedLayer {
             long_shares: Arc::default(),
             caps,
             auth,
+            owners,
             body_timeout: caps.body_timeout,
             max_message: caps.max_message,
         }
@@ -136,7 +143,7 @@ impl ShedLayer {
             ),
         };
         let (shares, size) = share;
-        let classes = self.auth.as_ref().map_or(1, |file| file.current().count());
+        let classes = self.classes();
         let name = extensions
             .get::<Caller>()
             .map_or(Caller::Unrestricted.name(), Caller::name);
@@ -150,6 +157,43 @@ impl ShedLayer {
                 cap: size,
             }),
         }
+    }
+
+    /// How many principals the auth file in force names (1 without one).
+    fn classes(&self) -> usize {
+        self.auth.as_ref().map_or(1, |file| file.current().count())
+    }
+
+    /// Charges the connection a principal's call came on to it, the first time
+    /// (`Owners::charge`); RESOURCE_EXHAUSTED beyond its share of
+    /// `--max-connections`. The open RPCs (anyone's) charge no one.
+    fn charge_connection(&self, extensions: &http::Extensions) -> Result<(), Status> {
+        let (Some(owners), Some(Caller::Principal(principal))) =
+            (&self.owners, extensions.get::<Caller>())
+        else {
+            return Ok(());
+        };
+        if rpc::of(extensions).is_some_and(|rpc| rpc.access == Access::Open) {
+            return Ok(());
+        }
+        let peer = extensions
+            .get::<TcpConnectInfo>()
+            .and_then(TcpConnectInfo::remote_addr)
+            .or_else(|| crate::tls::remote_addr(extensions));
+        let Some(peer) = peer else {
+            return Ok(());
+        };
+        owners
+            .charge(peer, &principal.name, self.classes())
+            .map_err(|OverShare { share, max }| {
+                Status::resource_exhausted(format!(
+                    "principal {:?} holds its {share} of the {max} --max-connections \
+                     connections (each principal's share when the auth file names more \
+                     than one): this connection is closed; call on one of its open \
+                     connections",
+                    principal.name
+                ))
+            })
     }
 
     /// How much of a request's body is read before it is admitted.
@@ -209,6 +253,9 @@ where
         // The service polled ready is the one called (the clone waits for the next).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        if let Err(status) = self.layer.charge_connection(request.extensions()) {
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
         let Admission { cap, flag, share } = self.layer.cap_of(request.extensions());
         let reading = self.layer.reading(request.extensions());
         let body_timeout = self.layer.body_timeout;
@@ -243,36 +290,12 @@ struct Admission {
     share: Option<Share>,
 }
 
-/// The share of a cap one principal (or the one class of callers without an auth
-/// file) may hold: half the cap, rounded up, when there are `classes` > 1 of them;
-/// the whole cap otherwise.
-pub(crate) fn share_of(cap: usize, classes: usize) -> usize {
-    if classes > 1 {
-        cap.div_ceil(2)
-    } else {
-        cap
-    }
-}
-
-/// What each principal holds of one cap: an entry only while it holds a slot, so
-/// the table is bounded by the principals calling.
-#[derive(Debug, Default)]
-pub(crate) struct Shares {
-    held: Mutex<HashMap<String, usize>>,
-}
-
 /// A principal's claim on its share of a cap.
 struct Share {
     shares: Arc<Shares>,
     principal: String,
     share: usize,
     cap: usize,
-}
-
-/// One slot of a principal's share, given back when dropped.
-pub(crate) struct Held {
-    shares: Arc<Shares>,
-    principal: String,
 }
 
 impl Share {
@@ -292,43 +315,6 @@ impl Share {
                  backoff"
             ))
         })
-    }
-}
-
-impl Shares {
-    /// One more slot for `principal`, if it holds fewer than `share`.
-    pub(crate) fn take(shares: &Arc<Shares>, principal: &str, share: usize) -> Option<Held> {
-        let mut held = lock(&shares.held);
-        let count = held.entry(principal.to_owned()).or_default();
-        if *count >= share {
-            if *count == 0 {
-                held.remove(principal);
-            }
-            return None;
-        }
-        *count += 1;
-        Some(Held {
-            shares: shares.clone(),
-            principal: principal.to_owned(),
-        })
-    }
-
-    /// How many principals hold a slot.
-    #[cfg(test)]
-    fn holders(&self) -> usize {
-        lock(&self.held).len()
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let mut held = lock(&self.shares.held);
-        if let Some(count) = held.get_mut(&self.principal) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                held.remove(&self.principal);
-            }
-        }
     }
 }
 
@@ -465,33 +451,7 @@ impl http_body::Body for Replay {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use super::{holds_a_message, share_of, Shares};
-
-    /// Pins (issue 29): with more than one principal each holds at most half of a
-    /// cap, so one holding all its share leaves room for another; alone (one
-    /// principal, or no auth file) a caller keeps the whole cap. The table forgets a
-    /// principal once it holds nothing.
-    #[test]
-    fn each_principal_holds_at_most_its_share() {
-        assert_eq!(share_of(10, 1), 10);
-        assert_eq!(share_of(10, 2), 5);
-        assert_eq!(share_of(3, 5), 2);
-        assert_eq!(share_of(1, 2), 1);
-        let shares = Arc::new(Shares::default());
-        let a1 = Shares::take(&shares, "a", 2).expect("a's first");
-        let a2 = Shares::take(&shares, "a", 2).expect("a's second");
-        assert!(Shares::take(&shares, "a", 2).is_none(), "a holds its share");
-        let b = Shares::take(&shares, "b", 2).expect("b is not held back by a");
-        assert_eq!(shares.holders(), 2);
-        drop(a1);
-        let a3 = Shares::take(&shares, "a", 2).expect("a's slot came back");
-        drop((a2, a3, b));
-        assert_eq!(shares.holders(), 0, "nobody holds anything");
-        assert!(Shares::take(&shares, "c", 0).is_none());
-        assert_eq!(shares.holders(), 0, "a refusal leaves no entry");
-    }
+    use super::holds_a_message;
 
     #[test]
     fn a_message_is_its_prefix_and_its_length() {

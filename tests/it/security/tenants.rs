@@ -171,3 +171,77 @@ async fn sighup_reloads_max_namespaces() {
         .expect("room after the reload");
     over_quota(enqueue(&channel, "p", "ns-c").await, "p", 2);
 }
+
+/// A ListQueues of shop-a as `token` on `client`'s connection.
+async fn list_queues(client: &mut Client, token: &str) -> Result<(), Status> {
+    let request = proto::ListQueuesRequest {
+        namespace: "shop-a".into(),
+        ..Default::default()
+    };
+    client
+        .list_queues(with_token(request, Some(token)))
+        .await
+        .map(|_| ())
+}
+
+/// A new connection on which `token`'s ListQueues is answered OK, once one is.
+async fn connection_for(service: &Service, token: &str) -> Client {
+    let patience = Patience::new(format!("a connection serving {token}"));
+    loop {
+        if let Ok(channel) = Channel::from_shared(service.endpoint())
+            .expect("endpoint")
+            .connect()
+            .await
+        {
+            let mut client = Client::new(channel);
+            if list_queues(&mut client, token).await.is_ok() {
+                return client;
+            }
+        }
+        patience.wait().await;
+    }
+}
+
+/// Pins (issue 29): with several principals, the connections one principal has
+/// called on are at most half of --max-connections. `reader` calls on two of 4: its
+/// call on a third connection is refused (RESOURCE_EXHAUSTED naming it, or the
+/// connection closes first) and that connection is closed, so `root` gets two
+/// connections of its own, and reader's first two still serve it. With one cap for
+/// everyone, reader's third call was served and root found one slot.
+#[tokio::test]
+async fn one_principal_holding_its_connections_does_not_lock_another_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.auth_file = Some(write_auth_file(dir.path()));
+    config.max_connections = 4;
+    let service = Service::start_with(config).await;
+    let mut reader = Vec::new();
+    for _ in 0..2 {
+        reader.push(connection_for(&service, "t-reader").await);
+    }
+    let mut third = service.client().await;
+    let refused = list_queues(&mut third, "t-reader")
+        .await
+        .expect_err("reader's third connection is refused");
+    match refused.code() {
+        Code::ResourceExhausted => {
+            let message = refused.message();
+            assert!(message.contains("principal \"reader\""), "{message}");
+            assert!(
+                message.contains("its 2 of the 4 --max-connections"),
+                "{message}"
+            );
+        }
+        code => assert_eq!(code, Code::Unavailable, "{refused:?}"),
+    }
+    let mut root = Vec::new();
+    for _ in 0..2 {
+        root.push(connection_for(&service, "t-root").await);
+    }
+    for client in &mut reader {
+        list_queues(client, "t-reader")
+            .await
+            .expect("reader's own connections still serve it");
+    }
+}

@@ -123,11 +123,7 @@ async fn max_namespaces_holds_across_replicas() {
         .await
         .expect("its own namespace, via the other");
     let mut conn = redis.conn().await;
-    let stored: Vec<String> = deadpool_redis::redis::cmd("KEYS")
-        .arg("*ns-c*")
-        .query_async(&mut conn)
-        .await
-        .expect("KEYS");
+    let stored: Vec<String> = query(&mut conn, cmd("KEYS").arg("*ns-c*")).await;
     assert!(stored.is_empty(), "nothing written into ns-c: {stored:?}");
 }
 

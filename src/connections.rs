@@ -19,12 +19,26 @@
 //! it alike ([`PrefaceOn::Decrypted`]; issue 29: counting the ClientHello's bytes let
 //! a client that finished its handshake and then sent nothing hold a connection for
 //! ever).
+//!
+//! With an auth file, each principal holds at most its share of `--max-connections`
+//! (issue 29; `crate::shares`: half when the file names more than one principal).
+//! Plain tokens name a principal only per request, so a connection is charged to
+//! the first principal that makes an authenticated call on it ([`Owners::charge`],
+//! from the admission layer `crate::layers::ShedLayer`), and stays charged to it
+//! until it closes. A principal's call on a new connection beyond its share is
+//! refused RESOURCE_EXHAUSTED, and that connection is closed a moment later
+//! ([`CLOSE_GRACE`], for the refusal to go out), so the slot it took comes back.
+//! A connection on which no principal has called yet (the anonymous class: health
+//! checks, a client that has not called yet) is bounded by the preface deadline and
+//! the cap alone.
 
 use std::{
+    collections::HashMap,
     future::Future,
     io,
+    net::SocketAddr,
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, Mutex},
     task::{ready, Context, Poll},
     time::Duration,
 };
@@ -35,12 +49,151 @@ use tokio::{
     time::{sleep, Instant, Sleep},
 };
 use tokio_stream::Stream;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::transport::server::Connected;
+
+use crate::{
+    shares::{share_of, Held, Shares},
+    sync::lock,
+};
 
 /// `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`, what every HTTP/2 client sends first.
 const PREFACE_LEN: usize = 24;
 /// At most one warning per this long while connections are refused.
 const WARN_EVERY: Duration = Duration::from_secs(10);
+/// How long a connection refused to its principal lives on after the refusal, for
+/// the refusal's answer to be sent.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// The open connections by peer address, and the principal each is charged to.
+#[derive(Debug)]
+pub(crate) struct Owners {
+    shares: Arc<Shares>,
+    by_peer: Mutex<HashMap<SocketAddr, Arc<Charge>>>,
+    /// `--max-connections`.
+    max: usize,
+}
+
+/// Who one connection is charged to, and the signal that closes it.
+#[derive(Debug, Default)]
+struct Charge {
+    held: Mutex<Option<Held>>,
+    close: CancellationToken,
+}
+
+/// A refusal of a principal's call on a connection beyond its share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OverShare {
+    pub(crate) share: usize,
+    pub(crate) max: usize,
+}
+
+impl Owners {
+    pub(crate) fn new(max: usize) -> Arc<Owners> {
+        Arc::new(Owners {
+            shares: Arc::default(),
+            by_peer: Mutex::new(HashMap::new()),
+            max,
+        })
+    }
+
+    /// Charges the connection from `peer` to `principal`, one of `classes`, unless
+    /// it is charged already (to anyone: the first principal pays). Beyond the
+    /// principal's share the connection is closed (after [`CLOSE_GRACE`]) and the
+    /// call refused. A peer that is no open connection (an in-process call) is let
+    /// through.
+    pub(crate) fn charge(
+        &self,
+        peer: SocketAddr,
+        principal: &str,
+        classes: usize,
+    ) -> Result<(), OverShare> {
+        let Some(charge) = lock(&self.by_peer).get(&peer).cloned() else {
+            return Ok(());
+        };
+        let mut held = lock(&charge.held);
+        if held.is_some() {
+            return Ok(());
+        }
+        let share = share_of(self.max, classes);
+        match Shares::take(&self.shares, principal, share) {
+            Some(slot) => {
+                *held = Some(slot);
+                Ok(())
+            }
+            None => {
+                charge.close.cancel();
+                Err(OverShare {
+                    share,
+                    max: self.max,
+                })
+            }
+        }
+    }
+
+    fn open(&self, peer: SocketAddr) -> Arc<Charge> {
+        let charge = Arc::new(Charge::default());
+        lock(&self.by_peer).insert(peer, charge.clone());
+        charge
+    }
+
+    fn closed(&self, peer: SocketAddr, charge: &Arc<Charge>) {
+        let mut by_peer = lock(&self.by_peer);
+        if by_peer.get(&peer).is_some_and(|c| Arc::ptr_eq(c, charge)) {
+            by_peer.remove(&peer);
+        }
+    }
+}
+
+/// The peer's address of an accepted connection, which requests name in their
+/// connect info.
+pub(crate) trait Peer {
+    fn peer(&self) -> Option<SocketAddr>;
+}
+
+impl Peer for tokio::net::TcpStream {
+    fn peer(&self) -> Option<SocketAddr> {
+        self.peer_addr().ok()
+    }
+}
+
+impl Peer for tokio::io::DuplexStream {
+    fn peer(&self) -> Option<SocketAddr> {
+        None
+    }
+}
+
+/// A connection's place in [`Owners`].
+struct Owned {
+    owners: Arc<Owners>,
+    peer: SocketAddr,
+    charge: Arc<Charge>,
+    /// Resolves once the connection is refused to its principal.
+    refused: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// Then: when it closes.
+    closing: Option<Pin<Box<Sleep>>>,
+}
+
+impl Owned {
+    /// Whether the connection is to close now (registering the wake-up if not).
+    fn closes(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.closing.is_none() && self.refused.as_mut().poll(cx).is_ready() {
+            // A short grace, real time, for the refusal's answer to go out.
+            #[allow(clippy::disallowed_methods)]
+            let grace = Box::pin(sleep(CLOSE_GRACE));
+            self.closing = Some(grace);
+        }
+        self.closing
+            .as_mut()
+            .is_some_and(|closing| closing.as_mut().poll(cx).is_ready())
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.owners.closed(self.peer, &self.charge);
+    }
+}
 
 /// Where the HTTP/2 preface is looked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +222,8 @@ pub(crate) struct LimitedIncoming<S> {
     last_warning: Option<Instant>,
     /// Connections refused since the last warning.
     refused: u64,
+    /// With an auth file: who each connection is charged to.
+    owners: Option<Arc<Owners>>,
 }
 
 impl<S> LimitedIncoming<S> {
@@ -87,7 +242,13 @@ impl<S> LimitedIncoming<S> {
             preface_on,
             last_warning: None,
             refused: 0,
+            owners: None,
         }
+    }
+
+    /// Charges each connection to a principal (`Owners::charge`).
+    pub(crate) fn with_owners(self, owners: Option<Arc<Owners>>) -> Self {
+        LimitedIncoming { owners, ..self }
     }
 
     fn refuse(&mut self) {
@@ -110,6 +271,7 @@ impl<S> LimitedIncoming<S> {
 impl<S, IO, E> Stream for LimitedIncoming<S>
 where
     S: Stream<Item = Result<IO, E>> + Unpin,
+    IO: Peer,
 {
     type Item = Result<Limited<IO>, E>;
 
@@ -122,8 +284,19 @@ where
                         // The preface deadline: real time a client has to send it.
                         #[allow(clippy::disallowed_methods)]
                         let preface = Box::pin(sleep(this.preface_timeout));
+                        let owned = this.owners.as_ref().zip(io.peer()).map(|(owners, peer)| {
+                            let charge = owners.open(peer);
+                            Owned {
+                                owners: owners.clone(),
+                                peer,
+                                refused: Box::pin(charge.close.clone().cancelled_owned()),
+                                charge,
+                                closing: None,
+                            }
+                        });
                         return Poll::Ready(Some(Ok(Limited {
                             io,
+                            owned,
                             _permit: permit,
                             preface: Some(preface),
                             read: 0,
@@ -143,6 +316,8 @@ where
 /// One admitted connection: holds its permit until dropped.
 pub(crate) struct Limited<IO> {
     io: IO,
+    /// With an auth file: its place among the principals' connections.
+    owned: Option<Owned>,
     _permit: OwnedSemaphorePermit,
     /// Until the preface is in: when to give up on it.
     preface: Option<Pin<Box<Sleep>>>,
@@ -173,6 +348,12 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Limited<IO> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.owned.as_mut().is_some_and(|owned| owned.closes(cx)) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "its principal holds its share of --max-connections",
+            )));
+        }
         if let Some(deadline) = this.preface.as_mut() {
             if deadline.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Err(io::Error::new(

@@ -53,6 +53,7 @@ mod monitor;
 mod namespaces;
 mod rpc;
 mod schedules;
+mod shares;
 mod store;
 mod sync;
 mod timing;

@@ -20,10 +20,10 @@ use tower_layer::{Identity, Layer, Stack};
 use crate::auth::AuthFile;
 use crate::{
     accept::BackoffIncoming,
-    api::{AdminApi, Audit, Limits, QueueApi, Rescue},
+    api::{AdminApi, Audit, Limits, QueueApi, Quotas, Rescue},
     clock::Clock,
     config::ServeConfig,
-    connections::{LimitedIncoming, PrefaceOn},
+    connections::{LimitedIncoming, Owners, PrefaceOn},
     console,
     context::Context,
     dispatch::Dispatcher,
@@ -150,7 +150,7 @@ async fn run_until(
             .max_decoding_message_size(config.max_message_size)
             .max_encoding_message_size(config.max_message_size),
         admin: AdminServiceServer::from_arc(admin),
-        layers: layers(&config, &core, guard.principals.clone()),
+        layers: layers(&config, &core, &guard),
     };
     let app = app(&config, services, health)?;
     if let Some(listener) = console_listener {
@@ -166,6 +166,9 @@ async fn run_until(
 struct Guard {
     tls: Option<Arc<Tls>>,
     principals: Option<Arc<AuthFile>>,
+    /// With an auth file: who each connection is charged to (`--max-connections`
+    /// shares).
+    owners: Option<Arc<Owners>>,
 }
 
 impl Guard {
@@ -185,7 +188,14 @@ impl Guard {
             addr,
         )
         .map_err(ServeError::Config)?;
-        Ok(Guard { tls, principals })
+        let owners = principals
+            .as_ref()
+            .map(|_| Owners::new(usize::try_from(config.max_connections).unwrap_or(usize::MAX)));
+        Ok(Guard {
+            tls,
+            principals,
+            owners,
+        })
     }
 }
 
@@ -366,23 +376,33 @@ type Layers = Stack<
     >,
 >;
 
-fn layers(config: &ServeConfig, core: &Context, principals: Option<Arc<AuthFile>>) -> Layers {
+fn layers(config: &ServeConfig, core: &Context, guard: &Guard) -> Layers {
+    let principals = guard.principals.clone();
     let outer = Stack::new(
         ClassifyLayer::new(Catalogue::new(crate::api::rpcs())),
         Identity::new(),
     );
     let outer = Stack::new(TraceLayer, outer);
     let outer = Stack::new(MetricsLayer::new(core.metrics.clone()), outer);
-    let outer = Stack::new(Around(Authenticate { principals }), outer);
+    let outer = Stack::new(
+        Around(Authenticate {
+            principals: principals.clone(),
+        }),
+        outer,
+    );
     let cap = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let outer = Stack::new(
-        ShedLayer::new(Caps {
-            unary: cap(config.max_in_flight),
-            long: cap(config.max_long_polls),
-            open: cap(config.max_open_calls),
-            body_timeout: config.body_timeout,
-            max_message: config.max_message_size,
-        }),
+        ShedLayer::new(
+            Caps {
+                unary: cap(config.max_in_flight),
+                long: cap(config.max_long_polls),
+                open: cap(config.max_open_calls),
+                body_timeout: config.body_timeout,
+                max_message: config.max_message_size,
+            },
+            principals,
+            guard.owners.clone(),
+        ),
         outer,
     );
     let outer = Stack::new(
@@ -433,7 +453,8 @@ async fn serve(
             Some(_) => PrefaceOn::Decrypted,
             None => PrefaceOn::Wire,
         },
-    );
+    )
+    .with_owners(guard.owners.clone());
     // tonic serves the app as it is: its own routes (none) are left unused.
     let router = transport(config)
         .layer(tower::layer::layer_fn(move |_: Routes| app.clone()))
@@ -487,6 +508,7 @@ fn queue_api(
         },
         rescue,
         admin,
+        Arc::new(Quotas::new(core.store.clone())),
     )
 }
 

@@ -20,6 +20,10 @@ pub(crate) enum ApiError {
     /// The caller may not make this call; nothing was written.
     #[error("{0}")]
     Denied(String),
+    /// The caller's principal is at one of its own limits (`max_namespaces`);
+    /// nothing was written.
+    #[error("{0}")]
+    OverQuota(String),
     #[error(transparent)]
     App(#[from] Error),
 }
@@ -30,6 +34,7 @@ impl ApiError {
             ApiError::Invalid { .. } => FailureKind::Invalid,
             ApiError::TooLarge { .. } => FailureKind::TooLarge,
             ApiError::Denied(_) => FailureKind::Denied,
+            ApiError::OverQuota(_) => FailureKind::TooLarge,
             ApiError::App(error) => error.kind(),
         }
     }

@@ -14,9 +14,11 @@ mod cpu;
 mod deadline;
 mod error;
 mod flow;
+mod heavy;
 mod jobs;
 mod limits;
 mod queues;
+mod quota;
 mod reply_budget;
 mod rescue;
 mod rpcs;
@@ -28,6 +30,7 @@ use std::sync::Arc;
 pub(crate) use audit::Audit;
 pub(crate) use error::ApiError;
 pub(crate) use limits::Limits;
+pub(crate) use quota::Quotas;
 pub(crate) use rescue::Rescue;
 pub(crate) use rpcs::{all as rpcs, queue_rpc};
 
@@ -43,6 +46,8 @@ pub(crate) struct QueueApi {
     rescue: Arc<Rescue>,
     /// Serves Migrate and GetNamespaceStatus, the same as on AdminService.
     admin: Arc<AdminApi>,
+    /// Each principal's `max_namespaces`.
+    quotas: Arc<Quotas>,
 }
 
 impl QueueApi {
@@ -52,6 +57,7 @@ impl QueueApi {
         limits: Limits,
         rescue: Arc<Rescue>,
         admin: Arc<AdminApi>,
+        quotas: Arc<Quotas>,
     ) -> Self {
         Self {
             schedules,
@@ -59,7 +65,19 @@ impl QueueApi {
             limits,
             rescue,
             admin,
+            quotas,
         }
+    }
+
+    /// Whether the caller's `max_namespaces` lets it call `rpc` in `scope`
+    /// (`quota`).
+    async fn admit(
+        &self,
+        caller: Option<&crate::auth::Caller>,
+        rpc: &crate::rpc::Rpc,
+        scope: crate::auth::Scope<'_>,
+    ) -> Result<(), ApiError> {
+        self.quotas.admit(caller, rpc, scope).await
     }
 }
 
@@ -70,6 +88,20 @@ pub(crate) struct AdminApi {
     rescue: Arc<Rescue>,
     /// Where operators reach this service, for the Migrate command in status messages.
     address: String,
+}
+
+impl AdminApi {
+    /// AdminService's RPCs are admin calls, which no principal's `max_namespaces`
+    /// limits (`quota`).
+    #[allow(clippy::unused_async)]
+    async fn admit(
+        &self,
+        _caller: Option<&crate::auth::Caller>,
+        _rpc: &crate::rpc::Rpc,
+        _scope: crate::auth::Scope<'_>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
 }
 
 impl AdminApi {

@@ -31,7 +31,10 @@ use super::{
     queues, schedules, AdminApi, ApiError, QueueApi,
 };
 use crate::{
-    auth::Role::{Admin, Producer, Reader, Worker},
+    auth::{
+        Caller,
+        Role::{Admin, Producer, Reader, Worker},
+    },
     domain::Namespace,
     proto::{self, admin_service_server::AdminService, queue_service_server::QueueService},
     rpc::{
@@ -82,7 +85,7 @@ macro_rules! methods {
                 request: Request<proto::$req>,
             ) -> Result<Response<proto::$resp>, Status> {
                 let audit = begin_audit!($audit, self, $rpc, request);
-                let answer = match authorize(&request, &$rpc) {
+                let answer = match admitted!(self, request, $rpc) {
                     Ok(target) => self.rescue.respond($handler(self, &target, request).await),
                     Err(denied) => Err(self.rescue.status(denied)),
                 };
@@ -105,7 +108,7 @@ macro_rules! methods {
                 request: Request<proto::$req>,
             ) -> Result<Response<Self::$stream>, Status> {
                 let audit = begin_audit!($audit, self, $rpc, request);
-                let answer = match authorize(&request, &$rpc) {
+                let answer = match admitted!(self, request, $rpc) {
                     Ok(target) => {
                         // Asked again before each message (the auth file may reload).
                         let recheck = Recheck::of(&request, &$rpc, target.scope(), &self.rescue);
@@ -135,6 +138,20 @@ macro_rules! methods {
                 self.rescue.respond($handler(self, &$rpc, request).await)
             }
         ] $($rest)*);
+    };
+}
+
+/// The request's validated target, if its caller may call the RPC on it
+/// (`authorize`) and its principal's own limits let it (`quota`).
+macro_rules! admitted {
+    ($self:ident, $request:ident, $rpc:path) => {
+        match authorize(&$request, &$rpc) {
+            Ok(target) => $self
+                .admit($request.extensions().get::<Caller>(), &$rpc, target.scope())
+                .await
+                .map(|()| target),
+            Err(denied) => Err(denied),
+        }
     };
 }
 

@@ -34,7 +34,14 @@ struct Entry {
     /// (docker-compose) can ship the file and take the hash from its environment.
     token_sha256_env: Option<String>,
     client_cert_subject: Option<String>,
+    /// Most namespaces the principal may write into (its producer calls); none: no
+    /// limit of its own.
+    max_namespaces: Option<i64>,
 }
+
+/// Most a principal's `max_namespaces` may be: the registry of its namespaces is one
+/// Redis set, and the limit is meant to be small.
+const MOST_NAMESPACES: i64 = 1_000_000;
 
 pub(super) fn load(path: &Path) -> Result<Principals, AuthFileError> {
     let fail = |reason: String| AuthFileError {
@@ -70,7 +77,9 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
         check_grants(&entry, &at, &mut names)?;
         let token = token_hash(&entry, env, &at)?;
         check_credentials(&entry, token, &at, &mut seen)?;
+        let max_namespaces = limit(entry.max_namespaces, "max_namespaces", &at)?;
         principals.push(Arc::new(Principal {
+            max_namespaces,
             namespaces: entry.namespaces.iter().map(|p| Pattern::new(p)).collect(),
             name: entry.name,
             roles: entry.roles,
@@ -185,6 +194,20 @@ fn check_credentials(
     Ok(())
 }
 
+/// An optional limit of the entry: from 1 to [`MOST_NAMESPACES`]; left out, no limit.
+fn limit(value: Option<i64>, field: &str, at: At<'_>) -> Result<Option<u32>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match u32::try_from(value) {
+        Ok(n) if n >= 1 && value <= MOST_NAMESPACES => Ok(Some(n)),
+        _ => Err(at(
+            field,
+            format!("{value} is not from 1 to {MOST_NAMESPACES} (leave it out for no limit)"),
+        )),
+    }
+}
+
 /// 64 lower-case hex digits; the token itself is never stored.
 fn sha256_hex(hex: &str) -> Result<[u8; 32], String> {
     let well_formed = hex.len() == 64
@@ -221,9 +244,16 @@ mod tests {
             "[[principal]]\nname = \"shop\"\nroles = [\"producer\", \"worker\"]\n\
              namespaces = [\"shop-*\"]\ntoken_sha256 = \"{HASH}\"\n\n\
              [[principal]]\nname = \"ops\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
-             client_cert_subject = \"ops.internal\"\n"
+             client_cert_subject = \"ops.internal\"\nmax_namespaces = 3\n"
         );
-        assert_eq!(parse(&text, &|_| None).expect("loads").principals.len(), 2);
+        let principals = parse(&text, &|_| None).expect("loads");
+        assert_eq!(principals.principals.len(), 2);
+        let limits: Vec<_> = principals
+            .principals
+            .iter()
+            .map(|p| p.max_namespaces)
+            .collect();
+        assert_eq!(limits, [None, Some(3)]);
     }
 
     #[test]
@@ -257,6 +287,22 @@ mod tests {
                 vec!["\"shop\" (#2)", "name"],
             ),
             ("".to_owned(), vec!["no [[principal]]"]),
+            (
+                base(&format!("token_sha256 = \"{HASH}\"\nmax_namespaces = 0")),
+                vec!["\"shop\" (#1)", "max_namespaces", "0 is not from 1"],
+            ),
+            (
+                base(&format!("token_sha256 = \"{HASH}\"\nmax_namespaces = -3")),
+                vec!["\"shop\" (#1)", "max_namespaces", "-3"],
+            ),
+            (
+                base(&format!("token_sha256 = \"{HASH}\"\nmax_namespaces = 2000000")),
+                vec!["\"shop\" (#1)", "max_namespaces", "2000000"],
+            ),
+            (
+                base(&format!("token_sha256 = \"{HASH}\"\nmax_namespaces = \"two\"")),
+                vec!["max_namespaces"],
+            ),
             (
                 "[[principal]]\nname = \"a\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
                  client_cert_subject = \"ops.internal\"\n\

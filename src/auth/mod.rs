@@ -135,6 +135,9 @@ pub(crate) struct Principal {
     namespaces: Vec<Pattern>,
     token_sha256: Option<[u8; 32]>,
     client_cert_subject: Option<String>,
+    /// `max_namespaces`: most namespaces the principal may write into (producer
+    /// calls), counted across replicas (`api::quota`); None: no limit of its own.
+    pub(crate) max_namespaces: Option<u32>,
 }
 
 /// What a call reaches: one namespace, or every namespace (Migrate with
@@ -235,6 +238,12 @@ impl Principals {
         file::load(path)
     }
 
+    /// How many principals there are: with more than one, each holds at most its
+    /// share of the in-flight caps (`crate::layers::ShedLayer`).
+    pub(crate) fn count(&self) -> usize {
+        self.principals.len()
+    }
+
     /// The principal named `name` (a console session keeps the name, so it follows
     /// the auth file's current principal).
     pub(crate) fn by_name(&self, name: &str) -> Option<Arc<Principal>> {
@@ -293,6 +302,7 @@ mod tests {
             namespaces: namespaces.iter().map(|p| Pattern::new(p)).collect(),
             token_sha256: None,
             client_cert_subject: None,
+            max_namespaces: None,
         }
     }
 

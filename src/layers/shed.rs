@@ -13,6 +13,16 @@
 //!   caller holds a slot a tenant needs (issue 29: Health/Watch counted as a
 //!   long-poll).
 //!
+//! Each principal holds at most its share of `--max-in-flight` and of
+//! `--max-long-polls` (issue 29): half of the cap, rounded up, when the auth file in
+//! force names more than one principal; the whole cap when it names one, or there is
+//! no auth file (every caller is then one class). One tenant holding all it may
+//! leaves the other half to the rest, so it cannot lock another principal out; its
+//! next call is answered RESOURCE_EXHAUSTED naming the principal and its share. The
+//! share is checked when a slot is taken, against the auth file in force then (a
+//! reload that adds a second principal halves the share from the next call on), and
+//! the table of what each principal holds has an entry only while it holds a slot.
+//!
 //! The slot is taken after authentication (the auth layer runs outside this one)
 //! and after the request body: the whole body for a call whose request is one
 //! message, the first message for a request stream (`CallKind::Duplex`). The body
@@ -34,11 +44,16 @@ use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use tokio::sync::Semaphore;
-use tonic::{body::Body, codegen::http, Status};
+use tonic::{body::Body, codegen::http, transport::server::TcpConnectInfo, Status};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::rpc::{self, Access, CallKind};
+use crate::{
+    auth::{AuthFile, Caller},
+    connections::{OverShare, Owners},
+    rpc::{self, Access, CallKind},
+    shares::{share_of, Held, Shares},
+};
 
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
@@ -54,6 +69,15 @@ pub(crate) struct ShedLayer {
     unary: Arc<Semaphore>,
     long: Arc<Semaphore>,
     open: Arc<Semaphore>,
+    /// What each principal holds of `unary` and of `long`.
+    unary_shares: Arc<Shares>,
+    long_shares: Arc<Shares>,
+    /// The caps' sizes, for the shares.
+    caps: Caps,
+    /// The principals in force (None: no auth file), whose number sets the shares.
+    auth: Option<Arc<AuthFile>>,
+    /// With an auth file: who each connection is charged to.
+    owners: Option<Arc<Owners>>,
     /// `--body-timeout`.
     body_timeout: Duration,
     /// `--max-message-size`: most bytes of body read before the call is admitted.
@@ -76,24 +100,100 @@ pub(crate) struct Caps {
 }
 
 impl ShedLayer {
-    pub(crate) fn new(caps: Caps) -> Self {
+    pub(crate) fn new(
+        caps: Caps,
+        auth: Option<Arc<AuthFile>>,
+        owners: Option<Arc<Owners>>,
+    ) -> Self {
         let cap = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
         ShedLayer {
             unary: cap(caps.unary),
             long: cap(caps.long),
             open: cap(caps.open),
+            unary_shares: Arc::default(),
+            long_shares: Arc::default(),
+            caps,
+            auth,
+            owners,
             body_timeout: caps.body_timeout,
             max_message: caps.max_message,
         }
     }
 
-    /// The cap a request takes a slot of, and its flag.
-    fn cap_of(&self, extensions: &http::Extensions) -> (&Arc<Semaphore>, &'static str) {
-        match rpc::of(extensions) {
-            Some(rpc) if rpc.access == Access::Open => (&self.open, "--max-open-calls"),
-            Some(rpc) if rpc.kind.is_long() => (&self.long, "--max-long-polls"),
-            _ => (&self.unary, "--max-in-flight"),
+    /// The cap a request takes a slot of and its flag, and the share of it its
+    /// principal may hold (none for the open RPCs: a cap of their own).
+    fn cap_of(&self, extensions: &http::Extensions) -> Admission {
+        let (cap, flag, share) = match rpc::of(extensions) {
+            Some(rpc) if rpc.access == Access::Open => {
+                return Admission {
+                    cap: self.open.clone(),
+                    flag: "--max-open-calls",
+                    share: None,
+                }
+            }
+            Some(rpc) if rpc.kind.is_long() => (
+                &self.long,
+                "--max-long-polls",
+                (&self.long_shares, self.caps.long),
+            ),
+            _ => (
+                &self.unary,
+                "--max-in-flight",
+                (&self.unary_shares, self.caps.unary),
+            ),
+        };
+        let (shares, size) = share;
+        let classes = self.classes();
+        let name = extensions
+            .get::<Caller>()
+            .map_or(Caller::Unrestricted.name(), Caller::name);
+        Admission {
+            cap: cap.clone(),
+            flag,
+            share: Some(Share {
+                shares: shares.clone(),
+                principal: name.to_owned(),
+                share: share_of(size, classes),
+                cap: size,
+            }),
         }
+    }
+
+    /// How many principals the auth file in force names (1 without one).
+    fn classes(&self) -> usize {
+        self.auth.as_ref().map_or(1, |file| file.current().count())
+    }
+
+    /// Charges the connection a principal's call came on to it, the first time
+    /// (`Owners::charge`); RESOURCE_EXHAUSTED beyond its share of
+    /// `--max-connections`. The open RPCs (anyone's) charge no one.
+    fn charge_connection(&self, extensions: &http::Extensions) -> Result<(), Status> {
+        let (Some(owners), Some(Caller::Principal(principal))) =
+            (&self.owners, extensions.get::<Caller>())
+        else {
+            return Ok(());
+        };
+        if rpc::of(extensions).is_some_and(|rpc| rpc.access == Access::Open) {
+            return Ok(());
+        }
+        let peer = extensions
+            .get::<TcpConnectInfo>()
+            .and_then(TcpConnectInfo::remote_addr)
+            .or_else(|| crate::tls::remote_addr(extensions));
+        let Some(peer) = peer else {
+            return Ok(());
+        };
+        owners
+            .charge(peer, &principal.name, self.classes())
+            .map_err(|OverShare { share, max }| {
+                Status::resource_exhausted(format!(
+                    "principal {:?} holds its {share} of the {max} --max-connections \
+                     connections (each principal's share when the auth file names more \
+                     than one): this connection is closed; call on one of its open \
+                     connections",
+                    principal.name
+                ))
+            })
     }
 
     /// How much of a request's body is read before it is admitted.
@@ -153,8 +253,10 @@ where
         // The service polled ready is the one called (the clone waits for the next).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (cap, flag) = self.layer.cap_of(request.extensions());
-        let cap = cap.clone();
+        if let Err(status) = self.layer.charge_connection(request.extensions()) {
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        let Admission { cap, flag, share } = self.layer.cap_of(request.extensions());
         let reading = self.layer.reading(request.extensions());
         let body_timeout = self.layer.body_timeout;
         Box::pin(async move {
@@ -165,14 +267,53 @@ where
                 Ok(Err(status)) => return Ok(status.into_http()),
                 Err(_) => return Ok(body_late(body_timeout).into_http()),
             };
+            let held = match share.map(|share| share.take(flag)).transpose() {
+                Ok(held) => held,
+                Err(status) => return Ok(status.into_http()),
+            };
             let Ok(permit) = cap.try_acquire_owned() else {
                 return Ok(overloaded(flag).into_http());
             };
             let response = inner.call(http::Request::from_parts(parts, body)).await;
             // Held until the handler has answered (a stream's body may outlive it;
             // the stream's own limits bound that).
-            drop(permit);
+            drop((permit, held));
             response
+        })
+    }
+}
+
+/// What a call takes a slot of.
+struct Admission {
+    cap: Arc<Semaphore>,
+    flag: &'static str,
+    share: Option<Share>,
+}
+
+/// A principal's claim on its share of a cap.
+struct Share {
+    shares: Arc<Shares>,
+    principal: String,
+    share: usize,
+    cap: usize,
+}
+
+impl Share {
+    /// One slot of the share, or RESOURCE_EXHAUSTED naming the principal, its share
+    /// and the cap's `flag`.
+    fn take(self, flag: &str) -> Result<Held, Status> {
+        let Share {
+            shares,
+            principal,
+            share,
+            cap,
+        } = self;
+        Shares::take(&shares, &principal, share).ok_or_else(|| {
+            Status::resource_exhausted(format!(
+                "principal {principal:?} holds its {share} of the {cap} {flag} calls (each \
+                 principal's share when the auth file names more than one); retry with \
+                 backoff"
+            ))
         })
     }
 }

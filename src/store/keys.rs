@@ -49,6 +49,7 @@
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
 //! | `<prefix>:namespaces`        | zset | namespace registry: name -> first seen ms  |
+//! | `<prefix>:principal:<hex name>:namespaces` | set | the namespaces a principal with `max_namespaces` wrote into (issue 29) |
 //! | `<prefix>:{<ns>}:jc`         | channel | pub/sub, not a key: job changes (issue 30) |
 //!
 //! The `meta:` keys are composed from meta in Lua (lib/job.lua `queue_state`,
@@ -61,7 +62,7 @@
 //! which no other kind of key starts with. A flow key carries the queue's length
 //! before the queue, so no two queues' flow keys meet whatever follows the queue.
 //!
-//! `prune-due`, `dispatch-due` and `namespaces` are the keys outside every namespace's slot. No script touches them
+//! `prune-due`, `dispatch-due`, `namespaces` and the `principal:` sets are the keys outside every namespace's slot. No script touches them
 //! (invariant 6): it is written by plain commands after the job scripts that tell
 //! the caller to (see docs/DESIGN.md, "Pruning"). It holds no `{`, so no namespace
 //! key can equal it.
@@ -89,6 +90,14 @@ pub(crate) fn prune_due(prefix: &str) -> String {
 /// plain commands only (`Store::dispatch_soon`), never from a script.
 pub(crate) fn dispatch_due(prefix: &str) -> String {
     format!("{prefix}:dispatch-due")
+}
+
+/// The namespaces principal `name` has written into (`Store::admit_principal_namespace`):
+/// outside every namespace's slot, written by plain commands only. The name is
+/// written in hex, so no principal's name can make its key another's, or hold a `{`.
+pub(crate) fn principal_namespaces(prefix: &str, name: &str) -> String {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}:principal:{hex}:namespaces")
 }
 
 /// The namespace registry: namespace -> when this registry first saw it (epoch ms).

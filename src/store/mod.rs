@@ -15,6 +15,7 @@ pub(crate) mod keys;
 mod notify;
 pub(crate) mod ops;
 mod packed_job;
+mod principals;
 mod prune_due;
 mod records;
 mod registry;

@@ -84,6 +84,13 @@ pub(crate) fn client_cert_names(extensions: &http::Extensions) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The peer's address of the TLS connection a request came on; None off TLS.
+pub(crate) fn remote_addr(extensions: &http::Extensions) -> Option<SocketAddr> {
+    extensions
+        .get::<TlsConnectInfo>()
+        .and_then(|info| info.remote_addr)
+}
+
 /// A certificate's SAN DNS, URI and email names, then its subject CN.
 fn names_of(cert: &CertificateDer<'_>) -> Vec<String> {
     let Ok((_, cert)) = X509Certificate::from_der(cert.as_ref()) else {

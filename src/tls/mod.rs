@@ -26,7 +26,7 @@ use tokio_rustls::{rustls::ServerConfig, TlsAcceptor};
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-pub(crate) use conn::{client_cert_names, TlsConn};
+pub(crate) use conn::{client_cert_names, remote_addr, TlsConn};
 pub(crate) use files::TlsFiles;
 
 use crate::{connections::AwaitsPreface, sync::lock};

@@ -16,8 +16,9 @@ pub(super) use work::{work, WorkStream};
 
 use tonic::Request;
 
-use super::{convert::timestamp, reply_budget, validate as check, ApiError, QueueApi};
+use super::{convert::timestamp, heavy, reply_budget, validate as check, ApiError, QueueApi};
 use crate::{
+    auth::Caller,
     domain::{limits::PageShape, Failure, Namespace, ProgressReport},
     error::Error,
     jobs::{ClaimRequest, Lease},
@@ -418,6 +419,7 @@ pub(super) async fn get(
     namespace: &Namespace,
     request: Request<proto::GetJobRequest>,
 ) -> Result<proto::GetJobResponse, ApiError> {
+    let _heavy = heavy::enter(request.extensions().get::<Caller>()).await?;
     let req = request.into_inner();
     let id = check::id("job_id", &req.job_id)?;
     let record = api.jobs.get(namespace, id).await?;
@@ -431,6 +433,7 @@ pub(super) async fn list(
     namespace: &Namespace,
     request: Request<proto::ListJobsRequest>,
 ) -> Result<proto::ListJobsResponse, ApiError> {
+    let caller = request.extensions().get::<Caller>().cloned();
     let req = request.into_inner();
     let queue = check::id("queue", &req.queue)?;
     let page = PageShape {
@@ -441,6 +444,11 @@ pub(super) async fn list(
     let after = convert::parse_page_token(&req.page_token)?;
     let state = convert::state_filter("state", req.state)?;
     let filter = bulk::filter("filter", req.filter.as_ref())?;
+    let _heavy = if page.full {
+        Some(heavy::enter(caller.as_ref()).await?)
+    } else {
+        None
+    };
     let listed = api
         .jobs
         .list(namespace, queue, after, page, state, &filter)

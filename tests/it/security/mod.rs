@@ -5,4 +5,5 @@ pub(crate) mod auth;
 mod logs;
 mod redis_tls;
 mod reload;
+mod tenants;
 mod tls;

@@ -1,0 +1,78 @@
+//! Each principal's own limits from the auth file (issue 29): `max_namespaces`, the
+//! most namespaces a principal may write into. A namespace counts once the
+//! principal makes a call the producer role grants in it (Enqueue, EnqueueBatch,
+//! EnqueueFlow, UpsertSchedule, ...); reads, workers' calls and admin calls do not
+//! count. The count is a Redis set per principal
+//! (`Store::admit_principal_namespace`), so every replica enforces the same limit;
+//! a replica remembers the namespaces it has seen let in, so only a principal's first
+//! call into a namespace on a replica costs Redis commands. What it remembers is at
+//! most each principal's `max_namespaces`.
+
+use std::{collections::HashSet, sync::Mutex};
+
+use super::ApiError;
+use crate::{
+    auth::{Caller, Role, Scope},
+    error::Error,
+    rpc::{Access, Rpc},
+    store::Store,
+    sync::lock,
+};
+
+/// The principals' namespace counts, as this replica has seen them let in.
+pub(crate) struct Quotas {
+    store: std::sync::Arc<Store>,
+    /// (principal, namespace) pairs let in.
+    admitted: Mutex<HashSet<(String, String)>>,
+}
+
+impl Quotas {
+    pub(crate) fn new(store: std::sync::Arc<Store>) -> Self {
+        Quotas {
+            store,
+            admitted: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `caller` may call `rpc` in `scope` under its `max_namespaces`: a call
+    /// the producer role grants, into a namespace beyond the principal's limit, is
+    /// refused RESOURCE_EXHAUSTED naming the principal and the limit; nothing is
+    /// written.
+    pub(super) async fn admit(
+        &self,
+        caller: Option<&Caller>,
+        rpc: &Rpc,
+        scope: Scope<'_>,
+    ) -> Result<(), ApiError> {
+        let (
+            Some(Caller::Principal(principal)),
+            Access::Role(Role::Producer),
+            Scope::Namespace(ns),
+        ) = (caller, rpc.access, scope)
+        else {
+            return Ok(());
+        };
+        let Some(max) = principal.max_namespaces else {
+            return Ok(());
+        };
+        let pair = (principal.name.clone(), ns.to_owned());
+        if lock(&self.admitted).contains(&pair) {
+            return Ok(());
+        }
+        if self
+            .store
+            .admit_principal_namespace(&principal.name, ns, max)
+            .await
+            .map_err(|e| ApiError::App(Error::Store(e)))?
+        {
+            lock(&self.admitted).insert(pair);
+            return Ok(());
+        }
+        Err(ApiError::OverQuota(format!(
+            "principal {:?} holds its max_namespaces of {max} (auth file): namespace {ns:?} \
+             would be one more; write into one of its namespaces, or ask for a higher \
+             max_namespaces (nothing was written)",
+            principal.name
+        )))
+    }
+}

@@ -47,7 +47,7 @@ use crate::{
         ack_job::AckJob,
         ack_jobs::{AckJobs, AckResults, Acked},
         cancel_job::CancelJob,
-        claim_jobs::ClaimJobs,
+        claim_jobs::{ClaimJobs, ClaimedBatch},
         enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease,
         fail_job::{FailJob, FailedJob},
@@ -300,7 +300,12 @@ impl Jobs {
             acks,
             results,
         };
-        let batch = self.cx.store.run(entry.name(), &op).await?;
+        let confirmed = self.cx.store.run_confirmed(entry.name(), &op).await?;
+        let batch = confirmed.output;
+        if let Some(unconfirmed) = confirmed.unconfirmed {
+            self.release_unconfirmed(entry, &batch).await;
+            return Err(unconfirmed.into());
+        }
         let mut effects =
             Effects::finished(batch.register).and_ready(Work::Jobs, Ready::At(batch.next_ms));
         effects.expired = claim
@@ -334,6 +339,41 @@ impl Jobs {
             more: batch.more,
         };
         Ok((attempt, acked))
+    }
+
+    /// Gives back the jobs of a claim `--redis-wait-replicas` could not confirm
+    /// (issue 29 item 11): each still leased under the claim's token is pending again
+    /// at the head of its queue, its attempt not counted, as if never claimed (the
+    /// release_jobs script's `unsent` mode). Not waited for: the replicas just did
+    /// not answer. If this fails too (the master is gone), the leases run out as any
+    /// lease does, and the attempt counts. The acks the claim carried stay applied.
+    async fn release_unconfirmed(&self, entry: &Entry, batch: &ClaimedBatch) {
+        let leases: Vec<(&str, &str)> = batch
+            .jobs
+            .iter()
+            .map(|job| (job.id.as_str(), job.lease_token.as_str()))
+            .collect();
+        let mut effects = Effects::finished(batch.register);
+        if !leases.is_empty() {
+            let op = ReleaseJobs {
+                why: Release::Unsent,
+                leases: &leases,
+            };
+            match self.cx.store.run_unwaited(entry.name(), &op).await {
+                Ok(released) => {
+                    effects = Effects::finished(batch.register || released.register)
+                        .and_ready(Work::Jobs, Ready::Now);
+                }
+                Err(error) => tracing::warn!(
+                    namespace = %entry.name(),
+                    %error,
+                    jobs = leases.len(),
+                    "could not give back the jobs of a claim the replicas did not confirm; \
+                     their leases will run out"
+                ),
+            }
+        }
+        self.cx.apply(entry, effects).await;
     }
 
     /// Completes up to 100 jobs in one script call, with the results some carry (by

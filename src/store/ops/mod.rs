@@ -69,6 +69,7 @@ operations!(
     purge_jobs,
     release_job,
     release_jobs,
+    release_occurrence,
     resume_schedule,
     retry_dead_jobs,
     retry_flow,

@@ -310,6 +310,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "queue_stats",
     "release_job",
     "release_jobs",
+    "release_occurrence",
     "set_follow",
     "throttle_key",
     "watch_job",

@@ -47,12 +47,13 @@ use crate::{
         ack_job::AckJob,
         ack_jobs::{AckJobs, AckResults, Acked},
         cancel_job::CancelJob,
-        claim_jobs::{ClaimJobs, ClaimedBatch},
+        claim_jobs::ClaimJobs,
         enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease,
         fail_job::{FailJob, FailedJob},
         get_job::GetJob,
         list_jobs::ListJobs,
+        release_claim::ReleaseClaim,
         release_jobs::{Release, ReleaseJobs},
         retry_job::RetryJob,
     },
@@ -299,11 +300,23 @@ impl Jobs {
             max_bytes: claim.max_bytes,
             acks,
             results,
+            receipt: self.cx.store.confirms_writes(),
         };
-        let confirmed = self.cx.store.run_confirmed(entry.name(), &op).await?;
+        let confirmed = match self.cx.store.run_confirmed(entry.name(), &op).await {
+            Ok(confirmed) => confirmed,
+            Err(error) => {
+                // The reply was lost (a timeout, a dropped connection): the claim may
+                // have run, or may still run.
+                if op.receipt && error.is_unavailable() {
+                    self.release_unconfirmed(entry, &token_base, false).await;
+                }
+                return Err(error.into());
+            }
+        };
         let batch = confirmed.output;
         if let Some(unconfirmed) = confirmed.unconfirmed {
-            self.release_unconfirmed(entry, &batch).await;
+            self.release_unconfirmed(entry, &token_base, batch.register)
+                .await;
             return Err(unconfirmed.into());
         }
         let mut effects =
@@ -341,38 +354,30 @@ impl Jobs {
         Ok((attempt, acked))
     }
 
-    /// Gives back the jobs of a claim `--redis-wait-replicas` could not confirm
-    /// (issue 29 item 11): each still leased under the claim's token is pending again
-    /// at the head of its queue, its attempt not counted, as if never claimed (the
-    /// release_jobs script's `unsent` mode). Not waited for: the replicas just did
-    /// not answer. If this fails too (the master is gone), the leases run out as any
-    /// lease does, and the attempt counts. The acks the claim carried stay applied.
-    async fn release_unconfirmed(&self, entry: &Entry, batch: &ClaimedBatch) {
-        let leases: Vec<(&str, &str)> = batch
-            .jobs
-            .iter()
-            .map(|job| (job.id.as_str(), job.lease_token.as_str()))
-            .collect();
-        let mut effects = Effects::finished(batch.register);
-        if !leases.is_empty() {
-            let op = ReleaseJobs {
-                why: Release::Unsent,
-                leases: &leases,
-            };
-            match self.cx.store.run_unwaited(entry.name(), &op).await {
-                Ok(released) => {
-                    effects = Effects::finished(batch.register || released.register)
-                        .and_ready(Work::Jobs, Ready::Now);
-                }
-                Err(error) => tracing::warn!(
+    /// Gives back the jobs of a claim `--redis-wait-replicas` could not confirm, or
+    /// whose reply was lost (issue 29 item 11), by its token base: each job still
+    /// leased under the claim's token is pending again at the head of its queue, its
+    /// attempt not counted, as if never claimed, and a claim with that token base
+    /// still on its way claims nothing (release_claim.lua). Not waited for: the
+    /// replicas just did not answer. If this fails too (the master is gone), the
+    /// leases run out as any lease does, and the attempt counts. The acks the claim
+    /// carried stay applied. `register`: the claim's own reply asked for it.
+    async fn release_unconfirmed(&self, entry: &Entry, token_base: &str, register: bool) {
+        let op = ReleaseClaim { token_base };
+        let effects = match self.cx.store.run_unwaited(entry.name(), &op).await {
+            Ok(released) => {
+                Effects::finished(register || released.register).and_ready(Work::Jobs, Ready::Now)
+            }
+            Err(error) => {
+                tracing::warn!(
                     namespace = %entry.name(),
                     %error,
-                    jobs = leases.len(),
-                    "could not give back the jobs of a claim the replicas did not confirm; \
-                     their leases will run out"
-                ),
+                    "could not give back a claim whose reply was lost or not confirmed; \
+                     its leases will run out"
+                );
+                Effects::finished(register)
             }
-        }
+        };
         self.cx.apply(entry, effects).await;
     }
 

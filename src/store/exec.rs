@@ -28,7 +28,7 @@
 
 use deadpool_redis::redis::{self, aio::ConnectionLike, Cmd, ServerErrorKind, Value};
 
-use super::{conn::Conn, script::ScriptDef, StoreError};
+use super::{conn::Conn, error::StoreError, script::ScriptDef};
 
 /// How many times a call loads its script after NOSCRIPT (each time in the
 /// pipeline that runs it again) before it gives up: something keeps flushing the

@@ -132,6 +132,13 @@ impl Store {
         self
     }
 
+    /// Whether writes that hand out work wait for replicas
+    /// (`--redis-wait-replicas` above 0): claims then keep a receipt, so one whose
+    /// reply is lost or not confirmed can be given back (issue 29 item 11).
+    pub(crate) fn confirms_writes(&self) -> bool {
+        self.wait_replicas > 0
+    }
+
     /// Observes every script call's round trip in `histogram`.
     pub(crate) fn with_timings(
         self,

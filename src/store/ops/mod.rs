@@ -68,6 +68,7 @@ operations!(
     pause_schedule,
     purge_jobs,
     release_job,
+    release_claim,
     release_jobs,
     release_occurrence,
     resume_schedule,

@@ -309,6 +309,7 @@ const RUN_WHEN_FULL: &[&str] = &[
     "purge_jobs",
     "queue_stats",
     "release_job",
+    "release_claim",
     "release_jobs",
     "release_occurrence",
     "set_follow",

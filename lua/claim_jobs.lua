@@ -3,6 +3,10 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
+-- KEYS[3..] claim receipt, under --redis-wait-replicas only (list of the claimed ids,
+--          in order) <prefix>:{<ns>}:meta:claim:<token_base>: when it is the mark
+--          [""] (the claim was given back before it ran, release_claim.lua) nothing is
+--          claimed; else the claimed ids are pushed to it, kept RECEIPT_MS
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
 --            priorities, delayed, leased, listing, dedup
 -- ARGV[9] token_base: lease token base (random, minted by the caller; token = base .. "." .. i)
@@ -63,6 +67,10 @@
 --   finished (lib/graph.lua readies it); its claim reads its dependencies' marks (one
 --   HMGET) and at most graph.READS records a call for their results; queued graph
 --   work takes the steps the acks left (graph.INLINE a call in all).
+-- * 4 (issue 29 item 11): with a receipt, a claim whose reply was lost or that the
+--   replicas did not confirm can be given back by its token base alone
+--   (release_claim.lua), even when the give-back ran first (its mark makes this
+--   claim take nothing). One RPUSH and PEXPIRE per claim that leased jobs.
 -- * 9 (bounded replies): a job the reply could not carry is not leased; it goes
 --   back to the head of its list for the next claim. The first job is always leased: the
 --   service refuses a payload limit that cannot fit in one message.
@@ -84,6 +92,11 @@ local now = now_ms()
 local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
 local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
 local max_bytes = tonumber(ARGV[14])
+-- How long a claim receipt is kept: far longer than a call that lost its reply
+-- takes to give the claim back.
+local RECEIPT_MS = 60000
+local receipt = KEYS[3]
+if receipt and redis.call('LINDEX', receipt, 0) == '' then max_jobs = 0 end
 local register = 0
 local expired = {}
 local acks, result_count = tonumber(ARGV[15]), tonumber(ARGV[16])
@@ -304,6 +317,7 @@ end
 -- each claimed job goes straight after it.
 local out = { now, '', 0, 0, 0 }
 local claimed, leases, taken, soonest, graph_out = 0, {}, {}, {}, {}
+local claimed_ids = {}
 local bytes = 0
 -- Claims with the same lease length share a deadline: its text is made once.
 local until_last, until_text = nil, nil
@@ -385,6 +399,7 @@ while claimed < max_jobs and skips < budget do
       count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
     end
     claimed = claimed + 1
+    claimed_ids[claimed] = id
     push_job(out, K, id, packed, p[P_PX])
     if deps then
       graph_out[#graph_out + 1], graph_out[#graph_out + 2] = claimed, deps
@@ -452,4 +467,8 @@ for _, q in ipairs(all_queues) do
 end
 out[#out + 1] = #graph_out / 2
 for i = 1, #graph_out do out[#out + 1] = graph_out[i] end
+if receipt and claimed > 0 then
+  redis.call('RPUSH', receipt, unpack(claimed_ids))
+  redis.call('PEXPIRE', receipt, RECEIPT_MS)
+end
 return out

@@ -30,6 +30,7 @@ use crate::{
         list_due_schedules::ListDueSchedules,
         list_schedules::ListSchedules,
         pause_schedule::PauseSchedule,
+        release_occurrence::ReleaseOccurrence,
         resume_schedule::{ResumeSchedule, Resumed},
         set_follow::SetFollow,
         set_schedule_next_run::{CompletedBy, NextRunSet, SetScheduleNextRun},
@@ -568,7 +569,7 @@ impl Schedules {
                 lease: lease_ms.map(|ms| (token.as_str(), ms)),
                 worker,
             };
-            let answer = self.cx.store.run(namespace, &claim).await?;
+            let answer = self.claim_confirmed(entry, &claim).await?;
             self.cx
                 .apply(entry, claim_effects(hint.as_ref(), &answer))
                 .await;
@@ -624,6 +625,45 @@ impl Schedules {
             earliest_ms: Some(self.cx.clock.now_ms()),
             now_ms: self.cx.clock.now_ms(),
         })
+    }
+
+    /// One claim script call. When `--redis-wait-replicas` could not confirm it
+    /// (issue 29 item 11), a leased occurrence it handed out is given back at once,
+    /// its attempt not counted (release_occurrence.lua; the next leased claim
+    /// re-hands it), and the call fails UNAVAILABLE. The schedule stays advanced: an
+    /// at-most-once claim's slot is spent, as at-most-once allows. If the release
+    /// fails too (the master is gone), the lease runs out as any lease does.
+    async fn claim_confirmed(
+        &self,
+        entry: &Entry,
+        claim: &ClaimDue<'_>,
+    ) -> Result<ClaimAnswer, Error> {
+        let namespace = entry.name();
+        let confirmed = self.cx.store.run_confirmed(namespace, claim).await?;
+        let Some(unconfirmed) = confirmed.unconfirmed else {
+            return Ok(confirmed.output);
+        };
+        if let ClaimReply::Claimed {
+            lease: Some(lease),
+            occurrence_id,
+            ..
+        } = &confirmed.output.reply
+        {
+            let release = ReleaseOccurrence {
+                occurrence_id,
+                token: &lease.token,
+            };
+            match self.cx.store.run_unwaited(namespace, &release).await {
+                Ok(_) => {
+                    let effects = Effects::ready(Work::Schedules, Ready::Now);
+                    self.cx.apply(entry, effects).await;
+                }
+                Err(error) => tracing::warn!(%namespace, %error,
+                    "could not give back an occurrence the replicas did not confirm; \
+                     its lease will run out"),
+            }
+        }
+        Err(unconfirmed.into())
     }
 
     /// The next slot of a due cron schedule, or the catch-up plan of a schedule that

@@ -53,6 +53,7 @@ use crate::{
         fail_job::{FailJob, FailedJob},
         get_job::GetJob,
         list_jobs::ListJobs,
+        release_claim::ReleaseClaim,
         release_jobs::{Release, ReleaseJobs},
         retry_job::RetryJob,
     },
@@ -299,8 +300,25 @@ impl Jobs {
             max_bytes: claim.max_bytes,
             acks,
             results,
+            receipt: self.cx.store.confirms_writes(),
         };
-        let batch = self.cx.store.run(entry.name(), &op).await?;
+        let confirmed = match self.cx.store.run_confirmed(entry.name(), &op).await {
+            Ok(confirmed) => confirmed,
+            Err(error) => {
+                // The reply was lost (a timeout, a dropped connection): the claim may
+                // have run, or may still run.
+                if op.receipt && error.is_unavailable() {
+                    self.release_unconfirmed(entry, &token_base, false).await;
+                }
+                return Err(error.into());
+            }
+        };
+        let batch = confirmed.output;
+        if let Some(unconfirmed) = confirmed.unconfirmed {
+            self.release_unconfirmed(entry, &token_base, batch.register)
+                .await;
+            return Err(unconfirmed.into());
+        }
         let mut effects =
             Effects::finished(batch.register).and_ready(Work::Jobs, Ready::At(batch.next_ms));
         effects.expired = claim
@@ -334,6 +352,33 @@ impl Jobs {
             more: batch.more,
         };
         Ok((attempt, acked))
+    }
+
+    /// Gives back the jobs of a claim `--redis-wait-replicas` could not confirm, or
+    /// whose reply was lost (issue 29 item 11), by its token base: each job still
+    /// leased under the claim's token is pending again at the head of its queue, its
+    /// attempt not counted, as if never claimed, and a claim with that token base
+    /// still on its way claims nothing (release_claim.lua). Not waited for: the
+    /// replicas just did not answer. If this fails too (the master is gone), the
+    /// leases run out as any lease does, and the attempt counts. The acks the claim
+    /// carried stay applied. `register`: the claim's own reply asked for it.
+    async fn release_unconfirmed(&self, entry: &Entry, token_base: &str, register: bool) {
+        let op = ReleaseClaim { token_base };
+        let effects = match self.cx.store.run_unwaited(entry.name(), &op).await {
+            Ok(released) => {
+                Effects::finished(register || released.register).and_ready(Work::Jobs, Ready::Now)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    namespace = %entry.name(),
+                    %error,
+                    "could not give back a claim whose reply was lost or not confirmed; \
+                     its leases will run out"
+                );
+                Effects::finished(register)
+            }
+        };
+        self.cx.apply(entry, effects).await;
     }
 
     /// Completes up to 100 jobs in one script call, with the results some carry (by

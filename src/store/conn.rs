@@ -77,8 +77,8 @@ pub(crate) enum Conn {
 
 impl Conn {
     /// Sends `cmd` to the master of `key`'s slot (cluster), or to the one Redis: for
-    /// commands without keys that must reach that node (SCRIPT LOAD after a NOSCRIPT,
-    /// WAIT after a write).
+    /// commands without keys that must reach that node (a SCAN of one slot). (A
+    /// script's SCRIPT LOAD and WAIT go in its own pipeline instead: exec.rs.)
     pub(crate) async fn query_at_key(&mut self, key: &[u8], cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Conn::Single(conn) => cmd.query_async(conn).await,

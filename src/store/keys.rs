@@ -45,6 +45,7 @@
 //! | `<prefix>:{<ns>}:meta:dagq` | list | graph work queued for later calls (lib/graph.lua) |
 //! | `<prefix>:{<ns>}:meta:audit` | stream | the audit log (issue 33): one entry per audited call, capped |
 //! | `<prefix>:{<ns>}:meta:workers` | hash | open Work streams and long-polls (issue 33): session id -> last seen and record |
+//! | `<prefix>:{<ns>}:meta:claim:<token base>` | list | a claim's leased job ids under `--redis-wait-replicas`, kept a minute (issue 29 item 11); `[""]` once given back |
 //! | `<prefix>:{<ns>}:due:t`      | zset | target schedule id -> next run (dispatch)  |
 //! | `<prefix>:prune-due`         | zset | namespace -> when it next needs pruning    |
 //! | `<prefix>:dispatch-due`      | zset | namespace -> its earliest target slot      |
@@ -58,7 +59,7 @@
 //! `flow.key`, lib/graph.lua `graph.key` and its sets, pinned to the functions here by
 //! library tests); their infixes (`q:`, `dead:`, `queues`, `jobs`, `expire`, `kept:`,
 //! `dg`, `dg:`, `dgo`, `dgo:`,
-//! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`, `audit`, `workers`) follow meta's own name,
+//! `f<kind>:`, `dag:`, `dags`, `dagsdone`, `dagstage`, `dagq`, `audit`, `workers`, `claim:`) follow meta's own name,
 //! which no other kind of key starts with. A flow key carries the queue's length
 //! before the queue, so no two queues' flow keys meet whatever follows the queue.
 //!
@@ -375,6 +376,14 @@ impl NamespaceKeys {
         let queue = std::str::from_utf8(&rest[..len]).ok()?;
         let name = std::str::from_utf8(&rest[len..]).ok()?;
         Some((kind as char, queue.to_owned(), name.to_owned()))
+    }
+
+    /// The receipt of one claim under `--redis-wait-replicas` (issue 29 item 11):
+    /// the ids it leased, in order, under lease tokens `<token_base>.<i>`, so a claim
+    /// whose reply was lost or not confirmed can be given back by its token base
+    /// alone (lua/release_claim.lua). The token base is the caller's random hex.
+    pub(crate) fn claim_receipt(&self, token_base: &str) -> String {
+        format!("{}meta:claim:{token_base}", self.base)
     }
 
     /// Finished (completed, dead, cancelled) job ids scored by finish time.

@@ -11,6 +11,7 @@
 mod conn;
 mod dispatch_due;
 mod error;
+mod exec;
 pub(crate) mod keys;
 mod notify;
 pub(crate) mod ops;
@@ -29,7 +30,7 @@ mod pins;
 
 use std::time::{Duration, Instant};
 
-use deadpool_redis::redis::{self, Value};
+use deadpool_redis::redis;
 
 pub(crate) use conn::Topology;
 pub(crate) use error::StoreError;
@@ -57,6 +58,15 @@ impl InstanceId {
             InstanceId::Found(id) | InstanceId::Written(id) => id,
         }
     }
+}
+
+/// A decoded reply, and whether `--redis-wait-replicas` confirmed the call
+/// ([`Store::run_confirmed`]).
+pub(crate) struct Confirmed<T> {
+    pub(crate) output: T,
+    /// Why the replicas did not confirm the write (UNAVAILABLE naming the flag), if
+    /// they did not: it was made on the master all the same.
+    pub(crate) unconfirmed: Option<StoreError>,
 }
 
 /// Handle to the Redis store. Cheap to share behind an `Arc`.
@@ -123,6 +133,13 @@ impl Store {
         self
     }
 
+    /// Whether writes that hand out work wait for replicas
+    /// (`--redis-wait-replicas` above 0): claims then keep a receipt, so one whose
+    /// reply is lost or not confirmed can be given back (issue 29 item 11).
+    pub(crate) fn confirms_writes(&self) -> bool {
+        self.wait_replicas > 0
+    }
+
     /// Observes every script call's round trip in `histogram`.
     pub(crate) fn with_timings(
         self,
@@ -145,76 +162,73 @@ impl Store {
     /// Runs one operation's script for `namespace` with EVALSHA (loading it on
     /// NOSCRIPT, on the node that answered so), waits for replicas when it hands out
     /// or accepts work and `--redis-wait-replicas` asks for it, and decodes its reply.
+    /// A write the replicas did not confirm fails UNAVAILABLE (it was made on the
+    /// master all the same).
     pub(crate) async fn run<O: Operation>(
         &self,
         namespace: &str,
         op: &O,
     ) -> Result<O::Output, StoreError> {
+        let ran = self.execute(namespace, op, true).await?;
+        ran.confirmed?;
+        op.decode(Reply::new(ran.value, op.script().name))
+    }
+
+    /// [`Store::run`] for a call that hands out work: the decoded reply even when
+    /// `--redis-wait-replicas` did not confirm it, so the caller can give back what
+    /// it handed out (issue 29 item 11), then fail with [`Confirmed::unconfirmed`].
+    pub(crate) async fn run_confirmed<O: Operation>(
+        &self,
+        namespace: &str,
+        op: &O,
+    ) -> Result<Confirmed<O::Output>, StoreError> {
+        let ran = self.execute(namespace, op, true).await?;
+        let output = op.decode(Reply::new(ran.value, op.script().name))?;
+        Ok(Confirmed {
+            output,
+            unconfirmed: ran.confirmed.err(),
+        })
+    }
+
+    /// [`Store::run`] without waiting for replicas: for giving back what an
+    /// unconfirmed call handed out, which must not wait as long again for the
+    /// replicas that just did not answer.
+    pub(crate) async fn run_unwaited<O: Operation>(
+        &self,
+        namespace: &str,
+        op: &O,
+    ) -> Result<O::Output, StoreError> {
+        let ran = self.execute(namespace, op, false).await?;
+        op.decode(Reply::new(ran.value, op.script().name))
+    }
+
+    /// Sends `op`'s script, and its WAIT when `wait` and the flag ask for one, in
+    /// one pipeline (src/store/exec.rs says why).
+    async fn execute<O: Operation>(
+        &self,
+        namespace: &str,
+        op: &O,
+        wait: bool,
+    ) -> Result<exec::Ran, StoreError> {
         let def = op.script();
         let call = Self::call_for(&self.prefix, namespace, op);
-        let cmd = call.evalsha(def.script().get_hash());
-        // A cluster routes the script by its first key: the namespace's slot.
-        let route_key = call.first_key().unwrap_or_default().to_vec();
+        let evalsha = call.evalsha(def.script().get_hash());
+        let wait = (wait && self.wait_replicas > 0 && ops::waited(def)).then(|| exec::Wait {
+            replicas: self.wait_replicas,
+            timeout_ms: u64::try_from(self.wait_timeout.as_millis().max(1)).unwrap_or(u64::MAX),
+        });
         let (slot, mut conn) = self.conns.get().await?;
         let started = Instant::now();
-        let value = match cmd.query_async::<Value>(&mut conn).await {
-            // Redis restarted, failed over to a replica, or its script cache was
-            // flushed: load on that node and run again.
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                let load = redis::cmd("SCRIPT")
-                    .arg("LOAD")
-                    .arg(def.source())
-                    .to_owned();
-                conn.query_at_key(&route_key, &load)
-                    .await
-                    .map_err(|e| self.fail(slot, namespace, e))?;
-                cmd.query_async::<Value>(&mut conn).await
-            }
-            other => other,
-        }
-        .map_err(|e| self.fail(slot, namespace, e))?;
+        let url = self.conns.display_url();
+        let ran = exec::execute(&mut conn, url, def, &evalsha, wait, |e| {
+            self.fail(slot, namespace, e)
+        })
+        .await?;
+        // The round trip of the pipeline: the script's, and its WAIT's when waited.
         if let Some(timings) = &self.timings {
             timings.observe(started.elapsed().as_secs_f64());
         }
-        if self.wait_replicas > 0 && ops::waited(def) {
-            self.wait(slot, &mut conn, &route_key, namespace).await?;
-        }
-        op.decode(Reply::new(value, def.name))
-    }
-
-    /// `WAIT wait_replicas timeout` on the node of `route_key`'s slot, after a write
-    /// on the same connection: fails UNAVAILABLE when fewer replicas acknowledged in
-    /// time (the write was made on the master all the same).
-    async fn wait(
-        &self,
-        slot: usize,
-        conn: &mut conn::Conn,
-        route_key: &[u8],
-        namespace: &str,
-    ) -> Result<(), StoreError> {
-        let timeout_ms = self.wait_timeout.as_millis().max(1);
-        let wait = redis::cmd("WAIT")
-            .arg(self.wait_replicas)
-            .arg(u64::try_from(timeout_ms).unwrap_or(u64::MAX))
-            .to_owned();
-        let acked = conn
-            .query_at_key(route_key, &wait)
-            .await
-            .map_err(|e| self.fail(slot, namespace, e))?;
-        let acked: i64 = redis::from_redis_value(acked)
-            .map_err(|e| StoreError::corrupt("the reply to WAIT", e.to_string()))?;
-        if acked < i64::from(self.wait_replicas) {
-            return Err(StoreError::Unavailable {
-                url: self.conns.display_url().to_owned(),
-                reason: format!(
-                    "--redis-wait-replicas {}: {acked} replica(s) acknowledged the write \
-                     within {timeout_ms} ms; the write was made on the master and may be \
-                     lost if it fails over now",
-                    self.wait_replicas
-                ),
-            });
-        }
-        Ok(())
+        Ok(ran)
     }
 
     /// The EVALSHA command that runs `op` for `namespace` under `prefix`.

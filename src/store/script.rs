@@ -199,11 +199,6 @@ impl Call {
         self.arg(name, if value { "1" } else { "0" })
     }
 
-    /// The first key, by which a cluster routes the call.
-    pub(crate) fn first_key(&self) -> Option<&[u8]> {
-        self.keys.first().map(Vec::as_slice)
-    }
-
     /// How many KEYS and ARGV the call has.
     pub(crate) fn counts(&self) -> (usize, usize) {
         (self.keys.len(), self.args.len())

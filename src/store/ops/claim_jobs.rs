@@ -10,7 +10,7 @@ use crate::{
     store::packed_job::{read_job, state_of_code},
 };
 
-script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::Exactly(2), Arity::AtLeast(16));
+script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(16));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -31,6 +31,9 @@ pub(crate) struct ClaimJobs<'a> {
     pub(crate) acks: &'a [(&'a str, &'a str)],
     /// The results some of those acks carry (issue 30).
     pub(crate) results: AckResults<'a>,
+    /// Keep a receipt of the claimed ids under the token base, so the claim can be
+    /// given back by it (`--redis-wait-replicas`; release_claim.lua).
+    pub(crate) receipt: bool,
 }
 
 /// What one claim call returned.
@@ -146,6 +149,9 @@ impl Operation for ClaimJobs<'_> {
 
     fn encode(&self, keys: &NamespaceKeys, call: &mut Call) {
         job_head(keys, call);
+        if self.receipt {
+            call.key(keys.claim_receipt(self.token_base));
+        }
         call.arg("token_base", self.token_base)
             .opt("lease_ms", self.lease_ms)
             .arg("max_jobs", self.max_jobs)
@@ -219,6 +225,7 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
         max_bytes: 1 << 20,
         acks: &[("j", "t")],
         results: &[(0, b"r")],
+        receipt: true,
     }
 }
 
@@ -272,6 +279,7 @@ mod tests {
             max_bytes: 1 << 20,
             acks,
             results: &[],
+            receipt: false,
         };
         store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"))
     }
@@ -544,6 +552,7 @@ mod tests {
                 max_bytes: 4 << 20,
                 acks: &leases,
                 results: &[],
+                receipt: false,
             };
             let batch = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
             assert_eq!(batch.acked.len(), held.len());

@@ -259,6 +259,7 @@ fn claim<'a>(queues: &'a [String], token_base: &'static str) -> ClaimJobs<'a> {
         max_bytes: 1 << 20,
         acks: &[],
         results: &[],
+        receipt: false,
     }
 }
 

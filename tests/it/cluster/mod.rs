@@ -10,4 +10,5 @@ mod load;
 mod routing;
 mod sentinel;
 mod tls;
+mod wait;
 mod watch;

@@ -272,6 +272,35 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// The port of the replica of the master on `master` (every master has one in
+    /// a cluster started with replicas).
+    pub async fn replica_of(&self, master: u16) -> u16 {
+        let node = self.nodes.iter().find(|n| n.is_running()).expect("a node");
+        let mut conn = node.conn().await;
+        let nodes: String = cmd("CLUSTER")
+            .arg("NODES")
+            .query_async(&mut conn)
+            .await
+            .expect("CLUSTER NODES");
+        let lines: Vec<Vec<&str>> = nodes
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .filter(|f: &Vec<&str>| f.len() >= 8)
+            .collect();
+        let id = lines
+            .iter()
+            .find(|f| port_of(f[1]) == master)
+            .map(|f| f[0])
+            .unwrap_or_else(|| panic!("no node on port {master}"));
+        lines
+            .iter()
+            .find(|f| f[2].contains("slave") && f[3] == id)
+            .map(|f| port_of(f[1]))
+            .unwrap_or_else(|| panic!("the master on {master} has no replica"))
+    }
+}
+
 /// A connection for a health probe: a node that does not answer within 2 s is not
 /// healthy yet.
 async fn node_conn(node: &Redis) -> redis::RedisResult<MultiplexedConnection> {

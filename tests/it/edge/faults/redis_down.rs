@@ -263,6 +263,44 @@ async fn script_flush_is_transparent_to_every_call() {
     assert_eq!(get(&mut c, "ns", "b").await.run_count, 1);
 }
 
+/// Pins issue 29 item 11: with the script cache flushed over and over from another
+/// connection while calls run, a call whose script is gone again after it was
+/// loaded is loaded and run again (a bounded number of times), so every call
+/// succeeds or, at worst, fails UNAVAILABLE: never INTERNAL (a second NOSCRIPT in a
+/// row was answered INTERNAL).
+#[tokio::test]
+async fn scripts_flushed_in_a_loop_never_make_a_call_internal() {
+    let redis = Redis::start().await;
+    let service = Service::start(&redis.url()).await;
+    let mut c = service.client().await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flusher = {
+        let (mut conn, stop) = (redis.conn().await, stop.clone());
+        tokio::spawn(async move {
+            let mut flushes = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: () = query(&mut conn, cmd("SCRIPT").arg("FLUSH")).await;
+                flushes += 1;
+            }
+            flushes
+        })
+    };
+    let mut ok = 0;
+    for i in 0..200 {
+        let mut req = job("q", "j");
+        req.job_id = format!("j{i}");
+        match c.enqueue(req).await {
+            Ok(_) => ok += 1,
+            Err(status) => assert_eq!(status.code(), Code::Unavailable, "enqueue {i}: {status:?}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let flushes = flusher.await.expect("flusher");
+    assert!(flushes > 0);
+    enqueue(&mut c, job("q", "after")).await;
+    eprintln!("{ok} of 200 enqueues succeeded over {flushes} script flushes");
+}
+
 /// Pins: a parked long-poll whose Redis dies (with work coming due in the outage) is
 /// answered before its client's deadline, empty or UNAVAILABLE, never DEADLINE_EXCEEDED.
 #[tokio::test]

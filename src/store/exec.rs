@@ -99,8 +99,26 @@ pub(super) async fn execute(
     wait: Option<Wait>,
     fail: impl Fn(redis::RedisError) -> StoreError,
 ) -> Result<Ran, StoreError> {
-    let mut load = None;
-    for _ in 0..=NOSCRIPT_LOADS {
+    // The common call (no WAIT asked, the script loaded): the EVALSHA alone, not
+    // copied into a pipeline (its arguments can be a batch's payloads).
+    if wait.is_none() {
+        match conn.req_packed_command(evalsha).await {
+            Ok(value) if !is_noscript(&value) => {
+                let value = value.extract_error().map_err(&fail)?;
+                return Ok(Ran {
+                    value,
+                    confirmed: Ok(()),
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) => {}
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    let mut load = wait.is_none().then(|| def.source());
+    // Each pass after a NOSCRIPT loads: NOSCRIPT_LOADS loads in all.
+    let passes = NOSCRIPT_LOADS + usize::from(load.is_none());
+    for _ in 0..passes {
         let mut pipe = redis::pipe();
         if let Some(source) = &load {
             pipe.cmd("SCRIPT").arg("LOAD").arg(source);

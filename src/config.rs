@@ -34,6 +34,10 @@ pub enum Command {
     /// Run the service for development: a private redis-server (from PATH) with its
     /// data in a local folder, and dueq against it. Not for production.
     Dev(DevConfig),
+    /// Make a local CA, a server certificate (SANs localhost, 127.0.0.1, ::1 and each
+    /// --host) and a client certificate, and print the serve flags, DUEQ_* variables
+    /// and grpcurl line that use them (docs/security.md).
+    Certs(CertsConfig),
     /// Ask a running service whether it is SERVING (exit 0) or not (exit 1); for
     /// container health checks.
     Health(HealthConfig),
@@ -64,6 +68,34 @@ pub struct DevConfig {
 impl DevConfig {
     /// Where dev serves its console when --console-listen does not say.
     pub const CONSOLE: &'static str = "127.0.0.1:50052";
+}
+
+/// Flags of `dueq certs`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CertsConfig {
+    /// Folder to write ca.pem, server.pem, server-key.pem, client.pem and
+    /// client-key.pem to (created if missing; keys are mode 0600).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Another name or IP address clients reach the service by, for the server
+    /// certificate's subjectAltName (repeatable); localhost, 127.0.0.1 and ::1 are
+    /// always in it.
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
+
+    /// The client certificate's name (its CN and DNS SAN): what an auth file's
+    /// client_cert_subject names.
+    #[arg(long, default_value = "dueq-client", value_name = "NAME")]
+    pub client: String,
+
+    /// How many days the certificates are valid, from today.
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub days: u32,
+
+    /// Replace files already in --out (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Flags of `dueq health`.

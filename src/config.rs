@@ -103,7 +103,7 @@ pub struct CertsConfig {
 pub struct HealthConfig {
     /// The service to ask, at its gRPC health endpoint: http://host:port, or
     /// https://host:port for TLS.
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    #[arg(long, env = "DUEQ_ADDR", default_value = "http://127.0.0.1:50051")]
     pub addr: String,
 
     #[command(flatten)]

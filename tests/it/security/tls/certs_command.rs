@@ -197,3 +197,32 @@ async fn certs_output_serves_the_printed_grpcurl_line() {
         text(&out)
     );
 }
+
+/// Pins: docs/security.md's `dueq certs` example prints what the document shows (its
+/// folder, /home/me there, aside).
+#[test]
+fn the_security_doc_certs_recipe_prints_what_it_shows() {
+    let block = crate::doc_examples::between("certs-recipe");
+    let command = crate::doc_examples::fenced("certs-recipe").trim();
+    let shown = block
+        .split("```text\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a text block of the output");
+    let args: Vec<&str> = command
+        .strip_prefix("dueq ")
+        .expect("a dueq command")
+        .split_whitespace()
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .expect("run dueq certs");
+    assert!(out.status.success(), "{}", text(&out));
+    let here = std::fs::canonicalize(dir.path()).expect("the folder");
+    let printed =
+        String::from_utf8_lossy(&out.stdout).replace(&here.display().to_string(), "/home/me");
+    assert_eq!(printed, shown);
+}

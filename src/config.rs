@@ -61,6 +61,12 @@ pub struct DevConfig {
     #[arg(long, conflicts_with = "console_listen")]
     pub no_console: bool,
 
+    /// Serve gRPC and the console over TLS with certificates `dueq certs` makes in
+    /// the data folder's tls/ on first use (reused after; delete it for new ones);
+    /// the banner prints the DUEQ_* variables and grpcurl line that trust its CA.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "tls_client_ca"])]
+    pub tls: bool,
+
     #[command(flatten)]
     pub serve: ServeConfig,
 }

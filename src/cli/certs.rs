@@ -34,6 +34,32 @@ pub(crate) fn run(config: CertsConfig) -> ExitCode {
     }
 }
 
+/// `dueq dev --tls`'s certificates, in `data_dir`'s tls/: the ones there if every
+/// file is, else new ones. The folder, absolute.
+pub(crate) fn for_dev(data_dir: &Path) -> Result<PathBuf, String> {
+    let out = data_dir.join("tls");
+    if FILES.iter().all(|name| out.join(name).exists()) {
+        return Ok(out);
+    }
+    write(&CertsConfig {
+        out,
+        hosts: Vec::new(),
+        client: "dueq-client".into(),
+        days: 365,
+        force: true,
+    })
+}
+
+/// The `DUEQ_*` variables and grpcurl line for `dueq dev --tls` serving on `listen`
+/// with the certificates in `dir` (TLS without client certificates).
+pub(crate) fn dev_lines(dir: &Path, listen: &str) -> [String; 2] {
+    let ca = quote(&dir.join(CA).display().to_string());
+    [
+        format!("export DUEQ_ADDR=https://{listen} DUEQ_TLS_CA={ca}"),
+        format!("grpcurl -cacert {ca} {listen} list"),
+    ]
+}
+
 /// Makes the certificates and writes them; the folder, absolute.
 fn write(config: &CertsConfig) -> Result<PathBuf, String> {
     let out = &config.out;

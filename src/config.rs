@@ -34,6 +34,10 @@ pub enum Command {
     /// Run the service for development: a private redis-server (from PATH) with its
     /// data in a local folder, and dueq against it. Not for production.
     Dev(DevConfig),
+    /// Make a local CA, a server certificate (SANs localhost, 127.0.0.1, ::1 and each
+    /// --host) and a client certificate, and print the serve flags, DUEQ_* variables
+    /// and grpcurl line that use them (docs/security.md).
+    Certs(CertsConfig),
     /// Ask a running service whether it is SERVING (exit 0) or not (exit 1); for
     /// container health checks.
     Health(HealthConfig),
@@ -57,6 +61,12 @@ pub struct DevConfig {
     #[arg(long, conflicts_with = "console_listen")]
     pub no_console: bool,
 
+    /// Serve gRPC and the console over TLS with certificates `dueq certs` makes in
+    /// the data folder's tls/ on first use (reused after; delete it for new ones);
+    /// the banner prints the DUEQ_* variables and grpcurl line that trust its CA.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "tls_client_ca"])]
+    pub tls: bool,
+
     #[command(flatten)]
     pub serve: ServeConfig,
 }
@@ -66,12 +76,40 @@ impl DevConfig {
     pub const CONSOLE: &'static str = "127.0.0.1:50052";
 }
 
+/// Flags of `dueq certs`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CertsConfig {
+    /// Folder to write ca.pem, server.pem, server-key.pem, client.pem and
+    /// client-key.pem to (created if missing; keys are mode 0600).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Another name or IP address clients reach the service by, for the server
+    /// certificate's subjectAltName (repeatable); localhost, 127.0.0.1 and ::1 are
+    /// always in it.
+    #[arg(long = "host", value_name = "NAME")]
+    pub hosts: Vec<String>,
+
+    /// The client certificate's name (its CN and DNS SAN): what an auth file's
+    /// client_cert_subject names.
+    #[arg(long, default_value = "dueq-client", value_name = "NAME")]
+    pub client: String,
+
+    /// How many days the certificates are valid, from today.
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub days: u32,
+
+    /// Replace files already in --out (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// Flags of `dueq health`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct HealthConfig {
     /// The service to ask, at its gRPC health endpoint: http://host:port, or
     /// https://host:port for TLS.
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    #[arg(long, env = "DUEQ_ADDR", default_value = "http://127.0.0.1:50051")]
     pub addr: String,
 
     #[command(flatten)]

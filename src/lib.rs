@@ -25,6 +25,7 @@ pub mod proto {
         include_bytes!(concat!(env!("OUT_DIR"), "/dueq_descriptor.bin"));
 }
 
+pub mod certs;
 pub mod config;
 pub mod logging;
 pub mod probe;

@@ -17,6 +17,7 @@ async fn main() -> ExitCode {
     let config = match cli.command {
         Some(Command::Serve(config)) => config,
         Some(Command::Dev(dev)) => return cli::dev::run(dev).await,
+        Some(Command::Certs(certs)) => return cli::certs::run(certs),
         Some(Command::Health(health)) => return cli::health::run(health).await,
         Some(Command::Operator(command)) => return cli::ctl::run(command).await,
         None => cli.serve,

@@ -10,6 +10,7 @@ use rustls_pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::{
     crypto::ring, server::WebPkiClientVerifier, RootCertStore, ServerConfig,
 };
+use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 /// Where the certificate, its key and (for mTLS) the client CA are read from.
 #[derive(Debug, Clone)]
@@ -48,7 +49,7 @@ impl TlsFiles {
     /// A server config from the files as they are now, speaking HTTP/2 only (gRPC).
     pub(crate) fn server_config(&self) -> Result<ServerConfig, String> {
         let chain = read_certs(&self.cert, "--tls-cert")?;
-        in_date(&chain, &self.cert, crate::clock::local_ms() / 1000)?;
+        check_leaf(&chain, &self.cert, crate::clock::local_ms() / 1000)?;
         let key = PrivateKeyDer::from_pem_file(&self.key)
             .map_err(|e| format!("--tls-key {}: {e}", self.key.display()))?;
         let provider = Arc::new(ring::default_provider());
@@ -83,11 +84,10 @@ impl TlsFiles {
     }
 }
 
-/// Refuses a certificate (the chain's first, the server's own) that has expired, or
-/// is not valid yet, at `now` (epoch seconds, this host's clock: the clients check it
-/// against theirs): every client would refuse the handshake.
-fn in_date(chain: &[CertificateDer<'_>], path: &Path, now: i64) -> Result<(), String> {
-    use x509_parser::prelude::{FromDer, X509Certificate};
+/// Refuses a certificate (the chain's first, the server's own) that every client
+/// would refuse the handshake with: one out of its dates ([`in_date`]) or naming its
+/// host only in its CN ([`names_its_hosts`]).
+fn check_leaf(chain: &[CertificateDer<'_>], path: &Path, now: i64) -> Result<(), String> {
     let Some(leaf) = chain.first() else {
         return Ok(());
     };
@@ -97,6 +97,44 @@ fn in_date(chain: &[CertificateDer<'_>], path: &Path, now: i64) -> Result<(), St
             path.display()
         )
     })?;
+    in_date(&cert, path, now)?;
+    names_its_hosts(&cert, path)
+}
+
+/// Refuses a certificate with no DNS name or IP address in a subjectAltName: clients
+/// (rustls, Go's grpcurl, gRPC's C core, browsers) match the host they dial against
+/// those alone and ignore the subject's CN (RFC 6125, RFC 9525), so every handshake
+/// would fail with an error about the name, far from its cause.
+fn names_its_hosts(cert: &X509Certificate<'_>, path: &Path) -> Result<(), String> {
+    let san = cert.subject_alternative_name().ok().flatten();
+    let names_a_host = san.is_some_and(|san| {
+        san.value
+            .general_names
+            .iter()
+            .any(|name| matches!(name, GeneralName::DNSName(_) | GeneralName::IPAddress(_)))
+    });
+    if names_a_host {
+        return Ok(());
+    }
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|cn| cn.as_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(format!(
+        "--tls-cert {}: the certificate has no subjectAltName DNS name or IP address \
+         (its CN is {cn:?}); clients ignore the CN and refuse a certificate whose \
+         subjectAltName does not name the host they dial: make one that lists every host \
+         name and address clients use (`dueq certs --out DIR --host NAME`, or openssl's \
+         -addext \"subjectAltName=DNS:NAME\")",
+        path.display()
+    ))
+}
+
+/// Refuses a certificate that has expired, or is not valid yet, at `now` (epoch
+/// seconds, this host's clock: the clients check it against theirs).
+fn in_date(cert: &X509Certificate<'_>, path: &Path, now: i64) -> Result<(), String> {
     let validity = cert.validity();
     if validity.not_after.timestamp() < now {
         return Err(format!(
@@ -134,27 +172,49 @@ fn read_certs(path: &PathBuf, flag: &str) -> Result<Vec<CertificateDer<'static>>
 mod tests {
     use std::path::Path;
 
-    use rcgen::{date_time_ymd, CertificateParams, KeyPair};
+    use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
     use rustls_pki_types::CertificateDer;
 
-    use super::in_date;
+    use super::check_leaf;
 
-    /// A self-signed certificate valid from 2020 through 2021.
-    fn cert() -> CertificateDer<'static> {
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+    /// A self-signed certificate for `sans`, named `cn`, valid from 2020 through 2021.
+    fn cert(sans: &[&str], cn: &str) -> CertificateDer<'static> {
+        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(sans).expect("params");
+        params.distinguished_name.push(DnType::CommonName, cn);
         params.not_before = date_time_ymd(2020, 1, 1);
         params.not_after = date_time_ymd(2021, 12, 31);
         let key = KeyPair::generate().expect("key");
         params.self_signed(&key).expect("certificate").der().clone()
     }
 
+    fn in_2021(chain: &[CertificateDer<'_>]) -> Result<(), String> {
+        let day = date_time_ymd(2021, 6, 1).unix_timestamp();
+        check_leaf(chain, Path::new("server.pem"), day)
+    }
+
+    #[test]
+    fn a_certificate_that_names_its_host_only_in_its_cn_is_refused() {
+        let refused = in_2021(&[cert(&[], "localhost")]).expect_err("CN only");
+        for needle in [
+            "--tls-cert server.pem: the certificate has no subjectAltName DNS name or IP",
+            "its CN is \"localhost\"",
+            "clients ignore the CN",
+            "dueq certs --out DIR --host NAME",
+        ] {
+            assert!(refused.contains(needle), "{needle:?} in {refused}");
+        }
+        assert_eq!(in_2021(&[cert(&["localhost"], "x")]), Ok(()));
+        assert_eq!(in_2021(&[cert(&["10.1.2.3"], "x")]), Ok(()));
+    }
+
     #[test]
     fn a_certificate_out_of_its_dates_is_refused() {
-        let chain = [cert()];
+        let chain = [cert(&["localhost"], "localhost")];
         let path = Path::new("server.pem");
         let at = |year: i32| {
             let day = date_time_ymd(year, 6, 1).unix_timestamp();
-            in_date(&chain, path, day)
+            check_leaf(&chain, path, day)
         };
         assert_eq!(at(2021), Ok(()));
         let expired = at(2022).expect_err("expired");

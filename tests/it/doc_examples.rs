@@ -61,6 +61,11 @@ const BLOCKS: &[(&str, &str)] = &[
     ),
     ("auth-file", "security::auth::the_security_doc_examples_run"),
     (
+        "certs-recipe",
+        "security::tls::certs_command::the_security_doc_certs_recipe_prints_what_it_shows",
+    ),
+    ("compose-recipe", "tools::examples::the_compose_recipe_runs"),
+    (
         "auth-examples",
         "security::auth::the_security_doc_examples_run",
     ),

@@ -52,6 +52,13 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let tls_dir = match dev.tls.then(|| dev_tls(&dir, &mut config)).transpose() {
+        Ok(tls) => tls,
+        Err(error) => {
+            eprintln!("dueq dev: --tls: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let redis = match DevRedis::start(&binary, &dir).await {
         Ok(redis) => redis,
         Err(error) => {
@@ -74,7 +81,7 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
         dir.display(),
         redis::LOG_FILE
     );
-    banner_urls(&config);
+    banner_urls(&config, tls_dir.as_deref());
     // Redis exiting under dueq stops it too: a dev service that answers UNAVAILABLE
     // to everything helps nobody.
     let redis_exit = redis.exit_signal();
@@ -98,8 +105,9 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
 }
 
 /// The banner's lines for what is served besides gRPC, each with its URL, and a
-/// grpcurl command to try.
-fn banner_urls(config: &ServeConfig) {
+/// grpcurl command to try (last: tests read the banner up to it). `tls_dir`: the
+/// certificates of `--tls`.
+fn banner_urls(config: &ServeConfig, tls_dir: Option<&std::path::Path>) {
     let scheme = if config.tls_cert.is_some() {
         "https"
     } else {
@@ -117,7 +125,12 @@ fn banner_urls(config: &ServeConfig) {
             auth.display()
         );
     }
-    if config.tls_cert.is_some() {
+    if let Some(tls) = tls_dir {
+        let [env, grpcurl] = crate::cli::certs::dev_lines(tls, &config.listen);
+        println!("  tls:    certificates in {} (dueq certs)", tls.display());
+        println!("  env:    {env}");
+        println!("  try:    {grpcurl}");
+    } else if config.tls_cert.is_some() {
         println!(
             "  try:    grpcurl -cacert CA.pem {} list  (the CA of --tls-cert)",
             config.listen
@@ -125,6 +138,15 @@ fn banner_urls(config: &ServeConfig) {
     } else {
         println!("  try:    grpcurl -plaintext {} list", config.listen);
     }
+}
+
+/// `--tls`: serve with the certificates of the data folder's tls/ (made if missing);
+/// their folder.
+fn dev_tls(dir: &std::path::Path, config: &mut ServeConfig) -> Result<PathBuf, String> {
+    let tls = crate::cli::certs::for_dev(dir)?;
+    config.tls_cert = Some(tls.join("server.pem"));
+    config.tls_key = Some(tls.join("server-key.pem"));
+    Ok(tls)
 }
 
 /// The data folder, created if missing, as an absolute path (redis-server's working

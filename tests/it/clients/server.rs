@@ -50,6 +50,8 @@ pub struct Server {
     pub certs: Certs,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// docker-compose.yml's environment for dueq, mapped (`Server::start_compose`).
+    compose_env: Option<Vec<(String, String)>>,
 }
 
 impl Server {
@@ -62,9 +64,55 @@ impl Server {
             certs: Certs::generate(),
             dir: tempfile::tempdir().expect("temp dir"),
             child: None,
+            compose_env: None,
         };
         server.spawn().await;
         server
+    }
+
+    /// The secured service as docker-compose.yml runs it (TLS and a bearer token): its
+    /// dueq service's environment, read from the file, with the container paths of its
+    /// volumes mapped to what they mount: deploy/auth.toml as it is, deploy/tls as
+    /// `dueq certs --out deploy/tls --host dueq` writes it (the recipe the file gives).
+    /// ADMIN_TOKEN is the token, its hash DUEQ_TOKEN_SHA256; the Redis and the ports
+    /// (gRPC, metrics) are the test's own.
+    pub async fn start_compose() -> Server {
+        Server::start_compose_with(Certs::by_dueq_certs(&["--host", "dueq"]), ADMIN_TOKEN).await
+    }
+
+    /// `start_compose` with the certificates `dueq certs` wrote in deploy/tls's place
+    /// and `token` (the runner's own `client` then has the wrong token: wait on
+    /// health, which needs none).
+    pub async fn start_compose_with(certs: Certs, token: &str) -> Server {
+        let hash = hex(&Sha256::digest(token.as_bytes()));
+        let env = compose::dueq_env(certs.dir(), &hash);
+        let mut server = Server {
+            redis: Redis::start().await,
+            port: free_port(),
+            setup: Setup {
+                transport: Transport::Tls,
+                auth: true,
+            },
+            certs,
+            dir: tempfile::tempdir().expect("temp dir"),
+            child: None,
+            compose_env: Some(env),
+        };
+        server.spawn().await;
+        server
+    }
+
+    /// docker-compose.yml's environment for dueq as this service has it (None for a
+    /// service not started from it), DUEQ_ADDR on this service's port: what the
+    /// image's HEALTHCHECK (`dueq health`) runs with.
+    pub fn compose_env(&self) -> Option<Vec<(String, String)>> {
+        let mut env = self.compose_env.clone()?;
+        for (k, v) in &mut env {
+            if k == "DUEQ_ADDR" {
+                *v = v.replace(":50051", &format!(":{}", self.port));
+            }
+        }
+        Some(env)
     }
 
     /// `DUEQ_ADDR` for this service.
@@ -107,14 +155,18 @@ impl Server {
             }
         }
         let certs = &self.certs;
-        if self.setup.transport != Transport::Plain {
+        if let Some(env) = &self.compose_env {
+            // The flags above take the place of DUEQ_LISTEN and REDIS_URL.
+            command.envs(env.iter().map(|(k, v)| (k, v)));
+            command.env("DUEQ_METRICS_LISTEN", format!("127.0.0.1:{}", free_port()));
+        } else if self.setup.transport != Transport::Plain {
             command.arg("--tls-cert").arg(&certs.server_cert);
             command.arg("--tls-key").arg(&certs.server_key);
         }
         if self.setup.transport == Transport::Mtls {
             command.arg("--tls-client-ca").arg(&certs.ca);
         }
-        if self.setup.auth {
+        if self.setup.auth && self.compose_env.is_none() {
             command.arg("--auth-file").arg(self.auth_file());
         }
         self.child = Some(command.spawn().expect("start dueq serve"));
@@ -219,6 +271,73 @@ impl tonic::service::Interceptor for Bearer {
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)
+    }
+}
+
+/// Reading docker-compose.yml (no YAML crate: the file is plain block style).
+mod compose {
+    use std::path::{Path, PathBuf};
+
+    /// The `dueq` service's `environment:` entries, container paths mapped to the
+    /// host paths of its `volumes:` (`./deploy/tls` to `tls_dir`), and
+    /// `${DUEQ_TOKEN_SHA256:?…}` to `token_hash`.
+    pub fn dueq_env(tls_dir: &Path, token_hash: &str) -> Vec<(String, String)> {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("docker-compose.yml"))
+            .expect("read docker-compose.yml");
+        let env = block(&text, "environment:");
+        let mounts: Vec<(PathBuf, String)> = block(&text, "volumes:")
+            .iter()
+            .map(|line| {
+                let mount = line.trim_start_matches("- ");
+                let mut parts = mount.split(':');
+                let (from, to) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                let from = match from {
+                    "./deploy/tls" => tls_dir.to_path_buf(),
+                    other => root.join(other),
+                };
+                (from, to.to_owned())
+            })
+            .collect();
+        assert!(
+            mounts.iter().any(|(_, to)| to == "/etc/dueq/tls"),
+            "the compose file mounts deploy/tls: {mounts:?}"
+        );
+        env.iter()
+            .map(|line| {
+                let (key, value) = line.split_once(": ").expect("KEY: value");
+                let mut value = value.trim_matches('"').to_owned();
+                if value.starts_with("${DUEQ_TOKEN_SHA256:?") {
+                    value = token_hash.to_owned();
+                }
+                for (from, to) in &mounts {
+                    if let Some(rest) = value.strip_prefix(to.as_str()) {
+                        value = format!("{}{rest}", from.display());
+                    }
+                }
+                (key.to_owned(), value)
+            })
+            .collect()
+    }
+
+    /// The entries (comments dropped) of the `dueq` service's block `name`.
+    fn block<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        let service = text
+            .split("\n  dueq:\n")
+            .nth(1)
+            .expect("a dueq service in docker-compose.yml");
+        let mut lines = service.lines().skip_while(|l| l.trim() != name).skip(1);
+        let mut entries = Vec::new();
+        for line in lines.by_ref() {
+            if !line.starts_with("      ") {
+                break;
+            }
+            if !line.trim().starts_with('#') {
+                entries.push(line.trim());
+            }
+        }
+        assert!(!entries.is_empty(), "no {name} under dueq in\n{text}");
+        entries
     }
 }
 

@@ -19,6 +19,43 @@ pub struct Certs {
 }
 
 impl Certs {
+    /// The files `dueq certs --out DIR` writes, with `args` after it (the recipe
+    /// docs/operations.md gives for docker-compose: `--host dueq`).
+    pub fn by_dueq_certs(args: &[&str]) -> Certs {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .arg("certs")
+            .arg("--out")
+            .arg(dir.path().join("tls"))
+            .args(args)
+            .output()
+            .expect("run dueq certs");
+        assert!(
+            out.status.success(),
+            "dueq certs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Certs::written_by_dueq_certs(dir, "tls")
+    }
+
+    /// The files `dueq certs --out DIR/out` wrote, kept until the value is dropped.
+    pub fn written_by_dueq_certs(dir: tempfile::TempDir, out: &str) -> Certs {
+        let path = |name: &str| dir.path().join(out).join(name);
+        Certs {
+            ca: path("ca.pem"),
+            server_cert: path("server.pem"),
+            server_key: path("server-key.pem"),
+            client_cert: path("client.pem"),
+            client_key: path("client-key.pem"),
+            _dir: dir,
+        }
+    }
+
+    /// The folder the files are in.
+    pub fn dir(&self) -> &std::path::Path {
+        self.ca.parent().expect("the CA's folder")
+    }
+
     pub fn generate() -> Certs {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = |name: &str| dir.path().join(name);

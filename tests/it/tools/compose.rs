@@ -73,8 +73,9 @@ fn the_compose_file_pins_images_and_guards_the_first_start() {
     assert!(grace > Duration::ZERO);
 }
 
-/// Pins, as `docker compose up` resolves the file: without DUEQ_TOKEN_SHA256 it
-/// stops with a message naming the variable; with it, the file resolves.
+/// Pins, as `docker compose up` resolves the file: without DUEQ_TOKEN_SHA256, or
+/// without DUEQ_UID (the user that reads deploy/tls's keys), it stops with a message
+/// naming the variable; with both, the file resolves.
 #[test]
 #[ignore = "needs docker-compose"]
 fn docker_compose_config_refuses_an_unset_token_hash() {
@@ -83,6 +84,7 @@ fn docker_compose_config_refuses_an_unset_token_hash() {
     let unset = Command::new("docker-compose")
         .arg("config")
         .current_dir(root)
+        .env("DUEQ_UID", "1000")
         .env_remove("DUEQ_TOKEN_SHA256")
         .output()
         .expect("run docker-compose");
@@ -93,9 +95,21 @@ fn docker_compose_config_refuses_an_unset_token_hash() {
         "{said}"
     );
 
+    let no_uid = Command::new("docker-compose")
+        .arg("config")
+        .current_dir(root)
+        .env_remove("DUEQ_UID")
+        .env("DUEQ_TOKEN_SHA256", "0".repeat(64))
+        .output()
+        .expect("run docker-compose");
+    assert!(!no_uid.status.success(), "resolved without DUEQ_UID");
+    let said = String::from_utf8_lossy(&no_uid.stderr);
+    assert!(said.contains("set DUEQ_UID to your user id"), "{said}");
+
     let set = Command::new("docker-compose")
         .arg("config")
         .current_dir(root)
+        .env("DUEQ_UID", "1000")
         .env("DUEQ_TOKEN_SHA256", "0".repeat(64))
         .output()
         .expect("run docker-compose");

@@ -30,6 +30,8 @@ struct Dev {
     first_command: String,
     /// The banner, up to its "try:" line.
     banner: Vec<String>,
+    /// The variables of the banner's "env:" line (`--tls`).
+    env: Vec<(String, String)>,
 }
 
 impl Dev {
@@ -84,6 +86,7 @@ impl Dev {
             redis_pid: 0,
             first_command: String::new(),
             banner: Vec::new(),
+            env: Vec::new(),
         };
         loop {
             // None: dueq exited (the port was taken) before its banner was complete.
@@ -92,6 +95,14 @@ impl Dev {
             if let Some(rest) = line.split("redis-server pid ").nth(1) {
                 let pid = rest.split_whitespace().next().and_then(|p| p.parse().ok());
                 dev.redis_pid = pid.expect("the banner names the redis-server pid");
+            }
+            if let Some(exports) = line.trim().strip_prefix("env:") {
+                let exports = exports.trim().strip_prefix("export ").expect("export …");
+                dev.env = exports
+                    .split_whitespace()
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
             }
             if let Some(command) = line.trim().strip_prefix("try:") {
                 dev.first_command = command.trim().to_string();
@@ -108,12 +119,27 @@ impl Dev {
         Some(dev)
     }
 
-    async fn health(&self) -> Option<i32> {
-        let channel = Channel::from_shared(format!("http://{}", self.addr))
+    /// A connection: over TLS trusting DUEQ_TLS_CA when the banner printed one.
+    async fn channel(&self) -> Option<Channel> {
+        let ca = self.env.iter().find(|(k, _)| k == "DUEQ_TLS_CA");
+        let Some((_, ca)) = ca else {
+            let endpoint = Channel::from_shared(format!("http://{}", self.addr));
+            return endpoint.expect("endpoint").connect().await.ok();
+        };
+        let pem = std::fs::read_to_string(ca).expect("read the CA");
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        Channel::from_shared(format!("https://{}", self.addr))
             .expect("endpoint")
+            .tls_config(tls)
+            .expect("TLS config")
             .connect()
             .await
-            .ok()?;
+            .ok()
+    }
+
+    async fn health(&self) -> Option<i32> {
+        let channel = self.channel().await?;
         let request = HealthCheckRequest {
             service: "dueq.v1.QueueService".into(),
         };
@@ -389,6 +415,43 @@ async fn dev_takes_the_serve_flags_and_prints_what_it_serves() {
         !banner.contains("console:") && !banner.contains("metrics:"),
         "{banner}"
     );
+}
+
+/// Pins (issue 29 item 17): `dueq dev --tls` serves TLS with certificates it makes in
+/// the data folder (the banner's env: line trusts its CA: health over TLS, the CLI
+/// with only those variables), and the next run reuses them (the same CA).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dev_tls_makes_certificates_in_the_data_folder_and_reuses_them() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dev = Dev::start_with(data.path(), &["--tls", "--no-console"]).await;
+    let ca_path = data.path().join("tls/ca.pem");
+    let ca = std::fs::read(&ca_path).expect("the CA in the data folder");
+    let env = dev.env.clone();
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "DUEQ_ADDR" && v.starts_with("https://")),
+        "{env:?}"
+    );
+    let listed = tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .arg("namespaces")
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run dueq namespaces")
+    });
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let (status, redis_pid) = dev.stop_with("TERM").await;
+    assert!(status.success(), "dueq dev exited with {status}");
+    wait_gone(redis_pid).await;
+
+    let dev = Dev::start_with(data.path(), &["--tls", "--no-console"]).await;
+    assert_eq!(std::fs::read(&ca_path).expect("the CA"), ca, "a new CA");
+    drop(dev);
 }
 
 /// Pins issue 29 item 14: a second `dueq dev` on a data folder in use refuses to start

@@ -2,6 +2,7 @@
 //! with `--tls-client-ca`, only to clients with a certificate that CA signed; the
 //! flags checked at startup; the files re-read on SIGHUP (reload.rs).
 
+mod certs_command;
 mod pki;
 mod reload;
 
@@ -176,6 +177,29 @@ async fn an_expired_certificate_is_refused_at_startup() {
     let mut dueq = Binary::spawn_with(&listen, "redis://127.0.0.1:1", "info", &tls);
     let line = dueq.line_with(&["dueq failed", "--tls-cert"]).await;
     for needle in ["expired on", "2020", "renew it"] {
+        assert!(line.contains(needle), "{needle:?} in:\n{line}");
+    }
+}
+
+/// Pins (issue 29 item 17): a --tls-cert that names its host only in its CN (no
+/// subjectAltName) stops the service at startup saying why and how to make one.
+#[tokio::test]
+async fn a_certificate_naming_its_host_only_in_its_cn_is_refused_at_startup() {
+    let ca = Ca::new("dueq test CA");
+    let files = ServerFiles::new(&ca.cn_only_server("localhost"), None);
+    let (cert, key) = (
+        files.cert.to_str().expect("path"),
+        files.key.to_str().expect("path"),
+    );
+    let listen = format!("127.0.0.1:{}", free_port());
+    let tls = ["--tls-cert", cert, "--tls-key", key];
+    let mut dueq = Binary::spawn_with(&listen, "redis://127.0.0.1:1", "info", &tls);
+    let line = dueq.line_with(&["dueq failed", "--tls-cert"]).await;
+    for needle in [
+        "no subjectAltName DNS name or IP address",
+        "clients ignore the CN",
+        "dueq certs --out DIR --host NAME",
+    ] {
         assert!(line.contains(needle), "{needle:?} in:\n{line}");
     }
 }

@@ -57,6 +57,11 @@ impl Ca {
         })
     }
 
+    /// A server certificate named `cn` with no subjectAltName: its host only in the CN.
+    pub(crate) fn cn_only_server(&self, cn: &str) -> Leaf {
+        self.leaf(cn, &[], ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
     /// A client certificate named `cn`, with `sans` as its DNS names.
     pub(crate) fn client(&self, cn: &str, sans: &[&str]) -> Leaf {
         self.leaf(cn, sans, ExtendedKeyUsagePurpose::ClientAuth)

@@ -9,7 +9,8 @@ use crate::{common::*, tools::binary::Binary};
 /// Pins: after the certificate files are replaced and SIGHUP sent, a new connection
 /// is served the new certificate (a client trusting only the new CA connects, one
 /// trusting only the old CA does not) while a connection opened before keeps being
-/// answered; a reload from a bad file logs an ERROR and keeps the certificate.
+/// answered; a reload from a bad file, or of a certificate with no subjectAltName,
+/// logs an ERROR and keeps the certificate.
 #[tokio::test]
 async fn sighup_reloads_the_certificate_and_keeps_open_connections() {
     let redis = Redis::start().await;
@@ -49,6 +50,18 @@ async fn sighup_reloads_the_certificate_and_keeps_open_connections() {
     pki::write(&files.cert, "not a certificate\n");
     dueq.hangup();
     dueq.line_with(&["ERROR", "TLS reload failed"]).await;
+    assert_eq!(health_over(addr, &new_ca.pem(), None).await, Ok(SERVING));
+    assert_eq!(
+        check(open.clone()).await,
+        Ok(SERVING),
+        "the open connection"
+    );
+
+    // A certificate naming its host only in its CN is refused too (issue 29 item 17).
+    files.replace(&old_ca.cn_only_server("localhost"));
+    dueq.hangup();
+    dueq.line_with(&["ERROR", "TLS reload failed", "clients ignore the CN"])
+        .await;
     assert_eq!(health_over(addr, &new_ca.pem(), None).await, Ok(SERVING));
     assert_eq!(check(open).await, Ok(SERVING), "the open connection");
     drop(dueq);

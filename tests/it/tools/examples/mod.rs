@@ -1,7 +1,9 @@
 //! The client examples (examples/{python,node,rust}) really work: each language's
 //! producer, job worker and schedule worker, written on that language's client
-//! library, run against a real `dueq serve`: once in plaintext, once over TLS with a
-//! bearer token, reaching it only through the `DUEQ_*` variables.
+//! library, run against a real `dueq serve`: once in plaintext, once as
+//! docker-compose.yml's secured service (TLS and a bearer token, from the compose
+//! file's own environment, auth file and certificate recipe), reaching it only
+//! through the `DUEQ_*` variables.
 //!
 //! Python needs python3 with grpcio, Node needs node and npm: those tests are ignored
 //! unless asked for (`-- --include-ignored`), and then fail if what they need is
@@ -20,7 +22,7 @@ use crate::{
     clients::{
         cases::get_in,
         driver::Driver,
-        server::{Runner, Server, Setup, Transport, ADMIN_TOKEN},
+        server::{Runner, Server, Setup, ADMIN_TOKEN},
     },
     common::*,
 };
@@ -54,21 +56,84 @@ pub(super) async fn run(what: &str, command: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"))
 }
 
-/// One example language's whole run, in plaintext and then over TLS with a token:
+/// The secured service docker-compose.yml runs (TLS and a token, from the compose
+/// file and its deploy/ files: `Server::start_compose`); the image's HEALTHCHECK,
+/// `dueq health` with the compose file's environment alone, finds it SERVING.
+async fn compose_service() -> Server {
+    let server = Server::start_compose().await;
+    let env = server.compose_env().expect("started from the compose file");
+    let mut health = Command::new(env!("CARGO_BIN_EXE_dueq"));
+    health
+        .arg("health")
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    run_ok("dueq health with the compose environment", &mut health).await;
+    server
+}
+
+/// Pins (issue 29 item 18): the compose recipe of docs/operations.md runs as shown:
+/// its `dueq certs`, its variables, then (for `docker compose up -d`) the compose
+/// file's service from those files and that token, then the CLI and grpcurl with the
+/// variables it exports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs grpcurl"]
+async fn the_compose_recipe_runs() {
+    tools::require("grpcurl");
+    let script = crate::doc_examples::fenced("compose-recipe");
+    let (before, after) = script
+        .split_once("docker compose up -d\n")
+        .expect("the recipe starts the service with `docker compose up -d`");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_dueq"))
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bash = |script: String| {
+        let mut command = Command::new("bash");
+        command
+            .args(["-euo", "pipefail", "-c", &script])
+            .current_dir(dir.path())
+            .env("PATH", &path);
+        command
+    };
+    let token = run_ok(
+        "the recipe up to `up`",
+        &mut bash(format!("{before}\nprintf %s \"$DUEQ_TOKEN\"")),
+    )
+    .await;
+    let token = token.lines().last().expect("the token").to_owned();
+    assert_eq!(token.len(), 64, "{token}");
+    let dir_path = dir.path().to_path_buf();
+    let certs = Certs::written_by_dueq_certs(dir, "deploy/tls");
+    let server = Server::start_compose_with(certs, &token).await;
+    let after = after.replace("127.0.0.1:50051", &format!("127.0.0.1:{}", server.port));
+    let mut rest = Command::new("bash");
+    rest.args(["-euo", "pipefail", "-c", &after])
+        .current_dir(&dir_path)
+        .env("PATH", &path)
+        .env("DUEQ_TOKEN", &token);
+    let out = run_ok("the recipe after `up`", &mut rest).await;
+    assert!(out.contains("dueq.v1.QueueService"), "{out}");
+}
+
+/// One example language's whole run, in plaintext and then against the secured
+/// service of docker-compose.yml (TLS and a token, `compose_service`):
 /// `example(name)` builds the command of `producer`, `worker` or `schedule_worker`.
 pub(super) async fn producer_worker_and_schedule_worker(
     lang: &str,
     mut example: impl FnMut(&str) -> Command,
 ) {
-    let setups = [
-        Setup::PLAIN,
-        Setup {
-            transport: Transport::Tls,
-            auth: true,
-        },
-    ];
-    for setup in setups {
-        let server = Server::start(setup).await;
+    for compose in [false, true] {
+        let server = match compose {
+            false => Server::start(Setup::PLAIN).await,
+            true => compose_service().await,
+        };
+        let setup = server.setup;
         let mut env = server.env();
         env.push(("DUEQ_NAMESPACE", format!("{lang}-examples")));
         if setup.auth {

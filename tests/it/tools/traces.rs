@@ -233,6 +233,31 @@ async fn a_callers_trace_continues_through_dueq() {
     traced.stop().await;
 }
 
+/// Pins: shutdown sends the spans still queued: with batches sent only every ten
+/// minutes, a call's span reaches the receiver once dueq has stopped.
+#[tokio::test]
+async fn shutdown_sends_the_last_spans() {
+    let receiver = Receiver::start().await;
+    let redis = Redis::start().await;
+    let env = [("OTEL_BSP_SCHEDULE_DELAY", "600000")];
+    let mut traced = Traced::start(&redis, &["--otlp-endpoint", &receiver.url], &env).await;
+    let caller = Caller::new("5bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7");
+    traced
+        .client
+        .enqueue(caller.request(job("q", "last")))
+        .await
+        .expect("Enqueue");
+    traced.stop().await;
+    let received = receiver.received.lock().expect("received");
+    assert!(
+        received
+            .spans
+            .iter()
+            .any(rpc_span("Enqueue", &caller.trace_id)),
+        "the Enqueue span was sent at shutdown"
+    );
+}
+
 /// Pins: the job keeps the Enqueue span's context in its `traceparent` header (so a
 /// worker can continue it), and its claim — by ClaimJob and by Work — gets a span,
 /// under the claim's, linked to that context.

@@ -158,6 +158,20 @@ pub(crate) fn continue_trace(span: &Span, headers: &HeaderMap) {
     }
 }
 
+/// The gRPC status of a call answered trailers-only (an error, as tonic answers
+/// them) on its span, as `rpc.grpc.status_code`; the span's status is an error for
+/// the codes OpenTelemetry's gRPC conventions count as the server's fault (UNKNOWN,
+/// DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS).
+pub(crate) fn record_status(span: &Span, grpc_status: Option<&str>) {
+    let Some(code) = grpc_status.and_then(|s| s.parse::<i64>().ok()) else {
+        return;
+    };
+    span.record("rpc.grpc.status_code", code);
+    if matches!(code, 2 | 4 | 12 | 13 | 14 | 15) {
+        span.record("otel.status_code", "error");
+    }
+}
+
 /// Stamps the current span's trace context (the Enqueue call's) on a new job's
 /// headers as `traceparent` (and `tracestate` if any), unless traces are off, the
 /// caller set a `traceparent` of its own (theirs is kept), or the headers are full.

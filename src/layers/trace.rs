@@ -4,7 +4,8 @@
 //! says how long it took and, for calls answered with an error status in the headers
 //! (tonic's trailers-only responses), which. With `--otlp-endpoint` the span is
 //! exported (`crate::telemetry`), as a child of the caller's trace when the request's
-//! metadata carries one (W3C `traceparent`).
+//! metadata carries one (W3C `traceparent`), with the status of a call answered
+//! trailers-only.
 
 use std::{
     future::Future,
@@ -62,6 +63,8 @@ where
             namespace = tracing::field::Empty,
             otel.name = tracing::field::Empty,
             otel.kind = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            rpc.grpc.status_code = tracing::field::Empty,
         );
         if telemetry::enabled() {
             // The exported span's name and kind, as OpenTelemetry's RPC conventions
@@ -85,6 +88,9 @@ where
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned)
                 });
+                if telemetry::enabled() {
+                    telemetry::record_status(&tracing::Span::current(), status.as_deref());
+                }
                 tracing::debug!(
                     elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
                     grpc_status = status.as_deref().unwrap_or("0 or in trailers"),

@@ -233,6 +233,63 @@ async fn a_callers_trace_continues_through_dueq() {
     traced.stop().await;
 }
 
+/// The value of a span's integer attribute `key`.
+fn int_attribute(span: &Span, key: &str) -> Option<i64> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    span.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| a.value.as_ref()?.value.as_ref())
+        .and_then(|v| match v {
+            Value::IntValue(i) => Some(*i),
+            _ => None,
+        })
+}
+
+/// Pins: a call answered with an error carries its gRPC code
+/// (`rpc.grpc.status_code`); the span is an error only for a fault of the server's
+/// (UNAVAILABLE with Redis gone), not for a caller's (INVALID_ARGUMENT).
+#[tokio::test]
+async fn a_calls_status_is_on_its_span() {
+    let receiver = Receiver::start().await;
+    let mut redis = Redis::start().await;
+    let mut traced = Traced::start(&redis, &["--otlp-endpoint", &receiver.url], &[]).await;
+    let invalid = Caller::new("6bf92f3577b34da6a3ce929d0e0e4736", "20f067aa0ba902b7");
+    let refused = traced
+        .client
+        .enqueue(invalid.request(job("", "no queue")))
+        .await;
+    assert_eq!(
+        refused.expect_err("refused").code(),
+        tonic::Code::InvalidArgument
+    );
+    let span = receiver
+        .span(
+            "the refused Enqueue",
+            rpc_span("Enqueue", &invalid.trace_id),
+        )
+        .await;
+    assert_eq!(int_attribute(&span, "rpc.grpc.status_code"), Some(3));
+    assert_ne!(span.status.map(|s| s.code), Some(2), "not an error status");
+
+    redis.kill();
+    let unavailable = Caller::new("7bf92f3577b34da6a3ce929d0e0e4736", "30f067aa0ba902b7");
+    let failed = traced
+        .client
+        .enqueue(unavailable.request(job("q", "no redis")))
+        .await;
+    assert_eq!(failed.expect_err("failed").code(), tonic::Code::Unavailable);
+    let span = receiver
+        .span(
+            "the failed Enqueue",
+            rpc_span("Enqueue", &unavailable.trace_id),
+        )
+        .await;
+    assert_eq!(int_attribute(&span, "rpc.grpc.status_code"), Some(14));
+    assert_eq!(span.status.map(|s| s.code), Some(2), "an error status");
+    traced.stop().await;
+}
+
 /// Pins: shutdown sends the spans still queued: with batches sent only every ten
 /// minutes, a call's span reaches the receiver once dueq has stopped.
 #[tokio::test]

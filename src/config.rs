@@ -398,6 +398,13 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_OVERDUE_AFTER", default_value = "60s", value_parser = humantime::parse_duration)]
     pub overdue_after: Duration,
 
+    /// Export the per-RPC spans as OpenTelemetry traces to this OTLP/HTTP receiver
+    /// (protobuf; http://host:port, the traces path /v1/traces is added unless the
+    /// URL ends in it). A caller's W3C trace context in the gRPC metadata
+    /// (traceparent) continues through dueq. Off when unset.
+    #[arg(long, env = "DUEQ_OTLP_ENDPOINT", value_name = "URL", value_parser = crate::telemetry::endpoint)]
+    pub otlp_endpoint: Option<String>,
+
     /// Log format.
     #[arg(long, env = "DUEQ_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

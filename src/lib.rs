@@ -1,8 +1,9 @@
 //! dueq: a gRPC job-queue and recurring-schedule service backed by Redis.
 //!
 //! The library's surface is deliberate and small: the generated protocol (`proto`),
-//! the service's configuration, logging and entry point (`config`, `logging`, `server`), and `probe`, the
-//! one door for what runs beside the service and must touch its store directly (the
+//! the service's configuration, logging, trace export and entry point (`config`,
+//! `logging`, `telemetry`, `server`), and `probe`, the one door for what runs beside
+//! the service and must touch its store directly (the
 //! `dueq-bench` tool, and the integration tests' fixtures: a clock jump, an older
 //! layout). Everything else is private to the crate; `docs/DESIGN.md` describes the
 //! layers and the invariants the code cites by number.
@@ -30,6 +31,7 @@ pub mod config;
 pub mod logging;
 pub mod probe;
 pub mod server;
+pub mod telemetry;
 
 mod accept;
 mod announce;

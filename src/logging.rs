@@ -5,15 +5,21 @@ use std::{
     io::{self, IsTerminal, Write},
 };
 
-use tracing::field::{Field, Visit};
+use tracing::{
+    field::{Field, Visit},
+    Level,
+};
 use tracing_subscriber::{
     field::RecordFields,
+    filter::Targets,
     fmt::{format::Writer, FormatFields, MakeWriter},
+    layer::SubscriberExt,
+    registry::LookupSpan,
     util::SubscriberInitExt,
-    EnvFilter,
+    EnvFilter, Layer,
 };
 
-use crate::config::LogFormat;
+use crate::{config::LogFormat, telemetry::Traces};
 
 /// Levels a bare `DUEQ_LOG` may name.
 const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
@@ -38,42 +44,60 @@ pub fn directives(value: Option<&str>) -> String {
 }
 
 /// Installs the global subscriber: `DUEQ_LOG` as above, on stdout, with ANSI colours
-/// only when stdout is a terminal (escape codes in a file or a log shipper are noise).
-pub fn init(format: LogFormat) {
+/// only when stdout is a terminal (escape codes in a file or a log shipper are noise);
+/// with `traces`, the spans of dueq at info and above are exported too, whatever
+/// `DUEQ_LOG` keeps of them in the log.
+pub fn init(format: LogFormat, traces: Option<&Traces>) {
     let wanted = directives(std::env::var("DUEQ_LOG").ok().as_deref());
     let filter = EnvFilter::try_new(&wanted).unwrap_or_else(|error| {
         eprintln!("dueq: DUEQ_LOG={wanted:?} is not a valid filter ({error}); using info");
         EnvFilter::new(directives(None))
     });
     let ansi = std::io::stdout().is_terminal();
-    match format {
-        LogFormat::Text => text(filter, ansi, move || OneLine {
+    let log = match format {
+        LogFormat::Text => text_layer(ansi, move || OneLine {
             inner: std::io::stdout(),
             ansi,
         })
-        .init(),
-        LogFormat::Json => tracing_subscriber::fmt()
+        .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_env_filter(filter)
             .with_ansi(false)
-            .init(),
-    }
+            .boxed(),
+    };
+    let exported = traces.map(|traces| {
+        traces
+            .layer()
+            .with_filter(Targets::new().with_target("dueq", Level::INFO))
+    });
+    tracing_subscriber::registry()
+        .with(log.with_filter(filter))
+        .with(exported)
+        .init();
 }
 
-/// The text format's subscriber, writing to `writer`: every field value (a job id, a
-/// namespace, a worker id, a message's arguments, a span's fields) goes through
-/// [`EscapedFields`], so no value a caller sends reaches the log with a control
-/// character in it, whatever the call site.
+/// The text format's subscriber, writing to `writer`.
+#[cfg(test)]
 fn text<W>(filter: EnvFilter, ansi: bool, writer: W) -> impl tracing::Subscriber + Send + Sync
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    tracing_subscriber::registry().with(text_layer(ansi, writer).with_filter(filter))
+}
+
+/// The text format, writing to `writer`: every field value (a job id, a namespace, a
+/// worker id, a message's arguments, a span's fields) goes through [`EscapedFields`],
+/// so no value a caller sends reaches the log with a control character in it,
+/// whatever the call site.
+fn text_layer<S, W>(ansi: bool, writer: W) -> impl Layer<S> + Send + Sync
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .fmt_fields(EscapedFields)
         .with_writer(writer)
-        .finish()
 }
 
 /// The text format's fields, `name=value` separated by spaces (the message first,
@@ -107,8 +131,9 @@ struct Escaping<'writer> {
 impl Escaping<'_> {
     fn field(&mut self, field: &Field, value: fmt::Arguments<'_>) {
         let name = field.name();
-        // The `log` crate's metadata, which the formatter writes itself.
-        if self.result.is_err() || name.starts_with("log.") {
+        // The `log` crate's metadata, which the formatter writes itself, and the span
+        // name and kind the trace exporter reads (`layers::trace`).
+        if self.result.is_err() || name.starts_with("log.") || name.starts_with("otel.") {
             return;
         }
         let space = if std::mem::take(&mut self.first) {

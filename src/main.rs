@@ -7,7 +7,10 @@
 use std::{future::Future, process::ExitCode};
 
 use clap::Parser;
-use dueq::config::{Cli, Command, ServeConfig};
+use dueq::{
+    config::{Cli, Command, ServeConfig},
+    telemetry::Traces,
+};
 
 mod cli;
 
@@ -22,11 +25,38 @@ async fn main() -> ExitCode {
         Some(Command::Operator(command)) => return cli::ctl::run(command).await,
         None => cli.serve,
     };
-    dueq::logging::init(config.log_format);
-    let Some(listener) = bind(&config.listen).await else {
+    let Some(traces) = start_traces(&config) else {
         return ExitCode::FAILURE;
     };
-    serve(config, listener, shutdown_signal()).await
+    dueq::logging::init(config.log_format, traces.as_ref());
+    let code = match bind(&config.listen).await {
+        Some(listener) => serve(config, listener, shutdown_signal()).await,
+        None => ExitCode::FAILURE,
+    };
+    stop_traces(traces).await;
+    code
+}
+
+/// The trace exporter `--otlp-endpoint` asks for: `Some(None)` without one, `None`
+/// (and the reason on stderr: logging is not set up yet) if it cannot be built.
+pub(crate) fn start_traces(config: &ServeConfig) -> Option<Option<Traces>> {
+    let Some(endpoint) = &config.otlp_endpoint else {
+        return Some(None);
+    };
+    match Traces::start(endpoint) {
+        Ok(traces) => Some(Some(traces)),
+        Err(error) => {
+            eprintln!("dueq: {error}");
+            None
+        }
+    }
+}
+
+/// Sends the spans still queued (bounded in time), once the service has stopped.
+pub(crate) async fn stop_traces(traces: Option<Traces>) {
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
 }
 
 /// The listener for `listen`; None (and the reason logged) if it cannot be had. A

@@ -2,7 +2,10 @@
 //! the RPC table, so every log line a call produces carries them; the namespace is
 //! added once it is validated (`api::authorize::namespace`). When the call ends, one debug event
 //! says how long it took and, for calls answered with an error status in the headers
-//! (tonic's trailers-only responses), which.
+//! (tonic's trailers-only responses), which. With `--otlp-endpoint` the span is
+//! exported (`crate::telemetry`), as a child of the caller's trace when the request's
+//! metadata carries one (W3C `traceparent`), with the status of a call answered
+//! trailers-only.
 
 use std::{
     future::Future,
@@ -16,7 +19,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 use tracing::Instrument;
 
-use crate::rpc;
+use crate::{rpc, telemetry};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TraceLayer;
@@ -58,7 +61,18 @@ where
             service = %service,
             method = %method,
             namespace = tracing::field::Empty,
+            otel.name = tracing::field::Empty,
+            otel.kind = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            rpc.grpc.status_code = tracing::field::Empty,
         );
+        if telemetry::enabled() {
+            // The exported span's name and kind, as OpenTelemetry's RPC conventions
+            // have them; the caller's trace, if it sent one, is its parent.
+            span.record("otel.name", format!("{service}/{method}"));
+            span.record("otel.kind", "server");
+            telemetry::continue_trace(&span, request.headers());
+        }
         // The clone that was polled ready serves this call; the fresh one waits.
         let mut inner = self.inner.clone();
         std::mem::swap(&mut self.inner, &mut inner);
@@ -74,6 +88,9 @@ where
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned)
                 });
+                if telemetry::enabled() {
+                    telemetry::record_status(&tracing::Span::current(), status.as_deref());
+                }
                 tracing::debug!(
                     elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
                     grpc_status = status.as_deref().unwrap_or("0 or in trailers"),

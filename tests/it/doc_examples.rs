@@ -783,6 +783,7 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--check-interval", "DUEQ_CHECK_INTERVAL"),
         ("--worker-refresh-interval", "DUEQ_WORKER_REFRESH_INTERVAL"),
         ("--log-format", "DUEQ_LOG_FORMAT"),
+        ("--otlp-endpoint", "DUEQ_OTLP_ENDPOINT"),
         ("--max-batch", "DUEQ_MAX_BATCH"),
         ("--max-lease", "DUEQ_MAX_LEASE"),
         ("--job-retention", "DUEQ_JOB_RETENTION"),

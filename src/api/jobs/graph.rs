@@ -131,7 +131,7 @@ fn flow_node(
         }
     };
     Ok(NewFlowNode {
-        job: validate::new_job(api, &format!("{at}.job."), job)?,
+        job: super::traced(validate::new_job(api, &format!("{at}.job."), job)?),
         reference: node.r#ref,
         after: node.after,
         on_failure,

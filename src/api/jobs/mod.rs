@@ -19,11 +19,15 @@ use tonic::Request;
 use super::{convert::timestamp, heavy, reply_budget, validate as check, ApiError, QueueApi};
 use crate::{
     auth::Caller,
-    domain::{limits::PageShape, Failure, Namespace, ProgressReport},
+    domain::{
+        limits::{PageShape, MAX_HEADERS},
+        Failure, Namespace, NewJob, ProgressReport,
+    },
     error::Error,
     jobs::{ClaimRequest, Lease},
     proto,
     store::StoreError,
+    telemetry,
 };
 
 const MAX_CLAIM_QUEUES: usize = 16;
@@ -40,7 +44,7 @@ pub(super) async fn enqueue(
     request: Request<proto::EnqueueRequest>,
 ) -> Result<proto::EnqueueResponse, ApiError> {
     let req = request.into_inner();
-    let job = validate::new_job(api, "", req)?;
+    let job = traced(validate::new_job(api, "", req)?);
     let result = api.jobs.enqueue_one(namespace, job).await?;
     tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
     Ok(convert::enqueued_to_proto(result))
@@ -71,7 +75,7 @@ pub(super) async fn enqueue_batch(
                 "must be empty or the batch's namespace",
             ))
         } else {
-            validate::new_job(api, &at, item)
+            validate::new_job(api, &at, item).map(traced)
         };
         match job {
             Ok(job) => {
@@ -98,6 +102,14 @@ pub(super) async fn enqueue_batch(
     );
     results.sort_by_key(|r| r.index);
     Ok(proto::EnqueueBatchResponse { results })
+}
+
+/// A job this call enqueues, with the call's trace context in its headers
+/// (`traceparent`, with `--otlp-endpoint`), for the claim that hands it out to link
+/// to and its worker to continue.
+fn traced(mut job: NewJob) -> NewJob {
+    telemetry::stamp(&mut job.headers, MAX_HEADERS);
+    job
 }
 
 /// A batch item's refusal, with the code and message its own call would have had.
@@ -152,6 +164,10 @@ pub(super) async fn claim(
         results: &acks.results,
     };
     let claimed = api.jobs.claim(namespace, &claim).await?;
+    let span = tracing::Span::current();
+    for job in &claimed.jobs {
+        telemetry::handed_out(&span, &job.id, &job.headers);
+    }
     tracing::debug!(claimed = claimed.jobs.len(), worker_id = %req.worker_id, "jobs claimed");
     let mut reply = proto::ClaimJobResponse {
         jobs: claimed

@@ -11,6 +11,7 @@ use std::{
 use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Status, Streaming};
+use tracing::Span;
 
 use super::{
     check, claim_queues, extended_to_proto, extension_of, failed_to_proto, failure_of,
@@ -24,6 +25,7 @@ use crate::{
     proto::{self, work_request::Request as In, work_response::Response as Out},
     rpc::Rpc,
     sync::lock,
+    telemetry,
     wire::undecodable,
 };
 
@@ -81,7 +83,9 @@ pub(in crate::api) async fn work(
     ));
     tokio::spawn(api.jobs.clone().work(namespace, options, inputs, outputs));
     let api = api.clone();
-    let replies = ReceiverStream::new(output).map(move |out| reply(&api, out));
+    // The stream's span: each job handed out gets a span under it (`telemetry`).
+    let span = tracing::Span::current();
+    let replies = ReceiverStream::new(output).map(move |out| reply(&api, &span, out));
     let ending = tokio_stream::once(()).filter_map(move |()| lock(&refusal).take().map(Err));
     Ok(Box::pin(replies.chain(ending)))
 }
@@ -244,9 +248,12 @@ fn parse(
 }
 
 /// One loop output as a message (or the stream's end, on shutdown).
-fn reply(api: &QueueApi, out: WorkOutput) -> Result<proto::WorkResponse, Status> {
+fn reply(api: &QueueApi, span: &Span, out: WorkOutput) -> Result<proto::WorkResponse, Status> {
     let response = match out {
-        WorkOutput::Job(job) => Out::Job(super::convert::claimed_to_proto(*job)),
+        WorkOutput::Job(job) => {
+            telemetry::handed_out(span, &job.id, &job.headers);
+            Out::Job(super::convert::claimed_to_proto(*job))
+        }
         WorkOutput::Acked { id, result } => {
             let (code, message) = outcome_code(api, result.map_err(ApiError::from));
             Out::Ack(proto::AckResult {

@@ -21,6 +21,17 @@ use dueq::config::{DevConfig, ServeConfig};
 use self::redis::DevRedis;
 
 pub(crate) async fn run(dev: DevConfig) -> ExitCode {
+    let Some(traces) = crate::start_traces(&dev.serve) else {
+        return ExitCode::FAILURE;
+    };
+    dueq::logging::init(dev.serve.log_format, traces.as_ref());
+    let code = serve(dev).await;
+    crate::stop_traces(traces).await;
+    code
+}
+
+/// Starts the private Redis, serves against it until told to stop, stops it.
+async fn serve(dev: DevConfig) -> ExitCode {
     let Some(binary) = redis::find_on_path() else {
         eprintln!(
             "dueq dev: redis-server not found on PATH; {}",
@@ -33,7 +44,6 @@ pub(crate) async fn run(dev: DevConfig) -> ExitCode {
     if config.console_listen.is_none() && !dev.no_console {
         config.console_listen = Some(DevConfig::CONSOLE.to_owned());
     }
-    dueq::logging::init(config.log_format);
     let dir = match data_dir(&dev.data_dir) {
         Ok(dir) => dir,
         Err(error) => {

@@ -11,3 +11,4 @@ mod examples;
 mod health_command;
 mod metrics;
 mod monitor;
+mod traces;

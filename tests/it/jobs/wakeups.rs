@@ -71,48 +71,58 @@ async fn an_enqueue_through_another_replica_wakes_a_waiter_with_no_recheck() {
     assert_eq!(got.job_id, e.job_id);
 }
 
+/// A waiter parked on one replica (re-checking every `recheck`) for queue "held",
+/// whose job became claimable behind every replica's back; and that job's id.
+struct Held {
+    _redis: Redis,
+    _service: Service,
+    conn: MultiplexedConnection,
+    waiter: tokio::task::JoinHandle<Option<proto::ClaimedJob>>,
+    job_id: String,
+}
+
+async fn held_job_unannounced(recheck: Duration) -> Held {
+    let redis = Redis::start().await;
+    let mut ca = config(&redis.url());
+    ca.recheck_interval = recheck;
+    let service = Service::start_with(ca).await;
+    let mut client = service.client().await;
+    let mut conn = redis.conn().await;
+    pause(&mut client, "held").await;
+    let e = enqueue(&mut client, job("held", "w")).await;
+    let before = script_calls(&mut conn).await;
+    let waiter = tokio::spawn(async move { claim_job(&mut client, &["held"], 20_000, None).await });
+    wait_parked(&mut conn, before, 1).await;
+    resumed_unannounced(&mut conn, "held").await;
+    Held {
+        _redis: redis,
+        _service: service,
+        conn,
+        waiter,
+        job_id: e.job_id,
+    }
+}
+
 /// Pins the safety net: work no replica announced is still found, by the
 /// re-check, within the waiter's wait.
 #[tokio::test]
 async fn unannounced_work_is_found_by_the_safety_net() {
-    let redis = Redis::start().await;
-    let mut ca = config(&redis.url());
-    ca.recheck_interval = Duration::from_millis(100);
-    let a = Service::start_with(ca).await;
-    let mut client_a = a.client().await;
-    let mut conn = redis.conn().await;
-    pause(&mut client_a, "held").await;
-    let e = enqueue(&mut client_a, job("held", "w")).await;
-    let before = script_calls(&mut conn).await;
-    let mut waiting = client_a.clone();
-    let waiter =
-        tokio::spawn(async move { claim_job(&mut waiting, &["held"], 20_000, None).await });
-    wait_parked(&mut conn, before, 1).await;
-    resumed_unannounced(&mut conn, "held").await;
-    let got = waiter.await.expect("task").expect("found by the re-check");
-    assert_eq!(got.job_id, e.job_id);
+    let held = held_job_unannounced(Duration::from_millis(100)).await;
+    let got = held
+        .waiter
+        .await
+        .expect("task")
+        .expect("found by the re-check");
+    assert_eq!(got.job_id, held.job_id);
 }
 
 /// Pins: when the replica's subscription is lost (and announcements with it), its
 /// re-subscription makes every waiting timer read Redis once.
 #[tokio::test]
 async fn a_lost_subscription_rereads_what_waiters_wait_on() {
-    let redis = Redis::start().await;
-    let mut ca = config(&redis.url());
-    ca.recheck_interval = NO_RECHECK;
-    let a = Service::start_with(ca).await;
-    let mut client_a = a.client().await;
-    let mut conn = redis.conn().await;
-    pause(&mut client_a, "held").await;
-    let e = enqueue(&mut client_a, job("held", "w")).await;
-    let before = script_calls(&mut conn).await;
-    let mut waiting = client_a.clone();
-    let waiter =
-        tokio::spawn(async move { claim_job(&mut waiting, &["held"], 20_000, None).await });
-    wait_parked(&mut conn, before, 1).await;
-    resumed_unannounced(&mut conn, "held").await;
+    let mut held = held_job_unannounced(NO_RECHECK).await;
     let killed: i64 = query(
-        &mut conn,
+        &mut held.conn,
         cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub"),
     )
     .await;
@@ -120,11 +130,12 @@ async fn a_lost_subscription_rereads_what_waiters_wait_on() {
         killed >= 1,
         "the replica holds a subscription from the start"
     );
-    let got = waiter
+    let got = held
+        .waiter
         .await
         .expect("task")
         .expect("found after the re-subscription");
-    assert_eq!(got.job_id, e.job_id);
+    assert_eq!(got.job_id, held.job_id);
 }
 
 /// Pins item 6: idle long-polls in many namespaces cost a fixed number of Redis

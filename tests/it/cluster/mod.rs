@@ -11,4 +11,5 @@ mod routing;
 mod sentinel;
 mod tls;
 mod wait;
+mod wakeups;
 mod watch;

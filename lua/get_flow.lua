@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- get_flow: a flow's state and a page of its nodes (issue 34).
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- get_job: one job's record.
 --
 -- KEYS[1] namespace meta   <prefix>:{<ns>}:meta

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- get_queue_policy: a queue's flow policy (issue 32; lib/flow.lua).
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)

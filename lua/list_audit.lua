@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- list_audit: a page of a namespace's audit log, newest first (issue 33).
 --
 -- KEYS[1] the audit log (stream)   <prefix>:{<ns>}:meta:audit

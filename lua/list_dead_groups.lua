@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- list_dead_groups: a page of a namespace's dead jobs grouped by error (issue 33,
 -- lib/job.lua dg), the largest group first.
 --

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- peek_due: what the per-namespace wake-up timer needs, in one call.
 --
 -- KEYS[1] due index <prefix>:{<ns>}:due

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- peek_jobs: what the per-namespace job wake-up timer needs, in one call.
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)

@@ -1,4 +1,4 @@
-#!lua flags=allow-oom
+#!lua flags=allow-oom,no-writes
 -- queue_stats: a page of a namespace's queues with their state counts (issue 14).
 --
 -- KEYS[1] finished jobs (unused; every job script gets the same keys)

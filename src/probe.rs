@@ -14,7 +14,7 @@ use crate::{
     domain::{Backoff, JobSpec, RunAt},
     store::{
         keys::NamespaceKeys,
-        ops::{claim_due::ClaimDue, enqueue_jobs::EnqueueJobs, SCRIPTS},
+        ops::{claim_due::ClaimDue, enqueue_jobs::EnqueueJobs},
         Operation, Prelude, Store,
     },
 };
@@ -68,23 +68,18 @@ pub fn claim_due(prefix: &str, namespace: &str) -> Cmd {
     command(prefix, namespace, &claim)
 }
 
-/// Loads every script (`SCRIPT LOAD`), so that the first EVALSHA of each is a hit.
+/// Loads every function library (src/store/library.rs), so that the first FCALL of
+/// each function finds it.
 pub async fn load_scripts(
     conn: &mut (impl redis::aio::ConnectionLike + Send),
 ) -> redis::RedisResult<()> {
-    for def in SCRIPTS {
-        def.script().prepare_invoke().load_async(conn).await?;
-    }
-    Ok(())
+    crate::store::library::load_all(conn).await
 }
 
-/// The name of the script with this SHA1 (an EVALSHA's first argument), if it is one
-/// of dueq's: `claim_due`, `migrate_apply`, ...
-pub fn script_name(sha1: &str) -> Option<&'static str> {
-    SCRIPTS
-        .iter()
-        .find(|def| def.script().get_hash() == sha1)
-        .map(|def| def.name)
+/// The name of the script an FCALL's function name (or an EVALSHA's SHA1) runs, if
+/// it is one of dueq's: `claim_due`, `migrate_apply`, ...
+pub fn script_name(function_or_sha1: &str) -> Option<&'static str> {
+    crate::store::library::script_of(function_or_sha1).map(|def| def.name)
 }
 
 /// Waiting timers the long-polls' safety net re-reads per `--recheck-interval`.

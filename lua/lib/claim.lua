@@ -22,6 +22,11 @@
 
 local CL = { overlap_skips = 0 }
 
+-- Per-call state (lib/job.lua job_begin says why): all of CL, which the scripts fill.
+local function claim_begin()
+  CL = { overlap_skips = 0 }
+end
+
 local function cl_complete(r)
   -- Only ever called on an active schedule with a next run: it leaves the index. A
   -- buffered slot still held back goes with it (counted as skipped for overlap).

@@ -55,6 +55,11 @@
 -- only once the key is idle, and counts in full).
 
 flow.cache = {}
+-- Per-call state (lib/job.lua job_begin says why): the policy cache, the clock
+-- read, and whether a finish woke a key.
+local function flow_begin()
+  flow.cache, flow.clock, flow.woke = {}, nil, nil
+end
 flow.NONE = { mr = 0, rl = 0, rp = 0, rb = 0, kmr = 0, krl = 0, krp = 0, krb = 0,
   fair = 'f', dw = 1, none = true }
 flow.PARK_MAX = 64 -- lanes put back per call: from the time park, per freed key

@@ -72,9 +72,14 @@ graph.MARK = { completed = 'o', skipped = 's', dead = 'f', cancelled = 'x' }
 graph.MARKED = { o = 4, s = 8, f = 5, x = 6 }
 -- Dependency records a claim call reads for their results (graph.deps_of), all its
 -- claimed nodes together; past it a completed dependency's result is left to GetJob.
-graph.READS = 200
+graph.READS_PER_CALL = 200
+graph.READS = graph.READS_PER_CALL
 graph.spent = 0
 graph.queued = false
+-- Per-call state (lib/job.lua job_begin says why): the budgets above and the flag.
+local function graph_begin()
+  graph.READS, graph.spent, graph.queued = graph.READS_PER_CALL, 0, false
+end
 graph.STAGE_TTL_MS = 60000
 
 function graph.key(meta, id) return meta .. ':dag:' .. id end

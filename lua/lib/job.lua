@@ -77,6 +77,15 @@ end
 -- jobs_guard with the layout, in the same call.
 local COUNTS_KEPT = false
 
+-- Per-call state is reset by a <file>_begin() beside it: the service loads these
+-- files once as a Redis function library (src/store/library.rs), where what a call
+-- leaves in a file-level variable would otherwise be seen by the next call. The
+-- library calls each file's begin before every function; a library test finds every
+-- write to file-level state and holds it to a begin.
+local function job_begin()
+  COUNTS_KEPT = false
+end
+
 local function jobs_guard(meta, probe)
   local got = redis.call('HMGET', meta, 'jobs', 'counts')
   local found = got[1]

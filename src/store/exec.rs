@@ -1,7 +1,7 @@
-//! How one script call reaches Redis: its EVALSHA and the WAIT that confirms it go
-//! out as one pipeline on one connection, so both reach the same node (issue 29
-//! item 11), and a NOSCRIPT is answered by loading the script in the same way, a
-//! bounded number of times.
+//! How one script call reaches Redis: its FCALL (src/store/library.rs) and the WAIT
+//! that confirms it go out as one pipeline on one connection, so both reach the
+//! same node (issue 29 item 11), and "Function not found" is answered by loading the
+//! function's library in the same way, a bounded number of times.
 //!
 //! Why one pipeline. The WAIT must reach the node that ran the script: WAIT counts
 //! the replicas that acknowledged the writes of its own connection to that node.
@@ -10,30 +10,31 @@
 //! now: `WAIT cannot be used with replica instances`) while the script, redirected
 //! by MOVED, ran on the new one. The redis crate's cluster client routes a pipeline
 //! by the first command in it that has a key (`route_for_pipeline` in
-//! redis/src/cluster_handling/async_connection/routing.rs): the EVALSHA's, the
-//! namespace's slot. SCRIPT LOAD and WAIT have none, so they go with it, on that
+//! redis/src/cluster_handling/async_connection/routing.rs): the FCALL's, the
+//! namespace's slot. FUNCTION LOAD and WAIT have none, so they go with it, on that
 //! node's connection, in order.
 //!
 //! Why a redirect never runs the script twice. When a reply of the pipeline is an
 //! error that asks for action (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, READONLY:
 //! `requires_action` in redis/src/errors/server_error.rs), the client sends the
 //! whole pipeline again, to the node the redirect names (`choose_response` in
-//! .../async_connection/request.rs). Only the EVALSHA can answer one of those: a
+//! .../async_connection/request.rs). Only the FCALL can answer one of those: a
 //! script that answered MOVED, ASK or TRYAGAIN did not run on that node (Redis
-//! redirects before it runs anything), and WAIT and SCRIPT LOAD have no key, so
+//! redirects before it runs anything), and WAIT and FUNCTION LOAD have no key, so
 //! Redis never redirects them, and they write nothing, so never READONLY. So a
 //! pipeline sent again is one whose script did not run. (A connection that drops
 //! after the script ran is retried by the client as it retries any command; that
 //! is not particular to the pipeline.)
 
-use deadpool_redis::redis::{self, aio::ConnectionLike, Cmd, ServerErrorKind, Value};
+use deadpool_redis::redis::{self, aio::ConnectionLike, Cmd, Value};
 
-use super::{conn::Conn, error::StoreError, script::ScriptDef};
+use super::{conn::Conn, error::StoreError, library, script::ScriptDef};
 
-/// How many times a call loads its script after NOSCRIPT (each time in the
-/// pipeline that runs it again) before it gives up: something keeps flushing the
-/// script cache (SCRIPT FLUSH, a restart or a failover between load and call).
-const NOSCRIPT_LOADS: usize = 3;
+/// How many times a call loads its library after "Function not found" (each time in
+/// the pipeline that runs it again) before it gives up: something keeps deleting
+/// Redis's functions (FUNCTION FLUSH or DELETE, a restart without persistence or a
+/// failover between load and call).
+const LIBRARY_LOADS: usize = 3;
 
 /// What one script call came back with.
 pub(super) struct Ran {
@@ -87,23 +88,24 @@ impl Wait {
     }
 }
 
-/// One script call on `conn`: EVALSHA (then WAIT, when `wait`), in one pipeline;
-/// after a NOSCRIPT, SCRIPT LOAD, EVALSHA (and WAIT) in one pipeline, at most
-/// [`NOSCRIPT_LOADS`] times. `Err`: the pipeline or the script failed (a Redis
-/// error, classified by `fail`), or the script stayed unloaded (UNAVAILABLE).
+/// One script call on `conn`: its FCALL (then WAIT, when `wait`), in one pipeline;
+/// after "Function not found", FUNCTION LOAD of its library, the FCALL (and WAIT)
+/// in one pipeline, at most [`LIBRARY_LOADS`] times. `Err`: the pipeline or the
+/// script failed (a Redis error, classified by `fail`), or the library stayed
+/// unloaded (UNAVAILABLE).
 pub(super) async fn execute(
     conn: &mut Conn,
     url: &str,
     def: &ScriptDef,
-    evalsha: &Cmd,
+    fcall: &Cmd,
     wait: Option<Wait>,
     fail: impl Fn(redis::RedisError) -> StoreError,
 ) -> Result<Ran, StoreError> {
-    // The common call (no WAIT asked, the script loaded): the EVALSHA alone, not
+    // The common call (no WAIT asked, the library loaded): the FCALL alone, not
     // copied into a pipeline (its arguments can be a batch's payloads).
     if wait.is_none() {
-        match conn.req_packed_command(evalsha).await {
-            Ok(value) if !is_noscript(&value) => {
+        match conn.req_packed_command(fcall).await {
+            Ok(value) if !is_missing(&value) => {
                 let value = value.extract_error().map_err(&fail)?;
                 return Ok(Ran {
                     value,
@@ -111,19 +113,20 @@ pub(super) async fn execute(
                 });
             }
             Ok(_) => {}
-            Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::NoScript) => {}
+            Err(e) if e.detail().is_some_and(|d| d.starts_with(MISSING)) => {}
             Err(e) => return Err(fail(e)),
         }
     }
-    let mut load = wait.is_none().then(|| def.source());
-    // Each pass after a NOSCRIPT loads: NOSCRIPT_LOADS loads in all.
-    let passes = NOSCRIPT_LOADS + usize::from(load.is_none());
+    let library = library::library(def.prelude);
+    let mut load = wait.is_none();
+    // Each pass after a miss loads: LIBRARY_LOADS loads in all.
+    let passes = LIBRARY_LOADS + usize::from(!load);
     for _ in 0..passes {
         let mut pipe = redis::pipe();
-        if let Some(source) = &load {
-            pipe.cmd("SCRIPT").arg("LOAD").arg(source);
+        if load {
+            pipe.add_command(library.load());
         }
-        pipe.add_command(evalsha.clone());
+        pipe.add_command(fcall.clone());
         if let Some(wait) = wait {
             pipe.add_command(wait.cmd());
         }
@@ -132,10 +135,15 @@ pub(super) async fn execute(
             .await
             .map_err(&fail)?;
         let mut replies = replies.into_iter();
-        if load.is_some() {
-            // SCRIPT LOAD's own failure (NOPERM, ...) is the call's.
-            if let Some(Err(e)) = replies.next().map(Value::extract_error) {
-                return Err(fail(e));
+        if load {
+            // The load's own failure (NOPERM, a compile error, ...) is the call's;
+            // a library another replica loaded meanwhile is loaded.
+            match replies.next() {
+                Some(Value::ServerError(e)) if library::is_loaded_already(&e) => {}
+                Some(other) => {
+                    other.extract_error().map_err(&fail)?;
+                }
+                None => {}
             }
         }
         let Some(value) = replies.next() else {
@@ -144,8 +152,8 @@ pub(super) async fn execute(
                 "the pipeline answered too few replies",
             ));
         };
-        if is_noscript(&value) {
-            load = Some(def.source());
+        if is_missing(&value) {
+            load = true;
             continue;
         }
         let value = value.extract_error().map_err(&fail)?;
@@ -159,60 +167,72 @@ pub(super) async fn execute(
     Err(StoreError::Unavailable {
         url: url.to_owned(),
         reason: format!(
-            "script {} answered NOSCRIPT after being loaded {NOSCRIPT_LOADS} times in a \
-             row: is something flushing Redis's script cache (SCRIPT FLUSH)?",
-            def.name
+            "function {} (library {}) was not found after loading its library \
+             {LIBRARY_LOADS} times in a row: is something flushing Redis's functions \
+             (FUNCTION FLUSH, FUNCTION DELETE)?",
+            def.function(),
+            library.name
         ),
     })
 }
 
-fn is_noscript(value: &Value) -> bool {
-    matches!(value, Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript))
+/// How Redis answers an FCALL of a function it does not hold.
+const MISSING: &str = "Function not found";
+
+fn is_missing(value: &Value) -> bool {
+    matches!(value, Value::ServerError(e) if library::is_missing_function(e))
 }
 
 #[cfg(test)]
 mod tests {
     use deadpool_redis::redis::{self, Value};
 
-    use super::{execute, Wait, NOSCRIPT_LOADS};
+    use super::{execute, Wait, LIBRARY_LOADS};
     use crate::{
-        store::{conn::Conn, ops::get_job, script::Call, StoreError},
+        store::{conn::Conn, library, ops::get_job, StoreError},
         testing::TestRedis,
     };
 
-    /// Pins issue 29 item 11: a NOSCRIPT that loading does not cure (here an
-    /// EVALSHA of a hash no source has, so every load "misses") is retried a
-    /// bounded number of times, loading the script each time on the same
-    /// connection, and then fails UNAVAILABLE naming the script, never INTERNAL.
+    /// Pins issue 29 item 11 (and issue 35's move to functions): a function that
+    /// loading its library does not bring (here a name no library defines, so
+    /// every load "misses") is retried a bounded number of times, loading the
+    /// library each time on the same connection, and then fails UNAVAILABLE naming
+    /// the function, never INTERNAL.
     #[tokio::test]
-    async fn a_noscript_that_loading_does_not_cure_ends_unavailable() {
+    async fn a_missing_function_that_loading_does_not_cure_ends_unavailable() {
         let redis = TestRedis::start().await;
         let mut conn = Conn::Single(redis.conn().await);
         let def = &get_job::SCRIPT;
-        let mut call = Call::default();
-        call.key("k");
-        let evalsha = call.evalsha(&"0".repeat(40));
+        let fcall = redis::cmd("FCALL")
+            .arg(format!("{}_not_there", def.function()))
+            .arg(1)
+            .arg("k")
+            .to_owned();
         let fail = |e| StoreError::from_redis("test", "ns", e);
-        let outcome = execute(&mut conn, "test", def, &evalsha, None, fail).await;
+        let outcome = execute(&mut conn, "test", def, &fcall, None, fail).await;
         match outcome {
             Err(StoreError::Unavailable { reason, .. }) => {
                 assert!(reason.contains("get_job"), "{reason}");
                 assert!(
-                    reason.contains(&format!("loaded {NOSCRIPT_LOADS} times")),
+                    reason.contains(&format!("loading its library {LIBRARY_LOADS} times")),
                     "{reason}"
                 );
             }
             Err(other) => panic!("{other:?}"),
-            Ok(_) => panic!("a script that is never there ran"),
+            Ok(_) => panic!("a function that is never there ran"),
         }
-        // It did load the script on that node.
-        let exists: Vec<bool> = redis::cmd("SCRIPT")
-            .arg("EXISTS")
-            .arg(def.script().get_hash())
+        // It did load the library on that node.
+        let listed: Value = redis::cmd("FUNCTION")
+            .arg("LIST")
+            .arg("LIBRARYNAME")
+            .arg(&library::library(def.prelude).name)
             .query_async(&mut redis.conn().await)
             .await
-            .unwrap_or_else(|e| panic!("SCRIPT EXISTS: {e}"));
-        assert_eq!(exists, [true]);
+            .unwrap_or_else(|e| panic!("FUNCTION LIST: {e}"));
+        assert!(
+            matches!(&listed, Value::Array(libs) if libs.len() == 1),
+            "{listed:?}"
+        );
     }
 
     /// Pins issue 29 item 11: the WAIT's answer is the call's confirmation whatever

@@ -13,6 +13,7 @@ mod dispatch_due;
 mod error;
 mod exec;
 pub(crate) mod keys;
+pub(crate) mod library;
 mod notify;
 pub(crate) mod ops;
 mod packed_job;
@@ -159,8 +160,8 @@ impl Store {
         self.conns.display_url()
     }
 
-    /// Runs one operation's script for `namespace` with EVALSHA (loading it on
-    /// NOSCRIPT, on the node that answered so), waits for replicas when it hands out
+    /// Runs one operation's script for `namespace` with FCALL (loading its library
+    /// when the node answers "Function not found", on that node), waits for replicas when it hands out
     /// or accepts work and `--redis-wait-replicas` asks for it, and decodes its reply.
     /// A write the replicas did not confirm fails UNAVAILABLE (it was made on the
     /// master all the same).
@@ -212,7 +213,7 @@ impl Store {
     ) -> Result<exec::Ran, StoreError> {
         let def = op.script();
         let call = Self::call_for(&self.prefix, namespace, op);
-        let evalsha = call.evalsha(def.script().get_hash());
+        let fcall = call.fcall(def);
         let wait = (wait && self.wait_replicas > 0 && ops::waited(def)).then(|| exec::Wait {
             replicas: self.wait_replicas,
             timeout_ms: u64::try_from(self.wait_timeout.as_millis().max(1)).unwrap_or(u64::MAX),
@@ -220,7 +221,7 @@ impl Store {
         let (slot, mut conn) = self.conns.get().await?;
         let started = Instant::now();
         let url = self.conns.display_url();
-        let ran = exec::execute(&mut conn, url, def, &evalsha, wait, |e| {
+        let ran = exec::execute(&mut conn, url, def, &fcall, wait, |e| {
             self.fail(slot, namespace, e)
         })
         .await?;
@@ -231,9 +232,9 @@ impl Store {
         Ok(ran)
     }
 
-    /// The EVALSHA command that runs `op` for `namespace` under `prefix`.
+    /// The FCALL command that runs `op` for `namespace` under `prefix`.
     pub(crate) fn command_for<O: Operation>(prefix: &str, namespace: &str, op: &O) -> redis::Cmd {
-        Self::call_for(prefix, namespace, op).evalsha(op.script().script().get_hash())
+        Self::call_for(prefix, namespace, op).fcall(op.script())
     }
 
     /// The KEYS and ARGV of `op` for `namespace` under `prefix`.
@@ -252,15 +253,14 @@ impl Store {
         call
     }
 
-    /// Loads every script (SCRIPT LOAD), so the first call of each is an EVALSHA hit.
+    /// Loads every function library (src/store/library.rs), so the first call of
+    /// each function finds it, then deletes the libraries of other dueq versions
+    /// (see [`library::load_all`]).
     pub(crate) async fn load_scripts(&self) -> Result<(), StoreError> {
         let (slot, mut conn) = self.conns.get().await?;
-        for def in ops::SCRIPTS {
-            if let Err(e) = def.script().prepare_invoke().load_async(&mut conn).await {
-                return Err(self.fail(slot, "", e));
-            }
-        }
-        Ok(())
+        library::load_all(&mut conn)
+            .await
+            .map_err(|e| self.fail(slot, "", e))
     }
 
     /// Redis's clock in epoch ms, and the round trip it took.

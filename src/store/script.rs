@@ -40,13 +40,37 @@ const FLOW: &str = include_str!("../../lua/lib/flow.lua");
 const GRAPH: &str = include_str!("../../lua/lib/graph.lua");
 
 impl Prelude {
-    pub(crate) fn parts(self) -> &'static [&'static str] {
+    pub(crate) fn parts(self) -> Vec<&'static str> {
+        self.files().iter().map(|(_, text)| *text).collect()
+    }
+
+    /// The library files, each with its name (`lua/lib/<name>.lua`), in order.
+    pub(crate) fn files(self) -> &'static [(&'static str, &'static str)] {
+        const C: (&str, &str) = ("core", CORE);
+        const R: (&str, &str) = ("rules", RULES);
+        const G: (&str, &str) = ("guard", GUARD);
+        const S: (&str, &str) = ("schedule", SCHEDULE);
+        const J: (&str, &str) = ("job", JOB);
+        const F: (&str, &str) = ("flow", FLOW);
+        const D: (&str, &str) = ("graph", GRAPH);
+        const L: (&str, &str) = ("claim", CLAIM);
         match self {
-            Prelude::Core => &[CORE],
-            Prelude::Schedule => &[CORE, RULES, GUARD, SCHEDULE],
-            Prelude::Job => &[CORE, JOB, FLOW, GRAPH],
-            Prelude::Claim => &[CORE, RULES, GUARD, SCHEDULE, CLAIM],
-            Prelude::Dispatch => &[CORE, RULES, GUARD, SCHEDULE, JOB, FLOW, GRAPH, CLAIM],
+            Prelude::Core => &[C],
+            Prelude::Schedule => &[C, R, G, S],
+            Prelude::Job => &[C, J, F, D],
+            Prelude::Claim => &[C, R, G, S, L],
+            Prelude::Dispatch => &[C, R, G, S, J, F, D, L],
+        }
+    }
+
+    /// Its name in a library's name (src/store/library.rs).
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Prelude::Core => "core",
+            Prelude::Schedule => "schedule",
+            Prelude::Job => "job",
+            Prelude::Claim => "claim",
+            Prelude::Dispatch => "dispatch",
         }
     }
 }
@@ -83,6 +107,7 @@ pub(crate) struct ScriptDef {
     pub(crate) keys: Arity,
     pub(crate) argv: Arity,
     script: OnceLock<Script>,
+    function: OnceLock<String>,
 }
 
 impl ScriptDef {
@@ -100,7 +125,14 @@ impl ScriptDef {
             keys,
             argv,
             script: OnceLock::new(),
+            function: OnceLock::new(),
         }
+    }
+
+    /// The Redis function that runs this script (src/store/library.rs).
+    pub(crate) fn function(&self) -> &str {
+        self.function
+            .get_or_init(|| super::library::function_name(self))
     }
 
     /// The script as Redis runs it: the file's shebang, the prelude, then the rest
@@ -210,10 +242,20 @@ impl Call {
         &self.names
     }
 
-    /// `EVALSHA sha numkeys keys... args...`.
-    pub(crate) fn evalsha(&self, sha: &str) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(sha).arg(self.keys.len());
+    /// `FCALL function numkeys keys... args...` (`FCALL_RO` for a script that only
+    /// reads): the call of `def`'s function (src/store/library.rs).
+    pub(crate) fn fcall(&self, def: &ScriptDef) -> Cmd {
+        let verb = if super::library::read_only(def) {
+            "FCALL_RO"
+        } else {
+            "FCALL"
+        };
+        self.command(verb, def.function())
+    }
+
+    fn command(&self, verb: &str, name: &str) -> Cmd {
+        let mut cmd = redis::cmd(verb);
+        cmd.arg(name).arg(self.keys.len());
         for key in &self.keys {
             cmd.arg(key.as_slice());
         }

@@ -104,36 +104,42 @@ async fn calls_follow_a_namespace_whose_slot_moved_to_another_master() {
     assert!(exists(&mut conn, "dueq:{ns}:meta").await, "the keys moved");
 }
 
-/// Pins: scripts flushed from every node (as on a node that restarted or a replica
-/// promoted without them) are reloaded on the node that answered NOSCRIPT, and the
-/// call succeeds.
+/// Pins: functions flushed from every node (as on a node that restarted or a replica
+/// promoted without them) are loaded again on the node that answered "Function not
+/// found", and the call succeeds.
 #[tokio::test]
 async fn a_node_without_the_scripts_gets_them_again() {
     let cluster = Cluster::start().await;
     let service = Service::start_with(cluster_config(&cluster)).await;
     let mut c = service.client().await;
     enqueue(&mut c, job("q", "a")).await;
+    // Functions are replicated: a replica refuses FUNCTION FLUSH (READONLY) and
+    // follows its master's.
     for node in &cluster.nodes {
         let mut conn = node.conn().await;
-        let _: () = cmd("SCRIPT")
-            .arg("FLUSH")
-            .query_async(&mut conn)
-            .await
-            .expect("SCRIPT FLUSH");
+        let flushed: Result<(), _> = cmd("FUNCTION").arg("FLUSH").query_async(&mut conn).await;
+        if let Err(e) = flushed {
+            assert!(
+                e.to_string().contains("read only replica"),
+                "FUNCTION FLUSH: {e}"
+            );
+        }
     }
     let id = enqueue(&mut c, job("q", "b")).await.job_id;
     assert!(!id.is_empty());
     let mut conn = cluster
         .conn_to(cluster.master_of("dueq:{ns}:meta").await)
         .await;
-    let cached: u64 = cmd("INFO")
-        .arg("memory")
-        .query_async::<String>(&mut conn)
+    let libraries: Vec<deadpool_redis::redis::Value> = cmd("FUNCTION")
+        .arg("LIST")
+        .arg("LIBRARYNAME")
+        .arg("dueq_job_*")
+        .query_async(&mut conn)
         .await
-        .expect("INFO")
-        .lines()
-        .find_map(|l| l.strip_prefix("number_of_cached_scripts:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("number_of_cached_scripts");
-    assert!(cached >= 1, "the enqueue script is back on its master");
+        .expect("FUNCTION LIST");
+    assert_eq!(
+        libraries.len(),
+        1,
+        "the enqueue function's library is back on its master"
+    );
 }

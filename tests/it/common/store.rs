@@ -94,7 +94,16 @@ pub async fn due_score(conn: &mut MultiplexedConnection, ns: &str, id: &str) -> 
 pub async fn script_calls(conn: &mut MultiplexedConnection) -> u64 {
     let info: String = query(conn, cmd("INFO").arg("commandstats")).await;
     info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter(|l| {
+            [
+                "cmdstat_evalsha:",
+                "cmdstat_eval:",
+                "cmdstat_fcall:",
+                "cmdstat_fcall_ro:",
+            ]
+            .iter()
+            .any(|c| l.starts_with(c))
+        })
         .filter_map(|l| {
             l.split([':', ','])
                 .find_map(|kv| kv.strip_prefix("calls="))

@@ -376,11 +376,11 @@ async fn enqueue_calls(
                 return None;
             };
             let args: Vec<String> = args.iter().map(text).collect();
-            // EVALSHA sha 2 meta jdone <8 prefixes> schema n quota id...: the
+            // FCALL function 2 meta jdone <8 prefixes> schema n quota id...: the
             // enqueue_jobs shape.
             let is_enqueue = args
                 .first()
-                .is_some_and(|c| c.eq_ignore_ascii_case("evalsha"))
+                .is_some_and(|c| c.eq_ignore_ascii_case("fcall"))
                 && args.get(2).map(String::as_str) == Some("2")
                 && args.get(3).map(String::as_str) == Some("dueq:{ns}:meta")
                 && args.get(16).is_some_and(|id| id.starts_with("item-"));

@@ -1322,7 +1322,7 @@ async fn calls_held(conn: &mut redis::aio::MultiplexedConnection) -> usize {
             let blocked = fields
                 .clone()
                 .any(|f| f.starts_with("flags=") && f.contains('b'));
-            blocked && fields.any(|f| f == "cmd=evalsha")
+            blocked && fields.any(|f| f == "cmd=fcall")
         })
         .map(|line| {
             let queued = line

@@ -119,11 +119,11 @@ async fn redis_restart_goes_not_serving_then_recovers_by_itself() {
 }
 
 /// Pins: a restart the health loop never sees costs at most one UNAVAILABLE per pooled
-/// connection; scripts come back through NOSCRIPT and dead connections are replaced.
+/// connection; functions come back through "Function not found" and dead connections are replaced.
 #[tokio::test]
 async fn redis_restart_between_health_checks_is_survived_with_unavailable_at_worst() {
     // The health loop never notices this restart (it checks hourly), so nothing reloads
-    // the scripts ahead of time: every script must come back through NOSCRIPT, and
+    // the functions ahead of time: every library must come back through "Function not found", and
     // connections that died with the old server must be replaced, not reused.
     let mut redis = Redis::start().await;
     let addr = format!("127.0.0.1:{}", redis.port);
@@ -175,7 +175,7 @@ async fn redis_restart_between_health_checks_is_survived_with_unavailable_at_wor
     assert_eq!(service.health().await, SERVING);
 }
 
-/// Pins: SCRIPT FLUSH before any call (claims and long-polls included) is invisible
+/// Pins: FUNCTION FLUSH (dueq's scripts are Redis functions) before any call (claims and long-polls included) is invisible
 /// to the caller.
 #[tokio::test]
 async fn script_flush_is_transparent_to_every_call() {
@@ -187,7 +187,7 @@ async fn script_flush_is_transparent_to_every_call() {
     let flush = || {
         let mut conn = flusher.clone();
         async move {
-            let _: () = query(&mut conn, cmd("SCRIPT").arg("FLUSH")).await;
+            let _: () = query(&mut conn, cmd("FUNCTION").arg("FLUSH")).await;
         }
     };
 
@@ -279,7 +279,7 @@ async fn scripts_flushed_in_a_loop_never_make_a_call_internal() {
         tokio::spawn(async move {
             let mut flushes = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _: () = query(&mut conn, cmd("SCRIPT").arg("FLUSH")).await;
+                let _: () = query(&mut conn, cmd("FUNCTION").arg("FLUSH")).await;
                 flushes += 1;
             }
             flushes

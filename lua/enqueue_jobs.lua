@@ -27,8 +27,8 @@
 --   write are one atomic step, so concurrent enqueues with one id or one dedup key
 --   create one job.
 -- * 3 (no O(N)): per created job four calls (EXISTS, SET, HSET into a listing bucket
---   of at most 64, RPUSH or ZADD) and one HINCRBY of its queue's pending count when
---   pending, one more SET for a payload over 1 KiB, plus one HINCRBY per queue, one
+--   of at most 64, RPUSH or ZADD), one more SET for a payload over 1 KiB, plus two
+--   HINCRBYs per queue (its job numbers; its pending count), one
 --   ZADD per new ready list and one per new queue (the queue registry). FIFO: a ready list is pushed at the tail and popped at the head.
 -- * 5: refused while the namespace's jobs are in an older layout, or while its meta
 --   has lost the job layout and the jobs marker or the data (the batch's queues,
@@ -70,6 +70,15 @@ if quota > 0 then
 end
 local created = 0
 local out = {}
+-- Pending counts per queue, one HINCRBY each after the loop (lib/job.lua job_create),
+-- and before a corrupt record's error ends the call early, so the counts always
+-- match the records written.
+local pending = {}
+local function counted(reply)
+  pending_flush(meta, pending)
+  jobs_stored(meta, created, now) -- (the quota's count: lib/job.lua)
+  return reply
+end
 
 -- One counter step per queue per batch: the batch's jobs of a queue take consecutive
 -- numbers. A duplicate leaves a gap, which is harmless (numbers only order jobs).
@@ -103,7 +112,7 @@ for i = 0, n - 1 do
       if dedup_mode == 'replace' then
         local hkey = K.job .. holder
         local r = job_load(hkey)
-        if is_error(r) then return r end
+        if is_error(r) then return counted(r) end
         state = r.state
         if state == 'pending' or state == 'delayed' then
           local headers = ARGV[b + HEADERS]
@@ -131,12 +140,12 @@ for i = 0, n - 1 do
     outcome = 'created'
     created = created + 1
     unfinished = unfinished + 1
-    state = job_create(K, meta, now, id, job_n, gseq + i + 1, job_spec(ARGV, b, now))
+    state = job_create(K, meta, now, id, job_n, gseq + i + 1, job_spec(ARGV, b, now), pending)
   end
 
   if state == nil then
     local r = job_load(K.job .. result_id)
-    if is_error(r) then return r end
+    if is_error(r) then return counted(r) end
     state = r and r.state or ''
   end
   out[#out + 1] = outcome
@@ -144,5 +153,4 @@ for i = 0, n - 1 do
   out[#out + 1] = state
 end
 
-jobs_stored(meta, created, now) -- (the quota's count: lib/job.lua)
-return out
+return counted(out)

@@ -46,7 +46,14 @@ use crate::{
 };
 
 const S: &str = "consume";
-pub(crate) const NS: &str = "consume";
+/// The namespace of the drains and script rows: `consume` and the number of flushes
+/// so far. The service's namespace monitor remembers each namespace's job sequence
+/// and refuses one whose sequence went backwards (a store rolled back under it,
+/// until Migrate); a namespace filled again after a FLUSHALL would look exactly
+/// like that, so each flush starts a namespace of a new name.
+pub(crate) fn ns() -> String {
+    format!("consume{}", crate::local::resets())
+}
 /// The pre-filled queue the workers drain.
 pub(crate) const QUEUE: &str = "work";
 /// The queue of the latency probe's jobs.
@@ -95,7 +102,7 @@ fn ack_of(job: &proto::ClaimedJob) -> proto::JobLease {
 fn work_start(queue: &str, capacity: usize) -> proto::WorkRequest {
     proto::WorkRequest {
         request: Some(WorkIn::Start(proto::WorkStart {
-            namespace: NS.into(),
+            namespace: ns(),
             queues: vec![queue.into()],
             worker_id: "bench".into(),
             lease: None,
@@ -106,7 +113,7 @@ fn work_start(queue: &str, capacity: usize) -> proto::WorkRequest {
 
 pub(crate) fn job(queue: &str) -> proto::EnqueueRequest {
     proto::EnqueueRequest {
-        namespace: NS.into(),
+        namespace: ns(),
         queue: queue.into(),
         name: "bench".into(),
         payload: b"{\"n\":1}".to_vec(),
@@ -116,7 +123,7 @@ pub(crate) fn job(queue: &str) -> proto::EnqueueRequest {
 
 pub(crate) fn claim(queue: &str, wait: Option<Duration>) -> proto::ClaimJobRequest {
     proto::ClaimJobRequest {
-        namespace: NS.into(),
+        namespace: ns(),
         queues: vec![queue.into()],
         worker_id: "bench".into(),
         wait: wait.map(|w| prost_types::Duration {
@@ -137,7 +144,7 @@ pub(crate) async fn prefill(env: &Env, n: u64) -> Result<()> {
         let k = FILL_BATCH.min(n - done);
         client
             .enqueue_batch(proto::EnqueueBatchRequest {
-                namespace: NS.into(),
+                namespace: ns(),
                 jobs: (0..k).map(|_| job(QUEUE)).collect(),
             })
             .await?;
@@ -161,7 +168,7 @@ async fn drain(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
                 };
                 c.ack_job(proto::AckJobRequest {
                     result: Vec::new(),
-                    namespace: NS.into(),
+                    namespace: ns(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
                 })
@@ -549,7 +556,7 @@ async fn wait_by_claims(mut worker: Client, arrivals: Arrivals) -> Result<()> {
             worker
                 .ack_job(proto::AckJobRequest {
                     result: Vec::new(),
-                    namespace: NS.into(),
+                    namespace: ns(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
                 })

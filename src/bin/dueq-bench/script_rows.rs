@@ -21,7 +21,7 @@ use dueq::proto;
 
 use crate::{
     claim_scaling,
-    consume::{claim, job, NS},
+    consume::{claim, job, ns},
     env::{Client, Env},
     floor,
     grpc::with_cpu,
@@ -102,7 +102,7 @@ async fn enqueue(
                 c.enqueue(job(queue)).await?;
             } else {
                 c.enqueue_batch(proto::EnqueueBatchRequest {
-                    namespace: NS.into(),
+                    namespace: ns(),
                     jobs: (0..items).map(|_| job(queue)).collect(),
                 })
                 .await?;
@@ -164,7 +164,7 @@ async fn ack(
                 let (job_id, lease_token) = chunk[0].clone();
                 c.ack_job(proto::AckJobRequest {
                     result: Vec::new(),
-                    namespace: NS.into(),
+                    namespace: ns(),
                     job_id,
                     lease_token,
                 })
@@ -181,7 +181,7 @@ async fn ack(
                 .collect();
             let reply = c
                 .ack_jobs(proto::AckJobsRequest {
-                    namespace: NS.into(),
+                    namespace: ns(),
                     acks,
                 })
                 .await?
@@ -213,7 +213,7 @@ async fn cost_extend(
         for (job_id, lease_token) in leases {
             c.extend_lease(proto::ExtendLeaseRequest {
                 progress: None,
-                namespace: NS.into(),
+                namespace: ns(),
                 job_id,
                 lease_token,
                 lease: Some(prost_types::Duration {
@@ -250,7 +250,7 @@ async fn cost_fail(
     let phase = async {
         for (job_id, lease_token) in leases {
             c.fail_job(proto::FailJobRequest {
-                namespace: NS.into(),
+                namespace: ns(),
                 job_id,
                 lease_token,
                 error: "bench".into(),
@@ -338,7 +338,9 @@ async fn cost(
             ..Stats::default()
         })
     });
-    let ((s, cpu), time) = script_time::timed(&mut conn, script, timed).await?;
+    let ((s, cpu), time) = script_time::timed(&mut conn, script, timed)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
     // cpu is per RPC; a script call is what the floor compares with.
     let per_call = if cpu.script_calls > 0.0 {
         cpu.redis_us / cpu.script_calls

@@ -69,6 +69,11 @@ pub(crate) struct BenchArgs {
     /// executable, where cargo builds both).
     #[arg(long, env = "DUEQ_BIN")]
     pub(crate) dueq_bin: Option<PathBuf>,
+    /// Hidden: serve a bare tonic health service (no dueq layers) on this address
+    /// until killed; the consume family starts the bench itself this way for its
+    /// `bare tonic health` row (rpc_floor.rs).
+    #[arg(long, hide = true)]
+    pub(crate) serve_bare_health: Option<std::net::SocketAddr>,
 }
 
 /// A group of measurements that `--only` can pick.

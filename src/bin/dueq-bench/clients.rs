@@ -170,7 +170,7 @@ async fn drain(plan: &Plan, env: &Env, mut command: Command, lang: Lang) -> Resu
     command
         .arg(params.to_string())
         .env("DUEQ_ADDR", format!("http://{}", env.addr()))
-        .env("DUEQ_NAMESPACE", consume::NS)
+        .env("DUEQ_NAMESPACE", consume::ns())
         .env_remove("DUEQ_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -4,10 +4,12 @@
 //! - `ClaimJob+AckJob`: `plan.prefill` jobs are enqueued first (not measured), then
 //!   `plan.concurrency` workers each ClaimJob `max_jobs 1` and AckJob until the queue
 //!   is empty: the same pre-fill and concurrency as the `bullmq Worker` peer row, so
-//!   the two compare (target `ClaimJob+AckJob >= 1x BullMQ Worker`).
+//!   the two compare (no target since issue 35: two RPCs per job cannot beat one
+//!   Redis round trip per job on two cores; the row stays).
 //! - `ClaimJob+acks`: the same pre-fill drained again by `plan.concurrency` unary
 //!   workers whose every ClaimJob carries the ack of the job before it (one RPC and
-//!   one script per job, as BullMQ's moveToFinished fetches the next job).
+//!   one script per job, as BullMQ's moveToFinished fetches the next job; targets
+//!   `ClaimJob+acks >= 0.75x BullMQ Worker` and `... Redis CPU/job <= 1x ...`).
 //! - `worker fast path`: the same pre-fill drained by Work streams (`--work-streams`,
 //!   default one: one worker process, as the peer is one BullMQ Worker), their
 //!   capacities adding up to `plan.concurrency` (the BullMQ Worker's concurrency);
@@ -16,9 +18,9 @@
 //!   long-polling ClaimJob for the unary drains, a Work stream of capacity 1 for the
 //!   fast path) and a prober enqueues one job there every PROBE_GAP; the delay from
 //!   the prober's Enqueue being acknowledged to the worker receiving the job.
-//! - `script <name>`: N calls of one job script in isolation (one caller, one kind at
-//!   a time): Redis CPU per script call and the script time INFO commandstats
-//!   counts for EVALSHA over the phase (only that script ran).
+//! - `empty RPC` and `bare tonic health`: rpc_floor.rs.
+//! - `<script>, 1 item` / `<script>, 32 items` and `<script> floor`: each script on
+//!   its own and the floor of its Redis commands (script_rows.rs, floor.rs).
 
 use std::{
     collections::HashMap,
@@ -33,25 +35,29 @@ use dueq::proto::{self, work_request::Request as WorkIn, work_response::Response
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
-use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
 use crate::{
     env::{Client, Env},
-    grpc::{clients, spread, with_cpu},
+    grpc::{clients, with_cpu},
     load::{drive, Stats},
     plan::Plan,
     report::{Report, Row},
-    script_time, Result,
+    Result,
 };
 
 const S: &str = "consume";
-pub(crate) const NS: &str = "consume";
+/// The namespace of the drains and script rows: `consume` and the number of flushes
+/// so far. The service's namespace monitor remembers each namespace's job sequence
+/// and refuses one whose sequence went backwards (a store rolled back under it,
+/// until Migrate); a namespace filled again after a FLUSHALL would look exactly
+/// like that, so each flush starts a namespace of a new name.
+pub(crate) fn ns() -> String {
+    format!("consume{}", crate::local::resets())
+}
 /// The pre-filled queue the workers drain.
 pub(crate) const QUEUE: &str = "work";
 /// The queue of the latency probe's jobs.
 const PROBE_QUEUE: &str = "probe";
-/// The queue of the per-script phases.
-const COST_QUEUE: &str = "cost";
 /// Pause between probes: few enough that the probe's own jobs hardly count in the
 /// drain's Redis CPU (one probe job per 10 ms against thousands of jobs/s).
 const PROBE_GAP: Duration = Duration::from_millis(10);
@@ -70,61 +76,18 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
     prefill(env, plan.prefill).await?;
     drain_fast(plan, env, report).await?;
     env.reset().await?;
-    rpc_floor(plan, env, report).await?;
-    script_costs(plan, env, report).await?;
+    crate::rpc_floor::run(plan, env, report).await?;
+    crate::script_rows::run(plan, env, report).await?;
     Ok(())
 }
 
 /// A cap on a drain, not the measure: a drain ends when the queue is empty.
-fn drain_cap(plan: &Plan) -> Duration {
+pub(crate) fn drain_cap(plan: &Plan) -> Duration {
     if plan.smoke {
         Duration::from_secs(60)
     } else {
         Duration::from_secs(600)
     }
-}
-
-/// What the unary path pays before it does any work: the same callers, over the same
-/// connections, call an RPC that does nothing (grpc.health.v1 Check, answered from
-/// memory behind the same tower layers) as many times as the ClaimJob+AckJob drain
-/// made calls. Its service and client CPU per call, twice, is the floor of that
-/// path's CPU per job, whatever the scripts cost (target `ClaimJob+AckJob >= 1x
-/// BullMQ Worker` quotes it).
-async fn rpc_floor(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
-    let health = || async { Ok(HealthClient::new(env.channel().await?)) };
-    let callers = spread(plan.concurrency, health().await?, health).await?;
-    let total = plan.prefill * 2;
-    let started = Arc::new(AtomicU64::new(0));
-    let phase = drive(plan.concurrency, drain_cap(plan), |i| {
-        let c = callers[i].clone();
-        let started = started.clone();
-        move || {
-            let mut c = c.clone();
-            let started = started.clone();
-            async move {
-                if started.fetch_add(1, Ordering::Relaxed) >= total {
-                    return Ok(0);
-                }
-                c.check(HealthCheckRequest::default()).await?;
-                Ok(1)
-            }
-        }
-    });
-    let (s, cpu) = with_cpu(env, phase).await?;
-    report.push(
-        Row::stats(S, "empty RPC", &s)
-            .note(format!(
-                "{} callers, grpc.health.v1 Check (no Redis, the same tower layers), {} calls: the unary path's floor is two of these per job",
-                plan.concurrency, s.items
-            ))
-            .with("service_cpu_us_per_call", cpu.service_us)
-            .with("bench_cpu_us_per_call", cpu.bench_us)
-            .and_note(format!(
-                "CPU/call: service {:.0} us, bench client {:.0} us",
-                cpu.service_us, cpu.bench_us
-            )),
-    );
-    Ok(())
 }
 
 fn ack_of(job: &proto::ClaimedJob) -> proto::JobLease {
@@ -139,7 +102,7 @@ fn ack_of(job: &proto::ClaimedJob) -> proto::JobLease {
 fn work_start(queue: &str, capacity: usize) -> proto::WorkRequest {
     proto::WorkRequest {
         request: Some(WorkIn::Start(proto::WorkStart {
-            namespace: NS.into(),
+            namespace: ns(),
             queues: vec![queue.into()],
             worker_id: "bench".into(),
             lease: None,
@@ -148,9 +111,9 @@ fn work_start(queue: &str, capacity: usize) -> proto::WorkRequest {
     }
 }
 
-fn job(queue: &str) -> proto::EnqueueRequest {
+pub(crate) fn job(queue: &str) -> proto::EnqueueRequest {
     proto::EnqueueRequest {
-        namespace: NS.into(),
+        namespace: ns(),
         queue: queue.into(),
         name: "bench".into(),
         payload: b"{\"n\":1}".to_vec(),
@@ -158,9 +121,9 @@ fn job(queue: &str) -> proto::EnqueueRequest {
     }
 }
 
-fn claim(queue: &str, wait: Option<Duration>) -> proto::ClaimJobRequest {
+pub(crate) fn claim(queue: &str, wait: Option<Duration>) -> proto::ClaimJobRequest {
     proto::ClaimJobRequest {
-        namespace: NS.into(),
+        namespace: ns(),
         queues: vec![queue.into()],
         worker_id: "bench".into(),
         wait: wait.map(|w| prost_types::Duration {
@@ -181,7 +144,7 @@ pub(crate) async fn prefill(env: &Env, n: u64) -> Result<()> {
         let k = FILL_BATCH.min(n - done);
         client
             .enqueue_batch(proto::EnqueueBatchRequest {
-                namespace: NS.into(),
+                namespace: ns(),
                 jobs: (0..k).map(|_| job(QUEUE)).collect(),
             })
             .await?;
@@ -205,7 +168,7 @@ async fn drain(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
                 };
                 c.ack_job(proto::AckJobRequest {
                     result: Vec::new(),
-                    namespace: NS.into(),
+                    namespace: ns(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
                 })
@@ -593,7 +556,7 @@ async fn wait_by_claims(mut worker: Client, arrivals: Arrivals) -> Result<()> {
             worker
                 .ack_job(proto::AckJobRequest {
                     result: Vec::new(),
-                    namespace: NS.into(),
+                    namespace: ns(),
                     job_id: j.job_id,
                     lease_token: j.lease_token,
                 })
@@ -662,204 +625,4 @@ async fn enqueue_probes(
         tokio::time::sleep(PROBE_GAP).await;
     }
     Ok((delays, lost))
-}
-
-/// Calls per script phase.
-fn calls(plan: &Plan) -> u64 {
-    if plan.smoke {
-        50
-    } else {
-        2_000
-    }
-}
-
-/// A claimed job's id and lease token.
-type Lease = (String, String);
-
-/// Each job script on its own: N Enqueues, N claims, N lease extensions, then half
-/// acked and half failed, one caller, one kind at a time.
-async fn script_costs(plan: &Plan, env: &Env, report: &mut Report) -> Result<()> {
-    let n = calls(plan);
-    let c = env.client().await?;
-    cost_enqueue(env, report, c.clone(), n).await?;
-    let mut leases = cost_claim(env, report, c, n).await?;
-    cost_extend(env, report, env.client().await?, leases.clone()).await?;
-    let to_fail = leases.split_off(leases.len() / 2);
-    cost_ack(env, report, env.client().await?, leases).await?;
-    cost_fail(env, report, env.client().await?, to_fail).await?;
-    report.note(
-        S,
-        format!(
-            "script rows: {n} calls of one kind at a time from one caller; Redis CPU per script call (used_cpu_sys+user delta / EVALSHA calls, so it includes command dispatch) and the EVALSHA time INFO commandstats counted"
-        ),
-    );
-    Ok(())
-}
-
-/// enqueue_jobs: `n` Enqueues of one job each into COST_QUEUE.
-async fn cost_enqueue(env: &Env, report: &mut Report, mut c: Client, n: u64) -> Result<()> {
-    let phase = async {
-        for _ in 0..n {
-            c.enqueue(job(COST_QUEUE)).await?;
-        }
-        Ok(())
-    };
-    cost(
-        env,
-        report,
-        "enqueue_jobs",
-        "Enqueue, one job per call",
-        n,
-        phase,
-    )
-    .await
-}
-
-/// claim_jobs: `n` ClaimJobs of one job each from COST_QUEUE, no wait; the leases,
-/// which must be `n`.
-async fn cost_claim(env: &Env, report: &mut Report, mut c: Client, n: u64) -> Result<Vec<Lease>> {
-    let mut leases = Vec::with_capacity(n as usize);
-    let phase = async {
-        for _ in 0..n {
-            let jobs = c
-                .claim_job(claim(COST_QUEUE, None))
-                .await?
-                .into_inner()
-                .jobs;
-            leases.extend(jobs.into_iter().map(|j| (j.job_id, j.lease_token)));
-        }
-        Ok(())
-    };
-    cost(
-        env,
-        report,
-        "claim_jobs",
-        "ClaimJob max_jobs 1, no wait",
-        n,
-        phase,
-    )
-    .await?;
-    if leases.len() as u64 != n {
-        return Err(format!("claimed {} of {n} jobs", leases.len()).into());
-    }
-    Ok(leases)
-}
-
-/// extend_lease: one ExtendLease (by 60 s) per lease.
-async fn cost_extend(
-    env: &Env,
-    report: &mut Report,
-    mut c: Client,
-    leases: Vec<Lease>,
-) -> Result<()> {
-    let n = leases.len() as u64;
-    let phase = async {
-        for (job_id, lease_token) in leases {
-            c.extend_lease(proto::ExtendLeaseRequest {
-                progress: None,
-                namespace: NS.into(),
-                job_id,
-                lease_token,
-                lease: Some(prost_types::Duration {
-                    seconds: 60,
-                    nanos: 0,
-                }),
-            })
-            .await?;
-        }
-        Ok(())
-    };
-    cost(env, report, "extend_lease", "ExtendLease by 60s", n, phase).await
-}
-
-/// ack_job: one AckJob per lease.
-async fn cost_ack(env: &Env, report: &mut Report, mut c: Client, leases: Vec<Lease>) -> Result<()> {
-    let n = leases.len() as u64;
-    let phase = async {
-        for (job_id, lease_token) in leases {
-            c.ack_job(proto::AckJobRequest {
-                result: Vec::new(),
-                namespace: NS.into(),
-                job_id,
-                lease_token,
-            })
-            .await?;
-        }
-        Ok(())
-    };
-    cost(env, report, "ack_job", "AckJob", n, phase).await
-}
-
-/// fail_job: one FailJob per lease, retried after an hour (so each job becomes a
-/// delayed one).
-async fn cost_fail(
-    env: &Env,
-    report: &mut Report,
-    mut c: Client,
-    leases: Vec<Lease>,
-) -> Result<()> {
-    let n = leases.len() as u64;
-    let phase = async {
-        for (job_id, lease_token) in leases {
-            c.fail_job(proto::FailJobRequest {
-                namespace: NS.into(),
-                job_id,
-                lease_token,
-                error: "bench".into(),
-                retry_after: Some(prost_types::Duration {
-                    seconds: 3600,
-                    nanos: 0,
-                }),
-                non_retryable: false,
-            })
-            .await?;
-        }
-        Ok(())
-    };
-    let what = "FailJob, retry after 1h (a delayed job)";
-    cost(env, report, "fail_job", what, n, phase).await
-}
-
-/// One script's phase: `n` gRPC calls that each run `script` once.
-async fn cost(
-    env: &Env,
-    report: &mut Report,
-    script: &str,
-    what: &str,
-    n: u64,
-    phase: impl std::future::Future<Output = Result<()>>,
-) -> Result<()> {
-    let mut conn = env.conn().await?;
-    let started = Instant::now();
-    let timed = with_cpu(env, async {
-        phase.await?;
-        Ok(Stats {
-            items: n,
-            calls: n,
-            secs: started.elapsed().as_secs_f64(),
-            ..Stats::default()
-        })
-    });
-    let ((s, cpu), time) = script_time::timed(&mut conn, script, timed).await?;
-    let redis_per_call = if cpu.script_calls > 0.0 {
-        cpu.redis_us / cpu.script_calls
-    } else {
-        0.0
-    };
-    let mut row = Row::new(S, format!("script {script}"));
-    row.ops_s = Some(s.ops_s());
-    report.push(
-        row.note(format!(
-            "{what}: Redis CPU {redis_per_call:.0} us/call, script time {:.0} us/call (commandstats), longest {:.2} ms; script calls per RPC {:.2}",
-            time.mean_us,
-            time.longest_us as f64 / 1000.0,
-            cpu.script_calls
-        ))
-        .with("calls", n)
-        .with("redis_cpu_us_per_call", redis_per_call)
-        .with("script_us_per_call", time.mean_us)
-        .with("script_longest_us", time.longest_us)
-        .with("script_calls_per_rpc", cpu.script_calls),
-    );
-    Ok(())
 }

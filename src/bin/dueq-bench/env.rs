@@ -180,6 +180,7 @@ impl Env {
             .arg("ASYNC")
             .query_async(&mut conn)
             .await?;
+        crate::local::count_reset();
         // Wait for the background free, so memory deltas start from a quiet heap.
         for _ in 0..600 {
             let memory = info(&mut conn, "memory").await?;

@@ -3,7 +3,11 @@
 //! loops. A leaf, so `env`, `own_redis` and `service` can all use them without
 //! importing each other.
 
-use std::{net::TcpListener, time::Duration};
+use std::{
+    net::TcpListener,
+    sync::atomic::{AtomicU64, Ordering},
+    time::Duration,
+};
 
 use crate::Result;
 
@@ -21,4 +25,18 @@ pub(crate) fn free_port() -> Result<u16> {
 #[allow(clippy::disallowed_methods)]
 pub(crate) async fn pause(between_checks: Duration) {
     tokio::time::sleep(between_checks).await;
+}
+
+/// How many times the bench has flushed its own Redis (`Env::reset`).
+static RESETS: AtomicU64 = AtomicU64::new(0);
+
+/// Flushes so far: a family that fills the same namespace again after a flush
+/// names it after this count (see `consume::ns`).
+pub(crate) fn resets() -> u64 {
+    RESETS.load(Ordering::Relaxed)
+}
+
+/// Counts one flush.
+pub(crate) fn count_reset() {
+    RESETS.fetch_add(1, Ordering::Relaxed);
 }

@@ -32,6 +32,7 @@ mod cpu;
 mod deps;
 mod dispatch;
 mod env;
+mod floor;
 mod flow;
 mod grpc;
 mod idle_cost;
@@ -47,6 +48,8 @@ mod plan;
 mod procfs;
 mod redis_info;
 mod report;
+mod rpc_floor;
+mod script_rows;
 mod script_time;
 mod security;
 mod seed;
@@ -76,7 +79,11 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    match run(args).await {
+    let result = match args.serve_bare_health {
+        Some(addr) => rpc_floor::serve_bare(addr).await,
+        None => run(args).await,
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("dueq-bench failed: {error}");

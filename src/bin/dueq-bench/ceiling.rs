@@ -1,5 +1,5 @@
 //! The ceiling: the very scripts dueq runs (enqueue_jobs, claim_due), called straight
-//! on Redis with EVALSHA at the same concurrency, one call in flight per connection
+//! on Redis with FCALL at the same concurrency, one call in flight per connection
 //! (unpipelined) or `batch` calls per pipeline. The denominators of the gRPC ratios.
 
 use deadpool_redis::redis::{self, Cmd};
@@ -95,19 +95,19 @@ async fn pipelined(
 }
 
 pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<Ceiling> {
-    // Loaded up front, so that no measured EVALSHA is a NOSCRIPT miss.
+    // Loaded up front, so that no measured FCALL misses its function.
     load_scripts(&mut env.conn().await?).await?;
     seed::ensure_namespace(&mut env.client().await?, CLAIM_NS).await?;
     let mut c = Ceiling::default();
 
     let s = unpipelined(plan, env, 1, || enqueue_cmd(1)).await?;
     c.enqueue = s.ops_s();
-    report.push(Row::stats(S, "EVALSHA enqueue_jobs x1", &s).note("one job per call"));
+    report.push(Row::stats(S, "FCALL enqueue_jobs x1", &s).note("one job per call"));
 
     let s = pipelined(plan, env, || enqueue_cmd(1)).await?;
     c.enqueue_pipelined = s.ops_s();
     report.push(
-        Row::stats(S, "EVALSHA enqueue_jobs x1, pipelined", &s).note(format!(
+        Row::stats(S, "FCALL enqueue_jobs x1, pipelined", &s).note(format!(
             "{} calls per pipeline; latency per pipeline",
             plan.batch
         )),
@@ -116,18 +116,18 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<C
     let batch = plan.batch;
     let s = unpipelined(plan, env, batch as u64, move || enqueue_cmd(batch)).await?;
     report.push(
-        Row::stats(S, format!("EVALSHA enqueue_jobs x{batch} (one call)"), &s)
+        Row::stats(S, format!("FCALL enqueue_jobs x{batch} (one call)"), &s)
             .note("what EnqueueBatch runs; ops = jobs"),
     );
 
     let s = unpipelined(plan, env, 1, claim_cmd).await?;
     c.claim = s.ops_s();
-    report.push(Row::stats(S, "EVALSHA claim_due (nothing due)", &s));
+    report.push(Row::stats(S, "FCALL claim_due (nothing due)", &s));
 
     let s = pipelined(plan, env, claim_cmd).await?;
     c.claim_pipelined = s.ops_s();
     report.push(
-        Row::stats(S, "EVALSHA claim_due (nothing due), pipelined", &s)
+        Row::stats(S, "FCALL claim_due (nothing due), pipelined", &s)
             .note(format!("{} calls per pipeline", plan.batch)),
     );
     report.note(

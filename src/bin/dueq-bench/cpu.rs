@@ -15,7 +15,8 @@ pub(crate) struct CpuSnapshot {
     service: f64,
     redis: f64,
     bench: f64,
-    /// Script calls Redis has run (EVALSHA and EVAL in INFO commandstats).
+    /// Script calls Redis has run (FCALL, FCALL_RO, and EVALSHA and EVAL for the
+    /// bench's own seeding tools, in INFO commandstats).
     script_calls: u64,
 }
 
@@ -47,9 +48,7 @@ impl CpuSnapshot {
             service: process_cpu_s(Some(service_pid)).await,
             redis: field("used_cpu_user") + field("used_cpu_sys"),
             bench: process_cpu_s(None).await,
-            script_calls: command_calls(&stats, |l| {
-                l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:")
-            }),
+            script_calls: command_calls(&stats, is_script_call),
         })
     }
 
@@ -63,4 +62,17 @@ impl CpuSnapshot {
                 / ops.max(1) as f64,
         }
     }
+}
+
+/// Whether an INFO commandstats line counts script calls: dueq's functions (FCALL,
+/// FCALL_RO) or a script sent whole (EVALSHA, EVAL).
+pub(crate) fn is_script_call(line: &str) -> bool {
+    [
+        "cmdstat_fcall:",
+        "cmdstat_fcall_ro:",
+        "cmdstat_evalsha:",
+        "cmdstat_eval:",
+    ]
+    .iter()
+    .any(|c| line.starts_with(c))
 }

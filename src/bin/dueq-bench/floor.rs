@@ -9,7 +9,7 @@
 //! `redis-cli -p PORT monitor > m.txt` beside
 //! `dueq-bench --smoke --only consume --redis-url redis://127.0.0.1:PORT` (and
 //! `--only claim-scaling --sizes 100` for claim_due, whose "one due" claims it
-//! shows), then read the `[0 lua]` lines after one steady-state EVALSHA of the
+//! shows), then read the `[0 lua]` lines after one steady-state call of the
 //! script (not the first call of a queue, which also registers the queue). Each
 //! function below lists them in the order MONITOR printed them. Values the script
 //! computes (ids, packed records, times) are stand-ins of the same size.

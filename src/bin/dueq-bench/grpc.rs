@@ -133,7 +133,7 @@ async fn enqueue(
         &s,
         cpu,
         Some(ceiling.enqueue),
-        "ratio to EVALSHA enqueue_jobs x1 (unpipelined)",
+        "ratio to FCALL enqueue_jobs x1 (unpipelined)",
     ));
     Ok(())
 }
@@ -170,13 +170,13 @@ async fn enqueue_batch(
             &s,
             cpu,
             Some(ceiling.enqueue_pipelined),
-            &format!("{batch} jobs per call; ops = jobs; ratio to pipelined EVALSHA x1"),
+            &format!("{batch} jobs per call; ops = jobs; ratio to pipelined FCALL x1"),
         )
         .with("script_mean_us", script.mean_us)
         .with("script_longest_us", script.longest_us)
         .with("scripts_over_10ms", script.over_10ms)
         .and_note(format!(
-            "script time: mean {:.0} us per EVALSHA, longest enqueue_jobs {:.2} ms (SLOWLOG), {} over 10 ms",
+            "script time: mean {:.0} us per script call, longest enqueue_jobs {:.2} ms (SLOWLOG), {} over 10 ms",
             script.mean_us,
             script.longest_us as f64 / 1000.0,
             script.over_10ms
@@ -299,7 +299,7 @@ async fn claim_due_schedule(
         &s,
         cpu,
         Some(ceiling.claim),
-        "nothing due, no wait; ratio to EVALSHA claim_due",
+        "nothing due, no wait; ratio to FCALL claim_due",
     ));
     Ok(())
 }

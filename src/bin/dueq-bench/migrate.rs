@@ -235,7 +235,7 @@ impl MigrateScripts {
 }
 
 /// A SLOWLOG entry of one of dueq's scripts: its duration (µs) and the script's name.
-/// An entry is [id, timestamp, duration, [command, args...], ...]; an EVALSHA's
+/// An entry is [id, timestamp, duration, [command, args...], ...]; an FCALL's (or EVALSHA's)
 /// first argument is the script's SHA1.
 pub(crate) fn script_entry(entry: &Value) -> Option<(u64, &'static str)> {
     let Value::Array(parts) = entry else {

@@ -15,7 +15,7 @@
 //!
 //! Per row: Redis CPU per script call (used_cpu_sys+user delta over the phase /
 //! script calls, so it includes command dispatch), the script time INFO
-//! commandstats counted for EVALSHA, both also per item.
+//! commandstats counted for the script calls, both also per item.
 
 use dueq::proto;
 
@@ -71,7 +71,7 @@ pub(crate) async fn run(plan: &Plan, env: &Env, report: &mut Report) -> Result<(
     report.note(
         S,
         format!(
-            "script rows: {n} calls of one kind at a time from one caller, one item or {ITEMS} per call; Redis CPU per script call (used_cpu_sys+user delta / EVALSHA calls, so it includes command dispatch) and the EVALSHA time INFO commandstats counted, each also per item; floor rows: the same commands raw in one MULTI/EXEC per call (floor.rs)"
+            "script rows: {n} calls of one kind at a time from one caller, one item or {ITEMS} per call; Redis CPU per script call (used_cpu_sys+user delta / script calls, so it includes command dispatch) and the FCALL time INFO commandstats counted, each also per item; floor rows: the same commands raw in one MULTI/EXEC per call (floor.rs)"
         ),
     );
     Ok(())

@@ -1,45 +1,45 @@
-//! How long Redis spent in the scripts of one phase: the mean per EVALSHA call from
+//! How long Redis spent in the scripts of one phase: the mean per script call (FCALL,
+//! FCALL_RO; EVALSHA and EVAL for the bench's seeding tools) from
 //! INFO commandstats, and the longest call of one script from SLOWLOG (every script
 //! over 100 µs is logged while the phase runs).
 
 use deadpool_redis::redis::aio::MultiplexedConnection;
 
 use crate::{
+    cpu::is_script_call,
     migrate::{read_slowlog, restore_slowlog, script_entry, start_slowlog},
     redis_info::info,
     Result,
 };
 
-/// EVALSHA calls and the µs Redis spent in them so far.
+/// Script calls and the µs Redis spent in them so far.
 #[derive(Debug, Clone, Copy)]
-struct Evalsha {
+struct Calls {
     calls: u64,
     usec: u64,
 }
 
-impl Evalsha {
-    async fn take(conn: &mut MultiplexedConnection) -> Result<Evalsha> {
+impl Calls {
+    async fn take(conn: &mut MultiplexedConnection) -> Result<Calls> {
         let stats = info(conn, "commandstats").await?;
-        let line = stats.lines().find(|l| l.starts_with("cmdstat_evalsha:"));
-        let field = |name: &str| {
-            line.and_then(|l| {
-                l.split([':', ','])
-                    .find_map(|kv| kv.strip_prefix(name))
-                    .and_then(|v| v.parse::<u64>().ok())
-            })
-            .unwrap_or(0)
+        let field = |line: &str, name: &str| {
+            line.split([':', ','])
+                .find_map(|kv| kv.strip_prefix(name))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
         };
-        Ok(Evalsha {
-            calls: field("calls="),
-            usec: field("usec="),
-        })
+        let lines = stats.lines().filter(|l| is_script_call(l));
+        Ok(lines.fold(Calls { calls: 0, usec: 0 }, |sum, l| Calls {
+            calls: sum.calls + field(l, "calls="),
+            usec: sum.usec + field(l, "usec="),
+        }))
     }
 }
 
 /// Script time measured over one phase.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ScriptTime {
-    /// Mean µs per EVALSHA call (any script) during the phase.
+    /// Mean µs per script call (any script) during the phase.
     pub(crate) mean_us: f64,
     /// The longest call of the watched script SLOWLOG caught, in µs (0: none over
     /// 100 µs).
@@ -65,9 +65,9 @@ pub(crate) async fn timed_any<T>(
     phase: impl std::future::Future<Output = Result<T>>,
 ) -> Result<(T, ScriptTime)> {
     let threshold = start_slowlog(conn).await?;
-    let before = Evalsha::take(conn).await?;
+    let before = Calls::take(conn).await?;
     let out = phase.await;
-    let after = Evalsha::take(conn).await?;
+    let after = Calls::take(conn).await?;
     let entries = read_slowlog(conn).await?;
     restore_slowlog(conn, threshold).await?;
     let durations: Vec<u64> = entries

@@ -6,7 +6,13 @@
 //! `MAX_IN_FLIGHT` script calls per namespace are outstanding, and each carries
 //! every job that arrived while the previous one ran (up to `MAX_JOBS_PER_CALL`).
 //! A lone caller never waits for company: with nothing in flight its job goes out at
-//! once, so the added latency at low load is one task hand-off.
+//! once.
+//!
+//! The caller that starts a flush (the leader) sends its group itself, on its own
+//! task: no task is spawned and its own answer needs no hand-off (issue 35: a spawn
+//! and a wake-up per group, and per lone caller, were a measurable part of the
+//! service's CPU per Enqueue). Once its group is answered, the leader hands the lane
+//! to a task of its own if more callers wait, and returns.
 //!
 //! Measured with `dueq bench --only grpc --duration 4s --concurrency 64` against a
 //! scratch build with grouping off: 19,222 vs 14,154 Enqueues/s, Redis CPU 26 vs
@@ -28,11 +34,17 @@
 //!
 //! The script handles its jobs one after another, exactly as if they had come in
 //! separate calls in that order (idempotent ids and dedup keys included), so grouping
-//! changes no outcome. The flush runs in its own task: a caller that gives up (its
-//! deadline passed, it disconnected) cannot strand the jobs of the callers grouped
-//! with it.
+//! changes no outcome. A leader that gives up (its deadline passed, it disconnected)
+//! while its group is in flight cannot strand the jobs of the callers grouped with
+//! it: the rest of its flush is moved to a task of its own ([`Detached`]), which
+//! answers them.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{ready, Context, Poll},
+};
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -76,7 +88,7 @@ pub(crate) async fn enqueue(
     max_jobs: u64,
 ) -> Result<Enqueued, StoreError> {
     let (reply, answer) = oneshot::channel();
-    let start_flush = {
+    let lead = {
         let mut lane = lock(&entry.lane);
         lane.waiting.push((spec, reply));
         let start = lane.flushing < MAX_IN_FLIGHT;
@@ -85,11 +97,15 @@ pub(crate) async fn enqueue(
         }
         start
     };
-    if start_flush {
-        tokio::spawn(flush(store.clone(), entry.clone(), max_jobs));
+    if lead {
+        let slot = FlushSlot {
+            lane: entry.lane.clone(),
+            released: false,
+        };
+        Detached::new(lead_flush(store.clone(), entry.clone(), max_jobs, slot)).await;
     }
     answer.await.unwrap_or_else(|_| {
-        // Only a panicking flush task drops a reply unanswered.
+        // Only a panicking flush drops a reply unanswered.
         Err(StoreError::corrupt(
             "enqueue",
             "the grouped call ended without an answer",
@@ -97,53 +113,112 @@ pub(crate) async fn enqueue(
     })
 }
 
-/// Sends the lane's waiting jobs in groups until none are left.
-async fn flush(store: Arc<Store>, entry: Arc<Entry>, max_jobs: u64) {
-    let mut slot = FlushSlot {
-        lane: entry.lane.clone(),
-        released: false,
+/// The leader's flush: one group (its own job is in it unless a full group waited
+/// before it), then the lane goes to a task of its own if more callers wait.
+async fn lead_flush(store: Arc<Store>, entry: Arc<Entry>, max_jobs: u64, mut slot: FlushSlot) {
+    let Some(group) = take_group(&entry, &mut slot) else {
+        return;
     };
-    loop {
-        let group: Vec<(JobSpec, Reply)> = {
-            let mut state = lock(&entry.lane);
-            if state.waiting.is_empty() {
-                state.flushing = state.flushing.saturating_sub(1);
-                slot.released = true;
-                return;
-            }
-            let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
-            state.waiting.drain(..take).collect()
-        };
-        // A caller that gave up while its job waited here (deadline passed, client
-        // gone) was told it failed: sending its job now would create a job it will
-        // enqueue again when it retries.
-        let (specs, replies): (Vec<JobSpec>, Vec<Reply>) = group
-            .into_iter()
-            .filter(|(_, reply)| !reply.is_closed())
-            .unzip();
-        if specs.is_empty() {
-            continue;
+    send_group(&store, &entry, max_jobs, group).await;
+    let more = {
+        let mut lane = lock(&entry.lane);
+        if lane.waiting.is_empty() {
+            lane.flushing = lane.flushing.saturating_sub(1);
+            slot.released = true;
         }
-        let namespace = entry.name();
-        let span = tracing::debug_span!("enqueue_group", %namespace, jobs = specs.len());
-        let result = store
-            .run(
+        !slot.released
+    };
+    if more {
+        tokio::spawn(flush(store, entry, max_jobs, slot));
+    }
+}
+
+/// Sends the lane's waiting jobs in groups until none are left.
+async fn flush(store: Arc<Store>, entry: Arc<Entry>, max_jobs: u64, mut slot: FlushSlot) {
+    while let Some(group) = take_group(&entry, &mut slot) {
+        send_group(&store, &entry, max_jobs, group).await;
+    }
+}
+
+/// The next group of waiting jobs; `None` (the slot given back) when none wait.
+fn take_group(entry: &Entry, slot: &mut FlushSlot) -> Option<Vec<(JobSpec, Reply)>> {
+    let mut state = lock(&entry.lane);
+    if state.waiting.is_empty() {
+        state.flushing = state.flushing.saturating_sub(1);
+        slot.released = true;
+        return None;
+    }
+    let take = state.waiting.len().min(MAX_JOBS_PER_CALL);
+    Some(state.waiting.drain(..take).collect())
+}
+
+/// Sends one group in one script call and answers its callers.
+async fn send_group(store: &Store, entry: &Entry, max_jobs: u64, group: Vec<(JobSpec, Reply)>) {
+    // A caller that gave up while its job waited here (deadline passed, client
+    // gone) was told it failed: sending its job now would create a job it will
+    // enqueue again when it retries.
+    let (specs, replies): (Vec<JobSpec>, Vec<Reply>) = group
+        .into_iter()
+        .filter(|(_, reply)| !reply.is_closed())
+        .unzip();
+    if specs.is_empty() {
+        return;
+    }
+    let namespace = entry.name();
+    let span = tracing::debug_span!("enqueue_group", %namespace, jobs = specs.len());
+    let result = store
+        .run(
+            namespace,
+            &EnqueueJobs {
                 namespace,
-                &EnqueueJobs {
-                    namespace,
-                    jobs: &specs,
-                    max_jobs,
-                },
-            )
-            .instrument(span)
-            .await;
-        if let Err(error) = &result {
-            if error.is_unavailable() {
-                let waiting = std::mem::take(&mut lock(&entry.lane).waiting);
-                answer_all(waiting.into_iter().map(|(_, reply)| reply), error);
+                jobs: &specs,
+                max_jobs,
+            },
+        )
+        .instrument(span)
+        .await;
+    if let Err(error) = &result {
+        if error.is_unavailable() {
+            let waiting = std::mem::take(&mut lock(&entry.lane).waiting);
+            answer_all(waiting.into_iter().map(|(_, reply)| reply), error);
+        }
+    }
+    answer(replies, result);
+}
+
+/// A future run in place, on the task that awaits it, that is moved to a task of its
+/// own if that task drops it before it finished: a leader's flush, which other
+/// callers' answers depend on, outlives the leader's own call.
+struct Detached<F: Future<Output = ()> + Send + 'static>(Option<Pin<Box<F>>>);
+
+impl<F: Future<Output = ()> + Send + 'static> Detached<F> {
+    fn new(future: F) -> Self {
+        Detached(Some(Box::pin(future)))
+    }
+}
+
+impl<F: Future<Output = ()> + Send + 'static> Future for Detached<F> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if let Some(future) = &mut this.0 {
+            ready!(future.as_mut().poll(cx));
+            this.0 = None;
+        }
+        Poll::Ready(())
+    }
+}
+
+impl<F: Future<Output = ()> + Send + 'static> Drop for Detached<F> {
+    fn drop(&mut self) {
+        if let Some(future) = self.0.take() {
+            // Without a runtime (it is shutting down) the flush is dropped: its slot
+            // guard gives the slot back, and its callers get no answer.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(future);
             }
         }
-        answer(replies, result);
     }
 }
 
@@ -169,6 +244,80 @@ fn answer_all(replies: impl IntoIterator<Item = Reply>, error: &StoreError) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{
+        domain::RunAt,
+        namespaces::Namespaces,
+        store::ops::get_job::GetJob,
+        testing::{namespace, TestRedis},
+    };
+    use tokio_util::sync::CancellationToken;
+
+    fn spec(id: &str) -> JobSpec {
+        JobSpec {
+            id: id.into(),
+            queue: "q".into(),
+            name: "n".into(),
+            payload: b"{}".to_vec(),
+            headers: Default::default(),
+            priority: 0,
+            run_at: RunAt::Now,
+            max_attempts: 3,
+            backoff: Default::default(),
+            lease_ms: 30_000,
+            dedup: None,
+            retention: Default::default(),
+            flow: Default::default(),
+        }
+    }
+
+    /// Pins issue 35: the caller that starts a flush sends its group on its own
+    /// task. Once its call is on its way no other task exists for it (a spawned
+    /// flush task would be alive here: this runtime runs nothing else until the
+    /// caller yields), and it is answered.
+    #[tokio::test]
+    async fn a_lone_caller_sends_its_job_on_its_own_task() {
+        let redis = TestRedis::start().await;
+        let store = Arc::new(redis.store());
+        let entry = Namespaces::new(CancellationToken::new()).entry(&namespace("ns"));
+        // Connect first, so the connection's own task is already counted.
+        let warm = enqueue(&store, &entry, spec("warm"), 0).await;
+        assert!(warm.is_ok(), "{warm:?}");
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let tasks = metrics.num_alive_tasks();
+        let mut call = Box::pin(enqueue(&store, &entry, spec("a"), 0));
+        assert!(futures::poll!(call.as_mut()).is_pending());
+        assert_eq!(metrics.num_alive_tasks(), tasks, "no task was spawned");
+        let done = call.await;
+        assert!(done.is_ok(), "{done:?}");
+        assert!(lock(&entry.lane).is_idle(), "the leader gave its slot back");
+    }
+
+    /// Pins the lane's guarantee under issue 35's leader: a leader whose caller
+    /// gives up while its group is in flight does not strand the callers grouped
+    /// with it; the flush finishes on a task of its own and answers them.
+    #[tokio::test]
+    async fn a_leader_that_gives_up_mid_flight_still_answers_its_group() {
+        let redis = TestRedis::start().await;
+        let store = Arc::new(redis.store());
+        let entry = Namespaces::new(CancellationToken::new()).entry(&namespace("ns"));
+        // Another caller already waiting in the lane, with nothing in flight.
+        let (reply, other) = oneshot::channel();
+        lock(&entry.lane).waiting.push((spec("other"), reply));
+        let mut leader = Box::pin(enqueue(&store, &entry, spec("leader"), 0));
+        assert!(futures::poll!(leader.as_mut()).is_pending());
+        assert!(
+            lock(&entry.lane).waiting.is_empty(),
+            "both jobs are in flight"
+        );
+        drop(leader);
+        let answer = other.await;
+        assert!(matches!(answer, Ok(Ok(_))), "{answer:?}");
+        let stored = store
+            .run(entry.name(), &GetJob { id: "other" })
+            .await
+            .map(|job| job.is_some());
+        assert!(matches!(stored, Ok(true)), "{stored:?}");
+    }
 
     #[test]
     fn a_flush_slot_left_unreleased_is_given_back() {

@@ -50,19 +50,19 @@ fn bearer<B>(request: &http::Request<B>) -> Option<&str> {
 }
 
 impl Authenticate {
-    /// Puts the caller in the request's extensions, or answers UNAUTHENTICATED.
-    pub(super) fn check(
+    /// Puts the caller in the request's extensions; or the UNAUTHENTICATED answer.
+    pub(super) fn refusal(
         &self,
         rpc: Option<&'static Rpc>,
         request: &mut http::Request<Body>,
-    ) -> Result<(), http::Response<Body>> {
+    ) -> Option<http::Response<Body>> {
         let open = rpc.is_some_and(|rpc| rpc.access == Access::Open);
         let in_process = request.extensions_mut().remove::<InProcess>();
         let caller = match &self.principals {
             _ if in_process.is_some() => in_process.map(|InProcess(caller)| caller),
             // The open RPCs' handlers are tonic's (health, reflection) and read no
             // caller: one in the extensions would cost an allocation per call.
-            _ if open => return Ok(()),
+            _ if open => return None,
             None => Some(Caller::Unrestricted),
             Some(file) => {
                 let credential =
@@ -74,7 +74,7 @@ impl Authenticate {
         };
         if let Some(caller) = caller {
             request.extensions_mut().insert(caller);
-            return Ok(());
+            return None;
         }
         let method = rpc.map_or_else(|| request.uri().path(), |rpc| rpc.method);
         audit_lines::refused(
@@ -84,7 +84,7 @@ impl Authenticate {
             "UNAUTHENTICATED",
             audit_lines::via(request.headers()),
         );
-        Err(unauthenticated().into_http())
+        Some(unauthenticated().into_http())
     }
 }
 

@@ -187,7 +187,7 @@ impl Concerns {
         S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
         S::Future: Send + 'static,
     {
-        let refused = self.auth.check(rpc, &mut request).err();
+        let refused = self.auth.refusal(rpc, &mut request);
         let (parts, body) = request.into_parts();
         async move {
             if let Some(refused) = refused {
@@ -195,7 +195,7 @@ impl Concerns {
             }
             let (body, slot) = match self.shed.admit(rpc, &parts.extensions, body).await {
                 Ok(admitted) => admitted,
-                Err(refused) => return refused,
+                Err(refused) => return *refused,
             };
             let response = self
                 .answered(inner, http::Request::from_parts(parts, body), rpc)

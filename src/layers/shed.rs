@@ -225,30 +225,32 @@ pub(super) struct Slot<'a> {
 
 impl Shed {
     /// The request's body, once it is in and the call has a slot; or the answer
-    /// that refuses the call.
+    /// that refuses the call (boxed: a refusal is rare, and a large error would
+    /// make every call's future larger).
     pub(super) async fn admit(
         &self,
         rpc: Option<&'static Rpc>,
         extensions: &http::Extensions,
         body: Body,
-    ) -> Result<(Body, Slot<'_>), http::Response<Body>> {
+    ) -> Result<(Body, Slot<'_>), Box<http::Response<Body>>> {
+        let refused = |status: Status| Box::new(status.into_http());
         if let Err(status) = self.charge_connection(rpc, extensions) {
-            return Err(status.into_http());
+            return Err(refused(status));
         }
         let Admission { cap, flag, share } = self.cap_of(rpc, extensions);
         let reading = self.reading(rpc);
         let read = tokio::time::timeout(self.body_timeout, arrived(body, reading));
         let body = match read.await {
             Ok(Ok(body)) => body,
-            Ok(Err(status)) => return Err(status.into_http()),
-            Err(_) => return Err(body_late(self.body_timeout).into_http()),
+            Ok(Err(status)) => return Err(refused(status)),
+            Err(_) => return Err(refused(body_late(self.body_timeout))),
         };
         let held = share
             .map(|share| share.take(flag))
             .transpose()
-            .map_err(Status::into_http::<Body>)?;
+            .map_err(refused)?;
         let Ok(permit) = cap.try_acquire() else {
-            return Err(overloaded(flag).into_http());
+            return Err(refused(overloaded(flag)));
         };
         let slot = Slot {
             _permit: permit,

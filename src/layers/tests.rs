@@ -113,4 +113,3 @@ async fn a_call_counts_in_the_registrys_series() {
         "handled once its trailers passed"
     );
 }
-

@@ -24,7 +24,7 @@
 //! (issue 29; `crate::shares`: half when the file names more than one principal).
 //! Plain tokens name a principal only per request, so a connection is charged to
 //! the first principal that makes an authenticated call on it ([`Owners::charge`],
-//! from the admission layer `crate::layers::ShedLayer`), and stays charged to it
+//! from the admission layer `crate::layers::shed`), and stays charged to it
 //! until it closes. A principal's call on a new connection beyond its share is
 //! refused RESOURCE_EXHAUSTED, and that connection is closed a moment later
 //! ([`CLOSE_GRACE`], for the refusal to go out), so the slot it took comes back.

@@ -1,13 +1,12 @@
 //! What the server knows about one RPC, as a value: its path, who may call it, how
 //! long it may last, whether an allowed call is audited. The values themselves are
 //! the one RPC table (`api::rpcs`), written once, one line per RPC; the outermost
-//! tower layer (`layers::ClassifyLayer`) looks a request's path up there once and
-//! puts the `&'static Rpc` in its extensions, where every later layer and the
-//! handlers read it instead of parsing the path again.
+//! concern of the layers (`layers::classify`) looks a request's path up there once
+//! and passes the `&'static Rpc` to every later one, which read it instead of
+//! parsing the path again. (The handlers find theirs by method name,
+//! `api::queue_rpc`.)
 
 use std::fmt;
-
-use tonic::codegen::http;
 
 use crate::auth::Role;
 
@@ -54,7 +53,7 @@ pub(crate) enum CallKind {
     Stream,
     /// A stream both ways (Work, reflection): like [`CallKind::Stream`], but the
     /// request streams too, so the call is admitted once its first message is in
-    /// (`layers::ShedLayer`).
+    /// (`layers::shed`).
     Duplex,
 }
 
@@ -72,10 +71,20 @@ impl fmt::Display for Rpc {
     }
 }
 
-/// The table as the layers look it up: every RPC by path.
+/// The table as the layers look it up: every RPC by path, and its place in the
+/// table (where the metrics layer keeps its series).
 #[derive(Debug)]
 pub(crate) struct Catalogue {
-    by_path: std::collections::HashMap<&'static str, &'static Rpc>,
+    by_path: std::collections::HashMap<&'static str, Line>,
+    lines: Vec<&'static Rpc>,
+}
+
+/// An RPC of the table and its place there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Line {
+    pub(crate) rpc: &'static Rpc,
+    /// Its index in [`Catalogue::lines`].
+    pub(crate) index: usize,
 }
 
 impl Catalogue {
@@ -84,27 +93,21 @@ impl Catalogue {
     /// unambiguously is a build defect, caught by the table's own test.
     pub(crate) fn new(rpcs: impl IntoIterator<Item = &'static Rpc>) -> Self {
         let mut by_path = std::collections::HashMap::new();
-        for rpc in rpcs {
-            let before = by_path.insert(rpc.path, rpc);
+        let lines: Vec<&'static Rpc> = rpcs.into_iter().collect();
+        for (index, &rpc) in lines.iter().enumerate() {
+            let before = by_path.insert(rpc.path, Line { rpc, index });
             assert!(before.is_none(), "{} is in the RPC table twice", rpc.path);
         }
-        Catalogue { by_path }
+        Catalogue { by_path, lines }
     }
 
     /// The RPC served at `path`; None for a path the server does not serve.
-    pub(crate) fn find(&self, path: &str) -> Option<&'static Rpc> {
+    pub(crate) fn find(&self, path: &str) -> Option<Line> {
         self.by_path.get(path).copied()
     }
-}
 
-/// The RPC the classify layer found for a request (`layers::ClassifyLayer`); None
-/// for a path the server does not serve.
-pub(crate) fn of(extensions: &http::Extensions) -> Option<&'static Rpc> {
-    extensions.get::<&'static Rpc>().copied()
-}
-
-/// The call kind of a request: an unknown path is answered at once (UNIMPLEMENTED),
-/// like a unary call.
-pub(crate) fn kind_of(extensions: &http::Extensions) -> CallKind {
-    of(extensions).map_or(CallKind::Unary, |rpc| rpc.kind)
+    /// Every RPC, in the order of their [`Line::index`].
+    pub(crate) fn lines(&self) -> &[&'static Rpc] {
+        &self.lines
+    }
 }

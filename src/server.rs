@@ -15,7 +15,7 @@ use tonic_health::{
     pb::health_server::{Health, HealthServer},
     ServingStatus,
 };
-use tower_layer::{Identity, Layer, Stack};
+use tower_layer::Layer;
 
 use crate::auth::AuthFile;
 use crate::{
@@ -29,10 +29,7 @@ use crate::{
     dispatch::Dispatcher,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{
-        Around, Authenticate, Caps, ClassifyLayer, MessageSize, MetricsLayer, ShedLayer, Timeout,
-        TraceLayer, Undecodable,
-    },
+    layers::{Caps, Layered, Layers, Settings},
     longpoll::Wakers,
     metrics::{self, Metrics},
     migrate::Migrator,
@@ -41,7 +38,6 @@ use crate::{
     proto::{
         self, admin_service_server::AdminServiceServer, queue_service_server::QueueServiceServer,
     },
-    rpc::Catalogue,
     schedules::Schedules,
     store::{keys::check_prefix, Store, StoreError},
     tls::{Tls, TlsFiles},
@@ -313,14 +309,10 @@ fn serve_console(
 }
 
 /// Every gRPC service behind the tower layers, as one value: what the gRPC listener
-/// serves and what the console calls in process. Built once and boxed, so the
-/// services and the layers are compiled once for both (two paths to them made two
-/// copies of every handler in the binary).
-pub(crate) type App = tower::util::BoxCloneSyncService<
-    tonic::codegen::http::Request<tonic::body::Body>,
-    tonic::codegen::http::Response<tonic::body::Body>,
-    std::convert::Infallible,
->;
+/// serves and what the console calls in process. One concrete type, so the services
+/// and the layers are compiled once for both (two paths to them made two copies of
+/// every handler in the binary); its calls are not boxed again (issue 35).
+pub(crate) type App = Layered<Routes>;
 
 fn app(
     config: &ServeConfig,
@@ -338,11 +330,7 @@ fn app(
         .add_service(services.queue)
         .add_service(services.admin)
         .prepare();
-    let app = tower::ServiceExt::map_response(
-        services.layers.layer(routes),
-        |response: tonic::codegen::http::Response<_>| response.map(tonic::body::Body::new),
-    );
-    Ok(App::new(app))
+    Ok(services.layers.layer(routes))
 }
 
 /// dueq's gRPC services and the tower layers around them.
@@ -352,72 +340,22 @@ struct Services {
     layers: Layers,
 }
 
-/// The cross-cutting layers, outermost first: the classification of a request by the
-/// RPC table (every other layer reads what it found), tracing, metrics,
-/// authentication, admission (the request's deadline, then load shedding: after
-/// authentication, so no caller without a credential holds a slot), the unary
-/// timeout, the wording of an over-sized request and that of an undecodable one. One
-/// value serves the gRPC listener and the console's in-process calls, which so share
-/// the caps, the metrics and the checks of every call.
-type Layers = Stack<
-    Around<Undecodable>,
-    Stack<
-        Around<MessageSize>,
-        Stack<
-            Around<Timeout>,
-            Stack<
-                ShedLayer,
-                Stack<
-                    Around<Authenticate>,
-                    Stack<MetricsLayer, Stack<TraceLayer, Stack<ClassifyLayer, Identity>>>,
-                >,
-            >,
-        >,
-    >,
->;
-
+/// The cross-cutting layers (`crate::layers`), as the flags configure them.
 fn layers(config: &ServeConfig, core: &Context, guard: &Guard) -> Layers {
-    let principals = guard.principals.clone();
-    let outer = Stack::new(
-        ClassifyLayer::new(Catalogue::new(crate::api::rpcs())),
-        Identity::new(),
-    );
-    let outer = Stack::new(TraceLayer, outer);
-    let outer = Stack::new(MetricsLayer::new(core.metrics.clone()), outer);
-    let outer = Stack::new(
-        Around(Authenticate {
-            principals: principals.clone(),
-        }),
-        outer,
-    );
     let cap = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-    let outer = Stack::new(
-        ShedLayer::new(
-            Caps {
-                unary: cap(config.max_in_flight),
-                long: cap(config.max_long_polls),
-                open: cap(config.max_open_calls),
-                body_timeout: config.body_timeout,
-                max_message: config.max_message_size,
-            },
-            principals,
-            guard.owners.clone(),
-        ),
-        outer,
-    );
-    let outer = Stack::new(
-        Around(Timeout {
-            timeout: config.request_timeout,
-        }),
-        outer,
-    );
-    let outer = Stack::new(
-        Around(MessageSize {
-            limit: config.max_message_size,
-        }),
-        outer,
-    );
-    Stack::new(Around(Undecodable), outer)
+    Layers::new(Settings {
+        metrics: core.metrics.clone(),
+        principals: guard.principals.clone(),
+        owners: guard.owners.clone(),
+        caps: Caps {
+            unary: cap(config.max_in_flight),
+            long: cap(config.max_long_polls),
+            open: cap(config.max_open_calls),
+            body_timeout: config.body_timeout,
+            max_message: config.max_message_size,
+        },
+        request_timeout: config.request_timeout,
+    })
 }
 
 /// Serves the gRPC services behind the tower layers until shutdown, then drains.

@@ -1,5 +1,5 @@
 //! Each principal's share of a cap (issue 29): the in-flight caps
-//! (`crate::layers::ShedLayer`) and `--max-connections` (`crate::connections`). With
+//! (`crate::layers::shed`) and `--max-connections` (`crate::connections`). With
 //! more than one class of caller (the principals of the auth file in force), one
 //! may hold at most half of a cap, rounded up; alone, the whole cap.
 
@@ -25,21 +25,27 @@ pub(crate) fn share_of(cap: usize, classes: usize) -> usize {
 /// the table is bounded by the principals calling.
 #[derive(Debug, Default)]
 pub(crate) struct Shares {
-    held: Mutex<HashMap<String, usize>>,
+    /// Keyed by an `Arc` its `Held`s share: a principal that holds a slot already
+    /// takes another without allocating.
+    held: Mutex<HashMap<Arc<str>, usize>>,
 }
 
 /// One slot of a principal's share, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Held {
     shares: Arc<Shares>,
-    principal: String,
+    principal: Arc<str>,
 }
 
 impl Shares {
     /// One more slot for `principal`, if it holds fewer than `share`.
     pub(crate) fn take(shares: &Arc<Shares>, principal: &str, share: usize) -> Option<Held> {
         let mut held = lock(&shares.held);
-        let count = held.entry(principal.to_owned()).or_default();
+        let key = match held.get_key_value(principal) {
+            Some((key, _)) => key.clone(),
+            None => Arc::from(principal),
+        };
+        let count = held.entry(key.clone()).or_default();
         if *count >= share {
             if *count == 0 {
                 held.remove(principal);
@@ -49,11 +55,10 @@ impl Shares {
         *count += 1;
         Some(Held {
             shares: shares.clone(),
-            principal: principal.to_owned(),
+            principal: key,
         })
     }
 
-    /// How many principals hold a slot.
     #[cfg(test)]
     fn holders(&self) -> usize {
         lock(&self.held).len()
@@ -63,10 +68,10 @@ impl Shares {
 impl Drop for Held {
     fn drop(&mut self) {
         let mut held = lock(&self.shares.held);
-        if let Some(count) = held.get_mut(&self.principal) {
+        if let Some(count) = held.get_mut(&*self.principal) {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                held.remove(&self.principal);
+                held.remove(&*self.principal);
             }
         }
     }
@@ -100,5 +105,13 @@ mod tests {
         assert_eq!(shares.holders(), 0, "nobody holds anything");
         assert!(Shares::take(&shares, "c", 0).is_none());
         assert_eq!(shares.holders(), 0, "a refusal leaves no entry");
+    }
+
+    #[test]
+    fn a_principal_holding_a_slot_takes_another_without_copying_its_name() {
+        let shares = Arc::new(Shares::default());
+        let a1 = Shares::take(&shares, "a", 2).expect("a's first");
+        let a2 = Shares::take(&shares, "a", 2).expect("a's second");
+        assert!(Arc::ptr_eq(&a1.principal, &a2.principal));
     }
 }

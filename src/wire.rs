@@ -1,7 +1,7 @@
 //! What tonic answers, before any handler runs, when the bytes of a request are not
 //! a message: INTERNAL, by gRPC's convention for a peer's malformed protobuf. For a
 //! server that is the caller's mistake, so dueq answers INVALID_ARGUMENT saying the
-//! message could not be decoded (`crate::layers::Undecodable` for unary and
+//! message could not be decoded (`crate::layers::undecodable` for unary and
 //! server-streaming calls, whose request tonic decodes first; the Work stream's
 //! handler for the messages it reads).
 

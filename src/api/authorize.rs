@@ -1,6 +1,6 @@
 //! Authorisation of one call, once its request is decoded: the namespace in the
 //! message is validated first (into a [`Namespace`], which the handler then takes),
-//! and the caller the auth layer found (`crate::layers::AuthLayer`) is checked
+//! and the caller the auth layer found (`crate::layers::auth`) is checked
 //! against the role the RPC table names for the call (`super::rpcs`) on that
 //! namespace. A denied call is answered PERMISSION_DENIED before its handler runs,
 //! so nothing is written. Calls of audited RPCs (operator actions that change or

@@ -363,7 +363,7 @@ mod tests {
 
     /// The Duplex lines are the methods whose request streams (the proto's
     /// client_streaming), so admission waits for the first message of those only and
-    /// for the whole request of every other (`layers::ShedLayer`).
+    /// for the whole request of every other (`layers::shed`).
     #[test]
     fn duplex_lines_are_the_streamed_requests() {
         let mut streamed: BTreeSet<String> = declared()

@@ -1,6 +1,6 @@
 //! Who may call what: the principals of `--auth-file`, each with roles and the
 //! namespaces they apply to, and the check of one call against them. The tower layer
-//! `crate::layers::AuthLayer` authenticates (a bearer token, or the names of an mTLS
+//! `crate::layers::auth` authenticates (a bearer token, or the names of an mTLS
 //! client certificate) and hands the [`Caller`] to the handlers in the request's
 //! extensions; the handler path (`api::service`) authorises once it has decoded the
 //! request, because the namespace is in the message.
@@ -239,7 +239,7 @@ impl Principals {
     }
 
     /// How many principals there are: with more than one, each holds at most its
-    /// share of the in-flight caps (`crate::layers::ShedLayer`).
+    /// share of the in-flight caps (`crate::layers::shed`).
     pub(crate) fn count(&self) -> usize {
         self.principals.len()
     }

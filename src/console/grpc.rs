@@ -8,20 +8,20 @@
 //! tonic client builds its whole request and response machinery once per RPC: with
 //! it the console cost about 0.3 MB more of the binary (docs/performance.md).
 
-use std::{convert::Infallible, marker::PhantomData};
+use std::marker::PhantomData;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::{BodyExt, Full, Limited};
 use prost::Message;
 use tonic::{body::Body, codegen::http, Code, Status};
-use tower::{util::BoxCloneSyncService, ServiceExt};
+use tower::ServiceExt;
 
 use crate::{
     auth::{Caller, InProcess},
     proto,
 };
 
-type Inner = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
+type Inner = crate::server::App;
 
 /// The service every console call goes to.
 const SERVICE: &str = "dueq.v1.QueueService";

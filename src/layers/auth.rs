@@ -1,7 +1,8 @@
 //! Authentication: every call to dueq's own services carries a bearer token (or
 //! comes over mTLS with a client certificate) that names a principal of
 //! `--auth-file`, or is answered UNAUTHENTICATED before any handler runs. The
-//! [`Caller`] goes into the request's extensions; authorisation needs the decoded
+//! [`Caller`] goes into the request's extensions (of dueq's own services: the open
+//! RPCs' handlers read none); authorisation needs the decoded
 //! request (the namespace is in the message), so the handler path does it
 //! (`api::authorize`). The RPCs the table marks open (health and reflection) stay
 //! open: load balancers and grpcurl use them, and they reveal nothing of any tenant.
@@ -13,14 +14,12 @@
 
 use std::sync::Arc;
 
-use tonic::codegen::http;
-use tower_service::Service;
+use tonic::{body::Body, codegen::http};
 
-use super::{Answer, Concern};
 use crate::{
     api::audit_lines,
     auth::{unauthenticated, AuthFile, Caller, Credential, InProcess},
-    rpc::{self, Access},
+    rpc::{Access, Rpc},
 };
 
 #[derive(Debug, Clone)]
@@ -50,46 +49,42 @@ fn bearer<B>(request: &http::Request<B>) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-impl Concern for Authenticate {
-    fn call<S, B, R>(&self, inner: &mut S, mut request: http::Request<B>) -> Answer<R, S::Error>
-    where
-        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-        S::Future: Send + 'static,
-        R: Default + Send + 'static,
-    {
-        let rpc = rpc::of(request.extensions());
+impl Authenticate {
+    /// Puts the caller in the request's extensions; or the UNAUTHENTICATED answer.
+    pub(super) fn refusal(
+        &self,
+        rpc: Option<&'static Rpc>,
+        request: &mut http::Request<Body>,
+    ) -> Option<http::Response<Body>> {
         let open = rpc.is_some_and(|rpc| rpc.access == Access::Open);
         let in_process = request.extensions_mut().remove::<InProcess>();
         let caller = match &self.principals {
             _ if in_process.is_some() => in_process.map(|InProcess(caller)| caller),
+            // The open RPCs' handlers are tonic's (health, reflection) and read no
+            // caller: one in the extensions would cost an allocation per call.
+            _ if open => return None,
             None => Some(Caller::Unrestricted),
-            Some(_) if open => Some(Caller::Unrestricted),
             Some(file) => {
                 let credential =
-                    Credential::new(file.clone(), bearer(&request), client_cert_names(&request));
+                    Credential::new(file.clone(), bearer(request), client_cert_names(request));
                 let caller = credential.caller();
                 request.extensions_mut().insert(credential);
                 caller
             }
         };
-        match caller {
-            Some(caller) => {
-                request.extensions_mut().insert(caller);
-                Box::pin(inner.call(request))
-            }
-            None => {
-                let method = rpc.map_or_else(|| request.uri().path(), |rpc| rpc.method);
-                audit_lines::refused(
-                    None,
-                    method,
-                    "",
-                    "UNAUTHENTICATED",
-                    audit_lines::via(request.headers()),
-                );
-                let (parts, ()) = unauthenticated().into_http::<()>().into_parts();
-                Box::pin(async move { Ok(http::Response::from_parts(parts, R::default())) })
-            }
+        if let Some(caller) = caller {
+            request.extensions_mut().insert(caller);
+            return None;
         }
+        let method = rpc.map_or_else(|| request.uri().path(), |rpc| rpc.method);
+        audit_lines::refused(
+            None,
+            method,
+            "",
+            "UNAUTHENTICATED",
+            audit_lines::via(request.headers()),
+        );
+        Some(unauthenticated().into_http())
     }
 }
 

@@ -5,45 +5,35 @@
 //! request, so the status is rewritten here, on tonic's trailers-only answer.
 
 use tonic::codegen::http::{self, HeaderValue};
-use tower_service::Service;
-
-use super::{Answer, Concern};
 
 /// What tonic says when a request is over its decoding limit.
 const TONIC_TOO_LARGE: &str = "decoded message length too large";
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct MessageSize {
+pub(super) struct MessageSize {
     /// `--max-message-size`, in bytes.
-    pub(crate) limit: usize,
+    pub(super) limit: usize,
 }
 
-impl Concern for MessageSize {
-    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
-    where
-        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-        S::Future: Send + 'static,
-        R: Default + Send + 'static,
-    {
-        let call = inner.call(request);
-        let limit = self.limit;
-        Box::pin(async move {
-            let mut response = call.await?;
-            let headers = response.headers_mut();
-            let message = headers
-                .get("grpc-message")
-                .and_then(|v| v.to_str().ok())
-                .map(percent_decode);
-            let out_of_range = headers.get("grpc-status").is_some_and(|s| s == "11");
-            if let Some(message) = message.filter(|m| out_of_range && m.contains(TONIC_TOO_LARGE)) {
-                headers.insert("grpc-status", HeaderValue::from_static("8"));
-                if let Ok(value) = HeaderValue::from_str(&percent_encode(&explain(&message, limit)))
-                {
-                    headers.insert("grpc-message", value);
-                }
+impl MessageSize {
+    /// Rewrites tonic's OUT_OF_RANGE for an over-sized request.
+    pub(super) fn reword<R>(self, response: &mut http::Response<R>) {
+        let headers = response.headers_mut();
+        if headers.get("grpc-status").is_none_or(|s| s != "11") {
+            return;
+        }
+        let message = headers
+            .get("grpc-message")
+            .and_then(|v| v.to_str().ok())
+            .map(percent_decode);
+        if let Some(message) = message.filter(|m| m.contains(TONIC_TOO_LARGE)) {
+            headers.insert("grpc-status", HeaderValue::from_static("8"));
+            if let Ok(value) =
+                HeaderValue::from_str(&percent_encode(&explain(&message, self.limit)))
+            {
+                headers.insert("grpc-message", value);
             }
-            Ok(response)
-        })
+        }
     }
 }
 

@@ -9,147 +9,138 @@
 //! caller cannot mint series.
 
 use std::{
-    future::Future,
     pin::Pin,
     sync::Arc,
     task::{ready, Context, Poll},
     time::Instant,
 };
 
-use http_body::{Body, Frame, SizeHint};
-use tonic::codegen::http;
-use tower_layer::Layer;
-use tower_service::Service;
+use http_body::{Frame, SizeHint};
+use prometheus_client::metrics::{counter::Counter, histogram::Histogram};
+use tonic::{body::Body, codegen::http};
 
 use crate::{
     metrics::{HandledLabels, Metrics, RpcLabels, GRPC_CODES},
-    rpc,
+    rpc::Catalogue,
 };
 
-#[derive(Debug, Clone)]
-pub(crate) struct MetricsLayer {
-    metrics: Arc<Metrics>,
+/// The series of every RPC of the table, looked up once when the server starts
+/// (which also creates them at zero, as go-grpc-prometheus does): a call counts
+/// itself through handles, with no label hashing or family lock per call.
+#[derive(Debug)]
+pub(super) struct Meters {
+    /// By the RPC's index in the table (`rpc::Line::index`).
+    by_rpc: Vec<Arc<Meter>>,
 }
 
-impl MetricsLayer {
-    pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
-        MetricsLayer { metrics }
-    }
+/// One RPC's series.
+#[derive(Debug)]
+struct Meter {
+    started: Counter,
+    /// Long-polls and streams are not timed.
+    seconds: Option<Histogram>,
+    /// By status code, in the order of [`GRPC_CODES`].
+    handled: [Counter; GRPC_CODES.len()],
 }
 
-impl<S> Layer<S> for MetricsLayer {
-    type Service = Metered<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Metered {
-            inner,
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct Metered<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-}
-
-/// One call's labels and start, until its status is known.
-struct Record {
-    metrics: Arc<Metrics>,
-    labels: RpcLabels,
-    started: Instant,
-    /// Observed in the histogram (not a long-poll or stream).
-    timed: bool,
-}
-
-impl Record {
-    fn finish(self, code: &'static str) {
-        if self.timed {
-            self.metrics
-                .rpc_seconds
-                .get_or_create(&self.labels)
-                .observe(self.started.elapsed().as_secs_f64());
-        }
-        let RpcLabels {
-            grpc_service,
-            grpc_method,
-        } = self.labels;
-        self.metrics
-            .rpc_handled
-            .get_or_create(&HandledLabels {
-                grpc_service,
-                grpc_method,
-                grpc_code: code,
+impl Meters {
+    pub(super) fn new(metrics: &Metrics, catalogue: &Catalogue) -> Self {
+        let by_rpc = catalogue
+            .lines()
+            .iter()
+            .map(|rpc| {
+                let labels = RpcLabels {
+                    grpc_service: rpc.service,
+                    grpc_method: rpc.method,
+                };
+                Arc::new(Meter {
+                    started: metrics.rpc_started.get_or_create(&labels).clone(),
+                    seconds: (!rpc.kind.is_long())
+                        .then(|| metrics.rpc_seconds.get_or_create(&labels).clone()),
+                    handled: GRPC_CODES.map(|grpc_code| {
+                        let labels = HandledLabels {
+                            grpc_service: rpc.service,
+                            grpc_method: rpc.method,
+                            grpc_code,
+                        };
+                        metrics.rpc_handled.get_or_create(&labels).clone()
+                    }),
+                })
             })
-            .inc();
-    }
-}
-
-/// The name of a `grpc-status` value, as gRPC's Go code spells it.
-fn code_name(status: Option<&http::HeaderValue>) -> &'static str {
-    status
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .and_then(|n| GRPC_CODES.get(n).copied())
-        .unwrap_or("Unknown")
-}
-
-impl<S, B, R> Service<http::Request<B>> for Metered<S>
-where
-    S: Service<http::Request<B>, Response = http::Response<R>>,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    R: Send + 'static,
-{
-    type Response = http::Response<MeteredBody<R>>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+            .collect();
+        Meters { by_rpc }
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let record = rpc::of(request.extensions()).map(|rpc| {
-            let labels = RpcLabels {
-                grpc_service: rpc.service,
-                grpc_method: rpc.method,
-            };
-            self.metrics.rpc_started.get_or_create(&labels).inc();
-            Record {
-                metrics: self.metrics.clone(),
-                labels,
-                started: Instant::now(),
-                timed: !rpc.kind.is_long(),
-            }
-        });
-        let call = self.inner.call(request);
-        Box::pin(async move {
-            let response = match call.await {
-                Ok(response) => response,
-                Err(error) => {
-                    if let Some(record) = record {
-                        record.finish("Unknown");
-                    }
-                    return Err(error);
-                }
-            };
-            // A trailers-only answer (an error status) carries its status here.
-            let mut record = record;
-            if let Some(status) = response.headers().get("grpc-status") {
-                if let Some(record) = record.take() {
-                    record.finish(code_name(Some(status)));
-                }
-            }
-            Ok(response.map(|inner| MeteredBody { inner, record }))
+    /// Counts the call to the RPC at `index` as started; its record until its
+    /// status is known.
+    pub(super) fn start(&self, index: usize, started: Instant) -> Option<Record> {
+        let meter = self.by_rpc.get(index)?;
+        meter.started.inc();
+        Some(Record {
+            meter: meter.clone(),
+            started,
         })
     }
 }
 
+/// One call's series and start, until its status is known.
+#[derive(Debug)]
+pub(super) struct Record {
+    meter: Arc<Meter>,
+    started: Instant,
+}
+
+impl Record {
+    fn finish(self, code: usize) {
+        if let Some(seconds) = &self.meter.seconds {
+            seconds.observe(self.started.elapsed().as_secs_f64());
+        }
+        if let Some(handled) = self.meter.handled.get(code) {
+            handled.inc();
+        }
+    }
+}
+
+/// `Canceled`, in [`GRPC_CODES`].
+const CANCELED: usize = 1;
+/// `Unknown`, in [`GRPC_CODES`].
+const UNKNOWN: usize = 2;
+
+/// The code of a `grpc-status` value, as an index of [`GRPC_CODES`] (the names
+/// gRPC's Go code gives them).
+fn code_of(status: Option<&http::HeaderValue>) -> usize {
+    status
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n < GRPC_CODES.len())
+        .unwrap_or(UNKNOWN)
+}
+
+/// Finishes the call's record if its answer carries its status in the headers (a
+/// trailers-only answer: an error status); otherwise the response body reports it
+/// when its trailers pass.
+pub(super) fn watch(
+    record: Option<Record>,
+    response: http::Response<Body>,
+) -> http::Response<Body> {
+    let Some(record) = record else {
+        return response;
+    };
+    if let Some(status) = response.headers().get("grpc-status") {
+        record.finish(code_of(Some(status)));
+        return response;
+    }
+    response.map(|inner| {
+        Body::new(MeteredBody {
+            inner,
+            record: Some(record),
+        })
+    })
+}
+
 pin_project_lite::pin_project! {
     /// A response body that reports its call's status when its trailers pass.
-    pub(crate) struct MeteredBody<B> {
+    struct MeteredBody<B> {
         #[pin]
         inner: B,
         record: Option<Record>,
@@ -158,13 +149,13 @@ pin_project_lite::pin_project! {
     impl<B> PinnedDrop for MeteredBody<B> {
         fn drop(this: Pin<&mut Self>) {
             if let Some(record) = this.project().record.take() {
-                record.finish("Canceled");
+                record.finish(CANCELED);
             }
         }
     }
 }
 
-impl<B: Body> Body for MeteredBody<B> {
+impl<B: http_body::Body> http_body::Body for MeteredBody<B> {
     type Data = B::Data;
     type Error = B::Error;
 
@@ -177,9 +168,9 @@ impl<B: Body> Body for MeteredBody<B> {
         let code = match &polled {
             Some(Ok(frame)) => frame
                 .trailers_ref()
-                .map(|trailers| code_name(trailers.get("grpc-status"))),
+                .map(|trailers| code_of(trailers.get("grpc-status"))),
             // The body failed, or ended without a status.
-            Some(Err(_)) | None => Some("Unknown"),
+            Some(Err(_)) | None => Some(UNKNOWN),
         };
         if let Some(code) = code {
             if let Some(record) = this.record.take() {
@@ -205,10 +196,15 @@ mod tests {
     #[test]
     fn names_status_codes_as_grpc_go_does() {
         let value = |s: &'static str| http::HeaderValue::from_static(s);
-        assert_eq!(code_name(Some(&value("0"))), "OK");
-        assert_eq!(code_name(Some(&value("3"))), "InvalidArgument");
-        assert_eq!(code_name(Some(&value("16"))), "Unauthenticated");
-        assert_eq!(code_name(Some(&value("99"))), "Unknown");
-        assert_eq!(code_name(None), "Unknown");
+        fn name(status: Option<&http::HeaderValue>) -> &'static str {
+            GRPC_CODES[code_of(status)]
+        }
+        assert_eq!(name(Some(&value("0"))), "OK");
+        assert_eq!(name(Some(&value("3"))), "InvalidArgument");
+        assert_eq!(name(Some(&value("16"))), "Unauthenticated");
+        assert_eq!(name(Some(&value("99"))), "Unknown");
+        assert_eq!(name(None), "Unknown");
+        assert_eq!(GRPC_CODES[CANCELED], "Canceled");
+        assert_eq!(GRPC_CODES[UNKNOWN], "Unknown");
     }
 }

@@ -33,7 +33,6 @@
 //! the rest is left to tonic, which refuses it on the length prefix.
 
 use std::{
-    future::Future,
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
@@ -43,15 +42,13 @@ use std::{
 use bytes::{Bytes, BytesMut};
 use http_body::Frame;
 use http_body_util::BodyExt;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tonic::{body::Body, codegen::http, transport::server::TcpConnectInfo, Status};
-use tower_layer::Layer;
-use tower_service::Service;
 
 use crate::{
     auth::{AuthFile, Caller},
     connections::{OverShare, Owners},
-    rpc::{self, Access, CallKind},
+    rpc::{Access, CallKind, Rpc},
     shares::{share_of, Held, Shares},
 };
 
@@ -64,11 +61,11 @@ const PREFIX: usize = 5;
 const OPEN_MAX_REQUEST: usize = 64 * 1024;
 
 /// The caps and the body's limits.
-#[derive(Debug, Clone)]
-pub(crate) struct ShedLayer {
-    unary: Arc<Semaphore>,
-    long: Arc<Semaphore>,
-    open: Arc<Semaphore>,
+#[derive(Debug)]
+pub(super) struct Shed {
+    unary: Semaphore,
+    long: Semaphore,
+    open: Semaphore,
     /// What each principal holds of `unary` and of `long`.
     unary_shares: Arc<Shares>,
     long_shares: Arc<Shares>,
@@ -84,7 +81,7 @@ pub(crate) struct ShedLayer {
     max_message: usize,
 }
 
-/// The flags of [`ShedLayer`].
+/// The flags of [`Shed`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Caps {
     /// `--max-in-flight`.
@@ -99,14 +96,14 @@ pub(crate) struct Caps {
     pub(crate) max_message: usize,
 }
 
-impl ShedLayer {
-    pub(crate) fn new(
+impl Shed {
+    pub(super) fn new(
         caps: Caps,
         auth: Option<Arc<AuthFile>>,
         owners: Option<Arc<Owners>>,
     ) -> Self {
-        let cap = |n: usize| Arc::new(Semaphore::new(n.min(Semaphore::MAX_PERMITS)));
-        ShedLayer {
+        let cap = |n: usize| Semaphore::new(n.min(Semaphore::MAX_PERMITS));
+        Shed {
             unary: cap(caps.unary),
             long: cap(caps.long),
             open: cap(caps.open),
@@ -122,11 +119,11 @@ impl ShedLayer {
 
     /// The cap a request takes a slot of and its flag, and the share of it its
     /// principal may hold (none for the open RPCs: a cap of their own).
-    fn cap_of(&self, extensions: &http::Extensions) -> Admission {
-        let (cap, flag, share) = match rpc::of(extensions) {
+    fn cap_of(&self, rpc: Option<&Rpc>, extensions: &http::Extensions) -> Admission<'_> {
+        let (cap, flag, (shares, size)) = match rpc {
             Some(rpc) if rpc.access == Access::Open => {
                 return Admission {
-                    cap: self.open.clone(),
+                    cap: &self.open,
                     flag: "--max-open-calls",
                     share: None,
                 }
@@ -142,18 +139,18 @@ impl ShedLayer {
                 (&self.unary_shares, self.caps.unary),
             ),
         };
-        let (shares, size) = share;
-        let classes = self.classes();
-        let name = extensions
+        // The caller's `Arc`, not a copy of its name: nothing is allocated per call.
+        let caller = extensions
             .get::<Caller>()
-            .map_or(Caller::Unrestricted.name(), Caller::name);
+            .cloned()
+            .unwrap_or(Caller::Unrestricted);
         Admission {
-            cap: cap.clone(),
+            cap,
             flag,
             share: Some(Share {
-                shares: shares.clone(),
-                principal: name.to_owned(),
-                share: share_of(size, classes),
+                shares,
+                caller,
+                share: share_of(size, self.classes()),
                 cap: size,
             }),
         }
@@ -167,13 +164,17 @@ impl ShedLayer {
     /// Charges the connection a principal's call came on to it, the first time
     /// (`Owners::charge`); RESOURCE_EXHAUSTED beyond its share of
     /// `--max-connections`. The open RPCs (anyone's) charge no one.
-    fn charge_connection(&self, extensions: &http::Extensions) -> Result<(), Status> {
+    fn charge_connection(
+        &self,
+        rpc: Option<&Rpc>,
+        extensions: &http::Extensions,
+    ) -> Result<(), Status> {
         let (Some(owners), Some(Caller::Principal(principal))) =
             (&self.owners, extensions.get::<Caller>())
         else {
             return Ok(());
         };
-        if rpc::of(extensions).is_some_and(|rpc| rpc.access == Access::Open) {
+        if rpc.is_some_and(|rpc| rpc.access == Access::Open) {
             return Ok(());
         }
         let peer = extensions
@@ -197,11 +198,11 @@ impl ShedLayer {
     }
 
     /// How much of a request's body is read before it is admitted.
-    fn reading(&self, extensions: &http::Extensions) -> Reading {
-        let open = rpc::of(extensions).is_some_and(|rpc| rpc.access == Access::Open);
+    fn reading(&self, rpc: Option<&Rpc>) -> Reading {
+        let open = rpc.is_some_and(|rpc| rpc.access == Access::Open);
         Reading {
-            wanted: match rpc::kind_of(extensions) {
-                CallKind::Duplex => Wanted::FirstMessage,
+            wanted: match rpc.map(|rpc| rpc.kind) {
+                Some(CallKind::Duplex) => Wanted::FirstMessage,
                 _ => Wanted::All,
             },
             // Beyond --max-message-size tonic refuses the message on its length
@@ -216,99 +217,76 @@ impl ShedLayer {
     }
 }
 
-impl<S> Layer<S> for ShedLayer {
-    type Service = Shed<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Shed {
-            inner,
-            layer: self.clone(),
-        }
-    }
+/// What an admitted call holds until the services have answered it.
+pub(super) struct Slot<'a> {
+    _permit: SemaphorePermit<'a>,
+    _held: Option<Held>,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Shed<S> {
-    inner: S,
-    layer: ShedLayer,
-}
-
-type Answer<R, E> = Pin<Box<dyn Future<Output = Result<http::Response<R>, E>> + Send>>;
-
-impl<S, R> Service<http::Request<Body>> for Shed<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<R>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    R: Default + Send + 'static,
-{
-    type Response = http::Response<R>;
-    type Error = S::Error;
-    type Future = Answer<R, S::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        // The service polled ready is the one called (the clone waits for the next).
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        if let Err(status) = self.layer.charge_connection(request.extensions()) {
-            return Box::pin(async move { Ok(status.into_http()) });
+impl Shed {
+    /// The request's body, once it is in and the call has a slot; or the answer
+    /// that refuses the call (boxed: a refusal is rare, and a large error would
+    /// make every call's future larger).
+    pub(super) async fn admit(
+        &self,
+        rpc: Option<&'static Rpc>,
+        extensions: &http::Extensions,
+        body: Body,
+    ) -> Result<(Body, Slot<'_>), Box<http::Response<Body>>> {
+        let refused = |status: Status| Box::new(status.into_http());
+        if let Err(status) = self.charge_connection(rpc, extensions) {
+            return Err(refused(status));
         }
-        let Admission { cap, flag, share } = self.layer.cap_of(request.extensions());
-        let reading = self.layer.reading(request.extensions());
-        let body_timeout = self.layer.body_timeout;
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let read = tokio::time::timeout(body_timeout, arrived(body, reading));
-            let body = match read.await {
-                Ok(Ok(body)) => body,
-                Ok(Err(status)) => return Ok(status.into_http()),
-                Err(_) => return Ok(body_late(body_timeout).into_http()),
-            };
-            let held = match share.map(|share| share.take(flag)).transpose() {
-                Ok(held) => held,
-                Err(status) => return Ok(status.into_http()),
-            };
-            let Ok(permit) = cap.try_acquire_owned() else {
-                return Ok(overloaded(flag).into_http());
-            };
-            let response = inner.call(http::Request::from_parts(parts, body)).await;
-            // Held until the handler has answered (a stream's body may outlive it;
-            // the stream's own limits bound that).
-            drop((permit, held));
-            response
-        })
+        let Admission { cap, flag, share } = self.cap_of(rpc, extensions);
+        let reading = self.reading(rpc);
+        let read = tokio::time::timeout(self.body_timeout, arrived(body, reading));
+        let body = match read.await {
+            Ok(Ok(body)) => body,
+            Ok(Err(status)) => return Err(refused(status)),
+            Err(_) => return Err(refused(body_late(self.body_timeout))),
+        };
+        let held = share
+            .map(|share| share.take(flag))
+            .transpose()
+            .map_err(refused)?;
+        let Ok(permit) = cap.try_acquire() else {
+            return Err(refused(overloaded(flag)));
+        };
+        let slot = Slot {
+            _permit: permit,
+            _held: held,
+        };
+        Ok((body, slot))
     }
 }
 
 /// What a call takes a slot of.
-struct Admission {
-    cap: Arc<Semaphore>,
+struct Admission<'a> {
+    cap: &'a Semaphore,
     flag: &'static str,
-    share: Option<Share>,
+    share: Option<Share<'a>>,
 }
 
 /// A principal's claim on its share of a cap.
-struct Share {
-    shares: Arc<Shares>,
-    principal: String,
+struct Share<'a> {
+    shares: &'a Arc<Shares>,
+    caller: Caller,
     share: usize,
     cap: usize,
 }
 
-impl Share {
+impl Share<'_> {
     /// One slot of the share, or RESOURCE_EXHAUSTED naming the principal, its share
     /// and the cap's `flag`.
     fn take(self, flag: &str) -> Result<Held, Status> {
         let Share {
             shares,
-            principal,
+            caller,
             share,
             cap,
         } = self;
-        Shares::take(&shares, &principal, share).ok_or_else(|| {
+        let principal = caller.name();
+        Shares::take(shares, principal, share).ok_or_else(|| {
             Status::resource_exhausted(format!(
                 "principal {principal:?} holds its {share} of the {cap} {flag} calls (each \
                  principal's share when the auth file names more than one); retry with \
@@ -362,11 +340,11 @@ enum Wanted {
 /// and a prefix: see [`Limit`]): what was read, then the rest. A body that fails
 /// (the client reset the stream) answers its status.
 async fn arrived(mut body: Body, reading: Reading) -> Result<Body, Status> {
-    let mut read = BytesMut::new();
+    let mut read = Read::default();
     let (Limit::PassOn(max) | Limit::Refuse(max)) = reading.limit;
     let limit = max.saturating_add(PREFIX);
     loop {
-        let enough = reading.wanted == Wanted::FirstMessage && holds_a_message(&read);
+        let enough = reading.wanted == Wanted::FirstMessage && holds_a_message(read.bytes());
         if !enough && read.len() > limit {
             if let Limit::Refuse(max) = reading.limit {
                 return Err(Status::resource_exhausted(format!(
@@ -382,13 +360,61 @@ async fn arrived(mut body: Body, reading: Reading) -> Result<Body, Status> {
             None => return Ok(Body::new(Replay::new(read.freeze(), None, None))),
             Some(Err(status)) => return Err(status),
             Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => read.extend_from_slice(&data),
+                Ok(data) => read.push(data),
                 Err(frame) => {
                     // Trailers end the body.
                     let trailers = frame.into_trailers().ok();
                     return Ok(Body::new(Replay::new(read.freeze(), trailers, None)));
                 }
             },
+        }
+    }
+}
+
+/// The bytes of a body read so far. A request of one DATA frame, the usual one, is
+/// kept as it came, with no copy; later frames are gathered into one buffer.
+#[derive(Debug, Default)]
+enum Read {
+    #[default]
+    Nothing,
+    One(Bytes),
+    Gathered(BytesMut),
+}
+
+impl Read {
+    fn push(&mut self, data: Bytes) {
+        *self = match std::mem::take(self) {
+            Read::Nothing => Read::One(data),
+            Read::One(first) => {
+                let mut gathered = BytesMut::with_capacity(first.len() + data.len());
+                gathered.extend_from_slice(&first);
+                gathered.extend_from_slice(&data);
+                Read::Gathered(gathered)
+            }
+            Read::Gathered(mut gathered) => {
+                gathered.extend_from_slice(&data);
+                Read::Gathered(gathered)
+            }
+        };
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Read::Nothing => &[],
+            Read::One(bytes) => bytes,
+            Read::Gathered(bytes) => bytes,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.bytes().len()
+    }
+
+    fn freeze(self) -> Bytes {
+        match self {
+            Read::Nothing => Bytes::new(),
+            Read::One(bytes) => bytes,
+            Read::Gathered(bytes) => bytes.freeze(),
         }
     }
 }
@@ -451,7 +477,22 @@ impl http_body::Body for Replay {
 
 #[cfg(test)]
 mod tests {
-    use super::holds_a_message;
+    use bytes::Bytes;
+
+    use super::{holds_a_message, Read};
+
+    #[test]
+    fn keeps_one_frame_as_it_came_and_gathers_more() {
+        let first = Bytes::from_static(b"\0\0\0\0\x02");
+        let mut read = Read::default();
+        read.push(first.clone());
+        assert!(matches!(&read, Read::One(bytes) if bytes.as_ptr() == first.as_ptr()));
+        read.push(Bytes::from_static(b"ab"));
+        read.push(Bytes::from_static(b"c"));
+        assert_eq!(read.len(), 8);
+        assert!(holds_a_message(read.bytes()));
+        assert_eq!(read.freeze(), Bytes::from_static(b"\0\0\0\0\x02abc"));
+    }
 
     #[test]
     fn a_message_is_its_prefix_and_its_length() {

@@ -6,43 +6,40 @@
 //! bounded by `--max-wait`). tonic's `Server::timeout` would cut them too, and answers
 //! CANCELLED.
 
-use std::time::Duration;
+use std::{future::Future, time::Duration};
 
-use tonic::{codegen::http, Status};
-use tower_service::Service;
+use futures_util::future::Either;
 
-use super::{Answer, Concern};
-use crate::rpc;
+use tonic::{body::Body, codegen::http, Status};
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Timeout {
+pub(super) struct Timeout {
     /// `--request-timeout`.
-    pub(crate) timeout: Duration,
+    pub(super) timeout: Duration,
 }
 
-impl Concern for Timeout {
-    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
+impl Timeout {
+    /// The answer of `call`, or DEADLINE_EXCEEDED once the timeout has passed; a
+    /// `long` call (a long-poll or a stream) is exempt.
+    pub(super) fn within<F>(self, long: bool, call: F) -> Either<F, impl Future<Output = F::Output>>
     where
-        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-        S::Future: Send + 'static,
-        R: Default + Send + 'static,
+        F: Future<Output = http::Response<Body>>,
     {
-        let long = rpc::kind_of(request.extensions()).is_long();
-        let call = inner.call(request);
         if long {
-            return Box::pin(call);
+            return Either::Left(call);
         }
         let timeout = self.timeout;
-        Box::pin(async move {
-            match tokio::time::timeout(timeout, call).await {
+        let limited = tokio::time::timeout(timeout, call);
+        Either::Right(async move {
+            match limited.await {
                 Ok(response) => response,
-                Err(_) => Ok(Status::deadline_exceeded(format!(
+                Err(_) => Status::deadline_exceeded(format!(
                     "the call took longer than the server's --request-timeout of {}; it \
                      may or may not have taken effect (retry a write with the same \
                      job_id, or read it back)",
                     humantime::format_duration(timeout)
                 ))
-                .into_http()),
+                .into_http(),
             }
         })
     }

@@ -9,44 +9,26 @@ use tonic::{
     codegen::http::{self, HeaderValue},
     Code,
 };
-use tower_service::Service;
 
-use super::{
-    message_size::{percent_decode, percent_encode},
-    Answer, Concern,
-};
-use crate::{rpc, wire::undecodable};
+use super::message_size::{percent_decode, percent_encode};
+use crate::{rpc::Rpc, wire::undecodable};
 
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Undecodable;
-
-impl Concern for Undecodable {
-    fn call<S, B, R>(&self, inner: &mut S, request: http::Request<B>) -> Answer<R, S::Error>
-    where
-        S: Service<http::Request<B>, Response = http::Response<R>> + Send,
-        S::Future: Send + 'static,
-        R: Default + Send + 'static,
-    {
-        let method = rpc::of(request.extensions()).map_or("this RPC", |rpc| rpc.method);
-        let call = inner.call(request);
-        Box::pin(async move {
-            let mut response = call.await?;
-            let headers = response.headers_mut();
-            if headers.get("grpc-status").is_none_or(|s| s != "13") {
-                return Ok(response);
-            }
-            let message = headers
-                .get("grpc-message")
-                .and_then(|v| v.to_str().ok())
-                .map(percent_decode)
-                .unwrap_or_default();
-            if let Some(status) = undecodable(method, Code::Internal, &message) {
-                headers.insert("grpc-status", HeaderValue::from_static("3"));
-                if let Ok(value) = HeaderValue::from_str(&percent_encode(status.message())) {
-                    headers.insert("grpc-message", value);
-                }
-            }
-            Ok(response)
-        })
+/// Rewrites tonic's INTERNAL for a request it could not decode.
+pub(super) fn reword<R>(rpc: Option<&Rpc>, response: &mut http::Response<R>) {
+    let headers = response.headers_mut();
+    if headers.get("grpc-status").is_none_or(|s| s != "13") {
+        return;
+    }
+    let method = rpc.map_or("this RPC", |rpc| rpc.method);
+    let message = headers
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .map(percent_decode)
+        .unwrap_or_default();
+    if let Some(status) = undecodable(method, Code::Internal, &message) {
+        headers.insert("grpc-status", HeaderValue::from_static("3"));
+        if let Ok(value) = HeaderValue::from_str(&percent_encode(status.message())) {
+            headers.insert("grpc-message", value);
+        }
     }
 }

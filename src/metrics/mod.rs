@@ -3,7 +3,7 @@
 //! their cardinality.
 //!
 //! Counters and histograms are updated where the outcome is learnt: RPCs in the
-//! tower layer (`crate::layers::MetricsLayer`), jobs in `crate::jobs`, schedule
+//! tower layer (`crate::layers::metrics`), jobs in `crate::jobs`, schedule
 //! claims in `crate::schedules`, Redis script calls in `crate::store`. Gauges of what
 //! is stored are read from Redis when scraped (`scrape`), at most once per
 //! `SCRAPE_CACHE`. No id is ever a label; namespace and queue labels are bounded by

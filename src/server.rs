@@ -29,7 +29,7 @@ use crate::{
     dispatch::Dispatcher,
     health,
     jobs::{Jobs, Pruner, Retention},
-    layers::{Caps, Layered, Layers, Settings},
+    layers::{Caps, Layers, Settings},
     longpoll::Wakers,
     metrics::{self, Metrics},
     migrate::Migrator,
@@ -308,11 +308,7 @@ fn serve_console(
     Ok(())
 }
 
-/// Every gRPC service behind the tower layers, as one value: what the gRPC listener
-/// serves and what the console calls in process. One concrete type, so the services
-/// and the layers are compiled once for both (two paths to them made two copies of
-/// every handler in the binary); its calls are not boxed again (issue 35).
-pub(crate) type App = Layered<Routes>;
+pub(crate) use crate::layers::App;
 
 fn app(
     config: &ServeConfig,

@@ -21,7 +21,7 @@ use crate::{
     proto,
 };
 
-type Inner = crate::server::App;
+type Inner = crate::layers::App;
 
 /// The service every console call goes to.
 const SERVICE: &str = "dueq.v1.QueueService";

@@ -116,6 +116,13 @@ impl<S> Layer<S> for Layers {
     }
 }
 
+/// Every gRPC service behind the tower layers, as one value: what the gRPC listener
+/// serves (src/server.rs) and what the console calls in process. One concrete type,
+/// so the services and the layers are compiled once for both (two paths to them made
+/// two copies of every handler in the binary); its calls are not boxed again (issue
+/// 35). Named here, beside the layers, so the console need not import the server.
+pub(crate) type App = Layered<tonic::service::Routes>;
+
 /// The services behind the concerns.
 #[derive(Debug, Clone)]
 pub(crate) struct Layered<S> {

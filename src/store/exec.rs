@@ -170,7 +170,7 @@ pub(super) async fn execute(
             "function {} (library {}) was not found after loading its library \
              {LIBRARY_LOADS} times in a row: is something flushing Redis's functions \
              (FUNCTION FLUSH, FUNCTION DELETE)?",
-            def.function(),
+            library::function(def),
             library.name
         ),
     })
@@ -204,7 +204,7 @@ mod tests {
         let mut conn = Conn::Single(redis.conn().await);
         let def = &get_job::SCRIPT;
         let fcall = redis::cmd("FCALL")
-            .arg(format!("{}_not_there", def.function()))
+            .arg(format!("{}_not_there", library::function(def)))
             .arg(1)
             .arg("k")
             .to_owned();

@@ -38,7 +38,7 @@ use deadpool_redis::redis::{self, aio::ConnectionLike, Cmd, RedisResult, Script,
 
 use super::{
     ops::SCRIPTS,
-    script::{Prelude, ScriptDef},
+    script::{Call, Prelude, ScriptDef},
 };
 
 /// Every prelude, in the order their libraries are loaded.
@@ -95,8 +95,15 @@ fn library_name(prelude: Prelude) -> String {
 }
 
 /// The function that runs `def`: its library's name, then the script's.
-pub(crate) fn function_name(def: &ScriptDef) -> String {
-    format!("{}_{}", library_name(def.prelude), def.name)
+pub(crate) fn function(def: &ScriptDef) -> &str {
+    def.function_named(|| format!("{}_{}", library(def.prelude).name, def.name))
+}
+
+/// `FCALL function numkeys keys... args...` (`FCALL_RO` for a script that only
+/// reads): the call of `def`'s function with `call`'s KEYS and ARGV.
+pub(crate) fn fcall(call: &Call, def: &ScriptDef) -> Cmd {
+    let verb = if read_only(def) { "FCALL_RO" } else { "FCALL" };
+    call.command(verb, function(def))
 }
 
 fn scripts_of(prelude: Prelude) -> impl Iterator<Item = &'static ScriptDef> {
@@ -129,10 +136,10 @@ fn build(prelude: Prelude) -> Library {
     for def in scripts_of(prelude) {
         let (shebang, body) = def.shebang();
         let flags: Vec<String> = shebang_flags(shebang).map(|f| format!("'{f}'")).collect();
+        let function = format!("{name}_{}", def.name);
         source.push_str(&format!(
-            "redis.register_function{{function_name='{}', flags={{{}}}, \
+            "redis.register_function{{function_name='{function}', flags={{{}}}, \
              callback=function(KEYS, ARGV)\nbegin_call()\n{body}\nend}}\n",
-            function_name(def),
             flags.join(", "),
         ));
     }
@@ -159,7 +166,7 @@ pub(crate) fn script_of(name_or_sha: &str) -> Option<&'static ScriptDef> {
     SCRIPTS
         .iter()
         .copied()
-        .find(|def| def.function() == name_or_sha || def.script().get_hash() == name_or_sha)
+        .find(|def| function(def) == name_or_sha || def.script().get_hash() == name_or_sha)
 }
 
 /// Whether a Redis error says the function called is not loaded on that node.
@@ -262,7 +269,7 @@ mod tests {
 
     use deadpool_redis::redis::{self, Value};
 
-    use super::{library, load_all, read_only, script_of, shebang_flags, PRELUDES};
+    use super::{function, library, load_all, read_only, script_of, shebang_flags, PRELUDES};
     use crate::{
         store::{ops::SCRIPTS, script::Prelude},
         testing::TestRedis,
@@ -286,11 +293,11 @@ mod tests {
                 .await
                 .unwrap_or_else(|e| panic!("FUNCTION LIST: {e}"));
             let text = format!("{flags:?}");
-            assert!(text.contains(def.function()), "{}: {text}", def.name);
+            assert!(text.contains(function(def)), "{}: {text}", def.name);
             for flag in shebang_flags(def.shebang().0) {
                 assert!(text.contains(flag), "{}: {flag} in {text}", def.name);
             }
-            assert_eq!(script_of(def.function()).map(|d| d.name), Some(def.name));
+            assert_eq!(script_of(function(def)).map(|d| d.name), Some(def.name));
         }
         // Loading again is no error (the libraries are there): a second replica.
         load_all(&mut conn)
@@ -321,7 +328,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("FUNCTION LOAD {lib}: {e}"));
         }
         let current = &super::super::ops::enqueue_jobs::SCRIPT;
-        assert_ne!(current.function(), old_fn);
+        assert_ne!(function(current), old_fn);
         // This version loads beside it: its own enqueue_jobs runs its own code.
         for prelude in PRELUDES {
             let _: Value = redis::cmd("FUNCTION")
@@ -339,7 +346,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("FCALL old: {e}"));
         assert_eq!(old_says, "old", "the old version's code is untouched");
         let refused = redis::cmd("FCALL")
-            .arg(current.function())
+            .arg(function(current))
             .arg(2)
             .arg("{ns}:meta")
             .arg("{ns}:jdone")
@@ -379,16 +386,15 @@ mod tests {
         assert_eq!(names.len(), PRELUDES.len());
         for def in SCRIPTS {
             let lib = &library(def.prelude).name;
-            assert_eq!(def.function(), format!("{lib}_{}", def.name));
+            assert_eq!(function(def), format!("{lib}_{}", def.name));
             let hash = lib.rsplit('_').next().unwrap_or_default();
             assert_eq!(hash.len(), 12, "{lib}");
             assert!(hash.chars().all(|c| c.is_ascii_hexdigit()), "{lib}");
         }
         // A read flagged no-writes is called with FCALL_RO, every other with FCALL.
         for def in SCRIPTS {
-            let packed = crate::store::script::Call::default()
-                .fcall(def)
-                .get_packed_command();
+            let packed =
+                super::fcall(&crate::store::script::Call::default(), def).get_packed_command();
             let verb = if read_only(def) { "FCALL_RO" } else { "FCALL" };
             let head = format!("${}\r\n{verb}\r\n", verb.len());
             assert!(

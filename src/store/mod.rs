@@ -213,7 +213,7 @@ impl Store {
     ) -> Result<exec::Ran, StoreError> {
         let def = op.script();
         let call = Self::call_for(&self.prefix, namespace, op);
-        let fcall = call.fcall(def);
+        let fcall = library::fcall(&call, def);
         let wait = (wait && self.wait_replicas > 0 && ops::waited(def)).then(|| exec::Wait {
             replicas: self.wait_replicas,
             timeout_ms: u64::try_from(self.wait_timeout.as_millis().max(1)).unwrap_or(u64::MAX),
@@ -234,7 +234,7 @@ impl Store {
 
     /// The FCALL command that runs `op` for `namespace` under `prefix`.
     pub(crate) fn command_for<O: Operation>(prefix: &str, namespace: &str, op: &O) -> redis::Cmd {
-        Self::call_for(prefix, namespace, op).fcall(op.script())
+        library::fcall(&Self::call_for(prefix, namespace, op), op.script())
     }
 
     /// The KEYS and ARGV of `op` for `namespace` under `prefix`.

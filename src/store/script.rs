@@ -107,6 +107,7 @@ pub(crate) struct ScriptDef {
     pub(crate) keys: Arity,
     pub(crate) argv: Arity,
     script: OnceLock<Script>,
+    /// Its Redis function's name, kept once src/store/library.rs has named it.
     function: OnceLock<String>,
 }
 
@@ -129,10 +130,9 @@ impl ScriptDef {
         }
     }
 
-    /// The Redis function that runs this script (src/store/library.rs).
-    pub(crate) fn function(&self) -> &str {
-        self.function
-            .get_or_init(|| super::library::function_name(self))
+    /// The name `name` gives its Redis function, made on the first call and kept.
+    pub(crate) fn function_named(&self, name: impl FnOnce() -> String) -> &str {
+        self.function.get_or_init(name)
     }
 
     /// The script as Redis runs it: the file's shebang, the prelude, then the rest
@@ -266,19 +266,8 @@ impl Call {
         &self.names
     }
 
-    /// `FCALL function numkeys keys... args...` (`FCALL_RO` for a script that only
-    /// reads): the call of `def`'s function (src/store/library.rs).
-    pub(crate) fn fcall(&self, def: &ScriptDef) -> Cmd {
-        let verb = if super::library::read_only(def) {
-            "FCALL_RO"
-        } else {
-            "FCALL"
-        };
-        self.command(verb, def.function())
-    }
-
     /// `<verb> <name> numkeys keys... args...`, in a command sized for them up front.
-    fn command(&self, verb: &str, name: &str) -> Cmd {
+    pub(crate) fn command(&self, verb: &str, name: &str) -> Cmd {
         let args = self.args.values.args_iter().filter_map(|arg| match arg {
             redis::Arg::Simple(bytes) => Some(bytes),
             // Only a SCAN-style command has a cursor; no value written here is one.
@@ -341,9 +330,8 @@ mod tests {
             .flag("f", true);
         assert_eq!(call.counts(), (2, 7));
         assert_eq!(call.names(), ["a", "b", "c", "d", "d", "e", "f"]);
-        let def = &crate::store::ops::enqueue_jobs::SCRIPT;
         let expected = redis::cmd("FCALL")
-            .arg(def.function())
+            .arg("f")
             .arg(2)
             .arg("k1")
             .arg("k2")
@@ -355,6 +343,6 @@ mod tests {
             .arg("")
             .arg("1")
             .get_packed_command();
-        assert_eq!(call.fcall(def).get_packed_command(), expected);
+        assert_eq!(call.command("FCALL", "f").get_packed_command(), expected);
     }
 }

@@ -96,14 +96,22 @@ fn library_name(prelude: Prelude) -> String {
 
 /// The function that runs `def`: its library's name, then the script's.
 pub(crate) fn function(def: &ScriptDef) -> &str {
-    def.function_named(|| format!("{}_{}", library(def.prelude).name, def.name))
+    named(def).0
+}
+
+/// The function's name and the verb that calls it, worked out once per script.
+fn named(def: &ScriptDef) -> (&str, &'static str) {
+    def.function_named(|| {
+        let verb = if read_only(def) { "FCALL_RO" } else { "FCALL" };
+        (format!("{}_{}", library(def.prelude).name, def.name), verb)
+    })
 }
 
 /// `FCALL function numkeys keys... args...` (`FCALL_RO` for a script that only
 /// reads): the call of `def`'s function with `call`'s KEYS and ARGV.
 pub(crate) fn fcall(call: &Call, def: &ScriptDef) -> Cmd {
-    let verb = if read_only(def) { "FCALL_RO" } else { "FCALL" };
-    call.command(verb, function(def))
+    let (name, verb) = named(def);
+    call.command(verb, name)
 }
 
 fn scripts_of(prelude: Prelude) -> impl Iterator<Item = &'static ScriptDef> {

@@ -107,8 +107,9 @@ pub(crate) struct ScriptDef {
     pub(crate) keys: Arity,
     pub(crate) argv: Arity,
     script: OnceLock<Script>,
-    /// Its Redis function's name, kept once src/store/library.rs has named it.
-    function: OnceLock<String>,
+    /// Its Redis function's name and the verb that calls it (FCALL or FCALL_RO),
+    /// kept once src/store/library.rs has named them.
+    function: OnceLock<(String, &'static str)>,
 }
 
 impl ScriptDef {
@@ -130,9 +131,14 @@ impl ScriptDef {
         }
     }
 
-    /// The name `name` gives its Redis function, made on the first call and kept.
-    pub(crate) fn function_named(&self, name: impl FnOnce() -> String) -> &str {
-        self.function.get_or_init(name)
+    /// Its Redis function's name and verb as `named` gives them, made on the first
+    /// call and kept.
+    pub(crate) fn function_named(
+        &self,
+        named: impl FnOnce() -> (String, &'static str),
+    ) -> (&str, &'static str) {
+        let (name, verb) = self.function.get_or_init(named);
+        (name, verb)
     }
 
     /// The script as Redis runs it: the file's shebang, the prelude, then the rest

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use tokio_stream::StreamExt as _;
 use tonic::Code;
 
 use super::*;
@@ -82,19 +83,36 @@ async fn a_store_given_up_is_deleted_by_the_pruner() {
     let mut s = storing.client().await;
     let nodes = super::refusals::chain(1000, "gu");
     let ids = ids_of(&nodes);
-    let store = tokio::spawn(async move { enqueue_flow(&mut s, "given-up", nodes).await });
     let flow_key = "dueq:{ns}:meta:dag:given-up";
-    let patience = Patience::new("the store to be under way");
-    loop {
-        let stage: Option<String> = query(&mut conn, cmd("HGET").arg(flow_key).arg("stage")).await;
-        if stage.is_some() {
-            break;
-        }
-        patience.wait().await;
-    }
-    store.abort();
+    // The store is cut between its parts (32 jobs each) by pausing Redis's writes
+    // the moment its first part writes the flow's record, which Redis announces
+    // (keyspace notifications): no poll could catch a store that takes
+    // milliseconds.
+    let _: () = query(
+        &mut conn,
+        cmd("CONFIG").arg(&["SET", "notify-keyspace-events", "Kh"]),
+    )
+    .await;
+    let client = deadpool_redis::redis::Client::open(redis.url()).expect("a client");
+    let mut pubsub = client
+        .get_async_pubsub()
+        .await
+        .expect("a pubsub connection");
+    pubsub
+        .subscribe(format!("__keyspace@0__:{flow_key}"))
+        .await
+        .expect("SUBSCRIBE");
+    let store = tokio::spawn(async move { enqueue_flow(&mut s, "given-up", nodes).await });
+    let first_write = tokio::time::timeout(PATIENCE, pubsub.on_message().next()).await;
+    assert!(
+        matches!(first_write, Ok(Some(_))),
+        "the store never wrote its flow"
+    );
+    let _: () = query(&mut conn, cmd("CLIENT").arg(&["PAUSE", "60000", "WRITE"])).await;
     storing.kill();
+    store.abort();
     let _ = store.await;
+    let _: () = query(&mut conn, cmd("CLIENT").arg("UNPAUSE")).await;
     let stage: Option<String> = query(&mut conn, cmd("HGET").arg(flow_key).arg("stage")).await;
     assert!(stage.is_some(), "the store was cut before its last part");
     let pruner = {

@@ -191,10 +191,10 @@ pub(crate) fn is_loaded_already(err: &redis::ServerError) -> bool {
 
 /// Loads every library (a library loaded already counts as loaded), then deletes
 /// the libraries of other dueq versions, which a dueq of this version never calls:
-/// a version's five hold about a megabyte of Redis's memory together. An older dueq still running
-/// (a rolling upgrade) finds its functions gone at its next call and loads its
-/// library again, once per deletion, so this runs only when the service starts or
-/// Redis comes back. On Redis Cluster the load goes to every master; the list comes
+/// a version's five hold about 1.4 MB of Redis's memory together. An older dueq
+/// still running (a rolling upgrade) finds its functions gone at its next call and
+/// loads its library again, once per deletion, so this runs only when the service
+/// starts or Redis comes back. On Redis Cluster the load goes to every master; the list comes
 /// from one node, so another node's old libraries wait for a later start.
 pub(crate) async fn load_all(conn: &mut (impl ConnectionLike + Send)) -> RedisResult<()> {
     let mut current = Vec::with_capacity(PRELUDES.len());

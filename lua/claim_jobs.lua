@@ -3,8 +3,8 @@
 --
 -- KEYS[1] finished jobs (zset id -> finish ms)   <prefix>:{<ns>}:jdone
 -- KEYS[2] namespace meta                          <prefix>:{<ns>}:meta
--- KEYS[3..] claim receipt, under --redis-wait-replicas only (list of the claimed ids,
---          in order) <prefix>:{<ns>}:meta:claim:<token_base>: when it is the mark
+-- KEYS[3..] claim receipt, under --redis-wait-replicas only and never with further
+--          takers (list of the claimed ids, in order) <prefix>:{<ns>}:meta:claim:<token_base>: when it is the mark
 --          [""] (the claim was given back before it ran, release_claim.lua) nothing is
 --          claimed; else the claimed ids are pushed to it, kept RECEIPT_MS
 -- ARGV[1..8] job_prefixes: key prefixes (lib/job.lua job_keys): job, payload, ready,
@@ -13,15 +13,22 @@
 -- ARGV[10] lease_ms: lease ms for these claims ("" = each job's own default lease)
 -- ARGV[11] max_jobs: most jobs to claim
 -- ARGV[12] worker: worker id
+--          (ARGV[9..12] and ARGV[14] are the first taker's; a grouped call, issue 35,
+--          carries more takers in ARGV[18..])
 -- ARGV[13] budget: most expired leases re-handed, most delayed jobs promoted per
 --          queue, and most stale ready entries dropped, in this call
 -- ARGV[14] max_bytes: reply byte budget: no job is leased past the first whose reply would take
 --          the jobs' bytes (lib/job.lua packed_bytes) over it
 -- ARGV[15] ack_count: number of acks A carried by this claim (issue 15), applied first
 -- ARGV[16] result_count: number R of those acks that carry a result (issue 30)
--- ARGV[17..] acks, results, queues: the A acks (job id, lease token: 2A values), the
---            R results (the ack's index from 0 in the acks, the result: 2R values),
---            then the queue names
+-- ARGV[17] group_count: number G of further takers grouped into this call (issue 35:
+--          concurrent ClaimJobs of one namespace and queue set share one call)
+-- ARGV[18..] group, acks, results, queues: the G further takers (token base, lease
+--            ms, max jobs, worker, max bytes: 5G values), the A acks of all takers
+--            (job id, lease token: 2A values), the R results (the ack's index from 0
+--            in the acks, the result: 2R values), then the queue names
+-- Takers are served in order, each up to its max jobs and its max bytes, every job with
+-- the taker's worker, lease and a token of the taker's base; all acks go first.
 -- Returns { now, next_ms, more, register, n, then per claimed job: id, its packed
 --           record as stored, its payload when kept in its own key (else '')
 --           (lib/job.lua push_job; src/store/packed_job.rs reads them), then per
@@ -32,7 +39,9 @@
 --           throttled | queue_running | queue_rate),
 --           then D, the number of claimed jobs that are nodes of a flow (issue 34),
 --           and per such job: its place among the claimed jobs (from 1), its
---           dependencies (lib/graph.lua graph.deps_of) }
+--           dependencies (lib/graph.lua graph.deps_of),
+--           then per further taker (G): how many of the n jobs are its, which
+--           follow the first taker's (and each earlier taker's) in the jobs }
 --   tag, detail: 'ok', the job's queue | 'missing', '' | 'stale', the job's state |
 --            'expired', '' | 'corrupt', the error (lib/job.lua complete_job)
 --   next_ms: earliest future delayed run or lease deadline in these queues ("" none),
@@ -80,34 +89,41 @@ local done = KEYS[1]
 -- Called by the guard only when meta has no job layout: whether the claimed queues
 -- or the finished set hold jobs (lib/job.lua held_probe). The queues are the last
 -- values, after the acks and results.
+local first_ack = 18 + 5 * tonumber(ARGV[17])
 local function probe()
   local acks_n, results_n = tonumber(ARGV[15]), tonumber(ARGV[16])
   local queues = {}
-  for i = 17 + 2 * acks_n + 2 * results_n, #ARGV do queues[#queues + 1] = ARGV[i] end
+  for i = first_ack + 2 * acks_n + 2 * results_n, #ARGV do queues[#queues + 1] = ARGV[i] end
   return held_probe(K, KEYS[2], done, queues)
 end
 local refused = jobs_guard(KEYS[2], probe)
 if refused then return refused end
 local now = now_ms()
-local token_base, lease_override = ARGV[9], tonumber(ARGV[10])
-local max_jobs, worker, budget = tonumber(ARGV[11]), ARGV[12], tonumber(ARGV[13])
-local max_bytes = tonumber(ARGV[14])
+local budget = tonumber(ARGV[13])
+-- The taker being served (the first: ARGV[9..12], ARGV[14]; further taker ti: its 5
+-- values from ARGV[13 + 5 ti]): token base, lease override (nil: each job's own),
+-- max jobs, worker, max bytes. max_jobs is what all takers may take together.
+local group_n = tonumber(ARGV[17])
+local token_base, lease_override, max = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local worker, max_bytes = ARGV[12], tonumber(ARGV[14])
+local max_jobs = max
+for i = 20, first_ack - 1, 5 do max_jobs = max_jobs + tonumber(ARGV[i]) end
 -- How long a claim receipt is kept: far longer than a call that lost its reply
 -- takes to give the claim back.
 local RECEIPT_MS = 60000
 local receipt = KEYS[3]
-if receipt and redis.call('LINDEX', receipt, 0) == '' then max_jobs = 0 end
+if receipt and redis.call('LINDEX', receipt, 0) == '' then max_jobs, max = 0, 0 end
 local register = 0
 local expired = {}
 local acks, result_count = tonumber(ARGV[15]), tonumber(ARGV[16])
-local first_result = 17 + 2 * acks
+local first_result = first_ack + 2 * acks
 -- Results by the ARGV position of their ack's id; nil when no ack carries one, so
 -- an ack without a result costs nothing for them.
 local results = nil
 if result_count > 0 then
   results = {}
   for i = first_result, first_result + 2 * result_count - 1, 2 do
-    results[17 + 2 * tonumber(ARGV[i])] = ARGV[i + 1]
+    results[first_ack + 2 * tonumber(ARGV[i])] = ARGV[i + 1]
   end
 end
 local queues = {}
@@ -117,7 +133,7 @@ for i = first_result + 2 * result_count, #ARGV do queues[#queues + 1] = ARGV[i] 
 -- finishes its last jobs and fetches the next ones in one round trip and one script.
 local acked = {}
 local completions = completions_new(now, KEYS[2])
-for i = 17, 16 + 2 * acks, 2 do
+for i = first_ack, first_ack - 1 + 2 * acks, 2 do
   -- (a job with its own retention rule or of a flow is finished unbatched: its
   -- registration, e.g. graph work queued, comes back here)
   local outcome, asked = complete_job(K, KEYS[2], done, ARGV[i], ARGV[i + 1], now,
@@ -318,57 +334,73 @@ end
 local out = { now, '', 0, 0, 0 }
 local claimed, leases, taken, soonest, graph_out = 0, {}, {}, {}, {}
 local claimed_ids = {}
-local bytes = 0
 -- Claims with the same lease length share a deadline: its text is made once.
 local until_last, until_text = nil, nil
-while claimed < max_jobs and skips < budget do
+
+-- The takers in turn, each until it holds its max jobs or its max bytes (its first job
+-- always), or nothing is left; a taker served moves the loop to the next one. Only
+-- the further takers' counts go in the reply (the first's is what is left).
+local mine, bytes, full, exhausted, ti = 0, 0, false, false, 0
+local counts = {}
+while true do
   -- The best front across the queues and, within a queue, its plain lists and its
   -- lanes' rotation (which already chose by the queue's fairness).
   local best = nil
-  for _, q in ipairs(queues) do
-    if not gate[q] then
-      if not plain_done[q] then
-        -- Each queue pops its share of what is left; one that wins more refills.
-        local b = front(q, math.ceil((max_jobs - claimed) / #queues))
-        if b == nil then
-          plain_done[q] = true
-        elseif better(b, best) then
-          best = b
+  if mine < max and not full and not exhausted and skips < budget then
+    for _, q in ipairs(queues) do
+      if not gate[q] then
+        if not plain_done[q] then
+          -- Each queue pops its share of what is left; one that wins more refills.
+          local b = front(q, math.ceil((max_jobs - claimed) / #queues))
+          if b == nil then
+            plain_done[q] = true
+          elseif better(b, best) then
+            best = b
+          end
         end
-      end
-      if flows[q] and not flow_done[q] then
-        local c = flow.front(flows[q], skip)
-        if c == nil then
-          flow_done[q] = true
-        elseif better(c, best) then
-          best = c
+        if flows[q] and not flow_done[q] then
+          local c = flow.front(flows[q], skip)
+          if c == nil then
+            flow_done[q] = true
+          elseif better(c, best) then
+            best = c
+          end
         end
       end
     end
+    exhausted = best == nil
   end
-  if best == nil then break end
-  local id, p, q = best.id, best.p, best.queue
-  local pol = policies[q]
-  local cost = tonumber(p[P_COST] or '') or 1
-  local why, at = nil, nil
-  if pol.mr > 0 or pol.rate then
-    why, at = flow.queue_blocked(KEYS[2], q, pol, now, running[q] or 0, cost)
+  local pol, cost, why, at = nil, 1, nil, nil
+  if best then
+    pol = policies[best.queue]
+    cost = tonumber(best.p[P_COST] or '') or 1
+    if pol.mr > 0 or pol.rate then
+      why, at = flow.queue_blocked(KEYS[2], best.queue, pol, now, running[best.queue] or 0, cost)
+    end
+    if why then
+      -- The queue as a whole is at its limit: nothing more of it in this call.
+      gate[best.queue] = { reason = why, at = at }
+      best = nil
+    end
   end
-  if why then
-    -- The queue as a whole is at its limit: nothing more of it in this call.
-    gate[q] = { reason = why, at = at }
-  else
-    local size = packed_bytes(K, id, p, true, false, true) + #worker
+  local size, deps = 0, nil
+  if best then
+    local p = best.p
+    size = packed_bytes(K, best.id, p, true, false, true) + #worker
     -- A node of a flow (issue 34) carries its dependencies and as many of their
     -- results as the budget left holds (lib/graph.lua graph.deps_of).
-    local deps = nil
     if #p >= P_DAG and p[P_DAG] ~= '' then
       local extra
       deps, extra = graph.deps_of(K, KEYS[2], p, max_bytes - bytes - size)
       size = size + extra
     end
+    if mine > 0 and bytes + size > max_bytes then
+      full, best = true, nil
+    end
+  end
+  if best then
+    local id, p, q = best.id, best.p, best.queue
     bytes = bytes + size
-    if claimed > 0 and bytes > max_bytes then break end
     if best.flow then
       flow.take(best.flow)
     else
@@ -384,7 +416,7 @@ while claimed < max_jobs and skips < budget do
     packed_put(p, P_LEASE_UNTIL, until_ms - created)
     -- Numbers as text by '%d': concatenating or passing a number makes Redis's Lua
     -- format it with '%.14g', several times the cost, once per job.
-    p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', claimed + 1)
+    p[P_WORKER], p[P_TOKEN] = worker, token_base .. '.' .. string.format('%d', mine + 1)
     local packed = packed_save(K.job .. id, p)
     if until_ms ~= until_last then
       until_last, until_text = until_ms, string.format('%d', until_ms)
@@ -398,14 +430,24 @@ while claimed < max_jobs and skips < budget do
     else
       count_pending(KEYS[2], { queue = q, n = p[P_N] }, -1)
     end
-    claimed = claimed + 1
+    mine, claimed = mine + 1, claimed + 1
     claimed_ids[claimed] = id
     push_job(out, K, id, packed, p[P_PX])
     if deps then
       graph_out[#graph_out + 1], graph_out[#graph_out + 2] = claimed, deps
     end
+  elseif not why then
+    -- This taker is served (its max jobs or bytes), or nothing is left: the next.
+    if ti >= group_n then break end
+    if ti > 0 then counts[ti] = mine end
+    ti = ti + 1
+    local first = 13 + 5 * ti
+    token_base, lease_override = ARGV[first], tonumber(ARGV[first + 1])
+    max, worker, max_bytes = tonumber(ARGV[first + 2]), ARGV[first + 3], tonumber(ARGV[first + 4])
+    mine, bytes, full = 0, 0, false
   end
 end
+if ti > 0 then counts[ti] = mine end
 
 for _, q in ipairs(queues) do
   if flows[q] then flow.flush(flows[q]) end
@@ -467,6 +509,7 @@ for _, q in ipairs(all_queues) do
 end
 out[#out + 1] = #graph_out / 2
 for i = 1, #graph_out do out[#out + 1] = graph_out[i] end
+for i = 1, group_n do out[#out + 1] = counts[i] or 0 end
 if receipt and claimed > 0 then
   redis.call('RPUSH', receipt, unpack(claimed_ids))
   redis.call('PEXPIRE', receipt, RECEIPT_MS)

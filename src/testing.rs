@@ -71,6 +71,35 @@ impl TestRedis {
             .unwrap_or_else(|e| panic!("connect to test redis: {e}"))
     }
 
+    /// Zeroes Redis's command statistics (`CONFIG RESETSTAT`).
+    #[allow(clippy::disallowed_methods, reason = "a test's view of Redis itself")]
+    pub(crate) async fn reset_stats(&self) {
+        let mut conn = self.conn().await;
+        let reset: redis::RedisResult<()> = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut conn)
+            .await;
+        reset.unwrap_or_else(|e| panic!("CONFIG RESETSTAT: {e}"));
+    }
+
+    /// How many times Redis ran `command` (lower case, as INFO commandstats names
+    /// it) since the last reset.
+    #[allow(clippy::disallowed_methods, reason = "a test's view of Redis itself")]
+    pub(crate) async fn calls(&self, command: &str) -> u64 {
+        let mut conn = self.conn().await;
+        let info: redis::RedisResult<String> = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await;
+        let info = info.unwrap_or_else(|e| panic!("INFO commandstats: {e}"));
+        let prefix = format!("cmdstat_{command}:calls=");
+        info.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// A store over this Redis, under the key prefix `dueq`.
     pub(crate) fn store(&self) -> Store {
         Store::new(

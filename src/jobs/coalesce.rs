@@ -51,7 +51,7 @@ use tracing::Instrument;
 
 use crate::{
     domain::{Enqueued, JobSpec},
-    namespaces::{Entry, Lane, Reply},
+    namespaces::{Entry, InFlight, Lane, Reply},
     store::{ops::enqueue_jobs::EnqueueJobs, Store, StoreError},
     sync::lock,
 };
@@ -65,17 +65,28 @@ const MAX_JOBS_PER_CALL: usize = 64;
 
 /// A lane's flush slot, given back when a flush task ends without releasing it
 /// itself (a panic, or the runtime shutting down), so later callers can still
-/// start a flush instead of waiting behind a slot nobody holds.
-struct FlushSlot {
-    lane: Arc<Mutex<Lane>>,
-    released: bool,
+/// start a flush instead of waiting behind a slot nobody holds. (Also the ClaimJob
+/// lane's: `claim_group`.)
+pub(super) struct FlushSlot<L: InFlight = Lane> {
+    pub(super) lane: Arc<Mutex<L>>,
+    pub(super) released: bool,
 }
 
-impl Drop for FlushSlot {
+impl<L: InFlight> FlushSlot<L> {
+    /// Gives the slot back (the lane must be locked by the caller: `lane`).
+    pub(super) fn release(&mut self, lane: &mut L) {
+        let flushing = lane.flushing();
+        *flushing = flushing.saturating_sub(1);
+        self.released = true;
+    }
+}
+
+impl<L: InFlight> Drop for FlushSlot<L> {
     fn drop(&mut self) {
         if !self.released {
             let mut lane = lock(&self.lane);
-            lane.flushing = lane.flushing.saturating_sub(1);
+            let flushing = lane.flushing();
+            *flushing = flushing.saturating_sub(1);
         }
     }
 }
@@ -189,10 +200,10 @@ async fn send_group(store: &Store, entry: &Entry, max_jobs: u64, group: Vec<(Job
 /// A future run in place, on the task that awaits it, that is moved to a task of its
 /// own if that task drops it before it finished: a leader's flush, which other
 /// callers' answers depend on, outlives the leader's own call.
-struct Detached<F: Future<Output = ()> + Send + 'static>(Option<Pin<Box<F>>>);
+pub(super) struct Detached<F: Future<Output = ()> + Send + 'static>(Option<Pin<Box<F>>>);
 
 impl<F: Future<Output = ()> + Send + 'static> Detached<F> {
-    fn new(future: F) -> Self {
+    pub(super) fn new(future: F) -> Self {
         Detached(Some(Box::pin(future)))
     }
 }

@@ -6,6 +6,7 @@
 
 mod bulk;
 mod chunks;
+mod claim_group;
 mod coalesce;
 mod console;
 mod flow;
@@ -23,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::time::Instant;
+use tokio::{sync::oneshot, time::Instant};
 
 pub(crate) use bulk::BulkSelection;
 pub(crate) use manage::DEFAULT_RELEASE_REASON;
@@ -40,14 +41,13 @@ use crate::{
     effects::{Effects, Ready},
     error::{Error, JobAction, LostLease, Missing},
     longpoll::{long_poll, Attempt},
-    namespaces::Entry,
-    namespaces::Work,
+    namespaces::{Entry, WaitingClaim, Work},
     store::ops::publish_workers::SessionKind,
     store::ops::{
         ack_job::AckJob,
         ack_jobs::{AckJobs, AckResults, Acked},
         cancel_job::CancelJob,
-        claim_jobs::ClaimJobs,
+        claim_jobs::{ClaimJobs, ClaimedBatch},
         enqueue_jobs::EnqueueJobs,
         extend_lease::ExtendLease,
         fail_job::{FailJob, FailedJob},
@@ -254,7 +254,7 @@ impl Jobs {
 
     async fn first_or_later_attempt(
         &self,
-        entry: &Entry,
+        entry: &Arc<Entry>,
         claim: &ClaimRequest<'_>,
         first: &AtomicBool,
         acked: &Mutex<Vec<Result<(), Error>>>,
@@ -285,40 +285,87 @@ impl Jobs {
     /// One claim script call: the acks, then up to `claim.max_jobs` jobs.
     pub(crate) async fn attempt(
         &self,
-        entry: &Entry,
+        entry: &Arc<Entry>,
         claim: &ClaimRequest<'_>,
         acks: &[Lease<'_>],
         results: AckResults<'_>,
     ) -> Result<(Attempt<Vec<JobRecord>>, Vec<Result<(), Error>>), Error> {
         let token_base = uuid::Uuid::new_v4().simple().to_string();
+        let batch = if self.cx.store.confirms_writes() {
+            self.confirmed_attempt(entry, claim, acks, results, &token_base)
+                .await?
+        } else {
+            // Grouped with concurrent attempts on the same queues (issue 35).
+            let attempt = WaitingClaim {
+                queues: claim.queues.to_vec(),
+                worker: claim.worker.to_owned(),
+                token_base,
+                lease_ms: claim.lease_ms,
+                max_jobs: claim.max_jobs,
+                max_bytes: claim.max_bytes,
+                acks: acks
+                    .iter()
+                    .map(|(id, token)| ((*id).to_owned(), (*token).to_owned()))
+                    .collect(),
+                results: results.iter().map(|(i, r)| (*i, r.to_vec())).collect(),
+                reply: oneshot::channel().0,
+            };
+            claim_group::claim(&self.cx.store, entry, attempt).await?
+        };
+        Ok(self.claimed(entry, claim, acks, batch).await)
+    }
+
+    /// One claim call under `--redis-wait-replicas`, alone (a receipt names one
+    /// token base): a claim the replicas did not confirm, or whose reply was lost, is
+    /// given back.
+    async fn confirmed_attempt(
+        &self,
+        entry: &Entry,
+        claim: &ClaimRequest<'_>,
+        acks: &[Lease<'_>],
+        results: AckResults<'_>,
+        token_base: &str,
+    ) -> Result<ClaimedBatch, Error> {
         let op = ClaimJobs {
             queues: claim.queues,
             worker: claim.worker,
             lease_ms: claim.lease_ms,
             max_jobs: claim.max_jobs,
-            token_base: &token_base,
+            token_base,
             max_bytes: claim.max_bytes,
             acks,
             results,
-            receipt: self.cx.store.confirms_writes(),
+            receipt: true,
+            group: &[],
         };
         let confirmed = match self.cx.store.run_confirmed(entry.name(), &op).await {
             Ok(confirmed) => confirmed,
             Err(error) => {
                 // The reply was lost (a timeout, a dropped connection): the claim may
                 // have run, or may still run.
-                if op.receipt && error.is_unavailable() {
-                    self.release_unconfirmed(entry, &token_base, false).await;
+                if error.is_unavailable() {
+                    self.release_unconfirmed(entry, token_base, false).await;
                 }
                 return Err(error.into());
             }
         };
         let batch = confirmed.output;
         if let Some(unconfirmed) = confirmed.unconfirmed {
-            self.release_unconfirmed(entry, &token_base, batch.register)
+            self.release_unconfirmed(entry, token_base, batch.register)
                 .await;
             return Err(unconfirmed.into());
         }
+        Ok(batch)
+    }
+
+    /// Applies one claim call's share (its effects) and makes the attempt's answer.
+    async fn claimed(
+        &self,
+        entry: &Entry,
+        claim: &ClaimRequest<'_>,
+        acks: &[Lease<'_>],
+        batch: ClaimedBatch,
+    ) -> (Attempt<Vec<JobRecord>>, Vec<Result<(), Error>>) {
         let mut effects =
             Effects::finished(batch.register).and_ready(Work::Jobs, Ready::At(batch.next_ms));
         effects.expired = claim
@@ -351,7 +398,7 @@ impl Jobs {
             found: (!batch.jobs.is_empty()).then_some(batch.jobs),
             more: batch.more,
         };
-        Ok((attempt, acked))
+        (attempt, acked)
     }
 
     /// Gives back the jobs of a claim `--redis-wait-replicas` could not confirm, or

@@ -93,7 +93,21 @@ impl Pruner {
         };
         if let Some(at) = next {
             self.store.prune_at(namespace, at).await?;
-            return Ok(deleted);
+            // Looked at again after the reschedule: a job that finished during the
+            // visit (after its prune, before the reschedule, which would have put
+            // back its registration "now" to `at`) is pruned now; one that finishes
+            // later registers after the reschedule, and the sooner time wins.
+            let again = self.store.run(namespace, &self.op()).await?;
+            match again.next_ms {
+                _ if again.more => {
+                    self.store
+                        .prune_soon(namespace, self.clock.now_ms())
+                        .await?
+                }
+                Some(sooner) if sooner < at => self.store.prune_soon(namespace, sooner).await?,
+                _ => {}
+            }
+            return Ok(deleted + again.deleted);
         }
         // Dropped first, then looked at again: a job that finished after the prune
         // above either is seen now, or its script ran after the drop, so its own

@@ -567,7 +567,7 @@ impl Jobs {
     /// ack-only call when 0). Touches nothing of the stream: `finish` does.
     async fn call(
         &self,
-        entry: &Entry,
+        entry: &Arc<Entry>,
         options: &WorkOptions,
         acks: &[(String, String)],
         results: &[(usize, Vec<u8>)],

@@ -1,12 +1,12 @@
 //! The namespace table: the one home of per-namespace in-memory state, the wake-up timers of both
-//! long-polls (`timer`), the Enqueue grouping lane (`lane`), the monitor's last
+//! long-polls (`timer`), the Enqueue and ClaimJob grouping lanes (`lane`), the monitor's last
 //! finding, the needs-Migrate notice. The table owns these state types; the
-//! modules that act on them (`longpoll`, `jobs::coalesce`, `monitor`) import them
+//! modules that act on them (`longpoll`, `jobs::coalesce`, `jobs::claim_group`, `monitor`) import them
 //! from here, and this module imports none of its users.
 //!
 //! One eviction rule covers all of it: an entry goes once no call has used its
 //! namespace for [`IDLE_AFTER`] and nothing holds it (no long-poll waits on it, no
-//! grouped Enqueue is in flight). Evicting it stops its timers. Pruning keeps no
+//! grouped Enqueue or claim is in flight). Evicting it stops its timers. Pruning keeps no
 //! entry: it is driven by the prune due-set in Redis (`jobs::retention`). So memory and background work follow the namespaces
 //! in use, not every namespace this instance ever saw; a namespace used again simply
 //! gets a fresh entry.
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 mod lane;
 mod timer;
 
-pub(crate) use lane::{Lane, Reply};
+pub(crate) use lane::{ClaimLane, InFlight, Lane, Reply, WaitingClaim};
 pub(crate) use timer::{Group, Timer, Work};
 
 use crate::{
@@ -46,6 +46,8 @@ pub(crate) struct Entry {
     pub(crate) schedule_timer: OnceLock<Arc<Timer>>,
     pub(crate) job_timer: OnceLock<Arc<Timer>>,
     pub(crate) lane: Arc<Mutex<Lane>>,
+    /// ClaimJob attempts waiting to be grouped into one claim call (issue 35).
+    pub(crate) claims: Arc<Mutex<ClaimLane>>,
     /// The monitor's last finding and when it was last logged.
     pub(crate) health: Mutex<(Finding, Option<Instant>)>,
     /// When a refused call last logged that the namespace needs Migrate.
@@ -86,7 +88,9 @@ impl Entry {
     }
 
     fn evictable(&self, now: Instant) -> bool {
-        now.duration_since(*lock(&self.last_used)) >= IDLE_AFTER && lock(&self.lane).is_idle()
+        now.duration_since(*lock(&self.last_used)) >= IDLE_AFTER
+            && lock(&self.lane).is_idle()
+            && lock(&self.claims).is_idle()
     }
 }
 
@@ -119,6 +123,7 @@ impl Namespaces {
             schedule_timer: OnceLock::new(),
             job_timer: OnceLock::new(),
             lane: Arc::new(Mutex::new(Lane::default())),
+            claims: Arc::new(Mutex::new(ClaimLane::default())),
             health: Mutex::new((Finding::Healthy, None)),
             migrate_notice: Mutex::new(None),
             served_jobs: AtomicBool::new(false),

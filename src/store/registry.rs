@@ -219,6 +219,8 @@ mod tests {
         let queues = [queue.to_owned()];
         let op = claim_jobs::ClaimJobs {
             queues: &queues,
+            receipt: true,
+            group: &[],
             ..claim_jobs::sample()
         };
         let batch = store.run("ns", &op).await.unwrap_or_else(|e| panic!("{e}"));

@@ -10,7 +10,7 @@ use crate::{
     store::packed_job::{read_job, state_of_code},
 };
 
-script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(16));
+script!(ClaimJobs<'_>: "claim_jobs", Job, Arity::AtLeast(2), Arity::AtLeast(17));
 
 /// Most expired leases re-handed and delayed jobs promoted per queue per call, and
 /// most stale ready entries dropped.
@@ -32,8 +32,24 @@ pub(crate) struct ClaimJobs<'a> {
     /// The results some of those acks carry (issue 30).
     pub(crate) results: AckResults<'a>,
     /// Keep a receipt of the claimed ids under the token base, so the claim can be
-    /// given back by it (`--redis-wait-replicas`; release_claim.lua).
+    /// given back by it (`--redis-wait-replicas`; release_claim.lua). Never with
+    /// `group`: a receipt names one token base.
     pub(crate) receipt: bool,
+    /// Further takers served in this call after the first (the fields above), in
+    /// order (issue 35: concurrent ClaimJobs grouped into one script call). Their
+    /// acks are in `acks`, after the first taker's.
+    pub(crate) group: &'a [Taker<'a>],
+}
+
+/// One further taker of a grouped claim: the jobs it takes carry its worker, lease
+/// and a token of its base, and fit its byte budget (its first job always).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Taker<'a> {
+    pub(crate) token_base: &'a str,
+    pub(crate) lease_ms: Option<i64>,
+    pub(crate) max_jobs: u32,
+    pub(crate) worker: &'a str,
+    pub(crate) max_bytes: usize,
 }
 
 /// What one claim call returned.
@@ -51,6 +67,9 @@ pub(crate) struct ClaimedBatch {
     pub(crate) expired: Vec<u64>,
     /// One outcome per carried ack, in order.
     pub(crate) acked: Vec<Acked>,
+    /// How many of `jobs` are each further taker's (`ClaimJobs::group`, in order):
+    /// the first taker's jobs come first, then each further taker's.
+    pub(crate) shares: Vec<usize>,
     /// The flow limits this call met, per queue (in the order of
     /// `ClaimJobs::queues`): each reason with how many times (lib/flow.lua).
     pub(crate) throttled: Vec<Vec<(FlowReason, u64)>>,
@@ -159,7 +178,15 @@ impl Operation for ClaimJobs<'_> {
             .arg("budget", CLAIM_BUDGET)
             .arg("max_bytes", self.max_bytes)
             .arg("ack_count", self.acks.len())
-            .arg("result_count", self.results.len());
+            .arg("result_count", self.results.len())
+            .arg("group_count", self.group.len());
+        for taker in self.group {
+            call.arg("group", taker.token_base)
+                .opt("group", taker.lease_ms)
+                .arg("group", taker.max_jobs)
+                .arg("group", taker.worker)
+                .arg("group", taker.max_bytes);
+        }
         for (id, token) in self.acks {
             call.arg("acks", *id).arg("acks", *token);
         }
@@ -199,6 +226,14 @@ impl Operation for ClaimJobs<'_> {
                 .ok_or_else(|| StoreError::corrupt("claim_jobs reply", "dependencies of no job"))?;
             job.dependencies = dependencies(&job.id, &blob)?;
         }
+        let shares = self
+            .group
+            .iter()
+            .map(|_| reply.count().map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if shares.iter().try_fold(0usize, |sum, n| sum.checked_add(*n)).is_none_or(|sum| sum > jobs.len()) {
+            return Err(StoreError::corrupt("claim_jobs reply", "takers' shares exceed the jobs"));
+        }
         reply.finish()?;
         Ok(ClaimedBatch {
             next_ms,
@@ -207,6 +242,7 @@ impl Operation for ClaimJobs<'_> {
             jobs,
             expired,
             acked,
+            shares,
             throttled,
         })
     }
@@ -225,13 +261,21 @@ pub(crate) fn sample() -> ClaimJobs<'static> {
         max_bytes: 1 << 20,
         acks: &[("j", "t")],
         results: &[(0, b"r")],
-        receipt: true,
+        // (A grouped call never keeps a receipt: the service sends one or the other.)
+        receipt: false,
+        group: &[Taker {
+            token_base: "u",
+            lease_ms: Some(1000),
+            max_jobs: 2,
+            worker: "v",
+            max_bytes: 1 << 20,
+        }],
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::ClaimJobs;
+    use super::{ClaimJobs, Taker};
     use crate::{
         domain::{JobSpec, JobState, LeaseCheck, RunAt},
         store::{
@@ -280,6 +324,7 @@ mod tests {
             acks,
             results: &[],
             receipt: false,
+            group: &[],
         };
         store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"))
     }
@@ -287,6 +332,69 @@ mod tests {
     /// A claim pops each queue's list ahead and pushes back what it did not take:
     /// small claims across queues, then one that takes the rest, hand out every job
     /// once, by priority then enqueue order, and the pending counts follow.
+    /// Pins issue 35's grouped claim: one call serves its takers in order, each up to
+    /// its own max jobs and byte budget (its first job always), each job leased with
+    /// the taker's worker, lease and token base; every taker's acks go first, with
+    /// outcomes in order; the reply says each further taker's share.
+    #[tokio::test]
+    async fn a_grouped_claim_serves_each_taker_as_its_own_call_would() {
+        let redis = TestRedis::start().await;
+        let store = redis.store();
+        let queues = ["q".to_owned()];
+        let jobs: Vec<JobSpec> = (0..8).map(|i| spec(&format!("j{i}"), "q", 0)).collect();
+        enqueue(&store, &jobs).await;
+        // Two jobs leased by two callers, acked by the grouped call below.
+        let held_a = claim(&store, &queues, 1, &[]).await.jobs;
+        let held_b = claim_leased(&store, &queues, 1, &[], None).await.jobs;
+        let (a, b) = (&held_a[0], &held_b[0]);
+        let takers = [
+            Taker { token_base: "u", lease_ms: Some(5_000), max_jobs: 2, worker: "v", max_bytes: 1 << 20 },
+            // A byte budget below one job: it still gets its first job, and only that.
+            Taker { token_base: "x", lease_ms: None, max_jobs: 3, worker: "y", max_bytes: 1 },
+            // It gets what is left after the others (2 of the 8 were held above).
+            Taker { token_base: "z", lease_ms: None, max_jobs: 9, worker: "zz", max_bytes: 1 << 20 },
+        ];
+        let acks = [(a.id.as_str(), a.lease_token.as_str()), ("nope", "t.1"), (b.id.as_str(), b.lease_token.as_str())];
+        let grouped = ClaimJobs {
+            queues: &queues,
+            worker: "w",
+            lease_ms: None,
+            max_jobs: 1,
+            token_base: "t2",
+            max_bytes: 1 << 20,
+            acks: &acks,
+            results: &[(2, b"done")],
+            receipt: false,
+            group: &takers,
+        };
+        let batch = store.run("ns", &grouped).await.unwrap_or_else(|e| panic!("claim: {e}"));
+        // The acks, in order: both held jobs completed, the unknown one missing.
+        assert!(matches!(batch.acked[0], Ok(LeaseCheck::Done(_))), "{:?}", batch.acked);
+        assert!(matches!(batch.acked[1], Ok(LeaseCheck::Missing)), "{:?}", batch.acked);
+        assert!(matches!(batch.acked[2], Ok(LeaseCheck::Done(_))), "{:?}", batch.acked);
+        // Of the 6 jobs left: 1 for the first taker, then 2, 1, and the last 2.
+        assert_eq!(batch.shares, vec![2, 1, 2]);
+        let seen: Vec<(&str, &str)> =
+            batch.jobs.iter().map(|j| (j.worker.as_str(), j.lease_token.as_str())).collect();
+        assert_eq!(
+            seen,
+            vec![("w", "t2.1"), ("v", "u.1"), ("v", "u.2"), ("y", "x.1"), ("zz", "z.1"), ("zz", "z.2")]
+        );
+        let mut ids: Vec<&str> = batch.jobs.iter().map(|j| j.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 6, "every job handed out once: {ids:?}");
+        // Taker v's lease is its own; the others keep the jobs' own (30 s).
+        for job in &batch.jobs {
+            let lease = job.lease_until_ms.unwrap_or(0) - job.update_ms;
+            let expected = if job.worker == "v" { 5_000 } else { 30_000 };
+            assert_eq!(lease, expected, "{}", job.worker);
+        }
+        let done = store.run("ns", &GetJob { id: &b.id }).await.unwrap_or_else(|e| panic!("{e}"));
+        let done = done.unwrap_or_else(|| panic!("{} is gone", b.id));
+        assert_eq!((done.state, done.result.as_slice()), (JobState::Completed, &b"done"[..]));
+    }
+
     #[tokio::test]
     async fn what_a_claim_pops_and_does_not_take_is_claimed_next_in_order() {
         let redis = TestRedis::start().await;
@@ -553,6 +661,7 @@ mod tests {
                 acks: &leases,
                 results: &[],
                 receipt: false,
+                group: &[],
             };
             let batch = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
             assert_eq!(batch.acked.len(), held.len());

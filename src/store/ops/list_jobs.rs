@@ -151,6 +151,8 @@ mod tests {
             max_jobs: 5,
             acks: &[],
             results: &[],
+            receipt: true,
+            group: &[],
             ..claim_jobs::sample()
         };
         let claimed = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("claim: {e}"));

@@ -61,6 +61,8 @@ mod tests {
             token_base,
             acks: &[],
             results: &[],
+            receipt: true,
+            group: &[],
             ..crate::store::ops::claim_jobs::sample()
         };
         let first = store.run("ns", &claim("a")).await.unwrap_or_else(|e| panic!("{e}"));

@@ -92,6 +92,8 @@ mod tests {
         let queues = ["q".to_owned()];
         let claim = claim_jobs::ClaimJobs {
             queues: &queues,
+            receipt: true,
+            group: &[],
             ..claim_jobs::sample()
         };
         let first = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("{e}"));
@@ -137,6 +139,8 @@ mod tests {
             let queues = ["q".to_owned()];
             let claim = claim_jobs::ClaimJobs {
                 queues: &queues,
+                receipt: true,
+                group: &[],
                 ..claim_jobs::sample()
             };
             let claimed = store.run("ns", &claim).await.unwrap_or_else(|e| panic!("{e}"));

@@ -260,6 +260,7 @@ fn claim<'a>(queues: &'a [String], token_base: &'static str) -> ClaimJobs<'a> {
         acks: &[],
         results: &[],
         receipt: false,
+        group: &[],
     }
 }
 

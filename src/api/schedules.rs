@@ -216,6 +216,9 @@ pub(super) async fn upsert(
         None => None,
         Some(proto::schedule::Target::Enqueue(t)) => Some(enqueue_target(api, &def, t)?),
     };
+    api.quotas
+        .admit_schedule(caller.as_ref(), namespace.as_str(), &def.id)
+        .await?;
     let (created, record) = api.schedules.upsert(namespace, def, &timing).await?;
     tracing::debug!(schedule_id = %record.def.id, created, "schedule upserted");
     Ok(proto::UpsertScheduleResponse {

@@ -12,16 +12,17 @@
 //! `max_jobs` and `max_schedules`, the most unfinished jobs and schedules the
 //! principal's namespaces may hold together: soft limits. A principal's namespaces
 //! sit in different Cluster slots, so no one script sees them all; each replica
-//! keeps a [`Tally`] per principal instead: the totals it last read
+//! keeps a tally per principal instead (`super::totals`): the totals it last read
 //! (`Store::principal_totals`, over the set `max_namespaces` keeps) plus what it let
 //! in since that read began. A call is checked against the tally under a lock, with
-//! no Redis command; a call that finds the read a second old or more
-//! ([`REFRESH`]) starts a new one in the background, so while the principal writes
-//! each replica reads its totals about once a second, and an idle principal costs
-//! nothing. Only a replica's first call for a principal, and a call the tally would
-//! refuse while its read is a second old, wait for a read. Each replica admits at
-//! most the room its own tally shows, so together R replicas may pass the limit by
-//! what the other R - 1 let in between their reads (docs/security.md).
+//! no Redis command; a call that finds the last read ended a second ago or more
+//! ([`REFRESH`](super::totals::REFRESH)) starts a new one in the background, so
+//! while the principal writes each replica reads its totals about once a second
+//! (plus the read's own time), and an idle principal costs nothing. Only a replica's
+//! first call for a principal, and a call the tally would refuse once its read is
+//! that old, wait for a read. Each replica admits at most the room its own tally
+//! shows, so together R replicas may pass the limit by what the other R - 1 let
+//! in between their reads (docs/security.md).
 
 use std::{collections::HashSet, sync::Mutex};
 

@@ -2,8 +2,8 @@
 //! its `max_jobs` and `max_schedules` (`super::quota` says why it is a soft limit).
 //! A [`Tally`] per principal: the totals last read from Redis plus what this replica
 //! let in since that read began. A call takes its room from the tally under a lock;
-//! the tally is read again at most once per [`REFRESH`], and only while the
-//! principal makes calls.
+//! the tally is read again [`REFRESH`] after its last read ended, and only while
+//! the principal makes calls.
 
 use std::{
     collections::HashMap,
@@ -59,6 +59,9 @@ struct Tally {
     schedules: Count,
     /// When the latest read whose totals are in `base` began; None before the first.
     read_at: Option<Instant>,
+    /// When the latest read ended (stored or dropped): the next starts [`REFRESH`]
+    /// after, so a slow read (10,000 namespaces) is not followed at once by another.
+    read_ended: Option<Instant>,
     /// Whether a read is under way (one at a time, once there is a first).
     refreshing: bool,
 }
@@ -76,9 +79,9 @@ impl Tally {
 enum Step {
     /// Let in (or refused) on the tally as it is.
     Done(Taken),
-    /// Let in; the tally is a second old, so a read starts in the background.
+    /// Let in; the last read ended a second ago, so a read starts in the background.
     DoneAndRead(Taken),
-    /// The tally has no read yet, or would refuse on a read a second old: read, then
+    /// The tally has no read yet, or would refuse on a read that old: read, then
     /// look again.
     Read,
 }
@@ -102,7 +105,7 @@ impl Totals {
     /// Takes room for `n` items of `kind` under `max` for `principal`: all `n` or
     /// none (`whole`), or as many as fit. A local check but for the principal's
     /// first call on this replica, and a call the tally would refuse while its read
-    /// is a second old (that call reads first, so room freed by deletes is seen).
+    /// ended a second ago (that call reads first, so room freed by deletes is seen).
     pub(super) async fn take(
         &self,
         principal: &str,
@@ -150,14 +153,14 @@ impl Totals {
             Some(tally) => tally,
             None => tallies.entry(principal.to_owned()).or_default(),
         };
-        let Some(read_at) = tally.read_at else {
+        let Some(ended) = tally.read_at.and(tally.read_ended) else {
             if may_read {
                 return Step::Read;
             }
             // The read just made was dropped for a newer one, still to be stored.
             return Step::Done(Taken { taken: 0, held: 0 });
         };
-        let stale = !tally.refreshing && read_at.elapsed() >= REFRESH;
+        let stale = !tally.refreshing && ended.elapsed() >= REFRESH;
         let count = tally.count(kind);
         let held = count.held();
         let room = max.saturating_sub(held);
@@ -197,6 +200,7 @@ async fn read(
     let totals: PrincipalTotals = store.principal_totals(principal).await?;
     let mut tallies = lock(tallies);
     let tally = tallies.entry(principal.to_owned()).or_default();
+    tally.read_ended = Some(Instant::now());
     if tally.read_at.is_none_or(|at| at <= began) {
         tally.read_at = Some(began);
         tally.jobs.base = totals.jobs;
@@ -236,6 +240,7 @@ mod tests {
         let totals = Totals::new(crate::testing::offline_context().store);
         let mut tally = Tally {
             read_at: Some(Instant::now()),
+            read_ended: Some(Instant::now()),
             refreshing: true,
             ..Tally::default()
         };

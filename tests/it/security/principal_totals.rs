@@ -348,3 +348,44 @@ async fn sighup_reloads_max_jobs() {
         2,
     );
 }
+
+/// Pins (issue 29 item 5): on a Redis Cluster a principal's totals are summed over
+/// namespaces in different slots (on different masters): 6 namespaces with a job
+/// each fill `max_jobs = 6` through one replica, and another replica's first call
+/// reads all 6 and refuses a seventh.
+#[tokio::test]
+async fn max_jobs_sums_namespaces_across_cluster_slots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = auth_file(dir.path(), &principal("p", "max_jobs = 6"));
+    let cluster = Cluster::start().await;
+    let start = || {
+        let mut config = config(&cluster.url());
+        config.redis_mode = dueq::config::RedisMode::Cluster;
+        config.auth_file = Some(path.clone());
+        Service::start_with(config)
+    };
+    let (one, two) = (start().await, start().await);
+    let (one, two) = (channel(&one), channel(&two));
+    for i in 0..6 {
+        enqueue(&one, "p", &format!("tenant-{i}"), "j")
+            .await
+            .expect("within max_jobs");
+    }
+    over(
+        enqueue(&two, "p", "tenant-6", "j").await,
+        "p",
+        "max_jobs",
+        6,
+    );
+    let masters: std::collections::BTreeSet<u16> = cluster
+        .keys_by_master()
+        .await
+        .into_iter()
+        .filter(|(_, keys)| keys.iter().any(|key| key.contains(":j:")))
+        .map(|(port, _)| port)
+        .collect();
+    assert!(
+        masters.len() >= 2,
+        "the jobs sit on one master: {masters:?}"
+    );
+}

@@ -98,6 +98,27 @@ impl Quotas {
         Ok(usize::try_from(taken).unwrap_or(n))
     }
 
+    /// Whether the caller's `max_jobs` lets it enqueue one job (`admit_jobs`); at
+    /// the limit, a retry of a job stored under its `id` is let through too: it
+    /// writes nothing, and is answered DUPLICATE as without the limit.
+    pub(super) async fn admit_job(
+        &self,
+        caller: Option<&Caller>,
+        namespace: &str,
+        id: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let refused = match self.admit_jobs(caller, 1, true).await {
+            Ok(_) => return Ok(()),
+            Err(refused @ ApiError::OverQuota(_)) => refused,
+            Err(error) => return Err(error),
+        };
+        match id {
+            // At the limit (the rare case): one EXISTS.
+            Some(id) if Box::pin(self.store.job_exists(namespace, id)).await? => Ok(()),
+            _ => Err(refused),
+        }
+    }
+
     /// A job of a batch left out by the caller's `max_jobs` (`admit_jobs` let in
     /// fewer than the batch holds).
     pub(super) fn job_left_out(caller: Option<&Caller>) -> ApiError {
@@ -220,6 +241,9 @@ mod tests {
         let jobs = quotas.admit_jobs(None, 1, true);
         let size = std::mem::size_of_val(&jobs);
         assert!(size <= 512, "the jobs admission's future is {size} bytes");
+        let job = quotas.admit_job(None, "ns", Some("j"));
+        let size = std::mem::size_of_val(&job);
+        assert!(size <= 512, "the job admission's future is {size} bytes");
         let schedule = quotas.admit_schedule(None, "ns", "s");
         let size = std::mem::size_of_val(&schedule);
         assert!(

@@ -111,6 +111,13 @@ impl Store {
         })
     }
 
+    /// Whether job `id` is stored in `namespace`: an Enqueue of it is a retry,
+    /// which writes nothing, so a principal at its `max_jobs` may still make it.
+    pub(crate) async fn job_exists(&self, namespace: &str, id: &str) -> Result<bool, StoreError> {
+        let key = NamespaceKeys::new(&self.prefix, namespace).job(id);
+        self.query(redis::cmd("EXISTS").arg(key).to_owned()).await
+    }
+
     /// Whether schedule `id` is stored in `namespace`: an UpsertSchedule of it is an
     /// update, which a principal at its `max_schedules` may still make.
     pub(crate) async fn schedule_exists(

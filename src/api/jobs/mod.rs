@@ -46,7 +46,11 @@ pub(super) async fn enqueue(
     let (_, extensions, req) = request.into_parts();
     let job = traced(validate::new_job(api, "", req)?);
     api.quotas
-        .admit_jobs(extensions.get::<Caller>(), 1, true)
+        .admit_job(
+            extensions.get::<Caller>(),
+            namespace.as_str(),
+            job.id.as_deref(),
+        )
         .await?;
     let result = api.jobs.enqueue_one(namespace, job).await?;
     tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");

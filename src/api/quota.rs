@@ -79,7 +79,7 @@ impl Quotas {
         n: usize,
         whole: bool,
     ) -> Result<usize, ApiError> {
-        let Some((principal, max)) = limited(caller, Kind::Jobs) else {
+        let Some((principal, max)) = limited(caller, Kind::Jobs).filter(|_| n > 0) else {
             return Ok(n);
         };
         let wanted = n as u64;
@@ -87,7 +87,7 @@ impl Quotas {
             .totals
             .take(&principal.name, Kind::Jobs, wanted, max, whole)
             .await?;
-        if taken == 0 && n > 0 {
+        if taken == 0 {
             return Err(ApiError::OverQuota(format!(
                 "principal {:?} is at its max_jobs of {max} unfinished jobs (auth file): its \
                  namespaces hold {held}, and {n} more would pass it; let jobs finish, delete \

@@ -72,15 +72,15 @@ impl Quotas {
     /// How many of `n` new jobs the caller's `max_jobs` lets it enqueue now: `n`
     /// for a caller without one; else as many as fit, or (`whole`) all or none. None
     /// fitting is refused RESOURCE_EXHAUSTED naming the principal and the limit; the
-    /// caller has written nothing.
-    pub(super) async fn admit_jobs(
-        &self,
-        caller: Option<&Caller>,
+    /// caller has written nothing. Hold the [`Admitted`] until the jobs are written.
+    pub(super) async fn admit_jobs<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
         n: usize,
         whole: bool,
-    ) -> Result<usize, ApiError> {
+    ) -> Result<(usize, Admitted<'a>), ApiError> {
         let Some((principal, max)) = limited(caller, Kind::Jobs).filter(|_| n > 0) else {
-            return Ok(n);
+            return Ok((n, Admitted::nothing(&self.totals)));
         };
         let wanted = n as u64;
         let Taken { taken, held } = self
@@ -95,26 +95,34 @@ impl Quotas {
                 principal.name
             )));
         }
-        Ok(usize::try_from(taken).unwrap_or(n))
+        let admitted = Admitted {
+            totals: &self.totals,
+            principal: &principal.name,
+            kind: Kind::Jobs,
+            n: taken,
+        };
+        Ok((usize::try_from(taken).unwrap_or(n), admitted))
     }
 
     /// Whether the caller's `max_jobs` lets it enqueue one job (`admit_jobs`); at
     /// the limit, a retry of a job stored under its `id` is let through too: it
     /// writes nothing, and is answered DUPLICATE as without the limit.
-    pub(super) async fn admit_job(
-        &self,
-        caller: Option<&Caller>,
+    pub(super) async fn admit_job<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
         namespace: &str,
         id: Option<&str>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Admitted<'a>, ApiError> {
         let refused = match self.admit_jobs(caller, 1, true).await {
-            Ok(_) => return Ok(()),
+            Ok((_, admitted)) => return Ok(admitted),
             Err(refused @ ApiError::OverQuota(_)) => refused,
             Err(error) => return Err(error),
         };
         match id {
             // At the limit (the rare case): one EXISTS.
-            Some(id) if Box::pin(self.store.job_exists(namespace, id)).await? => Ok(()),
+            Some(id) if Box::pin(self.store.job_exists(namespace, id)).await? => {
+                Ok(Admitted::nothing(&self.totals))
+            }
             _ => Err(refused),
         }
     }
@@ -134,23 +142,32 @@ impl Quotas {
     /// Whether the caller's `max_schedules` lets it upsert schedule `id` into
     /// `namespace`: an update of a stored schedule always; a new one while the
     /// principal's schedules are under the limit. Refused RESOURCE_EXHAUSTED naming
-    /// the principal and the limit; the caller has written nothing.
-    pub(super) async fn admit_schedule(
-        &self,
-        caller: Option<&Caller>,
+    /// the principal and the limit; the caller has written nothing. Hold the
+    /// [`Admitted`] until the schedule is written.
+    pub(super) async fn admit_schedule<'a>(
+        &'a self,
+        caller: Option<&'a Caller>,
         namespace: &str,
         id: &str,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Admitted<'a>, ApiError> {
         let Some((principal, max)) = limited(caller, Kind::Schedules) else {
-            return Ok(());
+            return Ok(Admitted::nothing(&self.totals));
         };
         let Taken { taken, held } = self
             .totals
             .take(&principal.name, Kind::Schedules, 1, max, true)
             .await?;
+        if taken == 1 {
+            return Ok(Admitted {
+                totals: &self.totals,
+                principal: &principal.name,
+                kind: Kind::Schedules,
+                n: 1,
+            });
+        }
         // At the limit (the rare case): an update of a stored schedule adds none.
-        if taken == 1 || Box::pin(self.store.schedule_exists(namespace, id)).await? {
-            return Ok(());
+        if Box::pin(self.store.schedule_exists(namespace, id)).await? {
+            return Ok(Admitted::nothing(&self.totals));
         }
         Err(ApiError::OverQuota(format!(
             "principal {:?} is at its max_schedules of {max} (auth file): its namespaces \
@@ -202,6 +219,36 @@ impl Quotas {
              max_namespaces (nothing was written)",
             principal.name
         )))
+    }
+}
+
+/// What an admission let in under `max_jobs` or `max_schedules`, while its call
+/// writes it: dropped when the call ends (written, failed or given up), it tells
+/// the tally, so a totals read that begins later takes it as written (and one that
+/// began before still counts it on top: `super::totals`).
+pub(super) struct Admitted<'a> {
+    totals: &'a Totals,
+    principal: &'a str,
+    kind: Kind,
+    n: u64,
+}
+
+impl<'a> Admitted<'a> {
+    fn nothing(totals: &'a Totals) -> Self {
+        Admitted {
+            totals,
+            principal: "",
+            kind: Kind::Jobs,
+            n: 0,
+        }
+    }
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            self.totals.completed(self.principal, self.kind, self.n);
+        }
     }
 }
 

@@ -42,7 +42,12 @@ struct Count {
     base: u64,
     /// What this replica has let in, ever (only grows).
     admitted: u64,
-    /// `admitted` when the latest read began: what was let in since is the rest.
+    /// What of `admitted` has been written (or failed) since: its calls ended.
+    completed: u64,
+    /// `completed` when the latest read began. The rest of `admitted` is counted on
+    /// top of `base`: what was let in after the read began, and what was still
+    /// being written then (the read may have missed it; if not, it counts twice
+    /// until the next read, the safe way).
     at_read: u64,
 }
 
@@ -67,6 +72,12 @@ struct Tally {
 }
 
 impl Tally {
+    /// What a read beginning now may find written: (jobs, schedules) of what was let
+    /// in. The rest stays counted on top of what it reads.
+    fn written(&self) -> (u64, u64) {
+        (self.jobs.completed, self.schedules.completed)
+    }
+
     fn count(&mut self, kind: Kind) -> &mut Count {
         match kind {
             Kind::Jobs => &mut self.jobs,
@@ -183,33 +194,56 @@ impl Totals {
     }
 }
 
-/// Reads `principal`'s totals into its tally: what was let in since the read began
-/// stays counted on top. A read that began before the tally's latest is dropped.
+impl Totals {
+    /// `n` items of `kind` that `take` let in for `principal` have been written, or
+    /// have failed: their call ended.
+    pub(super) fn completed(&self, principal: &str, kind: Kind, n: u64) {
+        if let Some(tally) = lock(&self.tallies).get_mut(principal) {
+            let count = tally.count(kind);
+            count.completed = (count.completed + n).min(count.admitted);
+        }
+    }
+}
+
+/// Reads `principal`'s totals into its tally: what was let in since the read began,
+/// or was still being written when it began, stays counted on top. A read that
+/// began before the tally's latest is dropped.
 async fn read(
     store: &Store,
     tallies: &Mutex<HashMap<String, Tally>>,
     principal: &str,
 ) -> Result<(), StoreError> {
     let began = Instant::now();
-    let (jobs, schedules) = {
-        let mut tallies = lock(tallies);
-        let tally = tallies.entry(principal.to_owned()).or_default();
-        (tally.jobs.admitted, tally.schedules.admitted)
-    };
+    let written = lock(tallies)
+        .entry(principal.to_owned())
+        .or_default()
+        .written();
     let _reading = Reading { tallies, principal };
     let totals: PrincipalTotals = store.principal_totals(principal).await?;
+    store_read(tallies, principal, began, written, totals);
+    Ok(())
+}
+
+/// Puts a read's `totals` in the principal's tally, unless a later read is there:
+/// it began at `began`, when `written` (jobs, schedules) of what was let in had
+/// been written.
+fn store_read(
+    tallies: &Mutex<HashMap<String, Tally>>,
+    principal: &str,
+    began: Instant,
+    written: (u64, u64),
+    totals: PrincipalTotals,
+) {
     let mut tallies = lock(tallies);
     let tally = tallies.entry(principal.to_owned()).or_default();
     tally.read_ended = Some(Instant::now());
     if tally.read_at.is_none_or(|at| at <= began) {
         tally.read_at = Some(began);
         tally.jobs.base = totals.jobs;
-        tally.jobs.at_read = jobs;
+        tally.jobs.at_read = written.0;
         tally.schedules.base = totals.schedules;
-        tally.schedules.at_read = schedules;
+        tally.schedules.at_read = written.1;
     }
-    // (The lock is let go here, before `_reading` takes it again.)
-    Ok(())
 }
 
 /// Clears the tally's `refreshing` when its read ends, whether it finished, failed or
@@ -231,8 +265,8 @@ impl Drop for Reading<'_> {
 mod tests {
     use std::time::Instant;
 
-    use super::{Kind, Taken, Tally, Totals};
-    use crate::sync::lock;
+    use super::{store_read, Kind, Taken, Tally, Totals};
+    use crate::{store::PrincipalTotals, sync::lock};
 
     /// Totals whose tally for "p" was read and held `jobs` jobs, with a read under
     /// way (so however long the test takes, no call starts another).
@@ -267,5 +301,34 @@ mod tests {
         assert_eq!(taken, Taken { taken: 0, held: 6 });
         let taken = take(Kind::Schedules, 1, true).await.expect("local");
         assert_eq!(taken, Taken { taken: 1, held: 0 });
+    }
+
+    /// Pins (issue 29 item 5): jobs let in but still being written when a read
+    /// begins stay counted on top of what it read (it may have missed them), until
+    /// a read that begins after they were written; jobs written before a read
+    /// began are counted by it alone.
+    #[tokio::test]
+    async fn jobs_being_written_when_a_read_begins_stay_counted() {
+        let totals = read_just_now(0);
+        let take = |n| totals.take("p", Kind::Jobs, n, 10, true);
+        assert_eq!(take(4).await.expect("local").taken, 4);
+        let written = || lock(&totals.tallies)["p"].written();
+        // A read begins while the 4 are written, and misses them.
+        let (began, written_then) = (Instant::now(), written());
+        let missed = PrincipalTotals {
+            jobs: 0,
+            schedules: 0,
+        };
+        store_read(&totals.tallies, "p", began, written_then, missed);
+        assert_eq!(take(0).await.expect("local").held, 4, "still counted");
+        totals.completed("p", Kind::Jobs, 4);
+        // A read that begins after they were written sees them.
+        let (began, written_then) = (Instant::now(), written());
+        let seen = PrincipalTotals {
+            jobs: 4,
+            schedules: 0,
+        };
+        store_read(&totals.tallies, "p", began, written_then, seen);
+        assert_eq!(take(0).await.expect("local").held, 4, "counted once");
     }
 }

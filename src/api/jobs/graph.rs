@@ -36,10 +36,13 @@ pub(in crate::api) async fn enqueue_flow(
         )
     })?;
     // Every node is a job: the principal's max_jobs lets the flow in whole or not.
-    api.quotas
+    let (_, admitted) = api
+        .quotas
         .admit_jobs(extensions.get::<Caller>(), specs.len(), true)
         .await?;
-    let stored = api.jobs.enqueue_flow(namespace, &flow_id, specs).await?;
+    let stored = api.jobs.enqueue_flow(namespace, &flow_id, specs).await;
+    drop(admitted);
+    let stored = stored?;
     tracing::debug!(%flow_id, created = stored.created, "flow enqueued");
     let outcome = if stored.created {
         proto::EnqueueOutcome::Created

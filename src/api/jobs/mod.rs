@@ -45,14 +45,17 @@ pub(super) async fn enqueue(
 ) -> Result<proto::EnqueueResponse, ApiError> {
     let (_, extensions, req) = request.into_parts();
     let job = traced(validate::new_job(api, "", req)?);
-    api.quotas
+    let admitted = api
+        .quotas
         .admit_job(
             extensions.get::<Caller>(),
             namespace.as_str(),
             job.id.as_deref(),
         )
         .await?;
-    let result = api.jobs.enqueue_one(namespace, job).await?;
+    let result = api.jobs.enqueue_one(namespace, job).await;
+    drop(admitted);
+    let result = result?;
     tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
     Ok(convert::enqueued_to_proto(result))
 }
@@ -95,7 +98,7 @@ pub(super) async fn enqueue_batch(
     }
     // The principal's max_jobs lets in the first jobs that fit; the rest are
     // refused each as its own item, unless none fits (then the call is refused).
-    let fit = api.quotas.admit_jobs(caller, jobs.len(), false).await?;
+    let (fit, admitted) = api.quotas.admit_jobs(caller, jobs.len(), false).await?;
     let left_out = positions.split_off(fit.min(positions.len()));
     jobs.truncate(fit);
     results.extend(
@@ -103,7 +106,9 @@ pub(super) async fn enqueue_batch(
             .into_iter()
             .map(|i| item_error(api, i, super::Quotas::job_left_out(caller))),
     );
-    let stored = api.jobs.enqueue(namespace, jobs).await?;
+    let stored = api.jobs.enqueue(namespace, jobs).await;
+    drop(admitted);
+    let stored = stored?;
     results.extend(
         positions
             .into_iter()

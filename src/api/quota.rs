@@ -14,7 +14,8 @@
 //! sit in different Cluster slots, so no one script sees them all; each replica
 //! keeps a tally per principal instead (`super::totals`): the totals it last read
 //! (`Store::principal_totals`, over the set `max_namespaces` keeps) plus what it let
-//! in since that read began. A call is checked against the tally under a lock, with
+//! in that the read may have missed (let in after it began, or still being written
+//! then: [`Admitted`]). A call is checked against the tally under a lock, with
 //! no Redis command; a call that finds the last read ended a second ago or more
 //! ([`REFRESH`](super::totals::REFRESH)) starts a new one in the background, so
 //! while the principal writes each replica reads its totals about once a second

@@ -1,7 +1,8 @@
 //! What each principal's namespaces hold together, as this replica reckons it, for
 //! its `max_jobs` and `max_schedules` (`super::quota` says why it is a soft limit).
 //! A [`Tally`] per principal: the totals last read from Redis plus what this replica
-//! let in since that read began. A call takes its room from the tally under a lock;
+//! let in that the read may have missed (let in after it began, or still being
+//! written then). A call takes its room from the tally under a lock;
 //! the tally is read again [`REFRESH`] after its last read ended, and only while
 //! the principal makes calls.
 

@@ -20,8 +20,8 @@ pub(crate) enum ApiError {
     /// The caller may not make this call; nothing was written.
     #[error("{0}")]
     Denied(String),
-    /// The caller's principal is at one of its own limits (`max_namespaces`);
-    /// nothing was written.
+    /// The caller's principal is at one of its own limits (`max_namespaces`,
+    /// `max_jobs`, `max_schedules`); the message says what was written.
     #[error("{0}")]
     OverQuota(String),
     #[error(transparent)]

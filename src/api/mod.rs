@@ -23,6 +23,7 @@ mod reply_budget;
 mod rescue;
 mod rpcs;
 mod schedules;
+mod totals;
 mod validate;
 
 use std::sync::Arc;

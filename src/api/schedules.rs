@@ -216,7 +216,13 @@ pub(super) async fn upsert(
         None => None,
         Some(proto::schedule::Target::Enqueue(t)) => Some(enqueue_target(api, &def, t)?),
     };
-    let (created, record) = api.schedules.upsert(namespace, def, &timing).await?;
+    let admitted = api
+        .quotas
+        .admit_schedule(caller.as_ref(), namespace.as_str(), &def.id)
+        .await?;
+    let upserted = api.schedules.upsert(namespace, def, &timing).await;
+    drop(admitted);
+    let (created, record) = upserted?;
     tracing::debug!(schedule_id = %record.def.id, created, "schedule upserted");
     Ok(proto::UpsertScheduleResponse {
         schedule: Some(convert::schedule_to_proto(record)),

@@ -37,11 +37,23 @@ struct Entry {
     /// Most namespaces the principal may write into (its producer calls); none: no
     /// limit of its own.
     max_namespaces: Option<i64>,
+    /// Most unfinished jobs its namespaces may hold together (needs `max_namespaces`).
+    max_jobs: Option<i64>,
+    /// Most schedules its namespaces may hold together (needs `max_namespaces`).
+    max_schedules: Option<i64>,
 }
 
 /// Most a principal's `max_namespaces` may be: the registry of its namespaces is one
 /// Redis set, and the limit is meant to be small.
 const MOST_NAMESPACES: i64 = 1_000_000;
+
+/// Most a principal's `max_namespaces` may be with `max_jobs` or `max_schedules`: a
+/// replica sums those over the principal's namespaces, reading each one (at most once
+/// a second per principal it serves, `api::quota`), so the read must stay bounded.
+const MOST_COUNTED_NAMESPACES: i64 = 10_000;
+
+/// Most a principal's `max_jobs` or `max_schedules` may be.
+const MOST_ITEMS: i64 = 1_000_000_000;
 
 pub(super) fn load(path: &Path) -> Result<Principals, AuthFileError> {
     let fail = |reason: String| AuthFileError {
@@ -77,9 +89,11 @@ fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Principals,
         check_grants(&entry, &at, &mut names)?;
         let token = token_hash(&entry, env, &at)?;
         check_credentials(&entry, token, &at, &mut seen)?;
-        let max_namespaces = limit(entry.max_namespaces, "max_namespaces", &at)?;
+        let limits = limits(&entry, &at)?;
         principals.push(Arc::new(Principal {
-            max_namespaces,
+            max_namespaces: limits.namespaces,
+            max_jobs: limits.jobs,
+            max_schedules: limits.schedules,
             namespaces: entry.namespaces.iter().map(|p| Pattern::new(p)).collect(),
             name: entry.name,
             roles: entry.roles,
@@ -194,16 +208,63 @@ fn check_credentials(
     Ok(())
 }
 
-/// An optional limit of the entry: from 1 to [`MOST_NAMESPACES`]; left out, no limit.
-fn limit(value: Option<i64>, field: &str, at: At<'_>) -> Result<Option<u32>, String> {
+/// The entry's own limits, each optional.
+struct Limits {
+    namespaces: Option<u32>,
+    jobs: Option<u64>,
+    schedules: Option<u64>,
+}
+
+/// The entry's limits, each in its range; `max_jobs` and `max_schedules` need a
+/// `max_namespaces` of at most [`MOST_COUNTED_NAMESPACES`], which bounds the
+/// namespaces a replica reads to sum them.
+fn limits(entry: &Entry, at: At<'_>) -> Result<Limits, String> {
+    let namespaces = limit(entry.max_namespaces, "max_namespaces", MOST_NAMESPACES, at)?;
+    let jobs = limit(entry.max_jobs, "max_jobs", MOST_ITEMS, at)?;
+    let schedules = limit(entry.max_schedules, "max_schedules", MOST_ITEMS, at)?;
+    let counted = [(jobs, "max_jobs"), (schedules, "max_schedules")]
+        .into_iter()
+        .find_map(|(value, field)| value.map(|_| field));
+    if let Some(field) = counted {
+        match namespaces {
+            None => {
+                return Err(at(
+                    field,
+                    format!(
+                        "needs max_namespaces (at most {MOST_COUNTED_NAMESPACES}) too: the \
+                         principal's total is summed over its namespaces"
+                    ),
+                ))
+            }
+            Some(n) if n > MOST_COUNTED_NAMESPACES.unsigned_abs() => {
+                return Err(at(
+                    "max_namespaces",
+                    format!(
+                        "{n} is over {MOST_COUNTED_NAMESPACES}, the most with {field}: the \
+                         principal's total is summed over its namespaces"
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(Limits {
+        namespaces: namespaces.and_then(|n| u32::try_from(n).ok()),
+        jobs,
+        schedules,
+    })
+}
+
+/// An optional limit of the entry: from 1 to `most`; left out, no limit.
+fn limit(value: Option<i64>, field: &str, most: i64, at: At<'_>) -> Result<Option<u64>, String> {
     let Some(value) = value else {
         return Ok(None);
     };
-    match u32::try_from(value) {
-        Ok(n) if n >= 1 && value <= MOST_NAMESPACES => Ok(Some(n)),
+    match u64::try_from(value) {
+        Ok(n) if n >= 1 && value <= most => Ok(Some(n)),
         _ => Err(at(
             field,
-            format!("{value} is not from 1 to {MOST_NAMESPACES} (leave it out for no limit)"),
+            format!("{value} is not from 1 to {most} (leave it out for no limit)"),
         )),
     }
 }
@@ -244,7 +305,8 @@ mod tests {
             "[[principal]]\nname = \"shop\"\nroles = [\"producer\", \"worker\"]\n\
              namespaces = [\"shop-*\"]\ntoken_sha256 = \"{HASH}\"\n\n\
              [[principal]]\nname = \"ops\"\nroles = [\"admin\"]\nnamespaces = [\"*\"]\n\
-             client_cert_subject = \"ops.internal\"\nmax_namespaces = 3\n"
+             client_cert_subject = \"ops.internal\"\nmax_namespaces = 3\n\
+             max_jobs = 1000\nmax_schedules = 50\n"
         );
         let principals = parse(&text, &|_| None).expect("loads");
         assert_eq!(principals.principals.len(), 2);
@@ -254,6 +316,12 @@ mod tests {
             .map(|p| p.max_namespaces)
             .collect();
         assert_eq!(limits, [None, Some(3)]);
+        let counted: Vec<_> = principals
+            .principals
+            .iter()
+            .map(|p| (p.max_jobs, p.max_schedules))
+            .collect();
+        assert_eq!(counted, [(None, None), (Some(1000), Some(50))]);
     }
 
     #[test]
@@ -317,6 +385,52 @@ mod tests {
                 assert!(message.contains(needle), "{message:?} lacks {needle:?} for:\n{text}");
             }
         }
+    }
+
+    /// Pins (issue 29 item 5): `max_jobs` and `max_schedules` are from 1 up, and
+    /// need a `max_namespaces` of at most 10,000, the namespaces their totals are
+    /// summed over; each mistake names the principal and the field.
+    #[test]
+    fn the_counted_limits_need_a_bounded_max_namespaces() {
+        let base = |extra: &str| {
+            format!(
+                "[[principal]]\nname = \"shop\"\nroles = [\"producer\"]\nnamespaces = [\"a\"]\n\
+                 token_sha256 = \"{HASH}\"\n{extra}"
+            )
+        };
+        for (extra, needles) in [
+            ("max_jobs = 10", vec!["max_jobs", "needs max_namespaces"]),
+            (
+                "max_schedules = 10",
+                vec!["max_schedules", "needs max_namespaces"],
+            ),
+            (
+                "max_namespaces = 20000\nmax_jobs = 10",
+                vec!["max_namespaces", "20000 is over 10000", "max_jobs"],
+            ),
+            (
+                "max_namespaces = 2\nmax_jobs = 0",
+                vec!["max_jobs", "0 is not from 1"],
+            ),
+            (
+                "max_namespaces = 2\nmax_schedules = -1",
+                vec!["max_schedules", "-1 is not from 1"],
+            ),
+        ] {
+            let message = error(&base(extra));
+            assert!(message.contains("\"shop\" (#1)"), "{message}");
+            for needle in needles {
+                assert!(
+                    message.contains(needle),
+                    "{message:?} lacks {needle:?} for {extra}"
+                );
+            }
+        }
+        let good = parse(&base("max_namespaces = 10000\nmax_schedules = 7"), &|_| {
+            None
+        })
+        .expect("loads");
+        assert_eq!(good.principals[0].max_schedules, Some(7));
     }
 
     #[test]

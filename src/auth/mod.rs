@@ -138,6 +138,12 @@ pub(crate) struct Principal {
     /// `max_namespaces`: most namespaces the principal may write into (producer
     /// calls), counted across replicas (`api::quota`); None: no limit of its own.
     pub(crate) max_namespaces: Option<u32>,
+    /// `max_jobs`: most unfinished jobs the principal's namespaces may hold together
+    /// before its enqueues are refused (`api::quota`); None: no limit of its own.
+    pub(crate) max_jobs: Option<u64>,
+    /// `max_schedules`: most schedules its namespaces may hold together before its
+    /// UpsertSchedule of a new one is refused; None: no limit of its own.
+    pub(crate) max_schedules: Option<u64>,
 }
 
 /// What a call reaches: one namespace, or every namespace (Migrate with
@@ -303,6 +309,8 @@ mod tests {
             token_sha256: None,
             client_cert_subject: None,
             max_namespaces: None,
+            max_jobs: None,
+            max_schedules: None,
         }
     }
 

@@ -36,6 +36,7 @@ use deadpool_redis::redis;
 pub(crate) use conn::Topology;
 pub(crate) use error::StoreError;
 pub(crate) use notify::{Claimable, Notice, ReadyMessage};
+pub(crate) use principals::PrincipalTotals;
 pub(crate) use script::{Call, Operation, Prelude};
 pub(crate) use tls::RedisTls;
 pub(crate) use walk::{FlowIndexWalk, LegacyJobWalk, NamespaceWalk};

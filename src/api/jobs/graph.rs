@@ -6,6 +6,7 @@ use tonic::Request;
 use super::{convert, validate};
 use crate::{
     api::{convert::timestamp, validate as check, ApiError, QueueApi},
+    auth::Caller,
     domain::{
         FlowPage, FlowState, Namespace, NewFlowNode, OnDependencyFailure, MAX_FLOW_EDGES,
         MAX_FLOW_NODES, MAX_REF_LEN,
@@ -21,7 +22,7 @@ pub(in crate::api) async fn enqueue_flow(
     namespace: &Namespace,
     request: Request<proto::EnqueueFlowRequest>,
 ) -> Result<proto::EnqueueFlowResponse, ApiError> {
-    let req = request.into_inner();
+    let (_, extensions, req) = request.into_parts();
     let flow_id = if req.flow_id.is_empty() {
         uuid::Uuid::new_v4().to_string()
     } else {
@@ -34,7 +35,14 @@ pub(in crate::api) async fn enqueue_flow(
             e.message,
         )
     })?;
-    let stored = api.jobs.enqueue_flow(namespace, &flow_id, specs).await?;
+    // Every node is a job: the principal's max_jobs lets the flow in whole or not.
+    let (_, admitted) = api
+        .quotas
+        .admit_jobs(extensions.get::<Caller>(), specs.len(), true)
+        .await?;
+    let stored = api.jobs.enqueue_flow(namespace, &flow_id, specs).await;
+    drop(admitted);
+    let stored = stored?;
     tracing::debug!(%flow_id, created = stored.created, "flow enqueued");
     let outcome = if stored.created {
         proto::EnqueueOutcome::Created

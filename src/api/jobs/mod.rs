@@ -43,9 +43,19 @@ pub(super) async fn enqueue(
     namespace: &Namespace,
     request: Request<proto::EnqueueRequest>,
 ) -> Result<proto::EnqueueResponse, ApiError> {
-    let req = request.into_inner();
+    let (_, extensions, req) = request.into_parts();
     let job = traced(validate::new_job(api, "", req)?);
-    let result = api.jobs.enqueue_one(namespace, job).await?;
+    let admitted = api
+        .quotas
+        .admit_job(
+            extensions.get::<Caller>(),
+            namespace.as_str(),
+            job.id.as_deref(),
+        )
+        .await?;
+    let result = api.jobs.enqueue_one(namespace, job).await;
+    drop(admitted);
+    let result = result?;
     tracing::debug!(job_id = %result.id, outcome = ?result.outcome, "enqueued");
     Ok(convert::enqueued_to_proto(result))
 }
@@ -55,7 +65,8 @@ pub(super) async fn enqueue_batch(
     namespace: &Namespace,
     request: Request<proto::EnqueueBatchRequest>,
 ) -> Result<proto::EnqueueBatchResponse, ApiError> {
-    let req = request.into_inner();
+    let (_, extensions, req) = request.into_parts();
+    let caller = extensions.get::<Caller>();
     let limit = api.limits.max_batch as usize;
     if req.jobs.len() > limit {
         return Err(ApiError::invalid(
@@ -85,7 +96,19 @@ pub(super) async fn enqueue_batch(
             Err(error) => results.push(item_error(api, i, error)),
         }
     }
-    let stored = api.jobs.enqueue(namespace, jobs).await?;
+    // The principal's max_jobs lets in the first jobs that fit; the rest are
+    // refused each as its own item, unless none fits (then the call is refused).
+    let (fit, admitted) = api.quotas.admit_jobs(caller, jobs.len(), false).await?;
+    let left_out = positions.split_off(fit.min(positions.len()));
+    jobs.truncate(fit);
+    results.extend(
+        left_out
+            .into_iter()
+            .map(|i| item_error(api, i, super::Quotas::job_left_out(caller))),
+    );
+    let stored = api.jobs.enqueue(namespace, jobs).await;
+    drop(admitted);
+    let stored = stored?;
     results.extend(
         positions
             .into_iter()

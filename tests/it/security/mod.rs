@@ -3,6 +3,7 @@
 
 pub(crate) mod auth;
 mod logs;
+mod principal_totals;
 mod redis_tls;
 mod reload;
 mod tenants;

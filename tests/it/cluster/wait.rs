@@ -119,3 +119,50 @@ async fn after_a_failover_the_wait_goes_where_the_script_ran() {
         }
     }
 }
+
+/// Pins issue 29 item 11: a call waiting for replicas holds up no other call. With
+/// --pool-size 1 and the replica of "ns"'s master stopped (SIGSTOP: a WAIT runs out
+/// its timeout, here 20 s), a GetJob is answered while an Enqueue's WAIT still
+/// blocks on the master, and the Enqueue goes through once the replica is back. On
+/// main both shared the one connection to that master: the GetJob was answered
+/// only after the WAIT ran out, when the Enqueue had failed.
+#[tokio::test]
+async fn a_call_waiting_for_replicas_holds_up_no_other_call() {
+    let cluster = Cluster::start().await;
+    let mut config = waiting(&cluster);
+    config.pool_size = 1;
+    config.redis_timeout = Duration::from_secs(40);
+    let service = Service::start_with(config).await;
+    let mut c = service.client().await;
+    let mut req = job("q", "before");
+    req.job_id = "before".into();
+    enqueue(&mut c, req).await;
+    let master = cluster.master_of(NS_KEY).await;
+    let replica = &cluster.nodes[cluster.index_of(cluster.replica_of(master).await)];
+    replica.signal(libc::SIGSTOP);
+
+    let mut e = c.clone();
+    let waiting_enqueue = tokio::spawn(async move {
+        let mut req = job("q", "during");
+        req.job_id = "during".into();
+        e.enqueue(req).await
+    });
+    let mut conn = cluster.conn_to(master).await;
+    let patience = Patience::new("the Enqueue's WAIT to block on the master");
+    loop {
+        let clients: String = query(&mut conn, cmd("CLIENT").arg("LIST")).await;
+        if clients.lines().any(|l| l.contains(" cmd=wait ")) {
+            break;
+        }
+        patience.wait().await;
+    }
+    let read = get_job(&mut c, "before").await;
+    assert_eq!(read.job_id, "before");
+    assert!(
+        !waiting_enqueue.is_finished(),
+        "GetJob was answered only after the Enqueue's WAIT"
+    );
+    replica.signal(libc::SIGCONT);
+    let enqueued = waiting_enqueue.await.expect("the Enqueue's task");
+    assert!(enqueued.is_ok(), "{enqueued:?}");
+}

@@ -195,7 +195,8 @@ struct Lendable {
 }
 
 /// A connection lent to one call ([`Connections::lend`]): back among the idle ones
-/// when dropped, unless [`Lent::discard`]ed.
+/// when dropped after [`Lent::keep`], closed otherwise (the call failed, or was
+/// dropped with its reply, perhaps a WAIT's, still to come).
 pub(super) struct Lent<'a> {
     conn: Conn,
     keep: bool,
@@ -209,10 +210,10 @@ impl Lent<'_> {
         &mut self.conn
     }
 
-    /// Forgets the connection after it failed (its reply may still be on its way):
-    /// the next call that needs one connects anew.
-    pub(super) fn discard(&mut self) {
-        self.keep = false;
+    /// Puts the connection back among the idle ones when dropped: its call was
+    /// answered, so nothing of it is still on its way.
+    pub(super) fn keep(&mut self) {
+        self.keep = true;
     }
 }
 
@@ -324,7 +325,7 @@ impl Connections {
         };
         Ok(Lent {
             conn,
-            keep: true,
+            keep: false,
             idle: &lendable.idle,
             _permit: permit,
         })
@@ -536,8 +537,9 @@ mod tests {
     /// Pins issue 29 item 11: the connections lent to calls followed by a WAIT
     /// are bounded and each carries one call at a time: LENT_PER_SHARED per shared
     /// connection, each a connection of its own (its own CLIENT ID); with all lent,
-    /// one more is refused UNAVAILABLE saying nothing was sent; one given back is
-    /// lent again, and one discarded (after a failure) is not.
+    /// one more is refused UNAVAILABLE saying nothing was sent; one kept (its call
+    /// answered) is lent again, and one not kept (failed, or dropped mid-call) is
+    /// not.
     #[tokio::test]
     async fn lent_connections_are_bounded_and_each_lent_to_one_call() {
         use std::collections::HashSet;
@@ -585,6 +587,7 @@ mod tests {
         }
         let mut given_back = lent.pop().unwrap_or_else(|| panic!("lent none"));
         let back = id(given_back.conn()).await;
+        given_back.keep();
         drop(given_back);
         let mut again = conns.lend().await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -592,13 +595,13 @@ mod tests {
             back,
             "the idle connection is lent again"
         );
-        again.discard();
+        // Not kept: its call failed, or was dropped before its answer.
         drop(again);
         let mut fresh = conns.lend().await.unwrap_or_else(|e| panic!("{e}"));
         let fresh = id(fresh.conn()).await;
         assert!(
             !ids.contains(&fresh),
-            "a discarded connection is not lent again"
+            "a connection not kept is not lent again"
         );
     }
 

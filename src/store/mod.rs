@@ -248,8 +248,10 @@ impl Store {
             started = Instant::now();
             let fail = |e| StoreError::from_redis(url, namespace, e);
             let ran = exec::execute(lent.conn(), url, def, &fcall, Some(wait), fail).await;
-            if ran.as_ref().is_err_and(StoreError::is_unavailable) {
-                lent.discard();
+            // A connection whose call was not answered is closed, not lent again
+            // with a WAIT still to come on it (nor is one whose caller went away).
+            if !ran.as_ref().is_err_and(StoreError::is_unavailable) {
+                lent.keep();
             }
             ran
         } else {

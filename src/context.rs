@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     clock::Clock,
+    giveback::GiveBacks,
     longpoll::Wakers,
     metrics::Metrics,
     namespaces::{Entry, Namespaces},
@@ -34,6 +35,8 @@ pub(crate) struct Context {
     /// Wakes this replica's dispatcher (`crate::dispatch`) when a schedule write here
     /// made a target slot due sooner than it knows.
     pub(crate) dispatch: Arc<tokio::sync::Notify>,
+    /// Give-backs of unconfirmed claims being tried again (issue 29 item 11).
+    pub(crate) give_backs: Arc<GiveBacks>,
 }
 
 impl Context {

@@ -45,6 +45,7 @@ mod dispatch;
 mod domain;
 mod effects;
 mod error;
+mod giveback;
 mod hangup;
 mod health;
 mod jobs;

@@ -632,14 +632,24 @@ impl Schedules {
     /// its attempt not counted (release_occurrence.lua; the next leased claim
     /// re-hands it), and the call fails UNAVAILABLE. The schedule stays advanced: an
     /// at-most-once claim's slot is spent, as at-most-once allows. If the release
-    /// fails too (the master is gone), the lease runs out as any lease does.
+    /// fails UNAVAILABLE too (the master is gone), it is tried again in the
+    /// background until the lease would have run out (src/giveback.rs); given up, the
+    /// lease runs out as any lease does.
     async fn claim_confirmed(
         &self,
         entry: &Entry,
         claim: &ClaimDue<'_>,
     ) -> Result<ClaimAnswer, Error> {
         let namespace = entry.name();
-        let confirmed = self.cx.store.run_confirmed(namespace, claim).await?;
+        let lease_ms = claim.lease.map_or(0, |(_, ms)| ms);
+        let lease = Duration::from_millis(u64::try_from(lease_ms).unwrap_or_default());
+        let held_until = Instant::now() + lease;
+        let confirmed = self
+            .cx
+            .store
+            .run_confirmed(namespace, claim)
+            .await
+            .map_err(|unanswered| unanswered.error)?;
         let Some(unconfirmed) = confirmed.unconfirmed else {
             return Ok(confirmed.output);
         };
@@ -649,19 +659,26 @@ impl Schedules {
             ..
         } = &confirmed.output.reply
         {
-            let release = ReleaseOccurrence {
-                occurrence_id,
-                token: &lease.token,
-            };
-            match self.cx.store.run_unwaited(namespace, &release).await {
-                Ok(_) => {
-                    let effects = Effects::ready(Work::Schedules, Ready::Now);
-                    self.cx.apply(entry, effects).await;
+            let (cx, entry) = (self.cx.clone(), self.cx.namespaces.entry(namespace));
+            let (id, token) = (occurrence_id.clone(), lease.token.clone());
+            let give_back = move || {
+                let (cx, entry) = (cx.clone(), entry.clone());
+                let (id, token) = (id.clone(), token.clone());
+                async move {
+                    let release = ReleaseOccurrence {
+                        occurrence_id: &id,
+                        token: &token,
+                    };
+                    cx.store.run_unwaited(entry.name(), &release).await?;
+                    cx.apply(&entry, Effects::ready(Work::Schedules, Ready::Now))
+                        .await;
+                    Ok(())
                 }
-                Err(error) => tracing::warn!(%namespace, %error,
-                    "could not give back an occurrence the replicas did not confirm; \
-                     its lease will run out"),
-            }
+            };
+            self.cx
+                .give_backs
+                .give_back(namespace, "schedule occurrence", held_until, give_back)
+                .await;
         }
         Err(unconfirmed.into())
     }

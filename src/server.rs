@@ -246,6 +246,7 @@ fn core(
         clock,
         shutdown: cancel.clone(),
         dispatch: Default::default(),
+        give_backs: Default::default(),
     })
 }
 

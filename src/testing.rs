@@ -65,6 +65,10 @@ impl TestRedis {
             .await
     }
 
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
     pub(crate) async fn conn(&self) -> MultiplexedConnection {
         self.try_conn()
             .await
@@ -154,6 +158,7 @@ pub(crate) fn offline_context() -> Context {
         clock,
         shutdown,
         dispatch: Default::default(),
+        give_backs: Default::default(),
     }
 }
 

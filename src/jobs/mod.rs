@@ -40,6 +40,7 @@ use crate::{
     },
     effects::{Effects, Ready},
     error::{Error, JobAction, LostLease, Missing},
+    giveback,
     longpoll::{long_poll, Attempt},
     namespaces::{Entry, WaitingClaim, Work},
     store::ops::publish_workers::SessionKind,
@@ -57,7 +58,7 @@ use crate::{
         release_jobs::{Release, ReleaseJobs},
         retry_job::RetryJob,
     },
-    store::StoreError,
+    store::{StoreError, Unanswered},
     sync::lock,
     workers::Opening,
 };
@@ -338,20 +339,25 @@ impl Jobs {
             receipt: true,
             group: &[],
         };
+        // Until when a give-back of this claim can still give anything back.
+        let lease_ms = claim.lease_ms.unwrap_or(self.max_lease_ms);
+        let lease = Duration::from_millis(u64::try_from(lease_ms).unwrap_or_default());
+        let held_until = Instant::now() + lease.min(giveback::RECEIPT);
         let confirmed = match self.cx.store.run_confirmed(entry.name(), &op).await {
             Ok(confirmed) => confirmed,
-            Err(error) => {
+            Err(Unanswered { error, sent }) => {
                 // The reply was lost (a timeout, a dropped connection): the claim may
-                // have run, or may still run.
-                if error.is_unavailable() {
-                    self.release_unconfirmed(entry, token_base, false).await;
+                // have run, or may still run. One never sent did not.
+                if sent && error.is_unavailable() {
+                    self.release_unconfirmed(entry, token_base.to_owned(), false, held_until)
+                        .await;
                 }
                 return Err(error.into());
             }
         };
         let batch = confirmed.output;
         if let Some(unconfirmed) = confirmed.unconfirmed {
-            self.release_unconfirmed(entry, token_base, batch.register)
+            self.release_unconfirmed(entry, token_base.to_owned(), batch.register, held_until)
                 .await;
             return Err(unconfirmed.into());
         }
@@ -406,26 +412,42 @@ impl Jobs {
     /// leased under the claim's token is pending again at the head of its queue, its
     /// attempt not counted, as if never claimed, and a claim with that token base
     /// still on its way claims nothing (release_claim.lua). Not waited for: the
-    /// replicas just did not answer. If this fails too (the master is gone), the
-    /// leases run out as any lease does, and the attempt counts. The acks the claim
-    /// carried stay applied. `register`: the claim's own reply asked for it.
-    async fn release_unconfirmed(&self, entry: &Entry, token_base: &str, register: bool) {
-        let op = ReleaseClaim { token_base };
-        let effects = match self.cx.store.run_unwaited(entry.name(), &op).await {
-            Ok(released) => {
-                Effects::finished(register || released.register).and_ready(Work::Jobs, Ready::Now)
-            }
-            Err(error) => {
-                tracing::warn!(
-                    namespace = %entry.name(),
-                    %error,
-                    "could not give back a claim whose reply was lost or not confirmed; \
-                     its leases will run out"
-                );
-                Effects::finished(register)
+    /// replicas just did not answer. If this fails UNAVAILABLE too (the master is
+    /// gone), it is tried again in the background until `held_until` (src/giveback.rs);
+    /// given up, the leases run out as any lease does, and the attempt counts. The
+    /// acks the claim carried stay applied. `register`: the claim's own reply asked
+    /// for it.
+    async fn release_unconfirmed(
+        &self,
+        entry: &Entry,
+        token_base: String,
+        register: bool,
+        held_until: Instant,
+    ) {
+        let (cx, entry) = (self.cx.clone(), self.entry(entry.name()));
+        let namespace = entry.name().clone();
+        let give_back = move || {
+            let (cx, entry, token_base) = (cx.clone(), entry.clone(), token_base.clone());
+            async move {
+                let op = ReleaseClaim {
+                    token_base: &token_base,
+                };
+                let released = cx.store.run_unwaited(entry.name(), &op).await?;
+                let effects = Effects::finished(register || released.register)
+                    .and_ready(Work::Jobs, Ready::Now);
+                cx.apply(&entry, effects).await;
+                Ok(())
             }
         };
-        self.cx.apply(entry, effects).await;
+        let gave_back = self
+            .cx
+            .give_backs
+            .give_back(&namespace, "claim", held_until, give_back)
+            .await;
+        if !gave_back {
+            let entry = self.entry(&namespace);
+            self.cx.apply(&entry, Effects::finished(register)).await;
+        }
     }
 
     /// Completes up to 100 jobs in one script call, with the results some carry (by

@@ -15,6 +15,19 @@
 //! caller fails at once with its error instead of making an attempt of its own. So
 //! against a hung Redis every caller fails within about one `--redis-timeout`, where
 //! waiters taking turns failed one timeout after another (the Nth after N timeouts).
+//!
+//! A call followed by a `WAIT` (`--redis-wait-replicas`) does not share its
+//! connection: Redis blocks a connection on `WAIT` until the replicas answer or the
+//! `WAIT` times out, and every call multiplexed behind it waits as long. While a
+//! master has no replica in sync (a failover), each `WAIT` runs out its timeout, so
+//! calls queued behind a few of them timed out in turn, the give-back of a claim the
+//! replicas did not confirm among them (issue 29 item 11). So those calls take a
+//! connection of their own, lent to one call at a time ([`Connections::lend`]): at
+//! most [`LENT_PER_SHARED`] × `--pool-size` of them, made on first need from the same
+//! connector (in cluster mode, each is a cluster connection of its own), and a call
+//! that finds them all lent waits at most `--redis-timeout` for one, then fails
+//! `UNAVAILABLE` without having sent anything. Calls without a `WAIT` (the default:
+//! `--redis-wait-replicas 0` never lends one) keep the shared connections.
 
 use std::{
     sync::{
@@ -37,11 +50,18 @@ use deadpool_redis::{
     Manager, Pool, Runtime,
 };
 
+use tokio::sync::{Semaphore, SemaphorePermit};
+
 use super::{
     tls::{self, RedisTls},
     StoreError,
 };
 use crate::sync::lock;
+
+/// How many connections may be lent to calls followed by a `WAIT`, per shared
+/// connection (`--pool-size`): more than the shared connections carried such calls
+/// at once before (one `WAIT` at a time each), so confirmed writes are not slower.
+pub(super) const LENT_PER_SHARED: usize = 4;
 
 /// Which kind of Redis deployment `--redis-url` names (`--redis-mode`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -160,6 +180,49 @@ pub(super) struct Connections {
     /// How many reconnect attempts have finished, so a caller can tell whether one
     /// finished while it waited for the lock.
     attempts: AtomicU64,
+    /// The connections lent to one call at a time ([`Connections::lend`]).
+    lent: Lendable,
+}
+
+/// Connections for calls followed by a `WAIT`, each used by one call at a time.
+struct Lendable {
+    /// One permit per connection there may be; a call holds one while it is lent one.
+    permits: Semaphore,
+    /// How many permits there are, for the error when none is free.
+    size: usize,
+    /// The connections no call holds.
+    idle: Mutex<Vec<Conn>>,
+}
+
+/// A connection lent to one call ([`Connections::lend`]): back among the idle ones
+/// when dropped after [`Lent::keep`], closed otherwise (the call failed, or was
+/// dropped with its reply, perhaps a WAIT's, still to come).
+pub(super) struct Lent<'a> {
+    conn: Conn,
+    keep: bool,
+    idle: &'a Mutex<Vec<Conn>>,
+    // Released after `drop` has put the connection back.
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Lent<'_> {
+    pub(super) fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
+    /// Puts the connection back among the idle ones when dropped: its call was
+    /// answered, so nothing of it is still on its way.
+    pub(super) fn keep(&mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if self.keep {
+            lock(self.idle).push(self.conn.clone());
+        }
+    }
 }
 
 impl Connections {
@@ -215,6 +278,11 @@ impl Connections {
             display_url,
             connect_lock: tokio::sync::Mutex::new(None),
             attempts: AtomicU64::new(0),
+            lent: Lendable {
+                permits: Semaphore::new(size.max(1) * LENT_PER_SHARED),
+                size: size.max(1) * LENT_PER_SHARED,
+                idle: Mutex::new(Vec::new()),
+            },
         })
     }
 
@@ -228,10 +296,49 @@ impl Connections {
         if let Some(conn) = self.cached(slot) {
             return Ok((slot, conn));
         }
+        let conn = self.reconnect(|| self.cached(slot)).await?;
+        *lock(&self.slots[slot]) = Some(conn.clone());
+        Ok((slot, conn))
+    }
+
+    /// A connection of its own for one call followed by a `WAIT`, until the [`Lent`]
+    /// is dropped: an idle one, or a new one. Waits at most `--redis-timeout` for one
+    /// of the [`LENT_PER_SHARED`] × `--pool-size` to be free; `Err`: nothing was sent.
+    pub(super) async fn lend(&self) -> Result<Lent<'_>, StoreError> {
+        let lendable = &self.lent;
+        let busy = || StoreError::Unavailable {
+            url: self.display_url.clone(),
+            reason: format!(
+                "all {} connections for calls that wait for replicas \
+                 (--redis-wait-replicas) stayed busy for {:?}; nothing was sent",
+                lendable.size, self.timeout
+            ),
+        };
+        let permit = tokio::time::timeout(self.timeout, lendable.permits.acquire())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
+        let idle = || lock(&lendable.idle).pop();
+        let conn = match idle() {
+            Some(conn) => conn,
+            None => self.reconnect(idle).await?,
+        };
+        Ok(Lent {
+            conn,
+            keep: false,
+            idle: &lendable.idle,
+            _permit: permit,
+        })
+    }
+
+    /// A new connection, one attempt at a time: `found` first, in case one turned up
+    /// while this caller waited its turn; an attempt that failed while it waited is
+    /// its answer too.
+    async fn reconnect(&self, found: impl Fn() -> Option<Conn>) -> Result<Conn, StoreError> {
         let seen = self.attempts.load(Ordering::Acquire);
         let mut last_failure = self.connect_lock.lock().await;
-        if let Some(conn) = self.cached(slot) {
-            return Ok((slot, conn));
+        if let Some(conn) = found() {
+            return Ok(conn);
         }
         if self.attempts.load(Ordering::Acquire) != seen {
             if let Some(failure) = &*last_failure {
@@ -249,9 +356,7 @@ impl Connections {
             });
         *last_failure = attempt.as_ref().err().cloned();
         self.attempts.fetch_add(1, Ordering::Release);
-        let conn = attempt?;
-        *lock(&self.slots[slot]) = Some(conn.clone());
-        Ok((slot, conn))
+        attempt
     }
 
     /// A new connection from the connector.
@@ -427,6 +532,77 @@ mod tests {
         );
         let unparsable = super::redact("redis://:hunter2@h:notaport");
         assert!(!unparsable.contains("hunter2"), "{unparsable}");
+    }
+
+    /// Pins issue 29 item 11: the connections lent to calls followed by a WAIT
+    /// are bounded and each carries one call at a time: LENT_PER_SHARED per shared
+    /// connection, each a connection of its own (its own CLIENT ID); with all lent,
+    /// one more is refused UNAVAILABLE saying nothing was sent; one kept (its call
+    /// answered) is lent again, and one not kept (failed, or dropped mid-call) is
+    /// not.
+    #[tokio::test]
+    async fn lent_connections_are_bounded_and_each_lent_to_one_call() {
+        use std::collections::HashSet;
+
+        use deadpool_redis::redis;
+
+        use super::{Connections, Topology, LENT_PER_SHARED};
+        use crate::{store::StoreError, testing::TestRedis};
+
+        let redis = TestRedis::start().await;
+        let timeout = std::time::Duration::from_millis(300);
+        let conns = Connections::new(
+            redis.url(),
+            &Default::default(),
+            &Topology::Standalone,
+            1,
+            timeout,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let id = |conn: &mut super::Conn| {
+            let mut conn = conn.clone();
+            async move {
+                redis::cmd("CLIENT")
+                    .arg("ID")
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("CLIENT ID: {e}"))
+            }
+        };
+        let mut lent = Vec::new();
+        let mut ids = HashSet::new();
+        for _ in 0..LENT_PER_SHARED {
+            let mut one = conns.lend().await.unwrap_or_else(|e| panic!("{e}"));
+            ids.insert(id(one.conn()).await);
+            lent.push(one);
+        }
+        assert_eq!(ids.len(), LENT_PER_SHARED, "each lent its own connection");
+        match conns.lend().await {
+            Err(StoreError::Unavailable { reason, .. }) => {
+                assert!(reason.contains("nothing was sent"), "{reason}");
+                assert!(reason.contains("--redis-wait-replicas"), "{reason}");
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok(_) => panic!("lent more than {LENT_PER_SHARED} connections"),
+        }
+        let mut given_back = lent.pop().unwrap_or_else(|| panic!("lent none"));
+        let back = id(given_back.conn()).await;
+        given_back.keep();
+        drop(given_back);
+        let mut again = conns.lend().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            id(again.conn()).await,
+            back,
+            "the idle connection is lent again"
+        );
+        // Not kept: its call failed, or was dropped before its answer.
+        drop(again);
+        let mut fresh = conns.lend().await.unwrap_or_else(|e| panic!("{e}"));
+        let fresh = id(fresh.conn()).await;
+        assert!(
+            !ids.contains(&fresh),
+            "a connection not kept is not lent again"
+        );
     }
 
     /// Every seed node's and sentinel's password is masked in what errors show.

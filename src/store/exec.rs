@@ -1,7 +1,10 @@
 //! How one script call reaches Redis: its FCALL (src/store/library.rs) and the WAIT
 //! that confirms it go out as one pipeline on one connection, so both reach the
 //! same node (issue 29 item 11), and "Function not found" is answered by loading the
-//! function's library in the same way, a bounded number of times.
+//! function's library in the same way, a bounded number of times. A call with a
+//! WAIT has that connection to itself (src/store/conn.rs, `Connections::lend`): a
+//! WAIT blocks its connection until the replicas answer, and no other call waits
+//! behind it.
 //!
 //! Why one pipeline. The WAIT must reach the node that ran the script: WAIT counts
 //! the replicas that acknowledged the writes of its own connection to that node.

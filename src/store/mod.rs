@@ -71,6 +71,17 @@ pub(crate) struct Confirmed<T> {
     pub(crate) unconfirmed: Option<StoreError>,
 }
 
+/// Why a call that hands out work failed ([`Store::run_confirmed`]), and whether
+/// its script may have run all the same.
+#[derive(Debug)]
+pub(crate) struct Unanswered {
+    pub(crate) error: StoreError,
+    /// `false`: no connection could be had, so nothing was sent and the script did
+    /// not run. `true`: it was sent; when `error` is UNAVAILABLE (a timeout, a
+    /// dropped connection) its reply was lost and it may have run, or may still run.
+    pub(crate) sent: bool,
+}
+
 /// Handle to the Redis store. Cheap to share behind an `Arc`.
 pub(crate) struct Store {
     conns: Connections,
@@ -171,21 +182,27 @@ impl Store {
         namespace: &str,
         op: &O,
     ) -> Result<O::Output, StoreError> {
-        let ran = self.execute(namespace, op, true).await?;
+        let ran = self
+            .execute(namespace, op, true)
+            .await
+            .map_err(|u| u.error)?;
         ran.confirmed?;
         op.decode(Reply::new(ran.value, op.script().name))
     }
 
     /// [`Store::run`] for a call that hands out work: the decoded reply even when
     /// `--redis-wait-replicas` did not confirm it, so the caller can give back what
-    /// it handed out (issue 29 item 11), then fail with [`Confirmed::unconfirmed`].
+    /// it handed out (issue 29 item 11), then fail with [`Confirmed::unconfirmed`];
+    /// a failure says whether the call was sent ([`Unanswered::sent`]).
     pub(crate) async fn run_confirmed<O: Operation>(
         &self,
         namespace: &str,
         op: &O,
-    ) -> Result<Confirmed<O::Output>, StoreError> {
+    ) -> Result<Confirmed<O::Output>, Unanswered> {
         let ran = self.execute(namespace, op, true).await?;
-        let output = op.decode(Reply::new(ran.value, op.script().name))?;
+        let output = op
+            .decode(Reply::new(ran.value, op.script().name))
+            .map_err(|error| Unanswered { error, sent: true })?;
         Ok(Confirmed {
             output,
             unconfirmed: ran.confirmed.err(),
@@ -200,18 +217,23 @@ impl Store {
         namespace: &str,
         op: &O,
     ) -> Result<O::Output, StoreError> {
-        let ran = self.execute(namespace, op, false).await?;
+        let ran = self
+            .execute(namespace, op, false)
+            .await
+            .map_err(|u| u.error)?;
         op.decode(Reply::new(ran.value, op.script().name))
     }
 
     /// Sends `op`'s script, and its WAIT when `wait` and the flag ask for one, in
-    /// one pipeline (src/store/exec.rs says why).
+    /// one pipeline (src/store/exec.rs says why), on a connection lent to this call
+    /// alone (src/store/conn.rs says why); a script without a WAIT goes on a shared
+    /// connection.
     async fn execute<O: Operation>(
         &self,
         namespace: &str,
         op: &O,
         wait: bool,
-    ) -> Result<exec::Ran, StoreError> {
+    ) -> Result<exec::Ran, Unanswered> {
         let def = op.script();
         let call = Self::call_for(&self.prefix, namespace, op);
         let fcall = library::fcall(&call, def);
@@ -219,13 +241,29 @@ impl Store {
             replicas: self.wait_replicas,
             timeout_ms: u64::try_from(self.wait_timeout.as_millis().max(1)).unwrap_or(u64::MAX),
         });
-        let (slot, mut conn) = self.conns.get().await?;
-        let started = Instant::now();
+        let unsent = |error| Unanswered { error, sent: false };
         let url = self.conns.display_url();
-        let ran = exec::execute(&mut conn, url, def, &fcall, wait, |e| {
-            self.fail(slot, namespace, e)
-        })
-        .await?;
+        let started;
+        let ran = if let Some(wait) = wait {
+            let mut lent = self.conns.lend().await.map_err(unsent)?;
+            started = Instant::now();
+            let fail = |e| StoreError::from_redis(url, namespace, e);
+            let ran = exec::execute(lent.conn(), url, def, &fcall, Some(wait), fail).await;
+            // A connection whose call was not answered is closed, not lent again
+            // with a WAIT still to come on it (nor is one whose caller went away).
+            if !ran.as_ref().is_err_and(StoreError::is_unavailable) {
+                lent.keep();
+            }
+            ran
+        } else {
+            let (slot, mut conn) = self.conns.get().await.map_err(unsent)?;
+            started = Instant::now();
+            exec::execute(&mut conn, url, def, &fcall, None, |e| {
+                self.fail(slot, namespace, e)
+            })
+            .await
+        };
+        let ran = ran.map_err(|error| Unanswered { error, sent: true })?;
         // The round trip of the pipeline: the script's, and its WAIT's when waited.
         if let Some(timings) = &self.timings {
             timings.observe(started.elapsed().as_secs_f64());

@@ -6,10 +6,13 @@
 //! jobs dead (out of attempts), and the time from the kill until an enqueue succeeds
 //! again. Asserted: calls succeed again by themselves, nothing is stuck, and with
 //! `--redis-wait-replicas 1` no acknowledged enqueue is lost. (Dead jobs are counted,
-//! not asserted: a claim the replicas did not confirm, or whose reply was lost,
-//! gives its jobs back without spending an attempt (issue 29 item 11), but one whose
-//! give-back fails too, while the slot has no master or its connection is held up
-//! behind other calls' WAITs, leaves a lease that runs out and counts.)
+//! not asserted, and those never handed to a worker apart: a claim the replicas did
+//! not confirm, or whose reply was lost, gives its jobs back without spending an
+//! attempt, trying again while the slot has no master (issue 29 item 11), but the
+//! workers here lease for 1 s, less than a failover takes: a give-back not made
+//! within the lease, or an ack held up past it, leaves a lease that runs out and
+//! counts. tests/it/cluster/wait_kill.rs, with leases longer than the failover,
+//! asserts that no job dies.)
 
 use std::{
     collections::{HashMap, HashSet},
@@ -123,6 +126,8 @@ struct Record {
     enqueued: Vec<String>,
     /// Successful acks per job id.
     acks: HashMap<String, u32>,
+    /// Job ids a claim handed to a worker.
+    handed: HashSet<String>,
 }
 
 /// Runs the load, kills the master, and counts.
@@ -195,6 +200,7 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                     };
                     for j in jobs {
                         *last_claim.lock().unwrap() = Instant::now();
+                        record.lock().unwrap().handed.insert(j.job_id.clone());
                         if ack_job(&mut c, &j.job_id, &j.lease_token).await.is_ok() {
                             *record.lock().unwrap().acks.entry(j.job_id).or_default() += 1;
                         }
@@ -234,7 +240,7 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
 
     let record = std::mem::take(&mut *record.lock().unwrap());
     let mut c = client.clone();
-    let (mut lost, mut stuck, mut dead) = (0, 0, 0);
+    let (mut lost, mut stuck, mut dead, mut dead_unhanded) = (0, 0, 0, 0);
     let distinct: HashSet<&String> = record.enqueued.iter().collect();
     for id in &distinct {
         let found = c
@@ -253,7 +259,12 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                     // Out of attempts: leases that expired, each costing an attempt:
                     // claims whose reply was lost and whose give-back failed too
                     // (before issue 29 item 11, every claim whose WAIT failed).
-                    proto::JobState::Dead => dead += 1,
+                    proto::JobState::Dead => {
+                        dead += 1;
+                        if !record.handed.contains(*id) {
+                            dead_unhanded += 1;
+                        }
+                    }
                     _ => stuck += 1,
                 }
             }
@@ -265,17 +276,19 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
         twice: record.acks.values().filter(|n| **n > 1).count(),
         stuck,
         dead,
+        dead_unhanded,
         recovery_ms: first_ok.load(Ordering::Relaxed) - killed_at.load(Ordering::Relaxed),
     };
     eprintln!(
         "failover ({what}, --redis-wait-replicas {wait_replicas}): {} acknowledged enqueues, \
-         {} lost, {} jobs completed twice, {} stuck, {} dead (out of attempts), first enqueue \
-         succeeded {} ms after the kill",
+         {} lost, {} jobs completed twice, {} stuck, {} dead (out of attempts; {} of them never \
+         handed to a worker), first enqueue succeeded {} ms after the kill",
         counts.acknowledged,
         counts.lost,
         counts.twice,
         counts.stuck,
         counts.dead,
+        counts.dead_unhanded,
         counts.recovery_ms
     );
     counts
@@ -287,6 +300,8 @@ struct Counts {
     twice: usize,
     stuck: usize,
     dead: usize,
+    /// Dead without a claim ever handing them to a worker.
+    dead_unhanded: usize,
     recovery_ms: u64,
 }
 

@@ -11,5 +11,6 @@ mod routing;
 mod sentinel;
 mod tls;
 mod wait;
+mod wait_kill;
 mod wakeups;
 mod watch;

@@ -325,7 +325,7 @@ pub struct ServeConfig {
     /// charged what its reply carried; a principal over its budget waits before its
     /// next such read, or is answered RESOURCE_EXHAUSTED if that wait is longer than
     /// its call may take (docs/security.md).
-    #[arg(long, env = "DUEQ_HEAVY_READ_RATE", default_value_t = 32 * 1024 * 1024, value_name = "BYTES")]
+    #[arg(long, env = "DUEQ_HEAVY_READ_RATE", default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
     pub heavy_read_rate: u64,
 
     /// How long a call's request may take to arrive after its headers (the whole

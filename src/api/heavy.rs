@@ -50,11 +50,18 @@ pub(crate) struct HeavyReads {
     principals: Option<Arc<AuthFile>>,
 }
 
-/// What a heavy read holds while it runs; [`Heavy::charge`] it what its reply carried.
+/// What a heavy read holds while it runs; [`Heavy::charge`] it what its reply
+/// carried (dropped uncharged, its [`Account`] gives back what it reserved).
 pub(super) struct Heavy<'a> {
     _pass: Pass,
-    /// The budget the read is charged to, and its principal.
-    account: Option<(&'a Budget, Caller)>,
+    account: Option<Account<'a>>,
+}
+
+/// The budget a heavy read is charged to, its principal, and what it reserved.
+struct Account<'a> {
+    budget: &'a Budget,
+    caller: Caller,
+    reserved: i128,
 }
 
 impl HeavyReads {
@@ -81,13 +88,18 @@ impl HeavyReads {
         let own = self.gate.own(name).await.ok_or_else(cancelled)?;
         let account = match self.budget_of(caller) {
             Some(budget) => {
-                let wait = budget
+                let (wait, reserved) = budget
                     .wait(name, allowed)
                     .map_err(|over| overdrawn(name, budget.rate(), over))?;
+                let account = caller.cloned().map(|caller| Account {
+                    budget,
+                    caller,
+                    reserved,
+                });
                 if !wait.is_zero() {
                     repay(wait).await;
                 }
-                caller.cloned().map(|caller| (budget, caller))
+                account
             }
             None => None,
         };
@@ -118,9 +130,22 @@ pub(super) fn allowed_wait(metadata: &MetadataMap) -> Duration {
 
 impl Heavy<'_> {
     /// Charges the read's principal the `bytes` its reply carried.
-    pub(super) fn charge(&self, bytes: usize) {
-        if let Some((budget, principal)) = &self.account {
-            budget.charge(principal.name(), bytes);
+    pub(super) fn charge(mut self, bytes: usize) {
+        if let Some(mut account) = self.account.take() {
+            let reserved = std::mem::take(&mut account.reserved);
+            account
+                .budget
+                .charge(account.caller.name(), bytes, reserved);
+        }
+    }
+}
+
+impl Drop for Account<'_> {
+    /// A read that ends uncharged (it failed, or its call was dropped, perhaps
+    /// while it waited) gives back what it reserved.
+    fn drop(&mut self) {
+        if self.reserved != 0 {
+            self.budget.refund(self.caller.name(), self.reserved);
         }
     }
 }

@@ -129,13 +129,14 @@ pub(super) fn allowed_wait(metadata: &MetadataMap) -> Duration {
 }
 
 impl Heavy<'_> {
-    /// Charges the read's principal the `bytes` its reply carried.
-    pub(super) fn charge(mut self, bytes: usize) {
+    /// Charges the read's principal the bytes its reply carried, `bytes()` (worked
+    /// out only when a budget holds: a lone principal's read pays nothing for it).
+    pub(super) fn charge(mut self, bytes: impl FnOnce() -> usize) {
         if let Some(mut account) = self.account.take() {
             let reserved = std::mem::take(&mut account.reserved);
             account
                 .budget
-                .charge(account.caller.name(), bytes, reserved);
+                .charge(account.caller.name(), bytes(), reserved);
         }
     }
 }

@@ -447,7 +447,7 @@ pub(super) async fn get(
     let reply = proto::GetJobResponse {
         job: Some(convert::job_to_proto(record)),
     };
-    heavy.charge(prost::Message::encoded_len(&reply));
+    heavy.charge(|| prost::Message::encoded_len(&reply));
     Ok(reply)
 }
 
@@ -491,7 +491,7 @@ pub(super) async fn list(
         scanned: listed.scanned,
     };
     if let Some(heavy) = heavy {
-        heavy.charge(prost::Message::encoded_len(&reply));
+        heavy.charge(|| prost::Message::encoded_len(&reply));
     }
     Ok(reply)
 }

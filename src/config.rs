@@ -320,6 +320,14 @@ pub struct ServeConfig {
     #[arg(long, env = "DUEQ_MAX_OPEN_CALLS", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_open_calls: u64,
 
+    /// Bytes a second of GetJob and full-view ListJobs replies each principal may
+    /// read, while the auth file names more than one (0: no limit). A read is
+    /// charged what its reply carried; a principal over its budget waits before its
+    /// next such read, or is answered RESOURCE_EXHAUSTED if that wait is longer than
+    /// its call may take (docs/security.md).
+    #[arg(long, env = "DUEQ_HEAVY_READ_RATE", default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
+    pub heavy_read_rate: u64,
+
     /// How long a call's request may take to arrive after its headers (the whole
     /// message; a request stream's first message) before the call is answered
     /// DEADLINE_EXCEEDED. A call takes its --max-in-flight / --max-long-polls /

@@ -29,11 +29,17 @@
 //! refused RESOURCE_EXHAUSTED, and that connection is closed a moment later
 //! ([`CLOSE_GRACE`], for the refusal to go out), so the slot it took comes back.
 //! A connection on which no principal has called yet (the anonymous class: health
-//! checks, a client that has not called yet) is bounded by the preface deadline and
-//! the cap alone.
+//! checks, a client that has not called yet) is bounded by the preface deadline,
+//! and the anonymous class holds at most half of `--max-connections`, rounded up
+//! ([`Owners::open`]): a new connection beyond that closes the oldest connection
+//! still anonymous. Every connection is anonymous until its first call, so a
+//! refusal would lock principals out of new connections as surely as the cap
+//! did; closing the oldest instead means a client that connects and never calls
+//! holds its slot only until newer connections need it, while a client that calls
+//! at once is charged to its principal, and safe from this, well before.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     future::Future,
     io,
     net::SocketAddr,
@@ -70,8 +76,17 @@ const CLOSE_GRACE: Duration = Duration::from_millis(200);
 pub(crate) struct Owners {
     shares: Arc<Shares>,
     by_peer: Mutex<HashMap<SocketAddr, Arc<Charge>>>,
+    /// The connections charged to no one yet, oldest first.
+    anonymous: Mutex<Anonymous>,
     /// `--max-connections`.
     max: usize,
+}
+
+/// The connections on which no principal has called yet, by the order they opened.
+#[derive(Debug, Default)]
+struct Anonymous {
+    next: u64,
+    by_age: BTreeMap<u64, Arc<Charge>>,
 }
 
 /// Who one connection is charged to, and the signal that closes it.
@@ -79,6 +94,8 @@ pub(crate) struct Owners {
 struct Charge {
     held: Mutex<Option<Held>>,
     close: CancellationToken,
+    /// Its place in [`Anonymous::by_age`] until a principal is charged.
+    age: u64,
 }
 
 /// A refusal of a principal's call on a connection beyond its share.
@@ -93,6 +110,7 @@ impl Owners {
         Arc::new(Owners {
             shares: Arc::default(),
             by_peer: Mutex::new(HashMap::new()),
+            anonymous: Mutex::default(),
             max,
         })
     }
@@ -116,6 +134,8 @@ impl Owners {
             return Ok(());
         }
         let share = share_of(self.max, classes);
+        // Charged or closing, it is no longer the anonymous class's.
+        lock(&self.anonymous).by_age.remove(&charge.age);
         match Shares::take(&self.shares, principal, share) {
             Some(slot) => {
                 *held = Some(slot);
@@ -131,13 +151,34 @@ impl Owners {
         }
     }
 
+    /// A new connection from `peer`, anonymous until a principal calls on it. The
+    /// anonymous class holds at most half of `--max-connections` (rounded up):
+    /// beyond it, the oldest anonymous connection is closed.
     fn open(&self, peer: SocketAddr) -> Arc<Charge> {
-        let charge = Arc::new(Charge::default());
+        let (charge, oldest) = {
+            let mut anonymous = lock(&self.anonymous);
+            let charge = Arc::new(Charge {
+                age: anonymous.next,
+                ..Charge::default()
+            });
+            anonymous.next += 1;
+            let oldest = if anonymous.by_age.len() >= share_of(self.max, 2) {
+                anonymous.by_age.pop_first()
+            } else {
+                None
+            };
+            anonymous.by_age.insert(charge.age, charge.clone());
+            (charge, oldest)
+        };
         lock(&self.by_peer).insert(peer, charge.clone());
+        if let Some((_, oldest)) = oldest {
+            oldest.close.cancel();
+        }
         charge
     }
 
     fn closed(&self, peer: SocketAddr, charge: &Arc<Charge>) {
+        lock(&self.anonymous).by_age.remove(&charge.age);
         let mut by_peer = lock(&self.by_peer);
         if by_peer.get(&peer).is_some_and(|c| Arc::ptr_eq(c, charge)) {
             by_peer.remove(&peer);
@@ -351,7 +392,8 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Limited<IO> {
         if this.owned.as_mut().is_some_and(|owned| owned.closes(cx)) {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::ConnectionAborted,
-                "its principal holds its share of --max-connections",
+                "closed: its principal holds its share of --max-connections, or it was \
+                 the oldest of the connections no principal had called on",
             )));
         }
         if let Some(deadline) = this.preface.as_mut() {

@@ -20,7 +20,7 @@ use tower_layer::Layer;
 use crate::auth::AuthFile;
 use crate::{
     accept::BackoffIncoming,
-    api::{AdminApi, Audit, Limits, QueueApi, Quotas, Rescue},
+    api::{heavy::HeavyReads, AdminApi, Audit, Limits, QueueApi, Quotas, Rescue},
     clock::Clock,
     config::ServeConfig,
     connections::{LimitedIncoming, Owners, PrefaceOn},
@@ -128,7 +128,8 @@ async fn run_until(
         rescue.clone(),
         address,
     ));
-    let queue = queue_api(&core, &config, rescue, admin.clone());
+    let heavy = HeavyReads::new(config.heavy_read_rate, guard.principals.clone());
+    let queue = queue_api(&core, &config, rescue, admin.clone(), heavy);
     spawn_background(&core, &config);
     let health = start_health(&core, &config).await;
     if let Some(listener) = metrics_listener {
@@ -428,6 +429,7 @@ fn queue_api(
     config: &ServeConfig,
     rescue: Arc<Rescue>,
     admin: Arc<AdminApi>,
+    heavy: HeavyReads,
 ) -> QueueApi {
     QueueApi::new(
         Arc::new(Schedules::new(core.clone()).with_quota(config.max_schedules_per_namespace)),
@@ -440,6 +442,7 @@ fn queue_api(
             max_wait: config.max_wait,
             max_batch: config.max_batch,
             max_lease: config.max_lease,
+            heavy: Arc::new(heavy),
         },
         rescue,
         admin,

@@ -33,6 +33,7 @@ const TOTAL: usize = 8;
 static GATE: LazyLock<Gate> = LazyLock::new(|| Gate::new(PER_CALLER, TOTAL));
 
 /// Permits per caller, under a total.
+#[derive(Debug)]
 pub(super) struct Gate {
     per_caller: usize,
     total: Arc<Semaphore>,
@@ -57,14 +58,27 @@ impl Gate {
     /// Waits for one of `caller`'s permits, then one of the total. The semaphores
     /// are never closed, so acquiring only waits; None would mean they were.
     pub(super) async fn enter(&self, caller: &str) -> Option<Pass> {
+        let own = self.own(caller).await?;
+        self.total(own).await
+    }
+
+    /// Waits for one of `caller`'s own permits.
+    pub(super) async fn own(&self, caller: &str) -> Option<OwnedSemaphorePermit> {
         let own = {
             let mut callers = lock(&self.callers);
-            callers
-                .entry(caller.to_owned())
-                .or_insert_with(|| Arc::new(Semaphore::new(self.per_caller)))
-                .clone()
+            match callers.get(caller) {
+                Some(own) => own.clone(),
+                None => callers
+                    .entry(caller.to_owned())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.per_caller)))
+                    .clone(),
+            }
         };
-        let own = own.acquire_owned().await.ok()?;
+        own.acquire_owned().await.ok()
+    }
+
+    /// With one of a caller's own permits, waits for one of the total.
+    pub(super) async fn total(&self, own: OwnedSemaphorePermit) -> Option<Pass> {
         let total = self.total.clone().acquire_owned().await.ok()?;
         Some(Pass {
             _own: own,

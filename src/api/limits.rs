@@ -1,11 +1,11 @@
 //! The limits the API enforces, from the service configuration, and the checks that
 //! apply them.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use tonic::metadata::MetadataMap;
 
-use super::{deadline, validate, ApiError};
+use super::{deadline, heavy::HeavyReads, validate, ApiError};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
@@ -17,6 +17,8 @@ pub(crate) struct Limits {
     pub(crate) max_batch: u32,
     /// Longest lease a claim or an Enqueue may ask for.
     pub(crate) max_lease: Duration,
+    /// The gate and byte budgets of GetJob and full-view ListJobs.
+    pub(crate) heavy: Arc<HeavyReads>,
 }
 
 impl Limits {

@@ -800,6 +800,7 @@ fn help_documents_every_setting_with_its_env_var() {
         ("--max-long-polls", "DUEQ_MAX_LONG_POLLS"),
         ("--max-open-calls", "DUEQ_MAX_OPEN_CALLS"),
         ("--body-timeout", "DUEQ_BODY_TIMEOUT"),
+        ("--heavy-read-rate", "DUEQ_HEAVY_READ_RATE"),
         ("--request-timeout", "DUEQ_REQUEST_TIMEOUT"),
         (
             "--http2-keepalive-interval",
@@ -860,4 +861,16 @@ fn a_bad_flag_exits_with_a_clear_error_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--max-wait"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // --heavy-read-rate is a count of bytes (issue 29): a size with a unit, or a
+    // negative rate, is refused naming the flag.
+    for bad in ["8MiB", "-1"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dueq"))
+            .args(["serve", &format!("--heavy-read-rate={bad}")])
+            .output()
+            .expect("run dueq");
+        assert!(!out.status.success(), "{bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--heavy-read-rate"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }

@@ -458,13 +458,20 @@ pub(super) async fn get(
     namespace: &Namespace,
     request: Request<proto::GetJobRequest>,
 ) -> Result<proto::GetJobResponse, ApiError> {
-    let _heavy = heavy::enter(request.extensions().get::<Caller>()).await?;
+    let allowed = heavy::allowed_wait(request.metadata());
+    let heavy = api
+        .limits
+        .heavy
+        .enter(request.extensions().get::<Caller>(), allowed)
+        .await?;
     let req = request.into_inner();
     let id = check::id("job_id", &req.job_id)?;
     let record = api.jobs.get(namespace, id).await?;
-    Ok(proto::GetJobResponse {
+    let reply = proto::GetJobResponse {
         job: Some(convert::job_to_proto(record)),
-    })
+    };
+    heavy.charge(|| prost::Message::encoded_len(&reply));
+    Ok(reply)
 }
 
 pub(super) async fn list(
@@ -473,6 +480,7 @@ pub(super) async fn list(
     request: Request<proto::ListJobsRequest>,
 ) -> Result<proto::ListJobsResponse, ApiError> {
     let caller = request.extensions().get::<Caller>().cloned();
+    let allowed = heavy::allowed_wait(request.metadata());
     let req = request.into_inner();
     let queue = check::id("queue", &req.queue)?;
     let page = PageShape {
@@ -483,8 +491,8 @@ pub(super) async fn list(
     let after = convert::parse_page_token(&req.page_token)?;
     let state = convert::state_filter("state", req.state)?;
     let filter = bulk::filter("filter", req.filter.as_ref())?;
-    let _heavy = if page.full {
-        Some(heavy::enter(caller.as_ref()).await?)
+    let heavy = if page.full {
+        Some(api.limits.heavy.enter(caller.as_ref(), allowed).await?)
     } else {
         None
     };
@@ -500,11 +508,15 @@ pub(super) async fn list(
     if !reply_budget::fit(&mut jobs, api.limits.max_message_size).is_empty() {
         next = seqs.get(jobs.len().saturating_sub(1)).copied();
     }
-    Ok(proto::ListJobsResponse {
+    let reply = proto::ListJobsResponse {
         jobs,
         next_page_token: next.map(convert::page_token).unwrap_or_default(),
         scanned: listed.scanned,
-    })
+    };
+    if let Some(heavy) = heavy {
+        heavy.charge(|| prost::Message::encoded_len(&reply));
+    }
+    Ok(reply)
 }
 
 pub(super) async fn cancel(

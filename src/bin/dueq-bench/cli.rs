@@ -104,6 +104,9 @@ pub(crate) enum Family {
     /// Issue 33: the web console: page times with 1,000,000 jobs, the Redis
     /// commands/s of ten live tabs against one, the longest script meanwhile.
     Console,
+    /// Issue 29: tenant B's GetJob p99 alone and while tenant A pages full-view
+    /// ListJobs over 1 MiB jobs.
+    Tenants,
 }
 
 /// `1000`, `1k`, `10k`, `1m` -> a count.

@@ -14,7 +14,7 @@ use targets::Target;
 use crate::{env::Env, plan::Plan, procfs::machine_field, Result};
 
 /// Every section a complete report has, in print order.
-pub(crate) const SECTIONS: [&str; 15] = [
+pub(crate) const SECTIONS: [&str; 16] = [
     "ceiling",
     "grpc",
     "consume",
@@ -30,6 +30,7 @@ pub(crate) const SECTIONS: [&str; 15] = [
     "flow",
     "deps",
     "console",
+    "tenants",
 ];
 
 /// Everything one run measured, with the machine it ran on and the targets checked.

@@ -1,7 +1,9 @@
 //! Fairness and quotas between principals (issue 29 items 4 and 5): each principal
 //! holds at most its share of the in-flight caps, so one holding all it may does
-//! not lock another out; `max_namespaces` in the auth file bounds the namespaces a
-//! principal writes into, the same on every replica, and follows a SIGHUP reload.
+//! not lock another out; each reads at most its --heavy-read-rate of GetJob and
+//! full-view ListJobs bytes, so one paging megabyte jobs does not slow another;
+//! `max_namespaces` in the auth file bounds the namespaces a principal writes into,
+//! the same on every replica, and follows a SIGHUP reload.
 
 use std::path::Path;
 
@@ -240,4 +242,131 @@ async fn one_principal_holding_its_connections_does_not_lock_another_out() {
             .await
             .expect("reader's own connections still serve it");
     }
+}
+
+/// A GetJob of `job_id` in shop-a as `t-<name>`.
+async fn get_job(client: &mut Client, name: &str, job_id: &str) -> Result<(), Status> {
+    let request = proto::GetJobRequest {
+        namespace: "shop-a".into(),
+        job_id: job_id.into(),
+    };
+    client
+        .get_job(with_token(request, Some(&format!("t-{name}"))))
+        .await
+        .map(|_| ())
+}
+
+/// A ListJobs page of shop-a's queue q in `view`, as `t-<name>`.
+async fn list_jobs(client: &mut Client, name: &str, view: proto::JobView) -> Result<(), Status> {
+    let request = proto::ListJobsRequest {
+        namespace: "shop-a".into(),
+        queue: "q".into(),
+        view: view as i32,
+        ..Default::default()
+    };
+    client
+        .list_jobs(with_token(request, Some(&format!("t-{name}"))))
+        .await
+        .map(|_| ())
+}
+
+/// Pins (issue 29 item 4): with several principals, each may read at most
+/// --heavy-read-rate bytes a second of GetJob and full-view ListJobs replies. At
+/// 1024 bytes a second, `reader`'s GetJob of a 64 KiB job leaves it a minute in
+/// debt: its next heavy read (GetJob, full-view ListJobs) is refused at once, naming
+/// the principal and the flag, while its summary ListJobs is not charged and
+/// `root`'s GetJob of the same job is admitted. Without the budget, reader's second
+/// GetJob was served like its first.
+#[tokio::test]
+async fn a_principal_over_its_heavy_read_rate_is_refused_and_another_is_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.auth_file = Some(write_auth_file(dir.path()));
+    config.heavy_read_rate = 1024;
+    let service = Service::start_with(config).await;
+    let mut client = service.client().await;
+    let mut request = job("q", "big");
+    request.namespace = "shop-a".into();
+    request.payload = vec![b'x'; 64 * 1024];
+    let job_id = client
+        .enqueue(with_token(request, Some("t-producer")))
+        .await
+        .expect("enqueue")
+        .into_inner()
+        .job_id;
+
+    get_job(&mut client, "reader", &job_id)
+        .await
+        .expect("reader's first read is within its budget");
+    for refused in [
+        get_job(&mut client, "reader", &job_id).await,
+        list_jobs(&mut client, "reader", proto::JobView::Full).await,
+    ] {
+        let status = refused.expect_err("reader is over its budget");
+        assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+        let message = status.message();
+        assert!(message.contains("principal \"reader\""), "{message}");
+        assert!(
+            message.contains("--heavy-read-rate of 1024 bytes a second"),
+            "{message}"
+        );
+    }
+    list_jobs(&mut client, "reader", proto::JobView::Basic)
+        .await
+        .expect("a summary page is not a heavy read");
+    get_job(&mut client, "root", &job_id)
+        .await
+        .expect("another principal's budget is its own");
+}
+
+/// An HTTP/2 connection to `service` that never calls: its task ends when the
+/// connection does. Returns once the server has answered a PING on it, so the
+/// server has taken it in before the next one opens.
+async fn idle_connection(service: &Service) -> tokio::task::JoinHandle<()> {
+    let tcp = tokio::net::TcpStream::connect(service.addr)
+        .await
+        .expect("connect");
+    let (send, mut connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let mut ping = connection.ping_pong().expect("ping_pong");
+    // The connection ends when its last SendRequest goes: keep it until then.
+    let task = tokio::spawn(async move {
+        let _keep = send;
+        let _ = connection.await;
+    });
+    within_patience("a PING answer", ping.ping(h2::Ping::opaque()))
+        .await
+        .expect("pong");
+    task
+}
+
+/// Pins (issue 29): with an auth file, the connections no principal has called on
+/// (the anonymous class) hold at most half of --max-connections: of four that
+/// never call, with a cap of 4, the two oldest are closed to make room for the
+/// two newest, and `root` still gets a connection that serves it. With the cap
+/// alone, the four held every slot and root's connection was closed on arrival.
+#[tokio::test]
+async fn connections_nobody_called_on_hold_at_most_half_of_max_connections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let redis = Redis::start().await;
+    let mut config = config(&redis.url());
+    config.auth_file = Some(write_auth_file(dir.path()));
+    config.max_connections = 4;
+    config.http2_header_timeout = std::time::Duration::from_secs(3600);
+    let service = Service::start_with(config).await;
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(idle_connection(&service).await);
+    }
+    let newest = idle.split_off(2);
+    for oldest in idle {
+        within_patience("the oldest idle connection to close", oldest)
+            .await
+            .expect("its task");
+    }
+    let mut root = connection_for(&service, "t-root").await;
+    list_queues(&mut root, "t-root")
+        .await
+        .expect("root's connection serves it");
+    drop(newest);
 }

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 /// The sections every bench report has, in order.
-const SECTIONS: [&str; 13] = [
+const SECTIONS: [&str; 14] = [
     "ceiling",
     "grpc",
     "consume",
@@ -18,6 +18,7 @@ const SECTIONS: [&str; 13] = [
     "metrics",
     "dispatch",
     "flow",
+    "tenants",
 ];
 
 /// Runs `dueq-bench --smoke` with `args`; returns its table (stdout), its JSON report
@@ -517,4 +518,36 @@ fn console_family_times_every_page_and_counts_tabs_commands() {
         assert!(t["met"].is_boolean(), "{t}");
         assert!(table.contains(&what), "{what} not in the table");
     }
+}
+
+/// The tenants family (issue 29 item 4) at its smoke scale: tenant B's GetJob alone
+/// and while tenant A pages full-view ListJobs, each with its p99; the second row's
+/// ratio to the first and what A read meanwhile; and the isolation target, met or
+/// missed (measured, never n/a).
+#[test]
+fn tenants_family_times_b_alone_and_while_a_pages() {
+    let (table, report, text) = bench_smoke(&["--only", "tenants"]);
+    let rows = report["sections"]["tenants"]["rows"]
+        .as_array()
+        .expect("tenants rows");
+    let find = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no tenants row {name} in {text}"))
+    };
+    let alone = find("tenant B GetJob p99 alone");
+    let loaded = find("tenant B GetJob p99 while A pages 1 MiB jobs");
+    let p99 = |row: &serde_json::Value| row["p99_ms"].as_f64().expect("a p99");
+    let ratio = loaded["ratio_to_alone"].as_f64().expect("a ratio");
+    assert!((ratio - p99(loaded) / p99(alone)).abs() < 1e-9, "{loaded}");
+    assert!(loaded["a_pages"].as_u64().unwrap_or(0) > 0, "{loaded}");
+    assert!(loaded["a_refused"].as_u64().is_some(), "{loaded}");
+    let targets = report["targets"].as_array().expect("targets");
+    let what = "tenant isolation p99 <= 2x alone";
+    let t = targets
+        .iter()
+        .find(|t| t["target"] == what)
+        .unwrap_or_else(|| panic!("no target {what} in {text}"));
+    assert!(t["met"].is_boolean(), "{t}");
+    assert!(table.contains(what), "table lacks {what}");
 }

@@ -31,6 +31,19 @@ impl Report {
         self.check_deps();
         self.check_console();
         self.check_clients();
+        self.check_tenants();
+    }
+
+    /// Issue 29 item 4: one tenant's abuse costs another at most twice its p99.
+    fn check_tenants(&mut self) {
+        let t = self
+            .extra(
+                "tenants",
+                "tenant B GetJob p99 while A pages 1 MiB jobs",
+                "ratio_to_alone",
+            )
+            .map(|r| (r <= 2.0, format!("{r:.2}x B's p99 alone")));
+        self.target("tenant isolation p99 <= 2x alone", t);
     }
 
     /// The client libraries' workers against the BullMQ Worker drained beside each

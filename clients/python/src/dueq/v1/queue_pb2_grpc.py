@@ -301,6 +301,9 @@ class QueueServiceServicer:
     def UpsertSchedule(self, request, context):
         """Creates or replaces a schedule's definition. Runtime state (status, run count,
         last run, create time) is kept; the next run is kept unless the timing changed.
+        A new schedule beyond the caller's max_schedules (auth file; docs/security.md)
+        is RESOURCE_EXHAUSTED naming the principal, and nothing is written; an update
+        of a stored one is not refused by it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -414,7 +417,9 @@ class QueueServiceServicer:
     def Enqueue(self, request, context):
         """Jobs. See jobs.proto for the lifecycle and the lease rules.
 
-        Enqueues one job (idempotent by job_id; deduplicated by dedup_key).
+        Enqueues one job (idempotent by job_id; deduplicated by dedup_key). Beyond the
+        caller's max_jobs (auth file; docs/security.md): RESOURCE_EXHAUSTED naming the
+        principal, nothing written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -422,7 +427,10 @@ class QueueServiceServicer:
 
     def EnqueueBatch(self, request, context):
         """Enqueues up to the server's batch limit of jobs in one Redis round trip, with a
-        result per item: a bad item fails only itself.
+        result per item: a bad item fails only itself. Under the caller's max_jobs
+        (auth file) the items that fit are stored, in order, and each of the others is
+        RESOURCE_EXHAUSTED as its own result; none fitting: the call is
+        RESOURCE_EXHAUSTED and nothing is written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

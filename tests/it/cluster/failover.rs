@@ -175,7 +175,10 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                                 acked_after.fetch_add(1, Ordering::Relaxed);
                             }
                         }
-                        Err(_) => back_off().await,
+                        Err(status) => {
+                            migrate_if_refused(&mut c, &status).await;
+                            back_off().await
+                        }
                     }
                 }
             })
@@ -193,7 +196,8 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
                     req.worker_id = format!("w{w}");
                     let jobs = match c.claim_job(req).await {
                         Ok(r) => r.into_inner().jobs,
-                        Err(_) => {
+                        Err(status) => {
+                            migrate_if_refused(&mut c, &status).await;
                             back_off().await;
                             continue;
                         }
@@ -243,12 +247,19 @@ async fn failover(mut setup: Setup, wait_replicas: u32, what: &str) -> Counts {
     let (mut lost, mut stuck, mut dead, mut dead_unhanded) = (0, 0, 0, 0);
     let distinct: HashSet<&String> = record.enqueued.iter().collect();
     for id in &distinct {
-        let found = c
-            .get_job(proto::GetJobRequest {
+        let get = |mut c: Client| async move {
+            c.get_job(proto::GetJobRequest {
                 namespace: "ns".into(),
                 job_id: (*id).clone(),
             })
-            .await;
+            .await
+        };
+        let mut found = get(c.clone()).await;
+        if let Err(status) = &found {
+            if migrate_if_refused(&mut c, status).await {
+                found = get(c.clone()).await;
+            }
+        }
         match found {
             Err(s) if s.code() == Code::NotFound => lost += 1,
             Err(s) => panic!("GetJob {id}: {s:?}"),
@@ -303,6 +314,24 @@ struct Counts {
     /// Dead without a claim ever handing them to a worker.
     dead_unhanded: usize,
     recovery_ms: u64,
+}
+
+/// What an operator does when a lossy failover (writes the old master had and its
+/// replica had not) made the monitor refuse the namespace: the namespace's job
+/// sequence went back, so its job calls answer FAILED_PRECONDITION until Migrate
+/// rebuilds its job metadata (issue 29 item 13, pinned by
+/// tools::monitor::a_store_flushed_or_rolled_back_under_the_service_is_logged).
+/// Whether the load hits it depends on whether the monitor looked between the lost
+/// writes and the kill. Runs Migrate when `status` is that refusal; whether it was.
+async fn migrate_if_refused(c: &mut Client, status: &tonic::Status) -> bool {
+    let refused =
+        status.code() == Code::FailedPrecondition && status.message().contains("needs Migrate");
+    if refused {
+        // Another producer or worker may be running it: that one's refusal is
+        // ignored, and its call is retried as any other.
+        let _ = migrate(c, migrate_req("ns")).await;
+    }
+    refused
 }
 
 /// A pause before a producer or worker retries a call the failover refused: real

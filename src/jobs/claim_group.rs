@@ -44,6 +44,9 @@ use crate::{
     sync::lock,
 };
 
+/// How a waiting attempt is answered: its share of the call, or the call's error.
+pub(crate) type Answer = oneshot::Sender<Result<ClaimedBatch, StoreError>>;
+
 /// Claim calls per namespace in flight at once (as `coalesce`).
 const MAX_IN_FLIGHT: usize = 2;
 /// Most attempts served by one call, so one call stays well under a millisecond of
@@ -54,16 +57,17 @@ const MAX_TAKERS: usize = 32;
 const MAX_JOBS_PER_CALL: u64 = 256;
 
 /// Runs one claim attempt, grouped with concurrent attempts on the same queues of the
-/// entry's namespace; returns the attempt's own share of the call.
+/// entry's namespace; returns the attempt's own share of the call. `attempt` makes
+/// the waiting attempt around the reply channel it is answered on.
 pub(crate) async fn claim(
     store: &Arc<Store>,
     entry: &Arc<Entry>,
-    attempt: WaitingClaim,
+    attempt: impl FnOnce(Answer) -> WaitingClaim,
 ) -> Result<ClaimedBatch, StoreError> {
     let (reply, answer) = oneshot::channel();
     let lead = {
         let mut lane = lock(&entry.claims);
-        lane.waiting.push(WaitingClaim { reply, ..attempt });
+        lane.waiting.push(attempt(reply));
         let start = lane.flushing < MAX_IN_FLIGHT;
         if start {
             lane.flushing += 1;
@@ -341,7 +345,7 @@ mod tests {
         lock(&entry.claims).waiting.extend([a, other, b]);
         redis.reset_stats().await;
         let (leader, _) = attempt("c", &["q"]);
-        let mine = claim(&store, &entry, leader).await;
+        let mine = claim(&store, &entry, |reply| WaitingClaim { reply, ..leader }).await;
         let answers = [answer_a.await, answer_b.await, answer_other.await];
         let mut seen = Vec::new();
         for (worker, answer) in ["a", "b", "o"].into_iter().zip(answers) {
@@ -383,13 +387,13 @@ mod tests {
         drop(answer_gone);
         lock(&entry.claims).waiting.push(gone);
         let (leader, _) = attempt("c", &["q"]);
-        let mine = claim(&store, &entry, leader)
+        let mine = claim(&store, &entry, |reply| WaitingClaim { reply, ..leader })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(mine.jobs.len(), 1);
         assert_eq!(mine.jobs[0].worker, "c");
         let (next, _) = attempt("d", &["q"]);
-        let next = claim(&store, &entry, next)
+        let next = claim(&store, &entry, |reply| WaitingClaim { reply, ..next })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
@@ -410,7 +414,10 @@ mod tests {
         let (other, answer) = attempt("o", &["q"]);
         lock(&entry.claims).waiting.push(other);
         let (lead, _) = attempt("c", &["q"]);
-        let mut leader = Box::pin(claim(&store, &entry, lead));
+        let mut leader = Box::pin(claim(&store, &entry, |reply| WaitingClaim {
+            reply,
+            ..lead
+        }));
         assert!(futures::poll!(leader.as_mut()).is_pending());
         assert!(lock(&entry.claims).waiting.is_empty(), "both are in flight");
         drop(leader);

@@ -24,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::{sync::oneshot, time::Instant};
+use tokio::time::Instant;
 
 pub(crate) use bulk::BulkSelection;
 pub(crate) use manage::DEFAULT_RELEASE_REASON;
@@ -297,7 +297,7 @@ impl Jobs {
                 .await?
         } else {
             // Grouped with concurrent attempts on the same queues (issue 35).
-            let attempt = WaitingClaim {
+            let attempt = |reply| WaitingClaim {
                 queues: claim.queues.to_vec(),
                 worker: claim.worker.to_owned(),
                 token_base,
@@ -309,7 +309,7 @@ impl Jobs {
                     .map(|(id, token)| ((*id).to_owned(), (*token).to_owned()))
                     .collect(),
                 results: results.iter().map(|(i, r)| (*i, r.to_vec())).collect(),
-                reply: oneshot::channel().0,
+                reply,
             };
             claim_group::claim(&self.cx.store, entry, attempt).await?
         };

@@ -98,7 +98,7 @@ pub(crate) struct Doc {
     pub(crate) text: String,
 }
 
-fn root() -> &'static Path {
+pub(crate) fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 

@@ -11,4 +11,5 @@ mod examples;
 mod health_command;
 mod metrics;
 mod monitor;
+mod profile;
 mod traces;

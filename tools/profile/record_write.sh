@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prints what one lease change of a job record costs inside Redis's Lua, for the
+# whole-record layout dueq keeps and for the split layouts issue 35 proposed
+# (tools/profile/record_write.lua says what each variant does): nanoseconds per
+# change, the median of 7 interleaved rounds of 200,000 changes each, on a
+# redis-server of its own.
+#
+# usage: tools/profile/record_write.sh [redis-server binary] [changes per round]
+set -euo pipefail
+cd "$(dirname "$0")"
+redis_bin=${1:-redis-server}
+changes=${2:-200000}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$redis_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --busy-reply-threshold 60000 \
+  >/dev/null 2>&1 &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  redis-cli -p "$port" ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
+variants="getset whole front tail tail_claim"
+declare -A runs
+for _ in 1 2 3 4 5 6 7; do
+  for v in $variants; do
+    runs[$v]+="$(redis-cli -p "$port" --eval record_write.lua , "$changes" "$v") "
+  done
+done
+for v in $variants; do
+  median=$(printf '%s\n' ${runs[$v]} | sort -n | sed -n 4p)
+  printf '%-11s %6s ns per change   (rounds: %s)\n' "$v" "$median" "${runs[$v]% }"
+done

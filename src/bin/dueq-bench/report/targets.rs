@@ -113,7 +113,12 @@ impl Report {
         let at_least = |x: Option<f64>, min: f64| x.map(|x| (x >= min, format!("{x:.2}x")));
         let t = at_least(self.ratio("Enqueue"), 0.5);
         self.target("Enqueue >= 0.5x unpipelined ceiling", t);
-        let t = self.versus(("grpc", "Enqueue"), ("peers", "bullmq Queue.add"), 1.5);
+        let t = self
+            .versus(("grpc", "Enqueue"), ("peers", "bullmq Queue.add"), 1.5)
+            .map(|(met, detail)| {
+                let floor = self.unary_floor("bullmq Queue.add", "add");
+                (met, format!("{detail}{}", floor.unwrap_or_default()))
+            });
         self.target("Enqueue >= 1.5x BullMQ add", t);
         let t = self
             .extra("grpc", "Enqueue", "redis_cpu_us_per_op")
@@ -190,7 +195,10 @@ impl Report {
         let t = jobs_s(carried, carried_cpu, 0.75).map(|(met, detail)| {
             (
                 met,
-                format!("{detail}{}", self.unary_floor().unwrap_or_default()),
+                format!(
+                    "{detail}{}",
+                    self.unary_floor("bullmq Worker", "job").unwrap_or_default()
+                ),
             )
         });
         self.target("ClaimJob+acks >= 0.75x BullMQ Worker", t);
@@ -274,15 +282,17 @@ impl Report {
         Some((m, each))
     }
 
-    /// The unary path's CPU floor beside BullMQ's whole job: one empty RPC's service
-    /// and client CPU against BullMQ Worker's Redis and Node CPU per job.
-    fn unary_floor(&self) -> Option<String> {
+    /// The unary path's CPU floor beside BullMQ's whole operation (`what`: the peer
+    /// row's op): one empty RPC's service and client CPU against the peer row's
+    /// Redis and Node CPU per op. On a box where the first is the larger, no unary
+    /// path can beat the peer's rate: the hop alone costs more than its whole op.
+    fn unary_floor(&self, peer: &str, what: &str) -> Option<String> {
         let hop = self.extra("consume", "empty RPC", "service_cpu_us_per_call")?
             + self.extra("consume", "empty RPC", "bench_cpu_us_per_call")?;
-        let bullmq = self.extra("peers", "bullmq Worker", "redis_cpu_us_per_op")?
-            + self.extra("peers", "bullmq Worker", "client_cpu_us_per_op")?;
+        let bullmq = self.extra("peers", peer, "redis_cpu_us_per_op")?
+            + self.extra("peers", peer, "client_cpu_us_per_op")?;
         Some(format!(
-            "; one empty RPC alone costs {hop:.0} us of service+client CPU against BullMQ's whole job at {bullmq:.0} us"
+            "; one empty RPC alone costs {hop:.0} us of service+client CPU against BullMQ's whole {what} at {bullmq:.0} us"
         ))
     }
 

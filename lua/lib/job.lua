@@ -11,7 +11,7 @@
 -- is stored the same way whatever Redis's hash-max-listpack-* settings are, so a
 -- large payload never flips the record into a bigger encoding.
 -- A lease change (claim, extend, ack) rewrites the whole record: a lease part of
--- its own, written alone, was measured to save about 4% of a fast-path job's Redis
+-- its own, written alone, was measured to save 3-4% of a fast-path job's Redis
 -- time, not worth a layout 3 and its Migrate (docs/performance.md, "Why a lease
 -- change writes the whole record"; tools/profile/record_write.sh).
 --   ready:    list  K.ready .. <priority>:<queue>  job numbers n (see listing), FIFO

@@ -15,16 +15,9 @@ redis_bin=${1:-redis-server}
 batch=${2:-16}
 jobs=3200 # the test's JOBS
 out=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
-  "$redis_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$out" \
-  > "$out/valgrind.log" 2>&1 &
-redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.2
-done
+source tools/profile/scratch_redis.sh
+start_scratch_redis "$out/valgrind.log" \
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" "$redis_bin" --dir "$out"
 DUEQ_PROFILE_REDIS="redis://127.0.0.1:$port" DUEQ_PROFILE_BATCH="$batch" cargo test --lib --quiet \
   a_drain_with_carried_acks_hands_out_and_acks_each_job_once
 dump=$(ls "$out"/callgrind.out.* | head -1)

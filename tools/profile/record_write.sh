@@ -10,15 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 redis_bin=${1:-redis-server}
 changes=${2:-200000}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$redis_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --busy-reply-threshold 60000 \
-  >/dev/null 2>&1 &
-redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.1
-done
+source ./scratch_redis.sh
+start_scratch_redis /dev/null "$redis_bin" --busy-reply-threshold 60000
 variants="getset whole front tail tail_claim"
 declare -A runs
 for _ in 1 2 3 4 5 6 7; do

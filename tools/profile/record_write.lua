@@ -67,5 +67,25 @@ for i = 1, n do
 end
 local t1 = redis.call('TIME')
 local us = (tonumber(t1[1]) - tonumber(t0[1])) * 1000000 + tonumber(t1[2]) - tonumber(t0[2])
+-- Each variant must have made its n changes and kept the body: its record, read back
+-- whole, holds version n + 1 and the payload (else its figure would time something else).
+local function check(version, body_payload)
+  if version ~= n + 1 or body_payload ~= payload then
+    return redis.error_reply(variant .. ': the record read back is not the one changed')
+  end
+end
+local wrong
+if variant == 'whole' then
+  local p = cmsgpack.unpack(redis.call('GET', 'record_write:whole'))
+  wrong = check(p[26], p[3])
+elseif variant == 'front' then
+  local raw = redis.call('GET', 'record_write:front')
+  local l, b = cmsgpack.unpack(raw)
+  wrong = check(l[8], b[3])
+elseif variant == 'tail' or variant == 'tail_claim' then
+  local b, l = cmsgpack.unpack(redis.call('GET', 'record_write:tail'))
+  wrong = check(l[8], b[3])
+end
 redis.call('DEL', 'record_write:whole', 'record_write:front', 'record_write:tail')
+if wrong then return wrong end
 return math.floor(us * 1000 / n)

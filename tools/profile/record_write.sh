@@ -16,7 +16,9 @@ variants="getset whole front tail tail_claim"
 declare -A runs
 for _ in 1 2 3 4 5 6 7; do
   for v in $variants; do
-    runs[$v]+="$(redis-cli -p "$port" --eval record_write.lua , "$changes" "$v") "
+    got=$(redis-cli -p "$port" --eval record_write.lua , "$changes" "$v")
+    [[ $got =~ ^[0-9]+$ ]] || { echo "$v: $got" >&2; exit 1; }
+    runs[$v]+="$got "
   done
 done
 for v in $variants; do

@@ -7,7 +7,9 @@ use crate::doc_examples::root;
 
 /// tools/profile/record_write.sh ("Why a lease change writes the whole record"):
 /// every variant runs its change in Redis's Lua and prints nanoseconds per change.
-/// Only that it ran is checked here; the figures are the page's, from a full run.
+/// The tool itself reads each variant's record back after its changes and fails if
+/// it is not the changed record with its body intact, so a figure here timed the
+/// change it names; the figures are the page's, from a full run.
 #[test]
 fn record_write_prints_each_layout_variant() {
     let out = Command::new("bash")

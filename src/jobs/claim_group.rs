@@ -34,7 +34,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use super::coalesce::{Detached, FlushSlot};
+use super::coalesce::{answered, join, Detached, FlushSlot};
 use crate::{
     namespaces::{ClaimLane, Entry, WaitingClaim},
     store::{
@@ -65,29 +65,12 @@ pub(crate) async fn claim(
     attempt: impl FnOnce(Answer) -> WaitingClaim,
 ) -> Result<ClaimedBatch, StoreError> {
     let (reply, answer) = oneshot::channel();
-    let lead = {
-        let mut lane = lock(&entry.claims);
+    if let Some(slot) = join(&entry.claims, MAX_IN_FLIGHT, |lane| {
         lane.waiting.push(attempt(reply));
-        let start = lane.flushing < MAX_IN_FLIGHT;
-        if start {
-            lane.flushing += 1;
-        }
-        start
-    };
-    if lead {
-        let slot = FlushSlot {
-            lane: entry.claims.clone(),
-            released: false,
-        };
+    }) {
         Detached::new(lead_flush(store.clone(), entry.clone(), slot)).await;
     }
-    answer.await.unwrap_or_else(|_| {
-        // Only a panicking flush drops a reply unanswered.
-        Err(StoreError::corrupt(
-            "claim",
-            "the grouped call ended without an answer",
-        ))
-    })
+    answered(answer, "claim").await
 }
 
 /// The leader's flush: one group, then the lane goes to a task of its own if more

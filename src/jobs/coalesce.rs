@@ -91,6 +91,41 @@ impl<L: InFlight> Drop for FlushSlot<L> {
     }
 }
 
+/// Puts a caller's item in `lane` (`push`); when fewer than `max_in_flight` flushes
+/// run, the caller leads the next one and gets its slot. (Both lanes join this way:
+/// this module's and `claim_group`'s.)
+pub(super) fn join<L: InFlight>(
+    lane: &Arc<Mutex<L>>,
+    max_in_flight: usize,
+    push: impl FnOnce(&mut L),
+) -> Option<FlushSlot<L>> {
+    let mut locked = lock(lane);
+    push(&mut locked);
+    let flushing = locked.flushing();
+    if *flushing >= max_in_flight {
+        return None;
+    }
+    *flushing += 1;
+    Some(FlushSlot {
+        lane: lane.clone(),
+        released: false,
+    })
+}
+
+/// A grouped caller's answer; `what` names the call in the error a dropped reply
+/// gives (only a panicking flush drops one unanswered).
+pub(super) async fn answered<T>(
+    answer: oneshot::Receiver<Result<T, StoreError>>,
+    what: &'static str,
+) -> Result<T, StoreError> {
+    answer.await.unwrap_or_else(|_| {
+        Err(StoreError::corrupt(
+            what,
+            "the grouped call ended without an answer",
+        ))
+    })
+}
+
 /// Enqueues one job, grouped with concurrent calls for the entry's namespace.
 pub(crate) async fn enqueue(
     store: &Arc<Store>,
@@ -99,29 +134,12 @@ pub(crate) async fn enqueue(
     max_jobs: u64,
 ) -> Result<Enqueued, StoreError> {
     let (reply, answer) = oneshot::channel();
-    let lead = {
-        let mut lane = lock(&entry.lane);
+    if let Some(slot) = join(&entry.lane, MAX_IN_FLIGHT, |lane| {
         lane.waiting.push((spec, reply));
-        let start = lane.flushing < MAX_IN_FLIGHT;
-        if start {
-            lane.flushing += 1;
-        }
-        start
-    };
-    if lead {
-        let slot = FlushSlot {
-            lane: entry.lane.clone(),
-            released: false,
-        };
+    }) {
         Detached::new(lead_flush(store.clone(), entry.clone(), max_jobs, slot)).await;
     }
-    answer.await.unwrap_or_else(|_| {
-        // Only a panicking flush drops a reply unanswered.
-        Err(StoreError::corrupt(
-            "enqueue",
-            "the grouped call ended without an answer",
-        ))
-    })
+    answered(answer, "enqueue").await
 }
 
 /// The leader's flush: one group (its own job is in it unless a full group waited
